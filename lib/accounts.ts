@@ -1,0 +1,52 @@
+/**
+ * Linux accounts, read from `/etc/passwd` (format: passwd(5), `name:x:uid:gid:gecos:home:shell`).
+ *
+ * @module
+ */
+
+/** One account of `/etc/passwd`. */
+export interface Account {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string;
+}
+
+/**
+ * Reads the accounts of `/etc/passwd` (or `path`), keyed by name.
+ *
+ * @throws {Error} "Cannot read accounts ..." when the file cannot be read.
+ */
+export async function readAccounts(path = "/etc/passwd"): Promise<Map<string, Account>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (cause) {
+    throw new Error(`Cannot read accounts "${path}": ${(cause as Error).message}`, { cause });
+  }
+  return parsePasswd(text);
+}
+
+/** Parses passwd(5) text; malformed lines are skipped. */
+export function parsePasswd(text: string): Map<string, Account> {
+  const accounts = new Map<string, Account>();
+  for (const line of text.split("\n")) {
+    const f = line.split(":");
+    if (f.length < 7 || !/^\d+$/.test(f[2]!) || !/^\d+$/.test(f[3]!)) continue;
+    accounts.set(f[0]!, { name: f[0]!, uid: Number(f[2]), gid: Number(f[3]), home: f[5]! });
+  }
+  return accounts;
+}
+
+/** Finds a program on `PATH` without running anything; `undefined` when it is not there. */
+export function findProgram(name: string, path = Deno.env.get("PATH") ?? ""): string | undefined {
+  for (const dir of path.split(":")) {
+    if (!dir) continue;
+    const candidate = `${dir}/${name}`;
+    try {
+      const info = Deno.statSync(candidate);
+      if (info.isFile && ((info.mode ?? 0) & 0o111) !== 0) return candidate;
+    } catch { /* not here */ }
+  }
+  return undefined;
+}

@@ -1,0 +1,154 @@
+/**
+ * Running external commands, the one way mesh does it.
+ *
+ * A command that exits non-zero (or dies of a signal) is a {@linkcode CommandError} carrying the
+ * argv, the exit code, the signal and the tail of its stderr, so the failure can be reported to
+ * whoever asked without anybody re-running it by hand.
+ *
+ * @module
+ */
+
+/** How many bytes of stderr a {@linkcode CommandError} keeps (the tail; the head is dropped). */
+export const STDERR_TAIL_BYTES = 2048;
+
+/** The outcome of a finished command. `stdout` and `stderr` are decoded as UTF-8. */
+export interface CommandOutput {
+  /** The argv that ran, program first. */
+  argv: string[];
+  /** Exit code; `null` when the process died of a signal. */
+  code: number | null;
+  /** The signal that ended the process, or `null`. */
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Options for {@linkcode run}. */
+export interface RunOptions {
+  /** Extra environment variables (merged over the inherited environment). */
+  env?: Record<string, string>;
+  /** Working directory. */
+  cwd?: string;
+  /** Text written to the command's standard input. */
+  stdin?: string;
+  /** Kill the command after this many milliseconds (it then fails with signal SIGKILL). */
+  timeoutMs?: number;
+  /**
+   * Treat a non-zero exit as a result rather than an error (the caller reads `code` itself).
+   * Used where a tool reports state through its exit code, e.g. `systemctl is-enabled`.
+   */
+  allowFailure?: boolean;
+}
+
+/**
+ * A command that could not be started, exited non-zero or died of a signal.
+ * The message names the argv and the cause and ends with the tail of stderr.
+ */
+export class CommandError extends Error {
+  /** The argv that ran, program first. */
+  readonly argv: string[];
+  /** Exit code, or `null` when it died of a signal or could not be started. */
+  readonly code: number | null;
+  /** The signal that ended it, or `null`. */
+  readonly signal: string | null;
+  /** The last {@linkcode STDERR_TAIL_BYTES} bytes of stderr, trimmed. */
+  readonly stderrTail: string;
+
+  constructor(
+    argv: string[],
+    detail: { code: number | null; signal: string | null; stderr: string; cause?: unknown },
+  ) {
+    const tail = tailOf(detail.stderr);
+    const how = detail.cause !== undefined
+      ? `could not be started: ${
+        detail.cause instanceof Error ? detail.cause.message : String(detail.cause)
+      }`
+      : detail.signal !== null
+      ? `was killed by ${detail.signal}`
+      : `exited with code ${detail.code}`;
+    super(
+      `Command ${formatArgv(argv)} ${how}${tail ? `: ${tail}` : ""}`,
+      detail.cause !== undefined ? { cause: detail.cause } : undefined,
+    );
+    this.name = "CommandError";
+    this.argv = argv;
+    this.code = detail.code;
+    this.signal = detail.signal;
+    this.stderrTail = tail;
+  }
+}
+
+let spawned = 0;
+
+/** How many subprocesses this process has spawned through {@linkcode run} so far. */
+export function spawnCount(): number {
+  return spawned;
+}
+
+/**
+ * Runs `argv` to completion and returns its output.
+ *
+ * @param argv program and arguments; the program is looked up on `PATH`.
+ * @throws {CommandError} when the program cannot be started, is killed (including by the
+ *   timeout), or exits non-zero without `allowFailure`.
+ */
+export async function run(argv: string[], options: RunOptions = {}): Promise<CommandOutput> {
+  const [program, ...args] = argv;
+  if (program === undefined) throw new TypeError("Cannot run an empty command");
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(program, {
+      args,
+      env: options.env,
+      cwd: options.cwd,
+      stdin: options.stdin !== undefined ? "piped" : "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch (cause) {
+    throw new CommandError(argv, { code: null, signal: null, stderr: "", cause });
+  }
+  spawned++;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (options.timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+    }, options.timeoutMs);
+  }
+  try {
+    if (options.stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(options.stdin));
+      await writer.close();
+    }
+    const out = await child.output();
+    const result: CommandOutput = {
+      argv,
+      code: out.signal === null ? out.code : null,
+      signal: out.signal,
+      stdout: new TextDecoder().decode(out.stdout),
+      stderr: new TextDecoder().decode(out.stderr),
+    };
+    if ((result.code !== 0 && !options.allowFailure) || result.signal !== null) {
+      throw new CommandError(argv, result);
+    }
+    return result;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+/** Renders argv for a message, quoting each argument that needs it. */
+export function formatArgv(argv: string[]): string {
+  return argv.map((a) => /^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a)).join(" ");
+}
+
+function tailOf(stderr: string): string {
+  const bytes = new TextEncoder().encode(stderr);
+  const cut = bytes.length > STDERR_TAIL_BYTES
+    ? new TextDecoder().decode(bytes.slice(bytes.length - STDERR_TAIL_BYTES))
+    : stderr;
+  return cut.trim();
+}

@@ -1,0 +1,42 @@
+/**
+ * mesh: declarative machine management for a small fleet.
+ *
+ * The public types and entry points. Each program is its own module (`reconcile/main.ts`
+ * compiles to `mesh-reconcile`); this module re-exports what other code may build on.
+ *
+ * @module
+ */
+
+export {
+  type Entry,
+  type EntryKind,
+  formatProblem,
+  loadRegistry,
+  parseRegistry,
+  Registry,
+  RegistryError,
+  registryJsonSchema,
+  type RegistryProblem,
+} from "./reconcile/registry.ts";
+export {
+  type Check,
+  compare,
+  type Direction,
+  type Finding,
+  type Observation,
+} from "./reconcile/compare.ts";
+export {
+  NO_PROXY,
+  observe,
+  reconcile,
+  type ReconcileOptions,
+  type ReconcileResult,
+  type RunStatus,
+} from "./reconcile/run.ts";
+export { stampLine, summaryLine, toJson, toText, toTextfile } from "./reconcile/report.ts";
+export { adoptRegistry } from "./reconcile/adopt.ts";
+export type { SourceState, SourceStatus } from "./reconcile/observe/source.ts";
+export type { ObservedContainer, PublishedPort } from "./reconcile/observe/containers.ts";
+export type { Listener } from "./reconcile/observe/sockets.ts";
+export type { AddressProbe, ServedAddress } from "./reconcile/observe/proxy.ts";
+export { CommandError, type CommandOutput, run } from "./lib/command.ts";

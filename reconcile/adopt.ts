@@ -1,0 +1,117 @@
+/**
+ * Adoption: a starting registry written from the live machine, so that a new user starts from
+ * zero drift and edits from there. Every entry carries `note: adopted` until a person says why
+ * it exists.
+ *
+ * @module
+ */
+
+import { Document } from "yaml";
+import type { Observation } from "./compare.ts";
+import { ANY_HOST } from "./observe/proxy.ts";
+import { parseRegistry } from "./registry.ts";
+
+/** The note every adopted entry carries. */
+export const ADOPTED = "adopted";
+
+/** Options for {@linkcode adoptRegistry}. */
+export interface AdoptOptions {
+  /** The accounts whose containers were asked about (written as `accounts`). */
+  accounts: string[];
+  /** Host name for the header comment. */
+  hostname?: string;
+}
+
+/**
+ * Writes the registry text that makes `observation` clean: one `service` per running
+ * container (with its published ports), one `daemon` per process holding other listening
+ * ports, one `site` per served address (with `redirect` where it redirects).
+ *
+ * @throws {Error} when the observation has a failed source: adopting half a machine would
+ *   write a registry that calls the other half rogue.
+ */
+export function adoptRegistry(observation: Observation, options: AdoptOptions): string {
+  const failed = observation.sources.filter((s) => s.state === "failed");
+  if (failed.length > 0) {
+    throw new Error(
+      `Cannot adopt this machine: could not observe ${
+        failed.map((s) => `${s.account ? `${s.source}@${s.account}` : s.source} (${s.detail})`)
+          .join("; ")
+      }`,
+    );
+  }
+  const names = new Set<string>();
+  const unique = (wanted: string) => {
+    const base = wanted.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[^A-Za-z0-9]+/, "") || "entry";
+    let name = base;
+    for (let i = 2; names.has(name); i++) name = `${base}-${i}`;
+    names.add(name);
+    return name;
+  };
+  const services: Record<string, Record<string, unknown>> = {};
+  const claimed = new Set<number>();
+  for (const c of [...observation.containers].sort((a, b) => a.name.localeCompare(b.name))) {
+    const ports = [...new Set(c.ports.filter((p) => p.protocol === "tcp").map((p) => p.hostPort))]
+      .filter((p) => !claimed.has(p)).sort((a, b) => a - b);
+    ports.forEach((p) => claimed.add(p));
+    services[unique(c.name)] = {
+      kind: "service",
+      user: c.account,
+      container: c.name,
+      ...(ports.length > 0 ? { port: ports.length === 1 ? ports[0] : ports } : {}),
+      note: ADOPTED,
+    };
+  }
+  const daemons = new Map<string, { user: string; ports: Set<number> }>();
+  for (const l of [...observation.listeners].sort((a, b) => a.port - b.port)) {
+    if (claimed.has(l.port)) continue;
+    const command = l.processes[0]?.command;
+    const user = l.user ?? `uid-${l.uid}`;
+    const key = command ? `${command}\0${user}` : `port-${l.port}\0${user}`;
+    const d = daemons.get(key) ?? { user, ports: new Set() };
+    d.ports.add(l.port);
+    daemons.set(key, d);
+    claimed.add(l.port);
+  }
+  for (const [key, d] of daemons) {
+    const ports = [...d.ports];
+    services[unique(key.split("\0")[0]!)] = {
+      kind: "daemon",
+      ...(/^[a-z_][a-z0-9_-]*\$?$/.test(d.user) ? { user: d.user } : {}),
+      port: ports.length === 1 ? ports[0] : ports,
+      note: key.startsWith("port-") ? `${ADOPTED}; no process was found holding it` : ADOPTED,
+    };
+  }
+  const hosts = [...new Set(observation.addresses.map((a) => a.host))].sort();
+  for (const host of hosts) {
+    const probe = observation.probes.find((p) => p.host === host);
+    const address = observation.addresses.find((a) => a.host === host)!;
+    let redirect: string | undefined;
+    if (
+      probe && probe.error === undefined && probe.status !== undefined && probe.status >= 300 &&
+      probe.status < 400 && probe.location !== undefined
+    ) {
+      redirect = new URL(probe.location, `${address.tls ? "https" : "http"}://${host}/`).href;
+    }
+    services[unique(host === ANY_HOST ? "catch-all" : host)] = {
+      kind: "site",
+      web: host,
+      ...(redirect !== undefined ? { redirect } : {}),
+      note: redirect !== undefined
+        ? `${ADOPTED}; only redirects, and stays declared: a served redirect no entry declares is rogue`
+        : ADOPTED,
+    };
+  }
+  const doc = new Document({ version: 1, accounts: options.accounts, services });
+  doc.commentBefore = [
+    ` Registry adopted from ${
+      options.hostname ?? "this machine"
+    } at ${observation.time} by mesh-reconcile init.`,
+    ` Every entry says "note: adopted": read each one, write why it exists, and stop and remove`,
+    ` what should not be here. This file is the machine's port table; keep it outside any code`,
+    ` checkout (a deployment may overwrite a checkout).`,
+  ].join("\n");
+  const text = doc.toString({ lineWidth: 0 });
+  parseRegistry(text, "<adopted registry>"); // what adoption writes must be a valid registry
+  return text;
+}

@@ -1,0 +1,12 @@
+/**
+ * mesh-reconcile as a library: registry, observers, comparison, rendering.
+ *
+ * @module
+ */
+
+export * from "./registry.ts";
+export * from "./compare.ts";
+export * from "./run.ts";
+export * from "./report.ts";
+export * from "./adopt.ts";
+export * from "./observe/mod.ts";

@@ -1,0 +1,298 @@
+/**
+ * Running containers, asked per account: there is no global view, so every account listed in
+ * the registry is asked separately, each runtime once (podman, and docker where its daemon
+ * answers). Rootless accounts are asked as that account.
+ *
+ * Formats read: `podman ps --format json` (podman 4.x: an array of objects with `Names`,
+ * `Image`, `Labels`, `Ports[{host_ip, host_port, container_port, range, protocol}]`, `State`);
+ * `docker inspect` (Docker Engine API ContainerJSON: `Name`, `Config.Image`, `Config.Labels`,
+ * `NetworkSettings.Ports{"80/tcp": [{HostIp, HostPort}]}`, `State.Status`).
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { type Account, findProgram } from "../../lib/accounts.ts";
+import { CommandError, formatArgv, run } from "../../lib/command.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import type { SourceStatus } from "./source.ts";
+
+/** A host port a container publishes. */
+export interface PublishedPort {
+  /** Host address the port is bound to (`""` or `0.0.0.0` for all). */
+  hostIp: string;
+  hostPort: number;
+  containerPort: number;
+  /** `tcp`, `udp` or `sctp`. */
+  protocol: string;
+}
+
+/** A running container as its runtime reports it. */
+export interface ObservedContainer {
+  /** The account whose runtime runs it. */
+  account: string;
+  runtime: "podman" | "docker";
+  name: string;
+  id: string;
+  image: string;
+  labels: Record<string, string>;
+  ports: PublishedPort[];
+}
+
+/** What {@linkcode observeContainers} found, and how each runtime answered per account. */
+export interface ContainerObservation {
+  containers: ObservedContainer[];
+  sources: SourceStatus[];
+}
+
+/** Options for {@linkcode observeContainers}. */
+export interface ObserveContainersOptions {
+  /** `/etc/passwd` accounts (read once by the caller). */
+  passwd: Map<string, Account>;
+  /** Runtimes to ask; default both. */
+  runtimes?: ("podman" | "docker")[];
+  /** Per-command time limit in milliseconds; default 60 000. */
+  timeoutMs?: number;
+}
+
+const PodmanPs = z.array(z.object({
+  Id: z.string(),
+  Names: z.array(z.string()).min(1),
+  Image: z.string(),
+  Labels: z.record(z.string(), z.string()).nullish(),
+  Ports: z.array(z.object({
+    host_ip: z.string(),
+    host_port: z.number().int(),
+    container_port: z.number().int(),
+    range: z.number().int().optional(),
+    protocol: z.string(),
+  })).nullish(),
+  State: z.string(),
+}));
+
+const DockerInspect = z.array(z.object({
+  Id: z.string(),
+  Name: z.string(),
+  Config: z.object({ Image: z.string(), Labels: z.record(z.string(), z.string()).nullish() }),
+  State: z.object({ Status: z.string() }),
+  NetworkSettings: z.object({
+    Ports: z.record(
+      z.string(),
+      z.array(z.object({ HostIp: z.string(), HostPort: z.string() })).nullable(),
+    ).nullish(),
+  }),
+}));
+
+/**
+ * Asks each account's runtimes which containers run. Never throws for a runtime that cannot
+ * be asked: that is a `failed` source (the run cannot be clean), while a runtime this machine
+ * does not have is `absent` with the reason.
+ */
+export async function observeContainers(
+  accounts: string[],
+  options: ObserveContainersOptions,
+): Promise<ContainerObservation> {
+  const runtimes = options.runtimes ?? ["podman", "docker"];
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const results = await Promise.all(
+    accounts.flatMap((account) =>
+      runtimes.map((runtime) =>
+        runtime === "podman"
+          ? askPodman(account, options.passwd, timeoutMs)
+          : askDocker(account, options.passwd, timeoutMs)
+      )
+    ),
+  );
+  return {
+    containers: results.flatMap((r) => r.containers),
+    sources: results.flatMap((r) => r.sources),
+  };
+}
+
+/** argv (and environment) that runs `argv` as `account`: directly for root or oneself. */
+function asAccount(account: Account, argv: string[], env: Record<string, string> = {}): string[] {
+  const self = Deno.uid();
+  const all = { HOME: account.home, ...env };
+  if (account.uid === self) {
+    return ["env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv];
+  }
+  return [
+    "runuser",
+    "-u",
+    account.name,
+    "--",
+    "env",
+    ...Object.entries(all).map(([k, v]) => `${k}=${v}`),
+    ...argv,
+  ];
+}
+
+function rootlessEnv(account: Account): Record<string, string> {
+  return account.uid === 0 ? {} : { XDG_RUNTIME_DIR: `/run/user/${account.uid}` };
+}
+
+async function askPodman(
+  accountName: string,
+  passwd: Map<string, Account>,
+  timeoutMs: number,
+): Promise<ContainerObservation> {
+  const method = "podman ps --format json";
+  const status = (state: SourceStatus["state"], detail: string): SourceStatus => ({
+    source: "podman",
+    account: accountName,
+    state,
+    method,
+    detail,
+  });
+  if (findProgram("podman") === undefined) {
+    return { containers: [], sources: [status("absent", "podman is not installed (not on PATH)")] };
+  }
+  const account = passwd.get(accountName);
+  if (account === undefined) {
+    return {
+      containers: [],
+      sources: [status("failed", `account "${accountName}" does not exist in /etc/passwd`)],
+    };
+  }
+  const argv = asAccount(account, ["podman", "ps", "--format", "json"], rootlessEnv(account));
+  try {
+    const out = await run(argv, { timeoutMs });
+    const parsed = PodmanPs.safeParse(JSON.parse(out.stdout || "[]"));
+    if (!parsed.success) {
+      throw new Error(
+        `unexpected output of ${formatArgv(argv)}: ${parsed.error.issues[0]?.message}`,
+      );
+    }
+    const containers = parsed.data
+      .filter((c) => c.State === "running")
+      .map((c): ObservedContainer => ({
+        account: accountName,
+        runtime: "podman",
+        name: c.Names[0]!,
+        id: c.Id,
+        image: c.Image,
+        labels: c.Labels ?? {},
+        ports: (c.Ports ?? []).flatMap((p) =>
+          Array.from({ length: Math.max(1, p.range ?? 1) }, (_, i) => ({
+            hostIp: p.host_ip,
+            hostPort: p.host_port + i,
+            containerPort: p.container_port + i,
+            protocol: p.protocol,
+          }))
+        ),
+      }));
+    return { containers, sources: [status("observed", `${containers.length} running`)] };
+  } catch (error) {
+    return { containers: [], sources: [status("failed", messageOf(error))] };
+  }
+}
+
+async function askDocker(
+  accountName: string,
+  passwd: Map<string, Account>,
+  timeoutMs: number,
+): Promise<ContainerObservation> {
+  const status = (state: SourceStatus["state"], method: string, detail: string): SourceStatus => ({
+    source: "docker",
+    account: accountName,
+    state,
+    method,
+    detail,
+  });
+  if (findProgram("docker") === undefined) {
+    return {
+      containers: [],
+      sources: [status("absent", "docker ps", "docker is not installed (not on PATH)")],
+    };
+  }
+  const account = passwd.get(accountName);
+  if (account === undefined) {
+    return {
+      containers: [],
+      sources: [
+        status("failed", "docker ps", `account "${accountName}" does not exist in /etc/passwd`),
+      ],
+    };
+  }
+  // The daemon answers on a socket; where the socket is not there, no daemon can answer.
+  const configured = account.uid === 0 ? Deno.env.get("DOCKER_HOST") : undefined;
+  const host = configured ??
+    (account.uid === 0
+      ? "unix:///var/run/docker.sock"
+      : `unix:///run/user/${account.uid}/docker.sock`);
+  if (host.startsWith("unix://")) {
+    const socket = host.slice("unix://".length);
+    try {
+      if (!Deno.statSync(socket).isSocket) {
+        return {
+          containers: [],
+          sources: [status("absent", `stat ${socket}`, `${socket} is not a socket`)],
+        };
+      }
+    } catch {
+      return {
+        containers: [],
+        sources: [status("absent", `stat ${socket}`, `no docker daemon socket at ${socket}`)],
+      };
+    }
+  }
+  const env = { DOCKER_HOST: host };
+  const psArgv = asAccount(account, ["docker", "ps", "--quiet", "--no-trunc"], env);
+  try {
+    const ps = await run(psArgv, { timeoutMs });
+    const ids = ps.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
+    if (ids.length === 0) {
+      return { containers: [], sources: [status("observed", formatArgv(psArgv), "0 running")] };
+    }
+    const inspectArgv = asAccount(account, ["docker", "inspect", ...ids], env);
+    const inspect = await run(inspectArgv, { timeoutMs });
+    const containers = parseDockerInspect(inspect.stdout, accountName);
+    return {
+      containers,
+      sources: [status("observed", "docker ps; docker inspect", `${containers.length} running`)],
+    };
+  } catch (error) {
+    if (
+      error instanceof CommandError &&
+      /Cannot connect to the Docker daemon|Is the docker daemon running/.test(error.stderrTail)
+    ) {
+      return {
+        containers: [],
+        sources: [
+          status("absent", formatArgv(psArgv), `the daemon does not answer: ${error.stderrTail}`),
+        ],
+      };
+    }
+    return { containers: [], sources: [status("failed", formatArgv(psArgv), messageOf(error))] };
+  }
+}
+
+/**
+ * Parses `docker inspect` output (Docker Engine API ContainerJSON array) into running
+ * containers of `account`.
+ *
+ * @throws {Error} when the output is not that shape.
+ */
+export function parseDockerInspect(text: string, account: string): ObservedContainer[] {
+  const parsed = DockerInspect.safeParse(JSON.parse(text));
+  if (!parsed.success) {
+    throw new Error(`Cannot read docker inspect output: ${parsed.error.issues[0]?.message}`);
+  }
+  return parsed.data.filter((c) => c.State.Status === "running").map((c) => ({
+    account,
+    runtime: "docker" as const,
+    name: c.Name.replace(/^\//, ""),
+    id: c.Id,
+    image: c.Config.Image,
+    labels: c.Config.Labels ?? {},
+    ports: Object.entries(c.NetworkSettings.Ports ?? {}).flatMap(([key, bindings]) => {
+      const [port, protocol] = key.split("/");
+      return (bindings ?? []).map((b) => ({
+        hostIp: b.HostIp,
+        hostPort: Number(b.HostPort),
+        containerPort: Number(port),
+        protocol: protocol ?? "tcp",
+      }));
+    }),
+  }));
+}

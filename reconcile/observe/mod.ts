@@ -1,0 +1,10 @@
+/**
+ * The observers: each reads one source and never changes anything.
+ *
+ * @module
+ */
+
+export * from "./source.ts";
+export * from "./containers.ts";
+export * from "./sockets.ts";
+export * from "./proxy.ts";

@@ -1,0 +1,273 @@
+/**
+ * Web addresses the reverse proxy serves, read from Caddy's admin API (`GET /config/`, the
+ * JSON config of Caddy 2: `apps.http.servers.<name>.{listen, routes, tls_connection_policies,
+ * automatic_https}`, routes with `match[].host` and `handle[]`, recursing into `subroute`
+ * handlers), and a probe of each served address over the network: the leaf certificate
+ * presented for the name (SNI) and, for redirects, the status and `Location` without following.
+ *
+ * @module
+ */
+
+import https from "node:https";
+import http from "node:http";
+import type { TLSSocket } from "node:tls";
+import { X509Certificate } from "node:crypto";
+import { z } from "zod";
+import { messageOf } from "../../lib/atomic.ts";
+import type { SourceStatus } from "./source.ts";
+
+/** The address a catch-all route (no host matcher) is recorded under. */
+export const ANY_HOST = "*";
+
+/** An address the proxy serves, and where. */
+export interface ServedAddress {
+  /** Host name from a `host` matcher, lowercased; {@linkcode ANY_HOST} for a catch-all. */
+  host: string;
+  /** The Caddy server (`apps.http.servers` key) serving it. */
+  server: string;
+  /** The server's listen addresses as configured, e.g. `[":443"]`. */
+  listen: string[];
+  /** Whether the server terminates TLS for it. */
+  tls: boolean;
+}
+
+/** What the proxy's config says. */
+export interface ProxyObservation {
+  addresses: ServedAddress[];
+  sources: SourceStatus[];
+}
+
+/** The answer of one request to a served address. */
+export interface AddressProbe {
+  host: string;
+  /** `host:port` connected to. */
+  target: string;
+  /** Set when the connection or TLS handshake failed; then nothing else is. */
+  error?: string;
+  status?: number;
+  /** `Location` header, as sent. */
+  location?: string;
+  certificate?: {
+    /** Expiry, ISO 8601. */
+    notAfter: string;
+    notBefore: string;
+    subject: string;
+    /** Subject alternative names as printed by X509Certificate, e.g. `DNS:a.example`. */
+    subjectAltName: string;
+    /** Whether the certificate covers the host name (RFC 6125 matching, wildcards included). */
+    coversName: boolean;
+  };
+}
+
+const Route: z.ZodType<CaddyRoute> = z.lazy(() =>
+  z.object({
+    match: z.array(z.object({ host: z.array(z.string()).optional() }).loose()).optional(),
+    handle: z.array(
+      z.object({ handler: z.string(), routes: z.array(Route).optional() }).loose(),
+    ).optional(),
+  }).loose()
+);
+interface CaddyRoute {
+  match?: { host?: string[] }[];
+  handle?: { handler: string; routes?: CaddyRoute[] }[];
+}
+const CaddyConfig = z.object({
+  apps: z.object({
+    http: z.object({
+      http_port: z.number().optional(),
+      servers: z.record(
+        z.string(),
+        z.object({
+          listen: z.array(z.string()).optional(),
+          routes: z.array(Route).optional(),
+          tls_connection_policies: z.array(z.unknown()).optional(),
+          automatic_https: z.object({ disable: z.boolean().optional() }).loose().optional(),
+        }).loose(),
+      ).optional(),
+    }).loose().optional(),
+  }).loose().optional(),
+}).loose().nullable();
+
+/** Normalises `localhost:2019` or `http://host:port` to the admin API's base URL. */
+export function adminUrl(admin: string): string {
+  return /^https?:\/\//.test(admin) ? admin.replace(/\/+$/, "") : `http://${admin}`;
+}
+
+/**
+ * Reads Caddy's running config through its admin API and lists the addresses it serves.
+ * An admin API that does not answer, or answers with something else than Caddy's config, is a
+ * `failed` source, never an empty list.
+ */
+export async function observeProxy(
+  admin: string,
+  options: { timeoutMs?: number } = {},
+): Promise<ProxyObservation> {
+  const url = `${adminUrl(admin)}/config/`;
+  const method = `GET ${url}`;
+  let body: unknown;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.trim().slice(0, 200)}`);
+    body = JSON.parse(text);
+  } catch (error) {
+    return {
+      addresses: [],
+      sources: [{
+        source: "caddy",
+        state: "failed",
+        method,
+        detail: `Cannot read the proxy config: ${messageOf(error)}`,
+      }],
+    };
+  }
+  const parsed = CaddyConfig.safeParse(body);
+  if (!parsed.success) {
+    return {
+      addresses: [],
+      sources: [{
+        source: "caddy",
+        state: "failed",
+        method,
+        detail: `Cannot read the proxy config: not Caddy's config shape (${
+          parsed.error.issues[0]?.path.join(".")
+        }: ${parsed.error.issues[0]?.message})`,
+      }],
+    };
+  }
+  const addresses = servedAddresses(parsed.data);
+  return {
+    addresses,
+    sources: [{
+      source: "caddy",
+      state: "observed",
+      method,
+      detail: `${new Set(addresses.map((a) => a.host)).size} addresses served`,
+    }],
+  };
+}
+
+function servedAddresses(config: z.output<typeof CaddyConfig>): ServedAddress[] {
+  const httpApp = config?.apps?.http;
+  const httpPort = httpApp?.http_port ?? 80;
+  const out: ServedAddress[] = [];
+  for (const [server, srv] of Object.entries(httpApp?.servers ?? {})) {
+    const listen = srv.listen ?? [];
+    const hosts = new Set<string>();
+    for (const route of srv.routes ?? []) collectHosts(route, hosts);
+    const ports = listen.map(listenPort).filter((p): p is number => p !== undefined);
+    // Caddy's automatic HTTPS: a server listening on any port other than the HTTP port, with
+    // host names in its routes, gets TLS unless disabled; explicit policies always mean TLS.
+    const tls = (srv.tls_connection_policies?.length ?? 0) > 0 ||
+      (!srv.automatic_https?.disable && ports.some((p) => p !== httpPort) &&
+        [...hosts].some((h) => h !== ANY_HOST));
+    for (const host of hosts) out.push({ host, server, listen, tls });
+  }
+  return out;
+}
+
+/** Adds every host a route serves; a route that matches no host anywhere serves any host. */
+function collectHosts(route: CaddyRoute, into: Set<string>): void {
+  const own = (route.match ?? []).flatMap((m) => m.host ?? []).map((h) => h.toLowerCase());
+  const below = new Set<string>();
+  for (const h of route.handle ?? []) for (const r of h.routes ?? []) collectHosts(r, below);
+  if (own.length > 0) {
+    for (const h of own) into.add(h);
+    return;
+  }
+  if (below.size > 0) {
+    for (const h of below) into.add(h);
+    return;
+  }
+  if ((route.handle ?? []).some((h) => h.handler !== "subroute" && h.handler !== "vars")) {
+    into.add(ANY_HOST);
+  }
+}
+
+/** The TCP port of a Caddy listen address (`:443`, `0.0.0.0:443`, `tcp/[::]:443`). */
+export function listenPort(listen: string): number | undefined {
+  const m = /^(?:tcp[46]?\/)?(?:\[[^\]]*\]|[^:/]*):(\d+)(?:-\d+)?$/.exec(listen);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Where to connect for a listen address: unspecified hosts become the loopback address. */
+export function connectTarget(listen: string): { host: string; port: number } | undefined {
+  const m = /^(?:tcp[46]?\/)?(\[[^\]]*\]|[^:/]*):(\d+)(?:-\d+)?$/.exec(listen);
+  if (!m) return undefined;
+  let host = m[1]!.replace(/^\[|\]$/g, "");
+  if (host === "" || host === "0.0.0.0") host = "127.0.0.1";
+  if (host === "::") host = "::1";
+  return { host, port: Number(m[2]) };
+}
+
+/**
+ * Sends one `GET /` for `address` to the first TCP listen address of its server, with the
+ * name as SNI and Host, without following redirects and without trusting the chain (the point
+ * is to read what is presented). Never throws: a failure is the probe's `error`.
+ */
+export function probeAddress(
+  address: ServedAddress,
+  options: { timeoutMs?: number } = {},
+): Promise<AddressProbe> {
+  const target = address.listen.map(connectTarget).find((t) => t !== undefined);
+  const host = address.host;
+  if (target === undefined) {
+    return Promise.resolve({
+      host,
+      target: address.listen.join(","),
+      error: "the server has no TCP listen address to connect to",
+    });
+  }
+  const where = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`;
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (probe: AddressProbe) => {
+      if (!settled) {
+        settled = true;
+        resolve(probe);
+      }
+    };
+    const common = {
+      host: target.host,
+      port: target.port,
+      path: "/",
+      method: "GET",
+      headers: { host: `${host}:${target.port}`, "user-agent": "mesh-reconcile" },
+      agent: false as const,
+      timeout: options.timeoutMs ?? 10_000,
+    };
+    const onResponse = (res: http.IncomingMessage) => {
+      const probe: AddressProbe = { host, target: where, status: res.statusCode ?? 0 };
+      if (typeof res.headers.location === "string") probe.location = res.headers.location;
+      if (address.tls) {
+        const raw = (res.socket as TLSSocket).getPeerCertificate?.(false)?.raw;
+        if (raw) {
+          try {
+            const cert = new X509Certificate(raw);
+            probe.certificate = {
+              notAfter: new Date(cert.validTo).toISOString(),
+              notBefore: new Date(cert.validFrom).toISOString(),
+              subject: cert.subject ?? "",
+              subjectAltName: cert.subjectAltName ?? "",
+              coversName: cert.checkHost(host) !== undefined,
+            };
+          } catch (error) {
+            probe.error = `the certificate presented could not be read: ${messageOf(error)}`;
+          }
+        } else {
+          probe.error = "no certificate was presented";
+        }
+      }
+      res.resume();
+      done(probe);
+    };
+    const req = address.tls
+      ? https.request({ ...common, servername: host, rejectUnauthorized: false }, onResponse)
+      : http.request(common, onResponse);
+    req.on("timeout", () => {
+      req.destroy(new Error(`no answer within ${common.timeout} ms`));
+    });
+    req.on("error", (error) => done({ host, target: where, error: messageOf(error) }));
+    req.end();
+  });
+}

@@ -1,0 +1,396 @@
+/**
+ * The registry: what should exist on this machine (DESIGN.md, "Registry (reconcile input),
+ * version 1, YAML"). One strict zod schema; the type is derived from it. Every problem is
+ * collected at once and placed at its line and column with the `yaml` package's line counter.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { isMap, isScalar, LineCounter, type Node, parseDocument } from "yaml";
+import { messageOf } from "../lib/atomic.ts";
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** Linux account names as `useradd` accepts them (lowercase, digits, `_`, `-`, optional `$`). */
+const ACCOUNT = /^[a-z_][a-z0-9_-]*\$?$/;
+/** Container names as podman and docker accept them. */
+const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** A DNS host name (lowercase), optionally a leading `*.` wildcard label. */
+const HOST = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** An entry's name, also the key of the `services` map. */
+export const EntryName = z.string().regex(NAME, "Must be letters, digits, '.', '_' or '-'");
+/** A Linux account name. */
+export const AccountName = z.string().regex(ACCOUNT, "Must be a Linux account name");
+/** A TCP port, 1 to 65535. */
+export const Port = z.number().int("Must be a whole number").min(1).max(65535);
+/** A web address: the host name the reverse proxy serves (lowercase; `*.` wildcard allowed). */
+export const WebAddress = z.string().regex(
+  HOST,
+  "Must be a lowercase host name, e.g. app.example.org",
+);
+const ContainerName = z.string().regex(CONTAINER, "Must be a container name");
+const AbsolutePath = z.string().refine(
+  (p) => p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0"),
+  "Must be an absolute path without '..'",
+);
+const OneOrMany = <T extends z.ZodType>(item: T) =>
+  z.union([item, z.array(item).min(1)]).transform((v) =>
+    (Array.isArray(v) ? v : [v]) as z.output<T>[]
+  );
+
+const shared = {
+  /** The account the entry's container or process runs as; containers are asked about there. */
+  user: AccountName.optional(),
+  /** TCP port or ports the entry listens on (the registry is the port table). */
+  port: OneOrMany(Port).optional(),
+  /** Web addresses the reverse proxy serves for the entry. */
+  web: OneOrMany(WebAddress).optional(),
+  /** Whether the entry reports telemetry. */
+  telemetry: z.boolean().optional(),
+  /** Names of the secrets the entry may hold (names only, never values). */
+  secrets: z.array(z.string().min(1)).optional(),
+  /** Directories holding state worth backing up. */
+  state: z.array(AbsolutePath).optional(),
+  /** Database (or databases) the entry owns. */
+  database: OneOrMany(z.string().min(1)).optional(),
+  /** Free text; the place to write why an entry that looks removable is not. */
+  note: z.string().optional(),
+};
+
+/** `kind: service`: a container service. Its container must be running. */
+export const ServiceEntry = z.strictObject({
+  kind: z.literal("service"),
+  container: ContainerName,
+  ...shared,
+});
+/** `kind: site`: a static site served by the proxy; `redirect` for an address that only redirects. */
+export const SiteEntry = z.strictObject({
+  kind: z.literal("site"),
+  container: ContainerName.optional(),
+  redirect: z.url({ protocol: /^https?$/, error: "Must be an http(s) URL" }).optional(),
+  ...shared,
+});
+/** `kind: batch`: a timer-driven job; its `container` runs only while the job does. */
+export const BatchEntry = z.strictObject({
+  kind: z.literal("batch"),
+  timer: z.string().regex(
+    /^[A-Za-z0-9@:._\\-]+\.timer$/,
+    "Must be a systemd timer unit, e.g. publish.timer",
+  ),
+  container: ContainerName.optional(),
+  ...shared,
+});
+/** `kind: daemon`: a non-container process of the machine, such as sshd. */
+export const DaemonEntry = z.strictObject({
+  kind: z.literal("daemon"),
+  ...shared,
+});
+
+/** One registry entry: a discriminated union on `kind`. */
+export const Entry = z.discriminatedUnion("kind", [
+  ServiceEntry,
+  SiteEntry,
+  BatchEntry,
+  DaemonEntry,
+], {
+  error: (issue) =>
+    issue.code === "invalid_union"
+      ? "kind must be one of: service, site, batch, daemon"
+      : undefined,
+});
+
+/** The registry file, version 1. */
+export const Registry = z.strictObject({
+  version: z.literal(1, { error: "Unsupported registry version; this program reads version 1" }),
+  accounts: z.array(AccountName).min(
+    1,
+    "List at least one account whose containers are asked about",
+  ),
+  services: z.record(EntryName, Entry),
+}).superRefine((registry, ctx) => {
+  for (const issue of crossCheck(registry)) ctx.addIssue({ code: "custom", ...issue });
+});
+
+/**
+ * The checks that span entries: an account listed twice, a port claimed by two entries, an
+ * address declared twice, a container claimed twice (per account), a container in an account
+ * that is not asked about. Works on raw, possibly invalid data, so these problems are reported
+ * together with the schema's own rather than only once everything else is fixed.
+ */
+function crossCheck(raw: unknown): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  const data = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+  const accounts = Array.isArray(data.accounts)
+    ? data.accounts.filter((a) => typeof a === "string")
+    : [];
+  const seen = new Set<string>();
+  accounts.forEach((account, i) => {
+    if (seen.has(account)) {
+      issues.push({ path: ["accounts", i], message: `Account "${account}" is listed twice` });
+    }
+    seen.add(account);
+  });
+  const services = typeof data.services === "object" && data.services !== null
+    ? data.services as Record<string, unknown>
+    : {};
+  const ports = new Map<number, string>();
+  const containers = new Map<string, string>();
+  const addresses = new Map<string, string>();
+  for (const [name, value] of Object.entries(services)) {
+    if (typeof value !== "object" || value === null) continue;
+    const entry = value as Record<string, unknown>;
+    const many = <T>(v: unknown, ok: (x: unknown) => x is T): { items: T[]; list: boolean } =>
+      Array.isArray(v)
+        ? { items: v.filter(ok), list: true }
+        : ok(v)
+        ? { items: [v], list: false }
+        : { items: [], list: false };
+    const port = many(entry.port, (x): x is number => typeof x === "number");
+    port.items.forEach((p, i) => {
+      const other = ports.get(p);
+      if (other !== undefined) {
+        issues.push({
+          path: ["services", name, "port", ...(port.list ? [i] : [])],
+          message: `Port ${p} is already claimed by "${other}"`,
+        });
+      } else ports.set(p, name);
+    });
+    const web = many(entry.web, (x): x is string => typeof x === "string");
+    web.items.forEach((address, i) => {
+      const other = addresses.get(address);
+      if (other !== undefined) {
+        issues.push({
+          path: ["services", name, "web", ...(web.list ? [i] : [])],
+          message: `Address "${address}" is already declared by "${other}"`,
+        });
+      } else addresses.set(address, name);
+    });
+    if (typeof entry.container === "string") {
+      if (entry.user === undefined) {
+        issues.push({
+          path: ["services", name, "user"],
+          message: `An entry with a container must name the account it runs in (one of: ${
+            accounts.join(", ")
+          })`,
+        });
+      } else if (typeof entry.user === "string") {
+        const key = `${entry.user}/${entry.container}`;
+        const other = containers.get(key);
+        if (other !== undefined) {
+          issues.push({
+            path: ["services", name, "container"],
+            message:
+              `Container "${entry.container}" of account "${entry.user}" is already claimed by "${other}"`,
+          });
+        } else containers.set(key, name);
+        if (!accounts.includes(entry.user)) {
+          issues.push({
+            path: ["services", name, "user"],
+            message:
+              `Account "${entry.user}" is not in accounts, so its containers are never asked about`,
+          });
+        }
+      }
+    }
+    if (entry.kind === "site" && entry.redirect !== undefined && entry.web === undefined) {
+      issues.push({
+        path: ["services", name, "redirect"],
+        message: "A redirect needs the web addresses that redirect",
+      });
+    }
+  }
+  return issues;
+}
+
+/** A parsed, valid registry. */
+export type Registry = z.output<typeof Registry>;
+/** One valid registry entry. */
+export type Entry = z.output<typeof Entry>;
+/** The kinds of entry. */
+export type EntryKind = Entry["kind"];
+
+/** One problem found in a registry file, placed where it is. */
+export interface RegistryProblem {
+  /** Path inside the document, e.g. `services.web.port`; empty for the whole document. */
+  path: string;
+  /** 1-based line, 0 when the problem has no place (e.g. an unreadable file). */
+  line: number;
+  /** 1-based column. */
+  column: number;
+  message: string;
+}
+
+/** A registry that could not be read or is invalid; carries every problem at once. */
+export class RegistryError extends Error {
+  readonly file: string;
+  readonly problems: RegistryProblem[];
+  constructor(file: string, problems: RegistryProblem[]) {
+    super(
+      `Invalid registry "${file}" (${problems.length} problem${
+        problems.length === 1 ? "" : "s"
+      }):\n` +
+        problems.map((p) => `  ${formatProblem(file, p)}`).join("\n"),
+    );
+    this.name = "RegistryError";
+    this.file = file;
+    this.problems = problems;
+  }
+}
+
+/** Renders one problem as `file:line:column: path: message`. */
+export function formatProblem(file: string, p: RegistryProblem): string {
+  const where = p.line > 0 ? `${file}:${p.line}:${p.column}` : file;
+  return `${where}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
+}
+
+/**
+ * Reads and validates a registry file.
+ *
+ * @throws {RegistryError} when the file is missing, is a directory, is not UTF-8 text, is not
+ *   valid YAML, or breaks the schema; every problem is listed with its line and column.
+ */
+export async function loadRegistry(file: string): Promise<Registry> {
+  let text: string;
+  try {
+    const info = await Deno.stat(file);
+    if (info.isDirectory) throw new Error("it is a directory");
+    text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(file));
+  } catch (cause) {
+    const why = cause instanceof Deno.errors.NotFound ? "no such file" : messageOf(cause);
+    throw new RegistryError(file, [{
+      path: "",
+      line: 0,
+      column: 0,
+      message: `Cannot read registry: ${why}`,
+    }]);
+  }
+  return parseRegistry(text, file);
+}
+
+/**
+ * Validates registry text. `file` is used only in messages.
+ *
+ * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
+ */
+export function parseRegistry(text: string, file = "<registry>"): Registry {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const problems: RegistryProblem[] = [];
+  for (const error of doc.errors) {
+    const pos = lineCounter.linePos(error.pos[0]);
+    problems.push({
+      path: "",
+      line: pos.line,
+      column: pos.col,
+      message: error.message.split("\n")[0]!,
+    });
+  }
+  if (problems.length > 0) throw new RegistryError(file, problems);
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 1000 });
+  } catch (cause) {
+    throw new RegistryError(file, [{ path: "", line: 1, column: 1, message: messageOf(cause) }]);
+  }
+  const parsed = Registry.safeParse(data);
+  if (parsed.success) return parsed.data;
+  const issues: { code: string; path: PropertyKey[]; message: string; keys?: string[] }[] = [
+    ...parsed.error.issues,
+  ];
+  const already = new Set(
+    issues.map((i) => `${formatPath(i.path as (string | number)[])}\0${i.message}`),
+  );
+  for (const extra of crossCheck(data)) {
+    if (!already.has(`${formatPath(extra.path)}\0${extra.message}`)) {
+      issues.push({ code: "custom", ...extra });
+    }
+  }
+  for (const issue of issues) {
+    const path = issue.path.map((k) => (typeof k === "symbol" ? String(k) : k));
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys ?? []) {
+        const pos = positionOf(doc.contents, [...path, key], lineCounter, true);
+        problems.push({
+          path: formatPath([...path, key]),
+          ...pos,
+          message: `Unknown field "${key}"${hintFor(data, path)}`,
+        });
+      }
+      continue;
+    }
+    problems.push({
+      path: formatPath(path),
+      ...positionOf(doc.contents, path, lineCounter, false),
+      message: issue.code === "invalid_type" && issue.message.endsWith("received undefined")
+        ? `Missing required field "${String(path[path.length - 1])}"`
+        : issue.message,
+    });
+  }
+  problems.sort((a, b) => a.line - b.line || a.column - b.column);
+  throw new RegistryError(file, problems);
+}
+
+function hintFor(data: unknown, path: (string | number)[]): string {
+  let node: unknown = data;
+  for (const k of path) node = (node as Record<string | number, unknown> | undefined)?.[k];
+  const kind = (node as { kind?: unknown } | undefined)?.kind;
+  return typeof kind === "string" ? ` for kind ${kind}` : "";
+}
+
+/** Formats a document path: `services.web.port[1]`, quoting keys that are not plain words. */
+export function formatPath(path: (string | number)[]): string {
+  let out = "";
+  for (const k of path) {
+    if (typeof k === "number") out += `[${k}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(k)) out += out ? `.${k}` : k;
+    else out += `[${JSON.stringify(k)}]`;
+  }
+  return out;
+}
+
+/**
+ * Finds the line and column of `path` in the document: the deepest node that exists on the
+ * way (a missing field is placed at the map that lacks it); with `atKey`, the last step's key.
+ */
+function positionOf(
+  root: Node | null,
+  path: (string | number)[],
+  lineCounter: LineCounter,
+  atKey: boolean,
+): { line: number; column: number } {
+  let node: unknown = root;
+  let offset = (root as Node | null)?.range?.[0] ?? 0;
+  for (let i = 0; i < path.length; i++) {
+    const step = path[i]!;
+    const n = node as Node | undefined;
+    if (n && isMap(n)) {
+      const pair = n.items.find((p) =>
+        isScalar(p.key) ? String(p.key.value) === String(step) : false
+      );
+      if (!pair) break;
+      const keyNode = pair.key as Node;
+      if (atKey && i === path.length - 1) {
+        offset = keyNode.range?.[0] ?? offset;
+        break;
+      }
+      node = pair.value;
+      offset = (pair.value as Node | null)?.range?.[0] ?? keyNode.range?.[0] ?? offset;
+    } else if (
+      n && "items" in n && Array.isArray((n as { items: unknown[] }).items) &&
+      typeof step === "number"
+    ) {
+      const item = (n as unknown as { items: Node[] }).items[step];
+      if (!item) break;
+      node = item;
+      offset = item.range?.[0] ?? offset;
+    } else break;
+  }
+  const pos = lineCounter.linePos(offset);
+  return { line: pos.line, column: pos.col };
+}
+
+/** The JSON Schema of the registry, for editors (`mesh-reconcile schema`). */
+export function registryJsonSchema(): unknown {
+  return z.toJSONSchema(Registry, { io: "input", unrepresentable: "any" });
+}

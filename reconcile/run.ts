@@ -1,0 +1,178 @@
+/**
+ * One reconcile run: observe everything the registry can be compared with, compare, and build
+ * the result. Observing never changes anything; writing the stamp and the textfile is left to
+ * {@linkcode ./outputs.ts}.
+ *
+ * @module
+ */
+
+import { readAccounts } from "../lib/accounts.ts";
+import { spawnCount } from "../lib/command.ts";
+import { messageOf } from "../lib/atomic.ts";
+import type { Registry } from "./registry.ts";
+import { compare, type Finding, type Observation } from "./compare.ts";
+import { observeContainers } from "./observe/containers.ts";
+import { observeSockets } from "./observe/sockets.ts";
+import { observeProxy, probeAddress, type ServedAddress } from "./observe/proxy.ts";
+import type { SourceStatus } from "./observe/source.ts";
+
+/** The value of `--caddy-admin` that says this machine runs no reverse proxy. */
+export const NO_PROXY = "none";
+
+/** Options for {@linkcode observe}. */
+export interface ObserveOptions {
+  /** Caddy admin API address (`localhost:2019`), or {@linkcode NO_PROXY}. */
+  caddyAdmin: string;
+  /** Per-command and per-request time limit in milliseconds; default 30 000. */
+  timeoutMs?: number;
+  /** Container runtimes to ask; default podman and docker. */
+  runtimes?: ("podman" | "docker")[];
+  /** Only probe these addresses (default: every declared one that is served). */
+  probe?: (address: ServedAddress) => boolean;
+}
+
+/**
+ * Observes the machine: containers of each of `accounts`, listening sockets, the proxy's served
+ * addresses, and a probe of each served address `options.probe` selects. Never throws for a
+ * source that cannot be asked; that source is `failed` in `sources`.
+ */
+export async function observe(accounts: string[], options: ObserveOptions): Promise<Observation> {
+  const time = new Date().toISOString();
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let passwd;
+  try {
+    passwd = await readAccounts();
+  } catch (error) {
+    const sources: SourceStatus[] = [{
+      source: "accounts",
+      state: "failed",
+      method: "read /etc/passwd",
+      detail: messageOf(error),
+    }];
+    return { time, containers: [], listeners: [], addresses: [], probes: [], sources };
+  }
+  const [containers, sockets, proxy] = await Promise.all([
+    observeContainers(accounts, { passwd, timeoutMs, runtimes: options.runtimes }),
+    observeSockets({ passwd }),
+    options.caddyAdmin === NO_PROXY
+      ? Promise.resolve({
+        addresses: [],
+        sources: [{
+          source: "caddy",
+          state: "absent" as const,
+          method: "--caddy-admin none",
+          detail: "this machine runs no reverse proxy (said by --caddy-admin none)",
+        }],
+      })
+      : observeProxy(options.caddyAdmin, { timeoutMs }),
+  ]);
+  const wanted = proxy.addresses.filter(options.probe ?? (() => true));
+  const probes = await mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs }));
+  return {
+    time,
+    containers: containers.containers,
+    listeners: sockets.listeners,
+    addresses: proxy.addresses,
+    probes,
+    sources: [...containers.sources, ...sockets.sources, ...proxy.sources],
+  };
+}
+
+/** The verdict of a run. */
+export type RunStatus = "clean" | "drift" | "unobservable";
+
+/** A run's result (DESIGN.md, "Reconcile result"); text and JSON are both rendered from it. */
+export interface ReconcileResult {
+  /** True only when every source was observed and nothing differs. */
+  clean: boolean;
+  status: RunStatus;
+  /** 0 clean, 1 drift, 2 could not observe. */
+  exitCode: 0 | 1 | 2;
+  /** When observation started, ISO 8601. */
+  time: string;
+  /** The registry file compared. */
+  registry: string;
+  entries: number;
+  findings: Finding[];
+  sources: SourceStatus[];
+  /** What was seen, in counts. */
+  observed: { containers: number; listeners: number; ports: number; addresses: number };
+  /** Subprocesses spawned by this run (grows with accounts, not with entries). */
+  subprocesses: number;
+}
+
+/** Options for {@linkcode reconcile}. */
+export interface ReconcileOptions extends ObserveOptions {
+  /** Path of the registry, for the result. */
+  registryPath: string;
+  /** Certificates expiring within this many milliseconds are findings (default 14 days). */
+  certWarnMs?: number;
+}
+
+/** Observes the machine and compares it with `registry`. */
+export async function reconcile(
+  registry: Registry,
+  options: ReconcileOptions,
+): Promise<ReconcileResult> {
+  const before = spawnCount();
+  const declared = new Set(Object.values(registry.services).flatMap((e) => e.web ?? []));
+  const observation = await observe(registry.accounts, {
+    ...options,
+    probe: (a) => declared.has(a.host),
+  });
+  const findings = compare(registry, observation, {
+    certWarnMs: options.certWarnMs ?? 14 * 86_400_000,
+    now: Date.now(),
+  });
+  return buildResult(registry, observation, findings, {
+    registryPath: options.registryPath,
+    subprocesses: spawnCount() - before,
+  });
+}
+
+function buildResult(
+  registry: Registry,
+  observation: Observation,
+  findings: Finding[],
+  extra: { registryPath: string; subprocesses: number },
+): ReconcileResult {
+  const unobservable = observation.sources.some((s) => s.state === "failed");
+  const status: RunStatus = unobservable ? "unobservable" : findings.length > 0 ? "drift" : "clean";
+  const ports = new Set([
+    ...observation.listeners.map((l) => l.port),
+    ...observation.containers.flatMap((c) => c.ports.map((p) => p.hostPort)),
+  ]);
+  return {
+    clean: status === "clean",
+    status,
+    exitCode: status === "clean" ? 0 : status === "drift" ? 1 : 2,
+    time: observation.time,
+    registry: extra.registryPath,
+    entries: Object.keys(registry.services).length,
+    findings,
+    sources: observation.sources,
+    observed: {
+      containers: observation.containers.length,
+      listeners: observation.listeners.length,
+      ports: ports.size,
+      addresses: new Set(observation.addresses.map((a) => a.host)).size,
+    },
+    subprocesses: extra.subprocesses,
+  };
+}
+
+async function mapLimit<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  }));
+  return out;
+}

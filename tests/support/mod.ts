@@ -1,0 +1,250 @@
+/**
+ * Test support: real components started for a test and stopped after it. Podman containers
+ * from a local busybox image (nothing can be pulled here), Caddy on free ports with its admin
+ * API, listening sockets, certificates made with openssl, and the CLI run as a subprocess.
+ *
+ * @module
+ */
+
+import { run } from "../../lib/command.ts";
+
+/** The repository root. */
+export const ROOT = new URL("../../", import.meta.url).pathname;
+
+// Podman on these VMs needs the project's containers.conf (runc, no default ulimits).
+Deno.env.set("CONTAINERS_CONF", `${ROOT}containers.conf`);
+
+/** The tiny image every test container runs, built from Debian's busybox-static. */
+export const IMAGE = "localhost/mesh-busybox:latest";
+
+/** Label put on every container a test starts, so leftovers can be found and removed. */
+export const TEST_LABEL = "mesh.test=1";
+
+/** Builds {@linkcode IMAGE} with `podman import` from `/bin/busybox` when it is not there. */
+export async function ensureImage(): Promise<void> {
+  const exists = await run(["podman", "image", "exists", IMAGE], { allowFailure: true });
+  if (exists.code === 0) return;
+  const dir = await Deno.makeTempDir({ prefix: "mesh-image-" });
+  try {
+    await Deno.mkdir(`${dir}/root/bin`, { recursive: true });
+    await Deno.mkdir(`${dir}/root/tmp`, { recursive: true });
+    await Deno.copyFile("/bin/busybox", `${dir}/root/bin/busybox`);
+    await Deno.chmod(`${dir}/root/bin/busybox`, 0o755);
+    for (const applet of ["sh", "sleep", "httpd", "nc", "true", "cat", "echo"]) {
+      await Deno.symlink("busybox", `${dir}/root/bin/${applet}`);
+    }
+    await run(["tar", "-C", `${dir}/root`, "-cf", `${dir}/rootfs.tar`, "."]);
+    await run(["podman", "import", "--change", 'CMD ["/bin/sh"]', `${dir}/rootfs.tar`, IMAGE]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A unique name for a test's container or entry. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** Starts a busybox container running `httpd` (or `sleep`), optionally publishing ports. */
+export async function startContainer(
+  name: string,
+  options: { publish?: { host: number; container: number }[]; labels?: Record<string, string> } =
+    {},
+): Promise<void> {
+  await ensureImage();
+  const argv = ["podman", "run", "-d", "--name", name, "--label", TEST_LABEL];
+  for (const [k, v] of Object.entries(options.labels ?? {})) argv.push("--label", `${k}=${v}`);
+  for (const p of options.publish ?? []) argv.push("-p", `127.0.0.1:${p.host}:${p.container}`);
+  argv.push(
+    IMAGE,
+    ...(options.publish?.length
+      ? ["httpd", "-f", "-p", String(options.publish[0]!.container)]
+      : ["sleep", "3600"]),
+  );
+  await run(argv);
+}
+
+/** Removes a container, running or not; a container already gone is fine. */
+export async function removeContainer(name: string): Promise<void> {
+  await run(["podman", "rm", "-f", "-t", "0", name], { allowFailure: true });
+}
+
+/** A free TCP port on the loopback address (bound, then released). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** A running Caddy with its own admin API and ports, and a temporary home. */
+export interface CaddyFixture {
+  /** Admin API address, e.g. `localhost:41234`. */
+  admin: string;
+  httpsPort: number;
+  httpPort: number;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Caddy with the given site blocks (Caddyfile syntax) under a global block that sets
+ * the admin address, ports, `local_certs` and a private storage, and waits until its admin API
+ * answers with the config loaded.
+ */
+export async function startCaddy(
+  sites: (ports: { https: number; http: number }) => string,
+): Promise<CaddyFixture> {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-caddy-" });
+  const adminPort = freePort();
+  const httpsPort = freePort();
+  const httpPort = freePort();
+  const caddyfile = `{
+\tadmin localhost:${adminPort}
+\tlocal_certs
+\tskip_install_trust
+\thttp_port ${httpPort}
+\thttps_port ${httpsPort}
+\tstorage file_system ${dir}/data
+\tservers {
+\t\tprotocols h1 h2
+\t}
+}
+${sites({ https: httpsPort, http: httpPort })}
+`;
+  await Deno.writeTextFile(`${dir}/Caddyfile`, caddyfile);
+  const child = new Deno.Command("sh", {
+    args: [
+      "-c",
+      'exec caddy run --config "$1/Caddyfile" --adapter caddyfile >"$1/caddy.log" 2>&1',
+      "sh",
+      dir,
+    ],
+    env: { HOME: dir, XDG_DATA_HOME: `${dir}/xdg`, XDG_CONFIG_HOME: `${dir}/xdg` },
+    stdout: "null",
+    stderr: "null",
+    stdin: "null",
+  }).spawn();
+  const admin = `localhost:${adminPort}`;
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* gone */ }
+    await child.status;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  for (let i = 0; i < 100; i++) {
+    try {
+      const r = await fetch(`http://${admin}/config/`);
+      const body = await r.text();
+      if (r.ok && body.includes('"http"')) {
+        return { admin, httpsPort, httpPort, dir, stop };
+      }
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const text = await Deno.readTextFile(`${dir}/caddy.log`).catch(() => "");
+  await stop();
+  throw new Error(`Caddy did not start: ${text.slice(-2000)}`);
+}
+
+/** Writes a certificate and key for `name`, valid from `notBefore` to `notAfter` (openssl). */
+export async function makeCertificate(
+  dir: string,
+  file: string,
+  options: { name: string; notBefore: Date; notAfter: Date },
+): Promise<{ cert: string; key: string }> {
+  const stamp = (d: Date) => d.toISOString().replace(/[-:T]/g, "").slice(0, 14) + "Z";
+  const work = `${dir}/${file}-ca`;
+  await Deno.mkdir(`${work}/new`, { recursive: true });
+  await Deno.writeTextFile(`${work}/index.txt`, "");
+  await Deno.writeTextFile(`${work}/serial`, "1000\n");
+  await Deno.writeTextFile(
+    `${work}/openssl.cnf`,
+    `[ca]\ndefault_ca = own\n[own]\ndir = ${work}\ndatabase = $dir/index.txt\nserial = $dir/serial\nnew_certs_dir = $dir/new\ndefault_md = sha256\npolicy = any\ncopy_extensions = copy\nunique_subject = no\n[any]\ncommonName = supplied\n[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = ${options.name}\n[ext]\nsubjectAltName = DNS:${options.name}\nbasicConstraints = CA:FALSE\n`,
+  );
+  const key = `${dir}/${file}.key`;
+  const cert = `${dir}/${file}.crt`;
+  await run([
+    "openssl",
+    "req",
+    "-new",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    key,
+    "-out",
+    `${work}/req.csr`,
+    "-config",
+    `${work}/openssl.cnf`,
+  ]);
+  await run([
+    "openssl",
+    "ca",
+    "-batch",
+    "-selfsign",
+    "-config",
+    `${work}/openssl.cnf`,
+    "-keyfile",
+    key,
+    "-in",
+    `${work}/req.csr`,
+    "-out",
+    cert,
+    "-startdate",
+    stamp(options.notBefore),
+    "-enddate",
+    stamp(options.notAfter),
+    "-extfile",
+    `${work}/openssl.cnf`,
+    "-extensions",
+    "ext",
+  ]);
+  return { cert, key };
+}
+
+/** The outcome of running a CLI module. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `deno run -A <module> ...args` from the repository root. */
+export async function cli(
+  module: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CliResult> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}${module}`, ...args],
+    env,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+/** Runs `mesh-reconcile`. */
+export function reconcileCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return cli("reconcile/main.ts", args, env);
+}
+
+/** A directory holding a fake program named `name` that prints `stderr` and exits `code`. */
+export async function fakeProgram(name: string, code: number, stderr: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: `mesh-fake-${name}-` });
+  await Deno.writeTextFile(
+    `${dir}/${name}`,
+    `#!/bin/sh\necho '${stderr.replaceAll("'", "")}' >&2\nexit ${code}\n`,
+  );
+  await Deno.chmod(`${dir}/${name}`, 0o755);
+  return dir;
+}
