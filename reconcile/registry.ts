@@ -100,17 +100,24 @@ export const Entry = z.discriminatedUnion("kind", [
       : undefined,
 });
 
-/** The registry file, version 1. */
-export const Registry = z.strictObject({
+const RegistryShape = z.strictObject({
   version: z.literal(1, { error: "Unsupported registry version; this program reads version 1" }),
   accounts: z.array(AccountName).min(
     1,
     "List at least one account whose containers are asked about",
   ),
   services: z.record(EntryName, Entry),
-}).superRefine((registry, ctx) => {
-  for (const issue of crossCheck(registry)) ctx.addIssue({ code: "custom", ...issue });
 });
+
+/**
+ * The registry file, version 1, with the checks that span entries. {@linkcode parseRegistry}
+ * also runs those checks on the raw input when the per-field schema fails, so their problems
+ * are reported together with the schema's own.
+ */
+export const Registry: z.ZodType<z.output<typeof RegistryShape>, unknown> = RegistryShape
+  .superRefine((registry, ctx) => {
+    for (const issue of crossCheck(registry)) ctx.addIssue({ code: "custom", ...issue });
+  });
 
 /**
  * The checks that span entries: an account listed twice, a port claimed by two entries, an
@@ -140,32 +147,26 @@ function crossCheck(raw: unknown): { path: (string | number)[]; message: string 
   for (const [name, value] of Object.entries(services)) {
     if (typeof value !== "object" || value === null) continue;
     const entry = value as Record<string, unknown>;
-    const many = <T>(v: unknown, ok: (x: unknown) => x is T): { items: T[]; list: boolean } =>
-      Array.isArray(v)
-        ? { items: v.filter(ok), list: true }
-        : ok(v)
-        ? { items: [v], list: false }
-        : { items: [], list: false };
-    const port = many(entry.port, (x): x is number => typeof x === "number");
-    port.items.forEach((p, i) => {
+    const many = <T>(v: unknown, ok: (x: unknown) => x is T): T[] =>
+      Array.isArray(v) ? v.filter(ok) : ok(v) ? [v] : [];
+    for (const p of many(entry.port, (x): x is number => typeof x === "number")) {
       const other = ports.get(p);
       if (other !== undefined) {
         issues.push({
-          path: ["services", name, "port", ...(port.list ? [i] : [])],
+          path: ["services", name, "port"],
           message: `Port ${p} is already claimed by "${other}"`,
         });
       } else ports.set(p, name);
-    });
-    const web = many(entry.web, (x): x is string => typeof x === "string");
-    web.items.forEach((address, i) => {
+    }
+    for (const address of many(entry.web, (x): x is string => typeof x === "string")) {
       const other = addresses.get(address);
       if (other !== undefined) {
         issues.push({
-          path: ["services", name, "web", ...(web.list ? [i] : [])],
+          path: ["services", name, "web"],
           message: `Address "${address}" is already declared by "${other}"`,
         });
       } else addresses.set(address, name);
-    });
+    }
     if (typeof entry.container === "string") {
       if (entry.user === undefined) {
         issues.push({
@@ -204,7 +205,7 @@ function crossCheck(raw: unknown): { path: (string | number)[]; message: string 
 }
 
 /** A parsed, valid registry. */
-export type Registry = z.output<typeof Registry>;
+export type Registry = z.output<typeof RegistryShape>;
 /** One valid registry entry. */
 export type Entry = z.output<typeof Entry>;
 /** The kinds of entry. */
@@ -298,13 +299,11 @@ export function parseRegistry(text: string, file = "<registry>"): Registry {
   const issues: { code: string; path: PropertyKey[]; message: string; keys?: string[] }[] = [
     ...parsed.error.issues,
   ];
-  const already = new Set(
-    issues.map((i) => `${formatPath(i.path as (string | number)[])}\0${i.message}`),
-  );
+  const key = (path: PropertyKey[], message: string) =>
+    `${formatPath(path as (string | number)[])}\0${message}`;
+  const already = new Set(issues.map((i) => key(i.path, i.message)));
   for (const extra of crossCheck(data)) {
-    if (!already.has(`${formatPath(extra.path)}\0${extra.message}`)) {
-      issues.push({ code: "custom", ...extra });
-    }
+    if (!already.has(key(extra.path, extra.message))) issues.push({ code: "custom", ...extra });
   }
   for (const issue of issues) {
     const path = issue.path.map((k) => (typeof k === "symbol" ? String(k) : k));

@@ -127,8 +127,14 @@ function asAccount(account: Account, argv: string[], env: Record<string, string>
   ];
 }
 
+/** A rootless runtime finds its state through the account's runtime directory, where there is one. */
 function rootlessEnv(account: Account): Record<string, string> {
-  return account.uid === 0 ? {} : { XDG_RUNTIME_DIR: `/run/user/${account.uid}` };
+  if (account.uid === 0) return {};
+  const dir = `/run/user/${account.uid}`;
+  try {
+    if (Deno.statSync(dir).isDirectory) return { XDG_RUNTIME_DIR: dir };
+  } catch { /* no session directory: podman then uses its own fallback */ }
+  return {};
 }
 
 async function askPodman(

@@ -81,7 +81,10 @@ const CaddyConfig = z.object({
           listen: z.array(z.string()).optional(),
           routes: z.array(Route).optional(),
           tls_connection_policies: z.array(z.unknown()).optional(),
-          automatic_https: z.object({ disable: z.boolean().optional() }).loose().optional(),
+          automatic_https: z.object({
+            disable: z.boolean().optional(),
+            skip: z.array(z.string()).optional(),
+          }).loose().optional(),
         }).loose(),
       ).optional(),
     }).loose().optional(),
@@ -156,11 +159,17 @@ function servedAddresses(config: z.output<typeof CaddyConfig>): ServedAddress[] 
     const hosts = new Set<string>();
     for (const route of srv.routes ?? []) collectHosts(route, hosts);
     const ports = listen.map(listenPort).filter((p): p is number => p !== undefined);
-    // Caddy's automatic HTTPS: a server listening on any port other than the HTTP port, with
-    // host names in its routes, gets TLS unless disabled; explicit policies always mean TLS.
+    // Caddy's automatic HTTPS (caddyhttp/autohttps.go): a server listening on any port other
+    // than the HTTP port gets TLS when the host matchers of its top-level routes name a host
+    // that is not in `automatic_https.skip`, unless disabled; explicit policies always mean TLS.
+    const skip = new Set((srv.automatic_https?.skip ?? []).map((h) => h.toLowerCase()));
+    const qualifying = (srv.routes ?? [])
+      .flatMap((r) => (r.match ?? []).flatMap((m) => m.host ?? []))
+      .map((h) => h.toLowerCase())
+      .filter((h) => !skip.has(h));
     const tls = (srv.tls_connection_policies?.length ?? 0) > 0 ||
       (!srv.automatic_https?.disable && ports.some((p) => p !== httpPort) &&
-        [...hosts].some((h) => h !== ANY_HOST));
+        qualifying.length > 0);
     for (const host of hosts) out.push({ host, server, listen, tls });
   }
   return out;

@@ -248,3 +248,77 @@ export async function fakeProgram(name: string, code: number, stderr: string): P
   await Deno.chmod(`${dir}/${name}`, 0o755);
   return dir;
 }
+
+/** The account the rootless tests use. */
+export const ROOTLESS_ACCOUNT = "meshrootless";
+
+/**
+ * Creates {@linkcode ROOTLESS_ACCOUNT} (with subordinate ids and a runtime directory) when it is
+ * missing and imports the busybox image into its own podman storage. Returns a function that
+ * runs podman as that account.
+ */
+export async function ensureRootlessAccount(): Promise<(args: string[]) => Promise<string>> {
+  const id = await run(["id", "-u", ROOTLESS_ACCOUNT], { allowFailure: true });
+  if (id.code !== 0) {
+    await run(["useradd", "--create-home", "--shell", "/bin/sh", ROOTLESS_ACCOUNT]);
+  }
+  const uid = (await run(["id", "-u", ROOTLESS_ACCOUNT])).stdout.trim();
+  const runtimeDir = `/run/user/${uid}`;
+  await Deno.mkdir(runtimeDir, { recursive: true, mode: 0o700 });
+  await run(["chown", ROOTLESS_ACCOUNT, runtimeDir]);
+  const podman = async (args: string[]) =>
+    (await run([
+      "runuser",
+      "-u",
+      ROOTLESS_ACCOUNT,
+      "--",
+      "env",
+      `HOME=/home/${ROOTLESS_ACCOUNT}`,
+      `XDG_RUNTIME_DIR=${runtimeDir}`,
+      `CONTAINERS_CONF=${ROOT}containers.conf`,
+      "podman",
+      ...args,
+    ], { cwd: "/tmp" })).stdout;
+  const has = await run([
+    "runuser",
+    "-u",
+    ROOTLESS_ACCOUNT,
+    "--",
+    "env",
+    `HOME=/home/${ROOTLESS_ACCOUNT}`,
+    `XDG_RUNTIME_DIR=${runtimeDir}`,
+    "podman",
+    "image",
+    "exists",
+    IMAGE,
+  ], { allowFailure: true, cwd: "/tmp" });
+  if (has.code !== 0) {
+    await ensureImage();
+    const tar = await Deno.makeTempFile({ suffix: ".tar" });
+    try {
+      await run(["podman", "save", "--format", "oci-archive", "-o", tar, IMAGE]);
+      await Deno.chmod(tar, 0o644);
+      await podman(["load", "-i", tar]);
+    } finally {
+      await Deno.remove(tar);
+    }
+  }
+  return podman;
+}
+
+/** Replaces a running Caddy's config with new site blocks through its admin API (`POST /load`). */
+export async function reloadCaddy(
+  caddy: CaddyFixture,
+  sites: (ports: { https: number; http: number }) => string,
+): Promise<void> {
+  const text = await Deno.readTextFile(`${caddy.dir}/Caddyfile`);
+  const global = text.slice(0, text.indexOf("\n}\n") + 3);
+  const body = `${global}${sites({ https: caddy.httpsPort, http: caddy.httpPort })}\n`;
+  const r = await fetch(`http://${caddy.admin}/load`, {
+    method: "POST",
+    headers: { "content-type": "text/caddyfile" },
+    body,
+  });
+  const answer = await r.text();
+  if (!r.ok) throw new Error(`Caddy refused the config: ${r.status} ${answer}`);
+}

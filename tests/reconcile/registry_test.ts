@@ -1,0 +1,174 @@
+import { assert, assertEquals, assertRejects, assertThrows } from "../support/assert.ts";
+import {
+  loadRegistry,
+  parseRegistry,
+  RegistryError,
+  registryJsonSchema,
+} from "../../reconcile/registry.ts";
+
+const VALID = `# the estate
+version: 1
+accounts: [root, alice]
+services:
+  web:
+    kind: service
+    user: root
+    container: web
+    port: [8080, 8443]
+    web: [app.example.org]
+    state: [/srv/web]
+    secrets: [db-password]
+  old:  # only redirects; stays declared
+    kind: site
+    web: old.example.org
+    redirect: https://app.example.org/
+  publish:
+    kind: batch
+    timer: publish.timer
+    container: publisher
+    user: alice
+  sshd:
+    kind: daemon
+    user: root
+    port: 22
+`;
+
+function problemsOf(text: string) {
+  const error = assertThrows(() => parseRegistry(text, "r.yaml"), RegistryError);
+  return error.problems;
+}
+
+Deno.test("a valid registry parses, one-or-many fields normalised to lists", () => {
+  const r = parseRegistry(VALID);
+  assertEquals(r.accounts, ["root", "alice"]);
+  assertEquals(r.services.web?.port, [8080, 8443]);
+  assertEquals(r.services.old?.web, ["old.example.org"]);
+  assertEquals(r.services.sshd?.port, [22]);
+  assertEquals(r.services.publish?.kind, "batch");
+});
+
+Deno.test("an unknown key is an error at its line and column", () => {
+  const p = problemsOf(VALID.replace("    kind: daemon\n", "    kind: daemon\n    colour: blue\n"));
+  assertEquals(p.length, 1);
+  assertEquals(p[0]!.path, "services.sshd.colour");
+  assertEquals([p[0]!.line, p[0]!.column], [24, 5]);
+  assert(p[0]!.message.includes('Unknown field "colour"'));
+});
+
+Deno.test("a field another kind uses is an error for this kind (strict per kind)", () => {
+  const p = problemsOf(VALID.replace("    kind: daemon\n", "    kind: daemon\n    container: x\n"));
+  assertEquals(p.map((x) => x.path), ["services.sshd.container"]);
+});
+
+Deno.test("a wrong type is an error naming the field", () => {
+  const p = problemsOf(VALID.replace("port: 22", 'port: "twenty-two"'));
+  assertEquals(p.length, 1);
+  assertEquals(p[0]!.path, "services.sshd.port");
+  assertEquals(p[0]!.line, 25);
+});
+
+Deno.test("a port claimed by two entries is an error", () => {
+  const p = problemsOf(VALID.replace("port: 22", "port: 8443"));
+  assertEquals(p.map((x) => [x.path, x.message]), [[
+    "services.sshd.port",
+    'Port 8443 is already claimed by "web"',
+  ]]);
+});
+
+Deno.test("a container claimed twice in one account is an error", () => {
+  const p = problemsOf(
+    VALID.replace("container: publisher\n    user: alice", "container: web\n    user: root"),
+  );
+  assertEquals(p.map((x) => x.path), ["services.publish.container"]);
+  assert(p[0]!.message.includes('already claimed by "web"'));
+});
+
+Deno.test("the same container name in two accounts is two containers", () => {
+  parseRegistry(VALID.replace("container: publisher", "container: web"));
+});
+
+Deno.test("an address declared twice is an error", () => {
+  const p = problemsOf(VALID.replace("web: old.example.org", "web: app.example.org"));
+  assertEquals(p.map((x) => x.path), ["services.old.web"]);
+  assertEquals(p[0]!.line, 15);
+});
+
+Deno.test("every problem is reported at once, schema and cross-entry together, in line order", () => {
+  const text = VALID
+    .replace("port: 22", "port: 8080") // duplicate port
+    .replace("    kind: daemon\n", "    kind: daemon\n    colour: blue\n") // unknown key
+    .replace("timer: publish.timer", "timer: publish.service") // not a timer
+    .replace("redirect: https://app.example.org/", "redirect: ftp://x") // wrong scheme
+    .replace("version: 1", "version: 2");
+  const p = problemsOf(text);
+  assertEquals(p.map((x) => x.path), [
+    "version",
+    "services.old.redirect",
+    "services.publish.timer",
+    "services.sshd.colour",
+    "services.sshd.port",
+  ]);
+  for (let i = 1; i < p.length; i++) assert(p[i - 1]!.line <= p[i]!.line);
+});
+
+Deno.test("an unknown kind names the kinds there are", () => {
+  const p = problemsOf(VALID.replace("kind: daemon", "kind: cron"));
+  assertEquals(p.map((x) => x.path), ["services.sshd.kind"]);
+  assert(p[0]!.message.includes("service, site, batch, daemon"));
+});
+
+Deno.test("a missing required field is named", () => {
+  const p = problemsOf(VALID.replace("    timer: publish.timer\n", ""));
+  assertEquals(p.map((x) => [x.path, x.message]), [[
+    "services.publish.timer",
+    'Missing required field "timer"',
+  ]]);
+});
+
+Deno.test("a container without an account, or in an account not asked about, is an error", () => {
+  assertEquals(
+    problemsOf(VALID.replace("    user: alice\n", "")).map((x) => x.path),
+    ["services.publish.user"],
+  );
+  const p = problemsOf(VALID.replace("user: alice", "user: bob"));
+  assert(p[0]!.message.includes("not in accounts"));
+});
+
+Deno.test("malformed YAML and duplicate keys are errors with their position", () => {
+  const p = problemsOf("version: 1\naccounts: [root\nservices: {}\n");
+  assert(p.length >= 1);
+  assert(p[0]!.line >= 2);
+  const d = problemsOf(
+    "version: 1\naccounts: [root]\nservices:\n  a: {kind: daemon}\n  a: {kind: daemon}\n",
+  );
+  assertEquals([d[0]!.line, d[0]!.column], [5, 3]);
+  assert(d[0]!.message.includes("unique"));
+});
+
+Deno.test("the message names file, line and field", () => {
+  const error = assertThrows(
+    () => parseRegistry(VALID.replace("port: 22", "port: 70000"), "/etc/mesh/registry.yaml"),
+    RegistryError,
+  );
+  assert(
+    error.message.includes("/etc/mesh/registry.yaml:25:11: services.sshd.port:"),
+    error.message,
+  );
+});
+
+Deno.test("a registry path that is missing or a directory is a clear error", async () => {
+  const missing = await assertRejects(
+    () => loadRegistry("/nonexistent/registry.yaml"),
+    RegistryError,
+  );
+  assert(missing.message.includes('"/nonexistent/registry.yaml"'));
+  assert(missing.message.includes("no such file"));
+  const dir = await assertRejects(() => loadRegistry("/tmp"), RegistryError);
+  assert(dir.message.includes("it is a directory"));
+});
+
+Deno.test("the JSON Schema describes the kinds for editors", () => {
+  const schema = JSON.stringify(registryJsonSchema());
+  for (const kind of ["service", "site", "batch", "daemon"]) assert(schema.includes(`"${kind}"`));
+  assert(schema.includes('"additionalProperties":false'));
+});
