@@ -15,7 +15,9 @@ import { main } from "../reconcile/main.ts";
 const say = (s: string) => console.log(`\n=== ${s}\n`);
 let admin = "localhost:2019";
 try {
-  await fetch(`http://${admin}/config/`, { signal: AbortSignal.timeout(2000) }).then((r) => r.body?.cancel());
+  await fetch(`http://${admin}/config/`, { signal: AbortSignal.timeout(2000) }).then((r) =>
+    r.body?.cancel()
+  );
 } catch {
   say("No Caddy admin API answers at localhost:2019: running with --caddy-admin none");
   admin = "none";
@@ -28,10 +30,23 @@ try {
   if (code !== 0) Deno.exit(code);
   console.log(await Deno.readTextFile(registry));
   say(`mesh-reconcile run --registry ${registry} --stamp ${dir}/stamp --caddy-admin ${admin}`);
-  code = await main(["run", "--registry", registry, "--stamp", `${dir}/stamp`, "--caddy-admin", admin]);
-  console.log(`(exit ${code}; stamp: ${await Deno.readTextFile(`${dir}/stamp`).catch(() => "not written")})`);
+  code = await main([
+    "run",
+    "--registry",
+    registry,
+    "--stamp",
+    `${dir}/stamp`,
+    "--caddy-admin",
+    admin,
+  ]);
+  console.log(
+    `(exit ${code}; stamp: ${await Deno.readTextFile(`${dir}/stamp`).catch(() => "not written")})`,
+  );
   const empty = `${dir}/empty.yaml`;
-  await Deno.writeTextFile(empty, "# declares nothing: everything running here is rogue\nversion: 1\naccounts: [root]\nservices: {}\n");
+  await Deno.writeTextFile(
+    empty,
+    "# declares nothing: everything running here is rogue\nversion: 1\naccounts: [root]\nservices: {}\n",
+  );
   say(`mesh-reconcile run --registry ${empty} --caddy-admin ${admin}`);
   code = await main(["run", "--registry", empty, "--caddy-admin", admin]);
   console.log(`(exit ${code})`);

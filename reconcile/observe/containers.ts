@@ -13,7 +13,7 @@
 
 import { z } from "zod";
 import { type Account, findProgram } from "../../lib/accounts.ts";
-import { CommandError, formatArgv, run } from "../../lib/command.ts";
+import { formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import type { SourceStatus } from "./source.ts";
 
@@ -258,17 +258,8 @@ async function askDocker(
       sources: [status("observed", "docker ps; docker inspect", `${containers.length} running`)],
     };
   } catch (error) {
-    if (
-      error instanceof CommandError &&
-      /Cannot connect to the Docker daemon|Is the docker daemon running/.test(error.stderrTail)
-    ) {
-      return {
-        containers: [],
-        sources: [
-          status("absent", formatArgv(psArgv), `the daemon does not answer: ${error.stderrTail}`),
-        ],
-      };
-    }
+    // A socket nobody answers is a daemon that should be there (its containers may still run:
+    // containerd-shim outlives a killed dockerd), so it is failed, never absent.
     return { containers: [], sources: [status("failed", formatArgv(psArgv), messageOf(error))] };
   }
 }
