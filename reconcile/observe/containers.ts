@@ -160,9 +160,24 @@ async function askPodman(
       sources: [status("failed", `account "${accountName}" does not exist in /etc/passwd`)],
     };
   }
+  const unused = account.uid === 0 ? undefined : neverUsedPodman(account);
+  if (unused !== undefined) {
+    // Asking would create podman's state and leave a pause process behind for this account:
+    // observing must not change the machine, and an account with no storage runs nothing.
+    return {
+      containers: [],
+      sources: [{
+        ...status("observed", `0 running: the account has never used podman (${unused})`),
+        method: `stat ${unused}`,
+      }],
+    };
+  }
   const argv = asAccount(account, ["podman", "ps", "--format", "json"], rootlessEnv(account));
   try {
     const out = await run(argv, { timeoutMs });
+    // podman can exit 0 and still say something went wrong (e.g. no subuid range): keep it.
+    const said = out.stderr.split("\n").filter((l) => /level=(error|fatal)/.test(l))
+      .map((l) => /msg="((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? l.trim());
     const parsed = PodmanPs.safeParse(JSON.parse(out.stdout || "[]"));
     if (!parsed.success) {
       throw new Error(
@@ -187,10 +202,50 @@ async function askPodman(
           }))
         ),
       }));
-    return { containers, sources: [status("observed", `${containers.length} running`)] };
+    return {
+      containers,
+      sources: [
+        status(
+          "observed",
+          `${containers.length} running${
+            said.length > 0 ? `; podman said: ${said.join("; ")}` : ""
+          }`,
+        ),
+      ],
+    };
   } catch (error) {
     return { containers: [], sources: [status("failed", messageOf(error))] };
   }
+}
+
+/**
+ * The places a rootless podman keeps its state; when none exists (and no system-wide
+ * `rootless_storage_path` moves it), the account has never used podman and runs no container.
+ * Returns the paths checked, or `undefined` when podman must be asked.
+ */
+function neverUsedPodman(account: Account): string | undefined {
+  const exists = (p: string) => {
+    try {
+      Deno.statSync(p);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  try {
+    if (
+      /^\s*rootless_storage_path\s*=/m.test(Deno.readTextFileSync("/etc/containers/storage.conf"))
+    ) {
+      return undefined;
+    }
+  } catch { /* no system storage.conf: the defaults apply */ }
+  const places = [
+    `${account.home}/.local/share/containers`,
+    `${account.home}/.config/containers`,
+    `/tmp/containers-user-${account.uid}`,
+    `/run/user/${account.uid}/containers`,
+  ];
+  return places.some(exists) ? undefined : places.join(", ");
 }
 
 async function askDocker(

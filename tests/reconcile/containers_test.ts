@@ -155,3 +155,29 @@ Deno.test("a rootless account is asked as that account, and its containers are i
     await podman(["rm", "-f", "-t", "0", name]).catch(() => "");
   }
 });
+
+Deno.test("an account that never used podman runs nothing, and is not made to", async () => {
+  const account = "meshnopodman";
+  const id = await new Deno.Command("id", { args: ["-u", account], stdout: "null", stderr: "null" })
+    .output();
+  if (!id.success) {
+    const add = await new Deno.Command("useradd", { args: ["--create-home", account] }).output();
+    assert(add.success, new TextDecoder().decode(add.stderr));
+  }
+  // A podman that fails if it is run: the verdict must come from the account's missing storage.
+  const dir = await fakeProgram("podman", 99, "this podman must not be run");
+  const path = Deno.env.get("PATH")!;
+  Deno.env.set("PATH", `${dir}:${path}`);
+  try {
+    const seen = await observeContainers([account], {
+      passwd: await readAccounts(),
+      runtimes: ["podman"],
+    });
+    assertEquals(seen.sources.map((s) => s.state), ["observed"]);
+    assert(seen.sources[0]!.detail.includes("never used podman"), seen.sources[0]!.detail);
+    assertEquals(seen.containers, []);
+  } finally {
+    Deno.env.set("PATH", path);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
