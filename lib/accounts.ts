@@ -50,3 +50,24 @@ export function findProgram(name: string, path = Deno.env.get("PATH") ?? ""): st
   }
   return undefined;
 }
+
+/**
+ * Reads the groups of `/etc/group` (or `path`; format: group(5), `name:x:gid:members`), name to
+ * gid.
+ *
+ * @throws {Error} "Cannot read groups ..." when the file cannot be read.
+ */
+export async function readGroups(path = "/etc/group"): Promise<Map<string, number>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (cause) {
+    throw new Error(`Cannot read groups "${path}": ${(cause as Error).message}`, { cause });
+  }
+  const groups = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const f = line.split(":");
+    if (f.length >= 3 && /^\d+$/.test(f[2]!)) groups.set(f[0]!, Number(f[2]));
+  }
+  return groups;
+}

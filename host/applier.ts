@@ -1,0 +1,63 @@
+/**
+ * The applier interface: one per resource type and system. Observing is separate from acting:
+ * `observe` never changes anything, and `apply` takes the observation. A dry run calls the
+ * same `apply` with effects disabled, so what it says would change is what would.
+ *
+ * @module
+ */
+
+import type { Resource, ResourceType } from "./declaration.ts";
+import type { FootprintEntry, Store } from "./store.ts";
+
+/** What applying did to one resource (DESIGN.md, "Apply result"). */
+export type Change = "created" | "updated" | "unchanged" | "removed" | "forgotten";
+
+/** Accounts and groups of the machine, name to id, read once per apply. */
+export interface Ids {
+  users: Map<string, number>;
+  groups: Map<string, number>;
+}
+
+/** What every applier is given. */
+export interface ApplyContext {
+  /** When set, nothing is changed: the outcome says what would be. */
+  dryRun: boolean;
+  /** The footprint: creations are journaled there before they happen. */
+  store: Store;
+  ids: Ids;
+}
+
+/** The outcome of converging one resource. */
+export interface Converged {
+  change: Exclude<Change, "removed" | "forgotten">;
+  /** Whether this host created the thing (now or before). */
+  created: boolean;
+}
+
+/** A resource that could not be converged; the message names the cause. */
+export class ResourceError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ResourceError";
+  }
+}
+
+/** Converges resources of one type. */
+export interface Applier<R extends Resource = Resource, O = unknown> {
+  /** Reads the machine's state for `resource`. Never changes anything. */
+  observe(resource: R, context: ApplyContext): Promise<O>;
+  /**
+   * Makes the machine match `resource`, given what `observe` saw.
+   *
+   * @throws {ResourceError} (or a CommandError) naming the cause when it cannot.
+   */
+  apply(resource: R, observed: O, context: ApplyContext): Promise<Converged>;
+  /**
+   * Removes what this host created for a footprint entry that is no longer declared; what it
+   * did not create is left (`forgotten`); what is already gone is `removed`, not an error.
+   */
+  remove(entry: FootprintEntry, context: ApplyContext): Promise<"removed" | "forgotten">;
+}
+
+/** The appliers of one system, by resource type; a type without one is refused by that system. */
+export type Appliers = { [T in ResourceType]?: Applier<Extract<Resource, { type: T }>, unknown> };

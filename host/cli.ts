@@ -1,0 +1,224 @@
+/**
+ * `mesh-host`: the node agent's command line, shared by every system's entry point. The only
+ * layer that prints.
+ *
+ * @module
+ */
+
+import { Command, CommanderError, Option } from "commander";
+import { messageOf } from "../lib/atomic.ts";
+import { parseDuration } from "../lib/duration.ts";
+import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
+import { BundleError, EmptyBundleError, loadBundle, NoBundleError } from "./bundle.ts";
+import { DeclarationError, declarationJsonSchema } from "./declaration.ts";
+import { executableIdentity, replacedSince } from "./identity.ts";
+import { applyText, ownedText } from "./render.ts";
+import { Store, StoreError } from "./store.ts";
+import { VERSION } from "./version.ts";
+import { confirmSystem, type System, WrongSystemError } from "../systems/mod.ts";
+
+/** Exit code: applied. */
+export const EXIT_APPLIED = 0;
+/** Exit code: accepted and partly applied (failed). */
+export const EXIT_FAILED = 1;
+/** Exit code: refused (invalid input, a shape this system cannot apply, the wrong machine, no bundle). */
+export const EXIT_REFUSED = 2;
+/** Exit code: the host cannot work (its store cannot be read or written). */
+export const EXIT_CANNOT_RUN = 3;
+
+/** The default state directory. */
+export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
+
+const EXIT_HELP = `
+Exit codes:
+  0  applied (and, for apply and reconcile, known-good recorded)
+  1  failed: accepted and partly applied ("applied N of M" says how much)
+  2  refused: nothing applied (invalid input, a shape this system cannot apply, the wrong
+     machine, no bundle)
+  3  the host cannot work: its store exists and cannot be read, or cannot be written`;
+
+/** What a host entry point passes in. */
+export interface HostBuild {
+  /** The system this host was built for. */
+  system: System;
+  /** The embedded bundle's text, when this host carries one. */
+  bundle?: string;
+  /** Where /etc/os-release is read (tests only point this elsewhere). */
+  osRelease?: string;
+}
+
+class Refused extends Error {}
+
+/**
+ * Runs the host's command line and returns its exit code.
+ */
+export async function hostMain(args: string[], build: HostBuild): Promise<number> {
+  const out = (s: string) => void Deno.stdout.writeSync(new TextEncoder().encode(s));
+  const err = (s: string) => void Deno.stderr.writeSync(new TextEncoder().encode(s));
+  let code = 0;
+  const start = executableIdentity();
+  const program = new Command()
+    .name(`mesh-host-${build.system.name}`)
+    .description(`mesh node agent for ${build.system.name}`)
+    .addHelpText("after", EXIT_HELP)
+    .exitOverride()
+    .configureOutput({ writeOut: out, writeErr: err })
+    .hook("preAction", async () => {
+      await confirmSystem(build.system, { osRelease: build.osRelease });
+    });
+  const stateDir = () =>
+    new Option("--state-dir <dir>", "the state directory").default(DEFAULT_STATE_DIR);
+
+  const finish = async (result: ApplyResult, json: boolean | undefined, dir: string) => {
+    if (result.outcome === "applied" && !result.dryRun) await recordKnownGood(dir, VERSION);
+    out(json ? JSON.stringify(result, null, 2) + "\n" : applyText(result));
+    code = result.outcome === "applied"
+      ? EXIT_APPLIED
+      : result.outcome === "failed"
+      ? EXIT_FAILED
+      : EXIT_REFUSED;
+  };
+
+  program.command("apply")
+    .description("converge this machine to a declaration file (trusted: actions allowed)")
+    .argument("<file>", "the declaration (JSON, version 1)")
+    .option("--dry-run", "change nothing; show what would change")
+    .option("--json", "print the result as JSON")
+    .addOption(stateDir())
+    .action(async (file: string, opts: { dryRun?: boolean; json?: boolean; stateDir: string }) => {
+      let bytes: Uint8Array;
+      try {
+        bytes = await Deno.readFile(file);
+      } catch (error) {
+        throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
+      }
+      const result = await applyBytes(bytes, {
+        system: build.system,
+        stateDir: opts.stateDir,
+        dryRun: opts.dryRun,
+        version: VERSION,
+        trusted: true,
+      });
+      await finish(result, opts.json, opts.stateDir);
+    });
+
+  program.command("owned")
+    .description("list the footprint: what this host applied, and whether it created it")
+    .option("--json", "print as JSON")
+    .addOption(stateDir())
+    .action(async (opts: { json?: boolean; stateDir: string }) => {
+      const store = await Store.load(opts.stateDir, { readOnly: true });
+      store.close();
+      out(
+        opts.json
+          ? JSON.stringify(store.entries(), null, 2) + "\n"
+          : ownedText(store.entries(), store.path),
+      );
+    });
+
+  program.command("schema")
+    .description("print the declaration's JSON Schema")
+    .action(() => out(JSON.stringify(declarationJsonSchema(), null, 2) + "\n"));
+
+  program.command("inventory")
+    .description(
+      "what this machine can do: service manager, package manager, container runtime, firewall",
+    )
+    .option("--json", "print as JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const { takeInventory, formatInventory } = await import("./inventory.ts");
+      const inventory = await takeInventory();
+      out(opts.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory));
+    });
+
+  program.command("bundle")
+    .description(
+      "show and validate the carried bundle: the same path reconcile applies, with nothing changed",
+    )
+    .option("--json", "print as JSON")
+    .addOption(stateDir())
+    .action(async (opts: { json?: boolean; stateDir: string }) => {
+      const bundle = await loadBundle(build.bundle, build.system.name);
+      const result = await applyDeclaration(bundle.declaration, {
+        system: build.system,
+        stateDir: opts.stateDir,
+        digest: bundle.digest,
+        dryRun: true,
+        version: VERSION,
+      });
+      if (opts.json) {
+        out(
+          JSON.stringify(
+            { system: bundle.system, says: bundle.says, declaration: bundle.declaration, result },
+            null,
+            2,
+          ) + "\n",
+        );
+      } else {
+        out(
+          `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\n${
+            applyText(result)
+          }`,
+        );
+      }
+      code = result.outcome === "refused" ? EXIT_REFUSED : EXIT_APPLIED;
+    });
+
+  program.command("reconcile")
+    .description(
+      "apply the carried bundle; with --every, again at that interval until the binary is replaced",
+    )
+    .option("--json", "print each result as JSON")
+    .addOption(stateDir())
+    .addOption(
+      new Option("--every <duration>", "reconcile again at this interval (e.g. 15m)").argParser(
+        (v) => {
+          try {
+            return parseDuration(v, { bareUnit: "s" });
+          } catch (error) {
+            throw new Refused(`--every: ${messageOf(error)}`);
+          }
+        },
+      ),
+    )
+    .action(async (opts: { json?: boolean; stateDir: string; every?: number }) => {
+      const bundle = await loadBundle(build.bundle, build.system.name);
+      for (;;) {
+        const result = await applyDeclaration(bundle.declaration, {
+          system: build.system,
+          stateDir: opts.stateDir,
+          digest: bundle.digest,
+          version: VERSION,
+        });
+        await finish(result, opts.json, opts.stateDir);
+        if (opts.every === undefined) return;
+        await new Promise((r) => setTimeout(r, opts.every));
+        const why = replacedSince(start);
+        if (why !== undefined) {
+          err(`mesh-host: ${why}; exiting to stand aside for the new binary\n`);
+          code = 0;
+          return;
+        }
+      }
+    });
+
+  try {
+    await program.parseAsync(args, { from: "user" });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
+        ? 0
+        : EXIT_REFUSED;
+    }
+    err(`mesh-host: ${messageOf(error)}\n`);
+    if (error instanceof StoreError) return EXIT_CANNOT_RUN;
+    if (
+      error instanceof Refused || error instanceof WrongSystemError ||
+      error instanceof DeclarationError ||
+      error instanceof NoBundleError || error instanceof EmptyBundleError ||
+      error instanceof BundleError
+    ) return EXIT_REFUSED;
+    return EXIT_CANNOT_RUN;
+  }
+}

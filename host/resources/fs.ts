@@ -1,0 +1,261 @@
+/**
+ * `directory` and `file`: the same on every system. Content, mode, owner and group are
+ * maintained on every apply, not only set at creation. A file is written to a temporary file in
+ * the same directory with its mode (and owner) already set, then renamed into place, so no
+ * reader sees partial content or a wider mode. A symlink found at a declared path is never
+ * followed: the resource fails naming it.
+ *
+ * @module
+ */
+
+import { basename, dirname, join } from "node:path";
+import { lchown } from "node:fs/promises";
+import { messageOf } from "../../lib/atomic.ts";
+import type { Directory, File } from "../declaration.ts";
+import { type Applier, type ApplyContext, type Ids, ResourceError } from "../applier.ts";
+import type { FootprintEntry } from "../store.ts";
+import type { z } from "zod";
+
+type DirectoryResource = z.output<typeof Directory>;
+type FileResource = z.output<typeof File>;
+
+/** What is at a path now. */
+export type PathState =
+  | { kind: "absent" }
+  | { kind: "symlink"; target: string }
+  | { kind: "other"; what: string }
+  | { kind: "directory"; mode: number; uid: number; gid: number }
+  | { kind: "file"; mode: number; uid: number; gid: number; size: number; content?: Uint8Array };
+
+/** Reads what is at `path` without following a symlink. */
+export async function observePath(
+  path: string,
+  readContent?: { size: number },
+): Promise<PathState> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.lstat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { kind: "absent" };
+    if (error instanceof Deno.errors.NotADirectory) {
+      return { kind: "other", what: "below something that is not a directory" };
+    }
+    throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
+  }
+  if (info.isSymlink) {
+    return { kind: "symlink", target: await Deno.readLink(path).catch(() => "?") };
+  }
+  const ids = { mode: (info.mode ?? 0) & 0o7777, uid: info.uid ?? -1, gid: info.gid ?? -1 };
+  if (info.isDirectory) return { kind: "directory", ...ids };
+  if (!info.isFile) return { kind: "other", what: "neither a file nor a directory" };
+  const state: PathState = { kind: "file", ...ids, size: info.size };
+  if (readContent && readContent.size === info.size) {
+    try {
+      state.content = await Deno.readFile(path);
+    } catch (error) {
+      throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
+    }
+  }
+  return state;
+}
+
+function resolveId(
+  kind: "owner" | "group",
+  name: string | undefined,
+  ids: Ids,
+): number | undefined {
+  if (name === undefined) return undefined;
+  if (/^\d+$/.test(name)) return Number(name);
+  const id = (kind === "owner" ? ids.users : ids.groups).get(name);
+  if (id === undefined) {
+    throw new ResourceError(
+      `${kind === "owner" ? "Owner" : "Group"} "${name}" does not exist on this machine`,
+    );
+  }
+  return id;
+}
+
+function refuseNonTarget(path: string, state: PathState, want: "file" | "directory"): void {
+  if (state.kind === "symlink") {
+    throw new ResourceError(
+      `"${path}" is a symlink (to "${state.target}"); a declared path is never followed`,
+    );
+  }
+  if (state.kind === "other") throw new ResourceError(`"${path}" is ${state.what}, not a ${want}`);
+  if (state.kind !== "absent" && state.kind !== want) {
+    throw new ResourceError(`"${path}" is a ${state.kind}, not a ${want}`);
+  }
+}
+
+async function ensureParents(path: string, context: ApplyContext): Promise<void> {
+  if (context.dryRun) return;
+  try {
+    await Deno.mkdir(dirname(path), { recursive: true, mode: 0o755 });
+  } catch (error) {
+    throw new ResourceError(`Cannot create the directories above "${path}": ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+async function holdAttributes(
+  path: string,
+  state: { mode: number; uid: number; gid: number },
+  want: { mode: number; uid?: number; gid?: number },
+  context: ApplyContext,
+): Promise<boolean> {
+  const chown = (want.uid !== undefined && want.uid !== state.uid) ||
+    (want.gid !== undefined && want.gid !== state.gid);
+  const chmod = want.mode !== state.mode;
+  if (context.dryRun || (!chown && !chmod)) return chown || chmod;
+  try {
+    // Owner first: chown clears setuid/setgid bits, which chmod then sets as declared.
+    if (chown) await lchown(path, want.uid ?? state.uid, want.gid ?? state.gid);
+    await Deno.chmod(path, want.mode);
+  } catch (error) {
+    throw new ResourceError(`Cannot set mode or owner of "${path}": ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  return true;
+}
+
+/** The `directory` applier. */
+export const directoryApplier: Applier<DirectoryResource, PathState> = {
+  observe(resource) {
+    return observePath(resource.path);
+  },
+  async apply(resource, state, context) {
+    refuseNonTarget(resource.path, state, "directory");
+    const want = {
+      mode: parseInt(resource.mode, 8),
+      uid: resolveId("owner", resource.owner, context.ids),
+      gid: resolveId("group", resource.group, context.ids),
+    };
+    const known = context.store.find(resource.id, "directory", resource.path);
+    if (state.kind === "absent") {
+      if (!context.dryRun) {
+        await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
+        await ensureParents(resource.path, context);
+        try {
+          await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
+        } catch (error) {
+          throw new ResourceError(
+            `Cannot create directory "${resource.path}": ${messageOf(error)}`,
+            { cause: error },
+          );
+        }
+        await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
+      }
+      return { change: "created", created: true };
+    }
+    const state2 = state as Extract<PathState, { kind: "directory" }>;
+    const changed = await holdAttributes(resource.path, state2, want, context);
+    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+  },
+  async remove(entry, context) {
+    return await removePath(entry, "directory", context);
+  },
+};
+
+/** The `file` applier. */
+export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array }> = {
+  async observe(resource) {
+    const bytes = new TextEncoder().encode(resource.content);
+    return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
+  },
+  async apply(resource, observed, context) {
+    const { bytes, ...state } = observed;
+    refuseNonTarget(resource.path, state, "file");
+    const want = {
+      mode: parseInt(resource.mode, 8),
+      uid: resolveId("owner", resource.owner, context.ids),
+      gid: resolveId("group", resource.group, context.ids),
+    };
+    const known = context.store.find(resource.id, "file", resource.path);
+    if (state.kind === "absent") {
+      if (!context.dryRun) {
+        await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
+        await ensureParents(resource.path, context);
+        await writeReplacing(resource.path, bytes, want);
+      }
+      return { change: "created", created: true };
+    }
+    const file = state as Extract<PathState, { kind: "file" }>;
+    const same = file.content !== undefined && equalBytes(file.content, bytes);
+    if (!same) {
+      if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
+      return { change: "updated", created: known?.created ?? false };
+    }
+    const changed = await holdAttributes(resource.path, file, want, context);
+    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+  },
+  async remove(entry, context) {
+    return await removePath(entry, "file", context);
+  },
+};
+
+/**
+ * Writes `bytes` to a temporary file beside `path` with the mode and owner already set, syncs
+ * it, and renames it over `path`. Owner and group not declared are kept from `previous`.
+ */
+async function writeReplacing(
+  path: string,
+  bytes: Uint8Array,
+  want: { mode: number; uid?: number; gid?: number },
+  previous?: { uid: number; gid: number },
+): Promise<void> {
+  const temp = join(
+    dirname(path),
+    `.${basename(path)}.mesh-${crypto.randomUUID().slice(0, 8)}.tmp`,
+  );
+  let file: Deno.FsFile | undefined;
+  try {
+    file = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
+    let written = 0;
+    while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    await file.sync();
+    file.close();
+    file = undefined;
+    const uid = want.uid ?? previous?.uid;
+    const gid = want.gid ?? previous?.gid;
+    if (uid !== undefined || gid !== undefined) await Deno.chown(temp, uid ?? null, gid ?? null);
+    await Deno.chmod(temp, want.mode);
+    await Deno.rename(temp, path);
+  } catch (error) {
+    try {
+      file?.close();
+    } catch { /* closed */ }
+    await Deno.remove(temp).catch(() => {});
+    throw new ResourceError(`Cannot write "${path}": ${messageOf(error)}`, { cause: error });
+  }
+}
+
+async function removePath(
+  entry: FootprintEntry,
+  kind: "file" | "directory",
+  context: ApplyContext,
+): Promise<"removed" | "forgotten"> {
+  if (!entry.created) return "forgotten";
+  const state = await observePath(entry.subject);
+  if (state.kind === "absent") return "removed";
+  if (state.kind !== kind) return "forgotten"; // something else stands there now: not ours
+  if (context.dryRun) return "removed";
+  try {
+    await Deno.remove(entry.subject);
+    return "removed";
+  } catch (error) {
+    if (kind === "directory" && /not empty/i.test(messageOf(error))) {
+      return "forgotten"; // it holds what this host does not own
+    }
+    throw new ResourceError(`Cannot remove ${kind} "${entry.subject}": ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,259 @@
+/**
+ * The footprint store: what this host applied, and whether it created it. JSON under the state
+ * directory (`store.json`), written atomically (temp file, fsync, rename, fsync of the
+ * directory) and saved even when an apply fails part way.
+ *
+ * Creation is journaled before it happens (`journal`, one JSON line per intent, fdatasync'd),
+ * so a host killed between creating something and saving the store still knows, at its next
+ * start, that it created it; the journal is folded into the store and cleared once the store is
+ * saved. A store that exists but cannot be read stops the host: it is never treated as empty,
+ * since an empty footprint would make the host forget what it must remove.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { join } from "node:path";
+import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+
+/** One thing in the footprint. */
+export const FootprintEntry = z.strictObject({
+  id: z.string(),
+  type: z.enum(["directory", "file", "service", "package", "container", "action"]),
+  /** What it is on the machine: a path, unit, package, container name, or the action's id. */
+  subject: z.string(),
+  /** Whether this host created it (only what it created is ever removed). */
+  created: z.boolean(),
+  /** When it was last applied, ISO 8601. */
+  applied: z.string(),
+});
+/** One footprint entry. */
+export type FootprintEntry = z.output<typeof FootprintEntry>;
+
+const StoreFile = z.strictObject({
+  version: z.literal(1),
+  /** In the order they were applied. */
+  resources: z.array(FootprintEntry),
+});
+
+const Intent = z.strictObject({
+  id: z.string(),
+  type: FootprintEntry.shape.type,
+  subject: z.string(),
+});
+
+/** The store's file name under the state directory. */
+export const STORE_FILE = "store.json";
+/** The creation journal's file name under the state directory. */
+export const JOURNAL_FILE = "journal";
+
+/** A store that exists and cannot be read, or cannot be written. */
+export class StoreError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "StoreError";
+  }
+}
+
+/** The footprint, loaded from and saved to one state directory. */
+export class Store {
+  readonly dir: string;
+  #entries: FootprintEntry[];
+  #journal: Deno.FsFile | undefined;
+
+  private constructor(dir: string, entries: FootprintEntry[]) {
+    this.dir = dir;
+    this.#entries = entries;
+  }
+
+  /** The store file's path. */
+  get path(): string {
+    return join(this.dir, STORE_FILE);
+  }
+
+  /**
+   * Loads the store of `dir`. A missing store is an empty footprint (a host that never applied);
+   * a missing directory is created when `create` is set. A journal left by a host that was killed
+   * is folded in: an intent whose subject now exists was created by this host.
+   *
+   * @param exists tells whether a journaled subject exists on the machine now.
+   * @throws {StoreError} "Cannot read store ..." when the file exists and is not a valid store,
+   *   or the directory cannot be used.
+   */
+  static async load(
+    dir: string,
+    options: {
+      create?: boolean;
+      /** A missing directory is an empty footprint that is never saved (dry runs, `owned`). */
+      readOnly?: boolean;
+      exists?: (intent: z.output<typeof Intent>) => Promise<boolean>;
+    } = {},
+  ): Promise<Store> {
+    const path = join(dir, STORE_FILE);
+    if (options.readOnly) {
+      const missing = await Deno.stat(dir).then(
+        () => false,
+        (e) => e instanceof Deno.errors.NotFound,
+      );
+      if (missing) return new Store(dir, []);
+    }
+    try {
+      const info = await Deno.stat(dir);
+      if (!info.isDirectory) {
+        throw new StoreError(`Cannot use state directory "${dir}": it is not a directory`);
+      }
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      if (!(error instanceof Deno.errors.NotFound) || !options.create) {
+        throw new StoreError(`Cannot use state directory "${dir}": ${messageOf(error)}`, {
+          cause: error,
+        });
+      }
+      try {
+        await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+      } catch (cause) {
+        throw new StoreError(`Cannot create state directory "${dir}": ${messageOf(cause)}`, {
+          cause,
+        });
+      }
+    }
+    let entries: FootprintEntry[] = [];
+    let text: string | undefined;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, { cause: error });
+      }
+    }
+    if (text !== undefined) {
+      let data: unknown;
+      try {
+        data = JSON.parse(text);
+      } catch (error) {
+        throw new StoreError(
+          `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
+        );
+      }
+      const parsed = StoreFile.safeParse(data);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw new StoreError(
+          `Cannot read store "${path}": ${
+            issue.path.join(".") || "(document)"
+          }: ${issue.message}; it is kept as it is`,
+        );
+      }
+      entries = parsed.data.resources;
+    }
+    const store = new Store(dir, entries);
+    await store.#replayJournal(
+      options.exists ?? (() => Promise.resolve(true)),
+      options.readOnly ?? false,
+    );
+    return store;
+  }
+
+  async #replayJournal(
+    exists: (intent: z.output<typeof Intent>) => Promise<boolean>,
+    readOnly: boolean,
+  ): Promise<void> {
+    const path = join(this.dir, JOURNAL_FILE);
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
+    }
+    let changed = false;
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      let intent;
+      try {
+        intent = Intent.parse(JSON.parse(line));
+      } catch {
+        continue; // a line torn by the kill: its creation had not started
+      }
+      if (this.find(intent.id, intent.type, intent.subject)) continue;
+      if (!(await exists(intent))) continue;
+      this.#entries.push({ ...intent, created: true, applied: new Date().toISOString() });
+      changed = true;
+    }
+    if (readOnly) return; // folded in memory only: a dry run writes nothing
+    if (changed) await this.save();
+    else await Deno.remove(path).catch(() => {});
+  }
+
+  /** The footprint, in the order things were applied. */
+  entries(): readonly FootprintEntry[] {
+    return this.#entries;
+  }
+
+  /** The entry for this resource, if the footprint has it. */
+  find(id: string, type: FootprintEntry["type"], subject: string): FootprintEntry | undefined {
+    return this.#entries.find((e) => e.id === id && e.type === type && e.subject === subject);
+  }
+
+  /** Records (or refreshes) an entry. `created` is sticky: once created by this host, always. */
+  record(entry: FootprintEntry): void {
+    const i = this.#entries.findIndex((e) =>
+      e.id === entry.id && e.type === entry.type && e.subject === entry.subject
+    );
+    if (i >= 0) {
+      this.#entries[i] = { ...entry, created: entry.created || this.#entries[i]!.created };
+    } else this.#entries.push(entry);
+  }
+
+  /** Drops an entry (after it was removed or forgotten). */
+  drop(entry: FootprintEntry): void {
+    this.#entries = this.#entries.filter((e) => e !== entry);
+  }
+
+  /**
+   * Journals, durably, that this host is about to create `subject`, before it does.
+   *
+   * @throws {StoreError} when the journal cannot be written.
+   */
+  async intend(intent: z.output<typeof Intent>): Promise<void> {
+    try {
+      this.#journal ??= await Deno.open(join(this.dir, JOURNAL_FILE), {
+        append: true,
+        create: true,
+        mode: 0o600,
+      });
+      const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
+      let written = 0;
+      while (written < bytes.length) written += await this.#journal.write(bytes.subarray(written));
+      await this.#journal.syncData();
+    } catch (cause) {
+      throw new StoreError(
+        `Cannot write journal "${join(this.dir, JOURNAL_FILE)}": ${messageOf(cause)}`,
+        { cause },
+      );
+    }
+  }
+
+  /**
+   * Saves the footprint atomically, then clears the journal it now includes.
+   *
+   * @throws {StoreError} "Cannot write store ..." when it cannot be saved (the old store stays).
+   */
+  async save(): Promise<void> {
+    const data = JSON.stringify({ version: 1, resources: this.#entries }, null, 1) + "\n";
+    try {
+      await writeFileAtomic(this.path, data, { mode: 0o600 });
+    } catch (cause) {
+      throw new StoreError(`Cannot write store "${this.path}": ${messageOf(cause)}`, { cause });
+    }
+    this.#journal?.close();
+    this.#journal = undefined;
+    await Deno.remove(join(this.dir, JOURNAL_FILE)).catch(() => {});
+  }
+
+  /** Closes the journal without saving (dry runs). */
+  close(): void {
+    this.#journal?.close();
+    this.#journal = undefined;
+  }
+}
