@@ -1,0 +1,327 @@
+/**
+ * mesh-host apply on this machine's real filesystem, under a temporary root, through the
+ * debian host's command line, with drift made by hand between applies.
+ */
+
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { cli } from "../support/mod.ts";
+
+interface Result {
+  outcome: string;
+  applied: number;
+  total: number;
+  changes: { id: string; type: string; change: string }[];
+  problems: { id?: string; path?: string; message: string }[];
+  declaration: string;
+  dryRun?: boolean;
+}
+
+class Fixture {
+  constructor(readonly dir: string) {}
+  get root() {
+    return `${this.dir}/root`;
+  }
+  get state() {
+    return `${this.dir}/state`;
+  }
+  async declare(resources: Record<string, unknown>[]): Promise<string> {
+    const file = `${this.dir}/declaration-${crypto.randomUUID().slice(0, 6)}.json`;
+    await Deno.writeTextFile(file, JSON.stringify({ version: 1, resources }));
+    return file;
+  }
+  async apply(resources: Record<string, unknown>[], extra: string[] = []) {
+    const file = await this.declare(resources);
+    const r = await cli("host/debian.ts", [
+      "apply",
+      file,
+      "--json",
+      "--state-dir",
+      this.state,
+      ...extra,
+    ]);
+    let result: Result | undefined;
+    try {
+      result = JSON.parse(r.stdout) as Result;
+    } catch { /* not JSON: asserted by the caller through code and stderr */ }
+    return { ...r, result: result! };
+  }
+  change(result: Result, id: string) {
+    return result.changes.find((c) => c.id === id)?.change;
+  }
+}
+
+async function withFixture(fn: (f: Fixture) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-host-" });
+  try {
+    await fn(new Fixture(dir));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const mode = async (path: string) => ((await Deno.lstat(path)).mode ?? 0) & 0o7777;
+
+function base(f: Fixture) {
+  return [
+    { id: "app", type: "directory", path: `${f.root}/app`, mode: "2750", group: "nogroup" },
+    {
+      id: "conf",
+      type: "file",
+      path: `${f.root}/app/app.conf`,
+      content: "port=8080\n",
+      mode: "0640",
+      owner: "nobody",
+    },
+    { id: "deep", type: "file", path: `${f.root}/a/b/c/deep.txt`, content: "deep\n", mode: "0600" },
+  ];
+}
+
+Deno.test("converges, is idempotent, and restores drift made by hand", async () => {
+  await withFixture(async (f) => {
+    const first = await f.apply(base(f));
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals([first.result.outcome, first.result.applied, first.result.total], [
+      "applied",
+      3,
+      3,
+    ]);
+    assertEquals(first.result.changes.map((c) => c.change), ["created", "created", "created"]);
+    assert(/^sha256:[0-9a-f]{64}$/.test(first.result.declaration));
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
+    assertEquals(await mode(`${f.root}/app`), 0o2750);
+    assertEquals(await mode(`${f.root}/app/app.conf`), 0o640);
+    assertEquals((await Deno.lstat(`${f.root}/app/app.conf`)).uid, 65534);
+    assertEquals((await Deno.lstat(`${f.root}/app`)).gid, 65534);
+    assertEquals(await Deno.readTextFile(`${f.root}/a/b/c/deep.txt`), "deep\n");
+
+    const second = await f.apply(base(f));
+    assertEquals(second.result.changes.map((c) => c.change), [
+      "unchanged",
+      "unchanged",
+      "unchanged",
+    ]);
+
+    // Drift: content edited, mode widened, owner changed, a file deleted, a directory's mode widened.
+    await Deno.writeTextFile(`${f.root}/app/app.conf`, "port=9999\n");
+    await Deno.chmod(`${f.root}/app/app.conf`, 0o666);
+    await Deno.chown(`${f.root}/app/app.conf`, 0, 0);
+    await Deno.remove(`${f.root}/a/b/c/deep.txt`);
+    await Deno.chmod(`${f.root}/app`, 0o777);
+    const third = await f.apply(base(f));
+    assertEquals(third.code, 0, third.stderr);
+    assertEquals(third.result.changes.map((c) => [c.id, c.change]), [
+      ["app", "updated"],
+      ["conf", "updated"],
+      ["deep", "created"],
+    ]);
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
+    assertEquals(await mode(`${f.root}/app/app.conf`), 0o640);
+    assertEquals((await Deno.lstat(`${f.root}/app/app.conf`)).uid, 65534);
+    assertEquals(await mode(`${f.root}/app`), 0o2750);
+
+    // A mode alone widened is restored too: a mode applied at creation is not a mode held.
+    await Deno.chmod(`${f.root}/a/b/c/deep.txt`, 0o644);
+    const fourth = await f.apply(base(f));
+    assertEquals(f.change(fourth.result, "deep"), "updated");
+    assertEquals(await mode(`${f.root}/a/b/c/deep.txt`), 0o600);
+  });
+});
+
+Deno.test("a file is replaced by rename, never written in place", async () => {
+  await withFixture(async (f) => {
+    await f.apply(base(f));
+    const before = (await Deno.lstat(`${f.root}/app/app.conf`)).ino;
+    const resources = base(f);
+    resources[1]!.content = "port=8081\n";
+    await f.apply(resources);
+    assert((await Deno.lstat(`${f.root}/app/app.conf`)).ino !== before, "the inode must change");
+    const leftovers = [...Deno.readDirSync(`${f.root}/app`)].map((e) => e.name).filter((n) =>
+      n.endsWith(".tmp")
+    );
+    assertEquals(leftovers, []);
+  });
+});
+
+Deno.test("the footprint: what left is removed first, what the host did not create is never touched", async () => {
+  await withFixture(async (f) => {
+    await Deno.mkdir(`${f.root}/app`, { recursive: true });
+    await Deno.writeTextFile(`${f.root}/app/app.conf`, "theirs\n"); // exists before: taken over
+    await Deno.writeTextFile(`${f.root}/app/notes.txt`, "not declared\n"); // foreign
+    const first = await f.apply(base(f));
+    assertEquals(first.result.changes.map((c) => c.change), ["updated", "updated", "created"]);
+    const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
+    assertStringIncludes(owned.stdout, "(taken over, not created)");
+
+    // A resource renamed in the declaration: the old leaves, the new arrives at the same path.
+    const renamed = base(f);
+    renamed[2]!.id = "deep-renamed";
+    const r = await f.apply(renamed);
+    assertEquals(r.result.changes.slice(0, 1), [{ id: "deep", type: "file", change: "removed" }]);
+    assertEquals(f.change(r.result, "deep-renamed"), "created");
+    assertEquals(await Deno.readTextFile(`${f.root}/a/b/c/deep.txt`), "deep\n");
+
+    // Everything leaves: what the host created goes; the taken-over file and the foreign one stay.
+    const empty = await f.apply([]);
+    assertEquals(empty.code, 0, empty.stderr);
+    assertEquals(empty.result.changes.map((c) => [c.id, c.change]), [
+      ["deep-renamed", "removed"],
+      ["conf", "forgotten"],
+      ["app", "forgotten"],
+    ]);
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
+    assertEquals(await Deno.readTextFile(`${f.root}/app/notes.txt`), "not declared\n");
+    assertEquals(await Deno.stat(`${f.root}/a/b/c/deep.txt`).then(() => true, () => false), false);
+    assertEquals((await f.apply([])).result.changes, []);
+  });
+});
+
+Deno.test("removing what is already gone is not an error; a non-empty directory it created is kept", async () => {
+  await withFixture(async (f) => {
+    await f.apply(base(f));
+    await Deno.remove(`${f.root}/app/app.conf`);
+    await Deno.writeTextFile(`${f.root}/app/theirs.txt`, "someone else's\n");
+    const r = await f.apply([]);
+    assertEquals(r.code, 0, r.stderr);
+    assertEquals(r.result.changes.map((c) => [c.id, c.change]), [
+      ["deep", "removed"],
+      ["conf", "removed"],
+      ["app", "forgotten"],
+    ]);
+    assertEquals(await Deno.readTextFile(`${f.root}/app/theirs.txt`), "someone else's\n");
+  });
+});
+
+Deno.test("a symlink at a declared path is never followed: the apply fails there, N of M, store saved", async () => {
+  await withFixture(async (f) => {
+    const target = `${f.dir}/outside.txt`;
+    await Deno.writeTextFile(target, "must not change\n");
+    await Deno.mkdir(`${f.root}/app`, { recursive: true });
+    await Deno.symlink(target, `${f.root}/app/app.conf`);
+    const r = await f.apply(base(f));
+    assertEquals(r.code, 1, r.stderr);
+    assertEquals([r.result.outcome, r.result.applied, r.result.total], ["failed", 1, 3]);
+    assertEquals(r.result.problems.map((p) => p.id), ["conf"]);
+    assertStringIncludes(r.result.problems[0]!.message, "is a symlink");
+    assertStringIncludes(r.result.problems[0]!.message, target);
+    assertEquals(await Deno.readTextFile(target), "must not change\n");
+    assertEquals(
+      await Deno.stat(`${f.root}/a`).then(() => true, () => false),
+      false,
+      "stops at the failure",
+    );
+    const store = JSON.parse(await Deno.readTextFile(`${f.state}/store.json`));
+    assertEquals(store.resources.map((e: { id: string }) => e.id), ["app"]);
+    assertEquals(await Deno.stat(`${f.state}/known-good`).then(() => true, () => false), false);
+  });
+});
+
+Deno.test("known-good is written after a clean apply only, and clears the failure counter", async () => {
+  await withFixture(async (f) => {
+    const refused = await f.apply([{
+      id: "x",
+      type: "file",
+      path: "relative",
+      content: "",
+      mode: "0644",
+    }]);
+    assertEquals(refused.code, 2);
+    assertEquals(
+      await Deno.stat(f.state).then(() => true, () => false),
+      false,
+      "a refusal touches nothing",
+    );
+    await Deno.mkdir(f.state);
+    await Deno.writeTextFile(`${f.state}/failures`, "2\n");
+    const clean = await f.apply(base(f));
+    assertEquals(clean.code, 0);
+    assertEquals(await Deno.readTextFile(`${f.state}/known-good`), "0.1.0\n");
+    assertEquals(await Deno.stat(`${f.state}/failures`).then(() => true, () => false), false);
+    await Deno.remove(`${f.state}/known-good`);
+    await Deno.mkdir(`${f.root}/blocker`);
+    const failed = await f.apply([...base(f), {
+      id: "b",
+      type: "file",
+      path: `${f.root}/blocker`,
+      content: "",
+      mode: "0644",
+    }]);
+    assertEquals(failed.code, 1);
+    assertStringIncludes(failed.result.problems[0]!.message, "is a directory, not a file");
+    assertEquals(await Deno.stat(`${f.state}/known-good`).then(() => true, () => false), false);
+  });
+});
+
+Deno.test("--dry-run runs the same code and changes nothing", async () => {
+  await withFixture(async (f) => {
+    const dry = await f.apply(base(f), ["--dry-run"]);
+    assertEquals(dry.code, 0, dry.stderr);
+    assertEquals(dry.result.dryRun, true);
+    assertEquals(dry.result.changes.map((c) => c.change), ["created", "created", "created"]);
+    assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
+    assertEquals(await Deno.stat(f.state).then(() => true, () => false), false);
+    await f.apply(base(f));
+    await Deno.writeTextFile(`${f.root}/app/app.conf`, "drifted\n");
+    const store = await Deno.readTextFile(`${f.state}/store.json`);
+    const again = await f.apply([], ["--dry-run"]);
+    assertEquals(again.result.changes.map((c) => c.change), ["removed", "removed", "removed"]);
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "drifted\n");
+    assertEquals(await Deno.readTextFile(`${f.state}/store.json`), store);
+  });
+});
+
+Deno.test("a store that exists and cannot be read stops the host and is kept as it is", async () => {
+  await withFixture(async (f) => {
+    await Deno.mkdir(f.state);
+    await Deno.writeTextFile(`${f.state}/store.json`, "{ not json");
+    const r = await f.apply(base(f));
+    assertEquals(r.code, 3, r.stdout);
+    assertStringIncludes(r.stderr, `Cannot read store "${f.state}/store.json"`);
+    assertEquals(await Deno.readTextFile(`${f.state}/store.json`), "{ not json");
+    assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
+    await Deno.writeTextFile(
+      `${f.state}/store.json`,
+      JSON.stringify({ version: 1, resources: [{ id: 1 }] }),
+    );
+    const shape = await f.apply(base(f));
+    assertEquals(shape.code, 3);
+    assertStringIncludes(shape.stderr, "resources.0.id");
+    const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
+    assertEquals(owned.code, 3);
+  });
+});
+
+Deno.test("an owner that does not exist fails the resource, naming it", async () => {
+  await withFixture(async (f) => {
+    const r = await f.apply([{
+      id: "x",
+      type: "directory",
+      path: `${f.root}/x`,
+      mode: "0755",
+      owner: "no-such-user",
+    }]);
+    assertEquals(r.code, 1);
+    assertStringIncludes(r.result.problems[0]!.message, 'Owner "no-such-user" does not exist');
+  });
+});
+
+Deno.test("a shape this host cannot apply yet is refused before anything is applied", async () => {
+  await withFixture(async (f) => {
+    const r = await f.apply([...base(f), { id: "curl", type: "package", package: "curl" }]);
+    assertEquals(r.code, 2, r.stderr);
+    assertEquals(r.result.outcome, "refused");
+    assertEquals(r.result.applied, 0);
+    assertStringIncludes(r.result.problems[0]!.message, "no package applier");
+    assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
+  });
+});
+
+Deno.test("apply --help documents the exit codes; a missing file is refused", async () => {
+  const help = await cli("host/debian.ts", ["--help"]);
+  assertEquals(help.code, 0);
+  for (const words of ["0  applied", "1  failed", "2  refused", "3  the host cannot work"]) {
+    assertStringIncludes(help.stdout, words);
+  }
+  const missing = await cli("host/debian.ts", ["apply", "/nonexistent.json"]);
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, 'Cannot read declaration "/nonexistent.json"');
+});

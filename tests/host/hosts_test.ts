@@ -1,0 +1,267 @@
+/**
+ * Per-system hosts, bundles and the executable's identity.
+ */
+
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
+import { cli, ROOT } from "../support/mod.ts";
+import { applyBytes, applyDeclaration } from "../../host/apply.ts";
+import { EmptyBundleError, loadBundle, NoBundleError } from "../../host/bundle.ts";
+import { executableIdentity, replacedSince } from "../../host/identity.ts";
+import { android } from "../../systems/android.ts";
+import { arch } from "../../systems/arch.ts";
+import { debian } from "../../systems/debian.ts";
+import { confirmSystem, parseOsRelease, WrongSystemError } from "../../systems/mod.ts";
+
+const read = (system: string) => Deno.readTextFileSync(`${ROOT}bundles/substrate-${system}.lock`);
+
+Deno.test("a host built for no system refuses everything, naming the hosts that exist", async () => {
+  for (const args of [["apply", "x.json"], ["inventory"], []]) {
+    const r = await cli("host/main.ts", args);
+    assertEquals(r.code, 2);
+    for (const s of ["arch", "alpine", "android", "debian"]) {
+      assertStringIncludes(r.stderr, `mesh-host-${s}`);
+    }
+  }
+});
+
+Deno.test("a host on the wrong machine refuses, naming both", async () => {
+  const r = await cli("host/arch.ts", ["owned"]);
+  assertEquals(r.code, 2);
+  assertStringIncludes(r.stderr, "(ID=debian), not arch: mesh-host-arch refuses to run here");
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/os-release`,
+      'NAME="Alpine Linux"\nID=alpine\nPRETTY_NAME="Alpine Linux v3.20"\n',
+    );
+    await assertRejects(
+      () => confirmSystem(debian, { osRelease: `${dir}/os-release` }),
+      WrongSystemError,
+    );
+    await confirmSystem(arch, { osRelease: `${dir}/os-release` }).then(
+      () => assert(false, "arch must refuse an Alpine machine"),
+      (e) => assertStringIncludes(String(e), "Alpine Linux v3.20 (ID=alpine), not arch"),
+    );
+    // Android has no os-release; it is recognised by /system/build.prop.
+    await Deno.writeTextFile(`${dir}/build.prop`, "ro.build.version.release=14\n");
+    await confirmSystem(android, {
+      osRelease: `${dir}/none`,
+      androidBuildProp: `${dir}/build.prop`,
+    });
+    await assertRejects(
+      () =>
+        confirmSystem(android, {
+          osRelease: `${dir}/os-release`,
+          androidBuildProp: `${dir}/build.prop`,
+        }),
+      WrongSystemError,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("os-release is read with its quoting", () => {
+  assertEquals(
+    parseOsRelease(
+      'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n# c\nX=\'a \\"b\\"\'\n',
+    ),
+    { PRETTY_NAME: "Debian GNU/Linux 12 (bookworm)", ID: "debian", X: 'a "b"' },
+  );
+});
+
+Deno.test("android refuses service, package and container by name, before anything is applied", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const declaration = {
+      version: 1,
+      resources: [
+        { id: "d", type: "directory", path: `${dir}/d`, mode: "0755" },
+        { id: "s", type: "service", unit: "x.service", state: "running" },
+        { id: "p", type: "package", package: "curl" },
+        { id: "c", type: "container", name: "c", image: `x@sha256:${"0".repeat(64)}` },
+      ],
+    };
+    const r = await applyBytes(new TextEncoder().encode(JSON.stringify(declaration)), {
+      system: android,
+      stateDir: `${dir}/state`,
+      version: "test",
+      trusted: true,
+    });
+    assertEquals([r.outcome, r.applied], ["refused", 0]);
+    assertEquals(r.problems.map((p) => p.id), ["s", "p", "c"]);
+    for (const p of r.problems) assertStringIncludes(p.message, "android refuses");
+    assertEquals(await Deno.stat(`${dir}/d`).then(() => true, () => false), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("no bundle and an empty bundle are different errors; android says why it cannot raise a mesh", async () => {
+  const none = await assertRejects(() => loadBundle(undefined, undefined), NoBundleError);
+  assertStringIncludes(none.message, "built for no system");
+  for (const system of ["arch", "alpine"] as const) {
+    const empty = await assertRejects(() => loadBundle(read(system), system), EmptyBundleError);
+    assertStringIncludes(empty.message, "not yet known");
+  }
+  const a = await assertRejects(() => loadBundle(read("android"), "android"), EmptyBundleError);
+  assertStringIncludes(a.message, "can join a mesh but cannot raise one");
+  assert(!(a instanceof NoBundleError));
+  await assertRejects(() => loadBundle(read("arch"), "debian"), Error);
+});
+
+Deno.test("what `bundle` validates is exactly what `reconcile` applies", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // The debian bundle as carried, with its paths moved under a temporary root so the test
+    // does not touch /etc; the same text goes through both commands' path.
+    const text = read("debian").replaceAll('"/', `"${dir}/`);
+    const bundle = await loadBundle(text, "debian");
+    const shown = await applyDeclaration(bundle.declaration, {
+      system: debian,
+      stateDir: `${dir}/state`,
+      digest: bundle.digest,
+      dryRun: true,
+      version: "t",
+    });
+    const applied = await applyDeclaration(bundle.declaration, {
+      system: debian,
+      stateDir: `${dir}/state`,
+      digest: bundle.digest,
+      version: "t",
+    });
+    assertEquals(shown.declaration, applied.declaration);
+    assertEquals(shown.changes, applied.changes);
+    assertEquals([applied.outcome, applied.applied], [
+      "applied",
+      bundle.declaration.resources.length,
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("`bundle` shows the carried bundle and what it would do, changing nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const shown = await cli("host/debian.ts", ["bundle", "--state-dir", `${dir}/state`]);
+    assertEquals(shown.code, 0, shown.stderr);
+    assertStringIncludes(shown.stdout, "bundle substrate-debian");
+    assertStringIncludes(shown.stdout, "dry run: would have applied");
+    assertEquals(
+      await Deno.stat(`${dir}/state`).then(() => true, () => false),
+      false,
+      "bundle changes nothing",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the executable's identity tells an overwrite and a rename from the same file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/mesh-host`;
+    await Deno.writeTextFile(path, "version 1");
+    const start = executableIdentity(path);
+    assertEquals(replacedSince(start), undefined);
+    await Deno.writeTextFile(`${dir}/new`, "version 2");
+    await Deno.rename(`${dir}/new`, path);
+    assertStringIncludes(replacedSince(start)!, "was replaced");
+    const second = executableIdentity(path);
+    await new Promise((r) => setTimeout(r, 10));
+    await Deno.writeTextFile(path, "version 3, longer");
+    assertStringIncludes(replacedSince(second)!, "overwritten in place");
+    await Deno.remove(path);
+    assertStringIncludes(replacedSince(second)!, "was removed");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("reconcile --every stands aside (exit 0) when its executable is replaced", async () => {
+  // A host entry of its own, so that replacing it does not touch the real ones.
+  const entry = `${ROOT}host/_identity_probe_${crypto.randomUUID().slice(0, 8)}.ts`;
+  const dir = await Deno.makeTempDir();
+  const bundle = read("debian").replaceAll('"/', `"${dir}/`);
+  await Deno.writeTextFile(`${dir}/bundle.lock`, bundle);
+  const source =
+    `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +
+    `Deno.exit(await hostMain(Deno.args, { system: debian, bundle: Deno.readTextFileSync(${
+      JSON.stringify(`${dir}/bundle.lock`)
+    }) }));\n`;
+  await Deno.writeTextFile(entry, source);
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--quiet",
+        entry,
+        "reconcile",
+        "--every",
+        "200ms",
+        "--state-dir",
+        `${dir}/state`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const started = Date.now();
+    while (!(await Deno.stat(`${dir}/state/known-good`).then(() => true, () => false))) {
+      assert(Date.now() - started < 30_000, "the host never completed a reconcile");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await Deno.writeTextFile(`${entry}.new`, source + "// a new version\n");
+    await Deno.rename(`${entry}.new`, entry);
+    const out = await child.output();
+    assertEquals(out.code, 0);
+    assertStringIncludes(new TextDecoder().decode(out.stderr), "was replaced");
+    assertStringIncludes(new TextDecoder().decode(out.stderr), "stand aside");
+  } finally {
+    await Deno.remove(entry).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("reconcile refuses, saying why, on a host with an empty bundle or none", async () => {
+  const dir = await Deno.makeTempDir();
+  const entry = `${ROOT}host/_bundle_probe_${crypto.randomUUID().slice(0, 8)}.ts`;
+  await Deno.writeTextFile(`${dir}/os-release`, 'ID=arch\nPRETTY_NAME="Arch Linux"\n');
+  await Deno.writeTextFile(
+    entry,
+    `import { arch } from "../systems/arch.ts";\nimport { debian } from "../systems/debian.ts";\n` +
+      `import { hostMain } from "./cli.ts";\n` +
+      `const [which, ...args] = Deno.args;\n` +
+      `Deno.exit(await hostMain(args, which === "arch"\n` +
+      `  ? { system: arch, bundle: Deno.readTextFileSync(${
+        JSON.stringify(`${ROOT}bundles/substrate-arch.lock`)
+      }), ` +
+      `osRelease: ${JSON.stringify(`${dir}/os-release`)} }\n` +
+      `  : { system: debian }));\n`,
+  );
+  try {
+    for (const command of ["reconcile", "bundle"]) {
+      const empty = await cli(entry.slice(ROOT.length), [
+        "arch",
+        command,
+        "--state-dir",
+        `${dir}/state`,
+      ]);
+      assertEquals(empty.code, 2, empty.stderr);
+      assertStringIncludes(empty.stderr, "The arch bundle is empty: Placeholder.");
+      const none = await cli(entry.slice(ROOT.length), [
+        "none",
+        command,
+        "--state-dir",
+        `${dir}/state`,
+      ]);
+      assertEquals(none.code, 2, none.stderr);
+      assertStringIncludes(none.stderr, "This host carries no bundle: no bundle exists for debian");
+    }
+    assertEquals(await Deno.stat(`${dir}/state`).then(() => true, () => false), false);
+  } finally {
+    await Deno.remove(entry).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
