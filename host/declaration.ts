@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { formatPath } from "../reconcile/registry.ts";
+import { formatPath } from "../lib/json_path.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;

@@ -9,6 +9,9 @@
 import { z } from "zod";
 import { isMap, isScalar, LineCounter, type Node, parseDocument } from "yaml";
 import { messageOf } from "../lib/atomic.ts";
+import { formatPath } from "../lib/json_path.ts";
+
+export { formatPath };
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** Linux account names as `useradd` accepts them (lowercase, digits, `_`, `-`, optional `$`). */
@@ -335,17 +338,6 @@ function hintFor(data: unknown, path: (string | number)[]): string {
   for (const k of path) node = (node as Record<string | number, unknown> | undefined)?.[k];
   const kind = (node as { kind?: unknown } | undefined)?.kind;
   return typeof kind === "string" ? ` for kind ${kind}` : "";
-}
-
-/** Formats a document path: `services.web.port[1]`, quoting keys that are not plain words. */
-export function formatPath(path: (string | number)[]): string {
-  let out = "";
-  for (const k of path) {
-    if (typeof k === "number") out += `[${k}]`;
-    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(k)) out += out ? `.${k}` : k;
-    else out += `[${JSON.stringify(k)}]`;
-  }
-  return out;
 }
 
 /**
