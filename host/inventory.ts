@@ -12,9 +12,12 @@
  * Formats read, and where each comes from:
  * - `systemctl is-system-running`: one word on stdout, one of the states in systemctl(1)
  *   "is-system-running output" (systemd 252); exit 0 only for `running`.
- * - `rc-status --runlevel`: the runlevel name on stdout (OpenRC 0.45 `rc-status.c`, which prints
- *   librc's `rc_runlevel_get()`: the content of `/run/openrc/softlevel`, or `sysinit` when that
- *   file is missing).
+ * - `rc-status --runlevel`: the runlevel name on stdout, exit 0. Observed with OpenRC 0.45.2
+ *   (Debian): it prints what `/run/openrc/softlevel` holds, and "sysinit" when that file is
+ *   missing, which is also what it prints on a machine OpenRC did not boot. So the file is read
+ *   too: it is OpenRC's own test of having booted (`openrc-run.sh` refuses to run a service
+ *   without it, "You are attempting to run an openrc service on a system which openrc did not
+ *   boot"). The directory alone proves nothing: a plain `rc-status` creates `/run/openrc`.
  * - `dpkg-query -W -f '${Status} ${Version}' dpkg`: "want error status version", the words of
  *   dpkg(1) "PACKAGE STATES" / "PACKAGE SELECTION STATES" / "PACKAGE FLAGS".
  * - `pacman -Q pacman`: "pacman VERSION", or "error: package 'pacman' was not found" and exit 1
@@ -144,7 +147,8 @@ export async function takeInventory(options: InventoryOptions = {}): Promise<Inv
 /**
  * Renders an inventory for people: one line per verdict and per failure, in probe order, each
  * naming the capability, the tool, `present`, `absent` or `probe failed`, the version or state
- * where one was read, the reason, and the method in brackets.
+ * where one was read, the reason, and the method in brackets. Every line ends with `\n` (an
+ * empty inventory is `""`).
  */
 export function formatInventory(inventory: Inventory): string {
   const rows: { tool: Verdict["tool"]; line: string }[] = [];
@@ -156,7 +160,7 @@ export function formatInventory(inventory: Inventory): string {
     rows.push({ tool: f.tool, line: row(f, "probe failed", f.message, f.method) });
   }
   rows.sort((a, b) => TOOLS.indexOf(a.tool) - TOOLS.indexOf(b.tool));
-  return rows.map((r) => r.line).join("\n");
+  return rows.map((r) => `${r.line}\n`).join("");
 }
 
 function row(
@@ -401,7 +405,7 @@ function judgePacman(out: CommandOutput): Judgement {
       present: false,
       reason: `pacman -Q says "${
         firstLine(out.stderr)
-      }": the database does not know pacman itself, so no Arch system is managed by it`,
+      }": the package database does not know pacman itself`,
     };
   }
   return { failure: `Cannot read pacman's database: ${said(out)}` };
