@@ -27,10 +27,13 @@ export const EntryName = z.string().regex(NAME, "Must be letters, digits, '.', '
 export const AccountName = z.string().regex(ACCOUNT, "Must be a Linux account name");
 /** A TCP port, 1 to 65535. */
 export const Port = z.number().int("Must be a whole number").min(1).max(65535);
-/** A web address: the host name the reverse proxy serves (lowercase; `*.` wildcard allowed). */
-export const WebAddress = z.string().regex(
-  HOST,
-  "Must be a lowercase host name, e.g. app.example.org",
+/**
+ * A web address: the host name the reverse proxy serves (lowercase; `*.` wildcard allowed), or
+ * `*` for a catch-all route that answers any host name.
+ */
+export const WebAddress = z.string().refine(
+  (h) => h === "*" || HOST.test(h),
+  "Must be a lowercase host name, e.g. app.example.org, or * for a catch-all route",
 );
 const ContainerName = z.string().regex(CONTAINER, "Must be a container name");
 const AbsolutePath = z.string().refine(

@@ -223,3 +223,122 @@ Deno.test("the text names what could not be observed", () => {
   assertEquals(summaryLine(r), "not clean: could not observe caddy");
   assert(toText(r).includes("caddy: connection refused"));
 });
+
+Deno.test("P: an address that does not answer is a finding: certificate over TLS, else address", () => {
+  const registry = parseRegistry(`version: 1
+accounts: [root]
+services:
+  s: {kind: site, web: [tls.example.org, plain.example.org]}
+`);
+  const f = compare(
+    registry,
+    observation({
+      addresses: [
+        { host: "tls.example.org", server: "s", listen: [":443"], tls: true },
+        { host: "plain.example.org", server: "p", listen: [":80"], tls: false },
+      ],
+      probes: [
+        { host: "tls.example.org", target: "127.0.0.1:443", error: "ECONNREFUSED" },
+        { host: "plain.example.org", target: "127.0.0.1:80", error: "ECONNREFUSED" },
+      ],
+    }),
+    OPTIONS,
+  );
+  assertEquals(f.map((x) => [x.check, x.direction, x.subject]), [
+    ["certificate", "missing", "tls.example.org"],
+    ["address", "missing", "plain.example.org"],
+  ]);
+});
+
+Deno.test("P: a wildcard address is not judged by its probe", () => {
+  const registry = parseRegistry(`version: 1
+accounts: [root]
+services:
+  s: {kind: site, web: "*.example.org"}
+`);
+  const f = compare(
+    registry,
+    observation({
+      addresses: ["*.example.org"].map((host) => ({
+        host,
+        server: "s",
+        listen: [":443"],
+        tls: true,
+      })),
+      probes: [{ host: "*.example.org", target: "t", error: "handshake" }],
+    }),
+    OPTIONS,
+  );
+  assertEquals(f, []);
+});
+
+Deno.test("P: a failed runtime of one account does not hide another account's missing container", () => {
+  const registry = parseRegistry(`version: 1
+accounts: [root, alice]
+services:
+  web: {kind: service, container: web, user: root}
+`);
+  const o = observation({});
+  o.sources.push({ source: "podman", account: "alice", state: "failed", method: "m", detail: "" });
+  assertEquals(compare(registry, o, OPTIONS).map((x) => [x.check, x.subject]), [[
+    "container",
+    "root/web",
+  ]]);
+});
+
+Deno.test("P: a port is the declared container's only in its own account, and only over TCP", () => {
+  const registry = parseRegistry(`version: 1
+accounts: [root, alice]
+services:
+  web: {kind: service, container: web, user: alice, port: 8080}
+`);
+  const published = (account: string, protocol: string, hostPort: number) => ({
+    ...container("web", account),
+    ports: [{ hostIp: "127.0.0.1", hostPort, containerPort: 80, protocol }],
+  });
+  const f = compare(
+    registry,
+    observation({
+      containers: [published("root", "tcp", 8080), published("alice", "udp", 5353)],
+    }),
+    OPTIONS,
+  );
+  assertEquals(f.map((x) => [x.check, x.direction, x.subject]), [
+    ["container", "rogue", "root/web"],
+    ["port", "missing", "8080"],
+  ]);
+});
+
+Deno.test("P: adoption refuses a machine it could not fully observe", async () => {
+  const { adoptRegistry } = await import("../../reconcile/adopt.ts");
+  const o = observation({});
+  o.sources[0] = {
+    source: "podman",
+    account: "root",
+    state: "failed",
+    method: "m",
+    detail: "locked",
+  };
+  let error: unknown;
+  try {
+    adoptRegistry(o, { accounts: ["root"] });
+  } catch (e) {
+    error = e;
+  }
+  assert(error instanceof Error && error.message.includes("podman@root (locked)"), String(error));
+});
+
+Deno.test("a catch-all route can be declared as * and adopted; undeclared it is rogue", async () => {
+  const { adoptRegistry } = await import("../../reconcile/adopt.ts");
+  const catchAll = { host: "*", server: "s", listen: [":8080"], tls: false };
+  const o = observation({ addresses: [catchAll] });
+  const adopted = parseRegistry(adoptRegistry(o, { accounts: ["root"] }));
+  assertEquals(Object.values(adopted.services).map((e) => e.web), [["*"]]);
+  assertEquals(compare(adopted, o, OPTIONS), []);
+  const none = parseRegistry("version: 1\naccounts: [root]\nservices: {}\n");
+  assertEquals(compare(none, o, OPTIONS).map((f) => [f.check, f.direction, f.subject]), [[
+    "address",
+    "rogue",
+    "*",
+  ]]);
+});

@@ -2,6 +2,7 @@ import { assert, assertEquals } from "../support/assert.ts";
 import { observeContainers } from "../../reconcile/observe/containers.ts";
 import { readAccounts } from "../../lib/accounts.ts";
 import {
+  ensureImage,
   ensureRootlessAccount,
   fakeProgram,
   freePort,
@@ -176,6 +177,68 @@ Deno.test("an account that never used podman runs nothing, and is not made to", 
     assertEquals(seen.sources.map((s) => s.state), ["observed"]);
     assert(seen.sources[0]!.detail.includes("never used podman"), seen.sources[0]!.detail);
     assertEquals(seen.containers, []);
+  } finally {
+    Deno.env.set("PATH", path);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("P: a published port range is every port of the range", async () => {
+  const name = uniqueName("range");
+  const port = freePort();
+  await ensureImage();
+  const r = await new Deno.Command("podman", {
+    args: [
+      "run",
+      "-d",
+      "--name",
+      name,
+      "--label",
+      "mesh.test=1",
+      "-p",
+      `127.0.0.1:${port}-${port + 1}:8080-8081`,
+      IMAGE,
+      "sleep",
+      "3600",
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert(r.success, new TextDecoder().decode(r.stderr));
+  try {
+    const seen = await observeContainers(["root"], {
+      passwd: await readAccounts(),
+      runtimes: ["podman"],
+    });
+    const c = seen.containers.find((x) => x.name === name);
+    assertEquals(c?.ports.map((p) => [p.hostPort, p.containerPort]), [
+      [port, 8080],
+      [port + 1, 8081],
+    ]);
+  } finally {
+    await removeContainer(name);
+  }
+});
+
+Deno.test("P: podman exiting 0 but logging an error: the error is kept in the detail", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-fake-podman-" });
+  await Deno.writeTextFile(
+    `${dir}/podman`,
+    `#!/bin/sh\necho '[]'\necho 'time="2026" level=error msg="no subuid ranges found for user"' >&2\n`,
+  );
+  await Deno.chmod(`${dir}/podman`, 0o755);
+  const path = Deno.env.get("PATH")!;
+  Deno.env.set("PATH", `${dir}:${path}`);
+  try {
+    const seen = await observeContainers(["root"], {
+      passwd: await readAccounts(),
+      runtimes: ["podman"],
+    });
+    assertEquals(seen.sources.map((s) => s.state), ["observed"]);
+    assert(
+      seen.sources[0]!.detail.includes("podman said: no subuid ranges found for user"),
+      seen.sources[0]!.detail,
+    );
   } finally {
     Deno.env.set("PATH", path);
     await Deno.remove(dir, { recursive: true });

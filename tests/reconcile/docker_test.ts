@@ -284,6 +284,13 @@ Deno.test("a real dockerd's containers are observed; a stopped one is absent, a 
       assertEquals(response.status, 404);
     });
 
+    await t.step("P: a paused container is not running", async () => {
+      await docker("pause", name);
+      const seen = await observeDocker(host);
+      assertEquals(seen.containers, []);
+      await docker("unpause", name);
+    });
+
     await docker("rm", "--force", name);
     await docker("network", "rm", network);
 

@@ -108,3 +108,50 @@ Deno.test("a configured address whose listener is gone is a probe error, not a r
     probe.error,
   );
 });
+
+Deno.test("P: TLS follows Caddy's automatic HTTPS: skip and disable turn it off", async () => {
+  const route = (host: string) => ({
+    match: [{ host: [host] }],
+    handle: [{ handler: "static_response" }],
+  });
+  const config = {
+    apps: {
+      http: {
+        http_port: 80,
+        servers: {
+          auto: { listen: [":8443"], routes: [route("auto.mesh.test")] },
+          skipped: {
+            listen: [":8444"],
+            routes: [route("skipped.mesh.test")],
+            automatic_https: { skip: ["skipped.mesh.test"] },
+          },
+          off: {
+            listen: [":8445"],
+            routes: [route("off.mesh.test")],
+            automatic_https: { disable: true },
+          },
+        },
+      },
+    },
+  };
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => Response.json(config),
+  );
+  try {
+    const seen = await observeProxy(`127.0.0.1:${server.addr.port}`);
+    assertEquals(seen.addresses.map((a) => [a.host, a.tls]), [
+      ["auto.mesh.test", true],
+      ["skipped.mesh.test", false],
+      ["off.mesh.test", false],
+    ]);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("P: an unspecified listen address is probed on loopback, IPv4 or IPv6", async () => {
+  const { connectTarget } = await import("../../reconcile/observe/proxy.ts");
+  assertEquals(connectTarget(":443"), { host: "127.0.0.1", port: 443 });
+  assertEquals(connectTarget("tcp/[::]:8443"), { host: "::1", port: 8443 });
+});

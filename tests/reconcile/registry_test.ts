@@ -172,3 +172,35 @@ Deno.test("the JSON Schema describes the kinds for editors", () => {
   for (const kind of ["service", "site", "batch", "daemon"]) assert(schema.includes(`"${kind}"`));
   assert(schema.includes('"additionalProperties":false'));
 });
+
+Deno.test("P: every kind, and the top level, refuse a field they do not have", () => {
+  const cases: [string, string][] = [
+    ["    container: web\n", "services.web.colour"], // service
+    ["    redirect: https://app.example.org/\n", "services.old.colour"], // site
+    ["    timer: publish.timer\n", "services.publish.colour"], // batch
+  ];
+  for (const [after, path] of cases) {
+    assertEquals(
+      problemsOf(VALID.replace(after, `${after}    colour: blue\n`)).map((p) => p.path),
+      [
+        path,
+      ],
+    );
+  }
+  assertEquals(
+    problemsOf(VALID.replace("version: 1\n", "version: 1\ncolour: blue\n")).map((p) => p.path),
+    ["colour"],
+  );
+});
+
+Deno.test("P: an account listed twice, and a redirect without addresses, are errors", () => {
+  assertEquals(
+    problemsOf(VALID.replace("accounts: [root, alice]", "accounts: [root, alice, root]"))
+      .map((p) => [p.path, p.message]),
+    [["accounts[2]", 'Account "root" is listed twice']],
+  );
+  assertEquals(
+    problemsOf(VALID.replace("    web: old.example.org\n", "")).map((p) => [p.path, p.message]),
+    [["services.old.redirect", "A redirect needs the web addresses that redirect"]],
+  );
+});

@@ -475,8 +475,9 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "mesh-init-" });
     const name = uniqueName("adopted");
-    const caddy = await startCaddy(goodSites);
+    let caddy: CaddyFixture | undefined;
     try {
+      caddy = await startCaddy(goodSites);
       await startContainer(name, { publish: [{ host: freePort(), container: 8080 }] });
       const out = `${dir}/registry.yaml`;
       const r = await reconcileCli(["init", "--output", out, "--caddy-admin", caddy.admin]);
@@ -489,6 +490,15 @@ Deno.test({
       const again = await reconcileCli(["init", "--output", out, "--caddy-admin", caddy.admin]);
       assertEquals(again.code, 2);
       assertStringIncludes(again.stderr, "it exists");
+      const forced = await reconcileCli([
+        "init",
+        "--output",
+        out,
+        "--force",
+        "--caddy-admin",
+        caddy.admin,
+      ]);
+      assertEquals(forced.code, 0, forced.stderr);
       const run = await reconcileCli([
         "run",
         "--registry",
@@ -500,7 +510,7 @@ Deno.test({
       ]);
       assertEquals(run.code, 0, run.stdout);
     } finally {
-      await caddy.stop();
+      await caddy?.stop();
       await removeContainer(name);
       await Deno.remove(dir, { recursive: true });
     }
@@ -596,6 +606,25 @@ Deno.test("check-registry and schema", async () => {
     const schema = await reconcileCli(["schema"]);
     assertEquals(schema.code, 0);
     assertEquals((JSON.parse(schema.stdout) as { type: string }).type, "object");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("P: --timeout bounds each command: a hanging runtime is failed, not waited for", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-timeout-" });
+  try {
+    await Deno.writeTextFile(`${dir}/podman`, "#!/bin/sh\nexec sleep 30\n");
+    await Deno.chmod(`${dir}/podman`, 0o755);
+    await Deno.writeTextFile(`${dir}/r.yaml`, "version: 1\naccounts: [root]\nservices: {}\n");
+    const started = Date.now();
+    const r = await reconcileCli(
+      ["run", "--registry", `${dir}/r.yaml`, "--caddy-admin", "none", "--timeout", "1s"],
+      { PATH: `${dir}:${Deno.env.get("PATH")}` },
+    );
+    assertEquals(r.code, 2, r.stdout);
+    assertStringIncludes(r.stdout, "killed by SIGKILL");
+    assert(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

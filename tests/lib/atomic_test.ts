@@ -1,0 +1,21 @@
+import { assertEquals } from "../support/assert.ts";
+import { writeFileAtomic } from "../../lib/atomic.ts";
+
+Deno.test("P: writeFileAtomic replaces the file (a new inode), never rewrites it in place", async () => {
+  const dir = await Deno.makeTempDir();
+  const old = Deno.umask(0o077);
+  try {
+    const path = `${dir}/stamp`;
+    await Deno.writeTextFile(path, "old\n");
+    // A reader holding the old file (here a hard link) keeps reading the old content whole.
+    await Deno.link(path, `${dir}/reader`);
+    await writeFileAtomic(path, "new\n");
+    assertEquals(await Deno.readTextFile(path), "new\n");
+    assertEquals(await Deno.readTextFile(`${dir}/reader`), "old\n");
+    assertEquals((await Deno.stat(path)).mode! & 0o777, 0o644, "the mode ignores the umask");
+    assertEquals([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["reader", "stamp"]);
+  } finally {
+    Deno.umask(old);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
