@@ -22,7 +22,7 @@ import {
 } from "./declaration.ts";
 import { Store } from "./store.ts";
 import type { System } from "../systems/mod.ts";
-import { observePath } from "./resources/fs.ts";
+import { observePath, tempPathFor } from "./resources/fs.ts";
 
 /** The file beside the store holding the version that last completed a clean apply. */
 export const KNOWN_GOOD_FILE = "known-good";
@@ -112,10 +112,15 @@ export async function applyDeclaration(
   const store = await Store.load(options.stateDir, {
     create: !options.dryRun,
     readOnly: options.dryRun,
-    exists: async (intent) =>
-      intent.type === "file" || intent.type === "directory"
+    exists: async (intent) => {
+      if (intent.type === "file" && !options.dryRun) {
+        // A creation that was killed may have left its temporary file: it is this host's own.
+        await Deno.remove(tempPathFor(intent.subject)).catch(() => {});
+      }
+      return intent.type === "file" || intent.type === "directory"
         ? (await observePath(intent.subject)).kind !== "absent"
-        : true,
+        : true;
+    },
   });
   const context: ApplyContext = {
     dryRun: options.dryRun ?? false,
@@ -135,6 +140,17 @@ export async function applyDeclaration(
     const leaving = store.entries().filter((e) => !declared.has(key(e.id, e.type, e.subject)))
       .reverse();
     for (const entry of leaving) {
+      // Renamed, not leaving: the same thing is declared under an id the footprint lacks. It
+      // keeps its entry (and whether this host created it) instead of being removed and made
+      // again, which a directory holding declared files could not even be.
+      const renamed = declaration.resources.find((r) =>
+        r.type === entry.type && subjectOf(r) === entry.subject &&
+        !store.find(r.id, r.type, subjectOf(r))
+      );
+      if (renamed !== undefined) {
+        if (!context.dryRun) store.rekey(entry, renamed.id);
+        continue;
+      }
       const applier = options.system.appliers[entry.type] as Applier | undefined;
       if (applier === undefined) {
         // Its applier is not in this build: leave it in the footprint, untouched.
@@ -164,12 +180,15 @@ export async function applyDeclaration(
         const result = await applier!.apply(resource, observed, context);
         changes.push({ id: resource.id, type: resource.type, change: result.change });
         if (!context.dryRun) {
+          const known = store.find(resource.id, resource.type, subjectOf(resource));
           store.record({
             id: resource.id,
             type: resource.type,
             subject: subjectOf(resource),
             created: result.created,
-            applied: new Date().toISOString(),
+            applied: result.change === "unchanged" && known
+              ? known.applied
+              : new Date().toISOString(),
           });
         }
         applied++;
@@ -192,7 +211,9 @@ export async function applyDeclaration(
  * @throws {Error} when either cannot be written.
  */
 export async function recordKnownGood(stateDir: string, version: string): Promise<void> {
-  await writeFileAtomic(join(stateDir, KNOWN_GOOD_FILE), `${version}\n`, { mode: 0o644 });
+  const path = join(stateDir, KNOWN_GOOD_FILE);
+  const current = await Deno.readTextFile(path).catch(() => undefined);
+  if (current !== `${version}\n`) await writeFileAtomic(path, `${version}\n`, { mode: 0o644 });
   await Deno.remove(join(stateDir, FAILURES_FILE)).catch((error) => {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   });

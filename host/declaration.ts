@@ -15,8 +15,23 @@ import { formatPath } from "../lib/json_path.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
-/** The largest `content` of one file, in UTF-16 code units (16 Mi). */
-export const MAX_CONTENT_LENGTH = 16 * 1024 * 1024;
+/** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
+export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
+
+/** The length of `s` encoded as UTF-8, without encoding it. */
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
 
 const Id = z.string().regex(
   /^[A-Za-z0-9._-]{1,200}$/,
@@ -30,6 +45,7 @@ const Id = z.string().regex(
 export const AbsolutePath = z.string().max(4096).superRefine((p, ctx) => {
   const fail = (message: string) => ctx.addIssue({ code: "custom", message });
   if (p.includes("\0")) return fail("Must not contain a NUL byte");
+  if (!p.isWellFormed()) return fail("Must be valid Unicode (a lone surrogate is no file name)");
   if (!p.startsWith("/")) return fail("Must be an absolute path");
   if (p === "/") return fail("Must not be the root directory");
   const segments = p.slice(1).split("/");
@@ -48,17 +64,22 @@ const AccountRef = z.string().regex(
   /^([a-z_][a-z0-9_-]*\$?|\d+)$/,
   "Must be an account name or a numeric id",
 );
-const Content = z.string().max(MAX_CONTENT_LENGTH, "Content is larger than 16 MiB").refine(
+const Content = z.string().refine(
   (s) => s.isWellFormed(),
   "Must be valid Unicode text (a lone surrogate cannot be written as UTF-8)",
+).refine(
+  (s) => s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES,
+  "Content is larger than 16 MiB (as UTF-8)",
 );
 const ContainerName = z.string().regex(
   /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/,
   "Must be a container name",
 );
-const Argv = z.array(
-  z.string().refine((s) => !s.includes("\0"), "Must not contain a NUL byte"),
-).min(1, "Must name a program");
+/** Text handed to another program: no NUL byte, valid Unicode. */
+const Arg = z.string()
+  .refine((s) => !s.includes("\0"), "Must not contain a NUL byte")
+  .refine((s) => s.isWellFormed(), "Must be valid Unicode (a lone surrogate cannot be passed on)");
+const Argv = z.array(Arg).min(1, "Must name a program");
 
 /** `directory`: a directory with its mode (and owner and group when given) maintained. */
 export const Directory = z.strictObject({
@@ -104,7 +125,7 @@ export const Container = z.strictObject({
   ),
   env: z.record(
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "Must be an environment variable name"),
-    z.string(),
+    Arg,
   )
     .optional(),
   ports: z.array(
@@ -113,9 +134,9 @@ export const Container = z.strictObject({
       'Must be "[address:]hostPort:containerPort[/tcp|/udp]"',
     ),
   ).optional(),
-  volumes: z.array(z.string().min(1)).optional(),
-  args: z.array(z.string()).optional(),
-  command: z.array(z.string()).optional(),
+  volumes: z.array(Arg.min(1)).optional(),
+  args: z.array(Arg).optional(),
+  command: z.array(Arg).optional(),
 });
 /** `action` (trusted input only): a command and the verify that is its idempotency check. */
 export const Action = z.strictObject({

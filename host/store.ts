@@ -24,7 +24,7 @@ export const FootprintEntry = z.strictObject({
   subject: z.string(),
   /** Whether this host created it (only what it created is ever removed). */
   created: z.boolean(),
-  /** When it was last applied, ISO 8601. */
+  /** When this host last changed it (created or updated it), ISO 8601. */
   applied: z.string(),
 });
 /** One footprint entry. */
@@ -58,12 +58,15 @@ export class StoreError extends Error {
 /** The footprint, loaded from and saved to one state directory. */
 export class Store {
   readonly dir: string;
-  #entries: FootprintEntry[];
+  /** By `id\0type\0subject`, in the order things were first applied (a Map keeps it). */
+  #entries: Map<string, FootprintEntry>;
+  /** Whether anything differs from what was loaded: a no-op apply writes nothing. */
+  #dirty = false;
   #journal: Deno.FsFile | undefined;
 
   private constructor(dir: string, entries: FootprintEntry[]) {
     this.dir = dir;
-    this.#entries = entries;
+    this.#entries = new Map(entries.map((e) => [keyOf(e), e]));
   }
 
   /** The store file's path. */
@@ -146,6 +149,10 @@ export class Store {
       }
       entries = parsed.data.resources;
     }
+    if (!options.readOnly) {
+      // A save killed before its rename leaves the store's temporary file: this host's own.
+      await Deno.remove(join(dir, `.${STORE_FILE}.tmp`)).catch(() => {});
+    }
     const store = new Store(dir, entries);
     await store.#replayJournal(
       options.exists ?? (() => Promise.resolve(true)),
@@ -177,8 +184,13 @@ export class Store {
       }
       if (this.find(intent.id, intent.type, intent.subject)) continue;
       if (!(await exists(intent))) continue;
-      this.#entries.push({ ...intent, created: true, applied: new Date().toISOString() });
+      this.#entries.set(keyOf(intent), {
+        ...intent,
+        created: true,
+        applied: new Date().toISOString(),
+      });
       changed = true;
+      this.#dirty = true;
     }
     if (readOnly) return; // folded in memory only: a dry run writes nothing
     if (changed) await this.save();
@@ -187,27 +199,41 @@ export class Store {
 
   /** The footprint, in the order things were applied. */
   entries(): readonly FootprintEntry[] {
-    return this.#entries;
+    return [...this.#entries.values()];
   }
 
   /** The entry for this resource, if the footprint has it. */
   find(id: string, type: FootprintEntry["type"], subject: string): FootprintEntry | undefined {
-    return this.#entries.find((e) => e.id === id && e.type === type && e.subject === subject);
+    return this.#entries.get(keyOf({ id, type, subject }));
   }
 
   /** Records (or refreshes) an entry. `created` is sticky: once created by this host, always. */
   record(entry: FootprintEntry): void {
-    const i = this.#entries.findIndex((e) =>
-      e.id === entry.id && e.type === entry.type && e.subject === entry.subject
+    const key = keyOf(entry);
+    const known = this.#entries.get(key);
+    const next = known ? { ...entry, created: entry.created || known.created } : entry;
+    if (known && known.created === next.created && known.applied === next.applied) return;
+    this.#entries.set(key, next);
+    this.#dirty = true;
+  }
+
+  /**
+   * Moves an entry to a new id, keeping its place in the order and whether this host created
+   * it: a resource renamed in the declaration is still the same thing on the machine.
+   */
+  rekey(entry: FootprintEntry, id: string): void {
+    const old = keyOf(entry);
+    if (!this.#entries.has(old)) return;
+    const moved = { ...entry, id };
+    this.#entries = new Map(
+      [...this.#entries].map(([k, e]) => k === old ? [keyOf(moved), moved] : [k, e]),
     );
-    if (i >= 0) {
-      this.#entries[i] = { ...entry, created: entry.created || this.#entries[i]!.created };
-    } else this.#entries.push(entry);
+    this.#dirty = true;
   }
 
   /** Drops an entry (after it was removed or forgotten). */
   drop(entry: FootprintEntry): void {
-    this.#entries = this.#entries.filter((e) => e !== entry);
+    if (this.#entries.delete(keyOf(entry))) this.#dirty = true;
   }
 
   /**
@@ -240,12 +266,15 @@ export class Store {
    * @throws {StoreError} "Cannot write store ..." when it cannot be saved (the old store stays).
    */
   async save(): Promise<void> {
-    const data = JSON.stringify({ version: 1, resources: this.#entries }, null, 1) + "\n";
+    if (!this.#dirty && this.#journal === undefined) return; // nothing changed: nothing written
+    const data = JSON.stringify({ version: 1, resources: [...this.#entries.values()] }, null, 1) +
+      "\n";
     try {
       await writeFileAtomic(this.path, data, { mode: 0o600 });
     } catch (cause) {
       throw new StoreError(`Cannot write store "${this.path}": ${messageOf(cause)}`, { cause });
     }
+    this.#dirty = false;
     this.#journal?.close();
     this.#journal = undefined;
     await Deno.remove(join(this.dir, JOURNAL_FILE)).catch(() => {});
@@ -256,4 +285,8 @@ export class Store {
     this.#journal?.close();
     this.#journal = undefined;
   }
+}
+
+function keyOf(e: { id: string; type: string; subject: string }): string {
+  return `${e.id}\0${e.type}\0${e.subject}`;
 }

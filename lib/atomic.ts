@@ -27,7 +27,10 @@ export async function writeFileAtomic(
   options: WriteAtomicOptions = {},
 ): Promise<void> {
   const dir = dirname(path);
-  const temp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
+  // One temporary name per target: a file left by a process killed before its rename is
+  // replaced by the next write instead of piling up. Removed first, never opened through.
+  const temp = join(dir, `.${basename(path)}.tmp`);
+  await Deno.remove(temp).catch(() => {});
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   let file: Deno.FsFile | undefined;
   try {

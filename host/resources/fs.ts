@@ -183,6 +183,10 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
     }
     const file = state as Extract<PathState, { kind: "file" }>;
     const same = file.content !== undefined && equalBytes(file.content, bytes);
+    if (same && !context.dryRun) {
+      // A write killed before its rename leaves the host's temporary file: consume it.
+      await Deno.remove(tempPathFor(resource.path)).catch(() => {});
+    }
     if (!same) {
       if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
       return { change: "updated", created: known?.created ?? false };
@@ -205,10 +209,11 @@ async function writeReplacing(
   want: { mode: number; uid?: number; gid?: number },
   previous?: { uid: number; gid: number },
 ): Promise<void> {
-  const temp = join(
-    dirname(path),
-    `.${basename(path)}.mesh-${crypto.randomUUID().slice(0, 8)}.tmp`,
-  );
+  const temp = tempPathFor(path);
+  // The temporary name is the same for every write of this file, so one left by a host killed
+  // before its rename is consumed by the next write. It is removed first, never opened: a
+  // symlink planted at that name must not be followed.
+  await Deno.remove(temp).catch(() => {});
   let file: Deno.FsFile | undefined;
   try {
     file = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
@@ -231,11 +236,23 @@ async function writeReplacing(
   }
 }
 
+/**
+ * The temporary file a write of `path` uses: `.<name>.mesh-tmp` in the same directory (the same
+ * filesystem, so the rename is atomic).
+ */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.mesh-tmp`);
+}
+
 async function removePath(
   entry: FootprintEntry,
   kind: "file" | "directory",
   context: ApplyContext,
 ): Promise<"removed" | "forgotten"> {
+  if (kind === "file" && !context.dryRun) {
+    // A temporary file a killed write left beside it is this host's own, created or not.
+    await Deno.remove(tempPathFor(entry.subject)).catch(() => {});
+  }
   if (!entry.created) return "forgotten";
   const state = await observePath(entry.subject);
   if (state.kind === "absent") return "removed";

@@ -152,13 +152,40 @@ Deno.test("the footprint: what left is removed first, what the host did not crea
     const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
     assertStringIncludes(owned.stdout, "(taken over, not created)");
 
-    // A resource renamed in the declaration: the old leaves, the new arrives at the same path.
+    // A resource renamed in the declaration is the same thing: it keeps its footprint entry,
+    // and whether the host created it, instead of being removed and made again.
     const renamed = base(f);
     renamed[2]!.id = "deep-renamed";
+    renamed[0]!.id = "app-renamed";
+    const inode = (await Deno.lstat(`${f.root}/a/b/c/deep.txt`)).ino;
     const r = await f.apply(renamed);
-    assertEquals(r.result.changes.slice(0, 1), [{ id: "deep", type: "file", change: "removed" }]);
-    assertEquals(f.change(r.result, "deep-renamed"), "created");
-    assertEquals(await Deno.readTextFile(`${f.root}/a/b/c/deep.txt`), "deep\n");
+    assertEquals(r.result.changes.map((c) => [c.id, c.change]), [
+      ["app-renamed", "unchanged"],
+      ["conf", "unchanged"],
+      ["deep-renamed", "unchanged"],
+    ]);
+    assertEquals(
+      (await Deno.lstat(`${f.root}/a/b/c/deep.txt`)).ino,
+      inode,
+      "not removed and recreated",
+    );
+    // The same path under a new id while the old id leaves with a different path: removal first.
+    const moved = base(f);
+    moved[0]!.id = "app-renamed";
+    moved[2] = {
+      id: "deep-renamed",
+      type: "file",
+      path: `${f.root}/a/moved.txt`,
+      content: "moved\n",
+      mode: "0600",
+    };
+    const m = await f.apply(moved);
+    assertEquals(m.result.changes.map((c) => [c.id, c.change]), [
+      ["deep-renamed", "removed"],
+      ["app-renamed", "unchanged"],
+      ["conf", "unchanged"],
+      ["deep-renamed", "created"],
+    ]);
 
     // Everything leaves: what the host created goes; the taken-over file and the foreign one stay.
     const empty = await f.apply([]);
@@ -166,11 +193,11 @@ Deno.test("the footprint: what left is removed first, what the host did not crea
     assertEquals(empty.result.changes.map((c) => [c.id, c.change]), [
       ["deep-renamed", "removed"],
       ["conf", "forgotten"],
-      ["app", "forgotten"],
+      ["app-renamed", "forgotten"],
     ]);
     assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
     assertEquals(await Deno.readTextFile(`${f.root}/app/notes.txt`), "not declared\n");
-    assertEquals(await Deno.stat(`${f.root}/a/b/c/deep.txt`).then(() => true, () => false), false);
+    assertEquals(await Deno.stat(`${f.root}/a/moved.txt`).then(() => true, () => false), false);
     assertEquals((await f.apply([])).result.changes, []);
   });
 });

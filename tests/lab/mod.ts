@@ -1,0 +1,293 @@
+/**
+ * The lab: machines with a real init, for the appliers, the launcher and the reconciler's
+ * timers. Each lab machine is a podman container booted with a real init from a Debian root
+ * filesystem built by `debootstrap` against Debian's archive and imported with `podman import`:
+ *
+ * - `systemd`: Debian with systemd, run with `--systemd=always /sbin/init`;
+ * - `openrc`: Debian with sysvinit-core and OpenRC, run with `/sbin/init`.
+ *
+ * Root filesystems are cached under {@linkcode LAB_CACHE} between runs (rebuilt only when
+ * missing or incomplete). Deno and the checkout are bind-mounted in, so the host under test is
+ * this project's own code running on that machine. Also: a local OCI registry (Debian
+ * `docker-registry` on 127.0.0.1:5000) and the busybox image pushed there, pinned by digest.
+ *
+ * @module
+ */
+
+import { run } from "../../lib/command.ts";
+import { ensureImage, IMAGE, ROOT } from "../support/mod.ts";
+
+/** Where root filesystems and the registry's storage are kept between runs. */
+export const LAB_CACHE = "/var/cache/mesh-lab";
+/** The Debian release and mirror the lab is built from. */
+export const SUITE = "bookworm";
+export const MIRROR = "http://deb.debian.org/debian";
+
+/** The kinds of lab machine. */
+export type LabKind = "systemd" | "openrc";
+
+const BUILD: Record<LabKind, { include: string[]; then: string[] }> = {
+  // dbus for systemctl; ca-certificates and curl for the tests that fetch.
+  systemd: { include: ["systemd", "systemd-sysv", "dbus", "procps", "ca-certificates"], then: [] },
+  // openrc conflicts with sysv-rc, which debootstrap would pull in with sysvinit-core: install
+  // them afterwards with apt, which resolves the conflict.
+  openrc: { include: ["procps", "ca-certificates"], then: ["openrc", "sysvinit-core"] },
+};
+
+/** The image a lab kind runs, built from its cached root filesystem. */
+export function labImage(kind: LabKind): string {
+  return `localhost/mesh-lab-${kind}:${SUITE}`;
+}
+
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+/**
+ * Builds (or reuses) the root filesystem of `kind` and imports it as {@linkcode labImage}.
+ * Takes about a minute the first time; nothing after.
+ *
+ * @throws {CommandError} when debootstrap or podman fails (e.g. the archive is unreachable).
+ */
+export async function ensureLabImage(kind: LabKind): Promise<string> {
+  const image = labImage(kind);
+  if ((await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0) {
+    return image;
+  }
+  const root = `${LAB_CACHE}/${kind}-root`;
+  const done = `${LAB_CACHE}/${kind}-root.complete`;
+  if (!(await exists(done))) {
+    await Deno.remove(root, { recursive: true }).catch(() => {});
+    await Deno.mkdir(LAB_CACHE, { recursive: true });
+    const { include, then } = BUILD[kind];
+    await run([
+      "debootstrap",
+      "--variant=minbase",
+      `--include=${include.join(",")}`,
+      SUITE,
+      root,
+      MIRROR,
+    ], { timeoutMs: 15 * 60_000 });
+    if (then.length > 0) {
+      await run([
+        "chroot",
+        root,
+        "apt-get",
+        "install",
+        "-y",
+        "-qq",
+        "--no-install-recommends",
+        ...then,
+      ], {
+        env: { DEBIAN_FRONTEND: "noninteractive" },
+        timeoutMs: 15 * 60_000,
+      });
+    }
+    await run(["chroot", root, "apt-get", "clean"]);
+    await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+  }
+  const tar = `${LAB_CACHE}/${kind}-root.tar`;
+  try {
+    await run(["tar", "-C", root, "-cf", tar, "."], { timeoutMs: 10 * 60_000 });
+    await run(["podman", "import", "--change", 'CMD ["/sbin/init"]', tar, image], {
+      timeoutMs: 10 * 60_000,
+    });
+  } finally {
+    await Deno.remove(tar).catch(() => {});
+  }
+  return image;
+}
+
+/** A running lab machine. */
+export interface LabMachine {
+  kind: LabKind;
+  /** The podman container's name. */
+  name: string;
+  /** Where the checkout is mounted inside (read-only). */
+  checkout: string;
+  /** Runs `argv` inside the machine; fails as {@linkcode run} does. */
+  exec(
+    argv: string[],
+    options?: { allowFailure?: boolean; timeoutMs?: number; env?: Record<string, string> },
+  ): Promise<
+    { code: number | null; stdout: string; stderr: string }
+  >;
+  /** Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`. */
+  host(entry: string, args: string[], options?: { allowFailure?: boolean }): Promise<
+    { code: number | null; stdout: string; stderr: string }
+  >;
+  /** Stops and removes the machine. */
+  destroy(): Promise<void>;
+}
+
+/** The label every lab machine carries. */
+export const LAB_LABEL = "mesh.lab=1";
+
+/**
+ * Boots a lab machine of `kind` and waits until its init says it is up (systemd: `running` or
+ * `degraded` from `is-system-running --wait`; OpenRC: the `default` runlevel reached).
+ */
+export async function bootLab(kind: LabKind, options: { name?: string } = {}): Promise<LabMachine> {
+  const image = await ensureLabImage(kind);
+  const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
+  const deno = await Deno.realPath(Deno.execPath());
+  const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
+  await Deno.mkdir(denoDir, { recursive: true });
+  const checkout = "/mesh";
+  await run([
+    "podman",
+    "run",
+    "-d",
+    "--name",
+    name,
+    "--hostname",
+    `lab-${kind}`,
+    "--label",
+    LAB_LABEL,
+    ...(kind === "systemd" ? ["--systemd=always"] : []),
+    "-v",
+    `${deno}:/usr/local/bin/deno:ro`,
+    "-v",
+    `${ROOT}:${checkout}:ro`,
+    "-v",
+    `${denoDir}:/root/.cache/deno`,
+    image,
+    "/sbin/init",
+  ]);
+  const machine: LabMachine = {
+    kind,
+    name,
+    checkout,
+    async exec(argv, opts = {}) {
+      const envArgs = Object.entries(opts.env ?? {}).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
+      return await run(["podman", "exec", ...envArgs, name, ...argv], {
+        allowFailure: opts.allowFailure,
+        timeoutMs: opts.timeoutMs ?? 300_000,
+      });
+    },
+    async host(entry, args, opts = {}) {
+      return await machine.exec(
+        ["deno", "run", "-A", "--quiet", `${checkout}/${entry}`, ...args],
+        opts,
+      );
+    },
+    async destroy() {
+      await run(["podman", "rm", "-f", "-t", "0", name], { allowFailure: true });
+    },
+  };
+  try {
+    const started = Date.now();
+    for (;;) {
+      const probe = kind === "systemd"
+        ? await machine.exec(["systemctl", "is-system-running", "--wait"], {
+          allowFailure: true,
+          timeoutMs: 60_000,
+        })
+        : await machine.exec(["cat", "/run/openrc/softlevel"], { allowFailure: true });
+      const said = probe.stdout.trim();
+      if (kind === "systemd" && (said === "running" || said === "degraded")) break;
+      if (kind === "openrc" && said === "default") break;
+      if (Date.now() - started > 60_000) {
+        throw new Error(`Lab machine ${name} did not come up: ${said || probe.stderr.trim()}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } catch (error) {
+    await machine.destroy();
+    throw error;
+  }
+  return machine;
+}
+
+/** The local OCI registry's address. */
+export const REGISTRY = "127.0.0.1:5000";
+
+/**
+ * Starts the local registry (Debian `docker-registry`, no auth, storage under the lab cache)
+ * unless something already answers at {@linkcode REGISTRY}; it keeps running, like a service,
+ * until `deno task lab down`.
+ */
+export async function ensureRegistry(): Promise<void> {
+  const answers = async () => {
+    try {
+      const r = await fetch(`http://${REGISTRY}/v2/`);
+      await r.body?.cancel();
+      return r.ok;
+    } catch {
+      return false;
+    }
+  };
+  if (await answers()) return;
+  const dir = `${LAB_CACHE}/registry`;
+  await Deno.mkdir(`${dir}/data`, { recursive: true });
+  await Deno.writeTextFile(
+    `${dir}/config.yml`,
+    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\n  delete:\n    enabled: true\nhttp:\n  addr: ${REGISTRY}\n`,
+  );
+  await run([
+    "sh",
+    "-c",
+    `setsid docker-registry serve "$1/config.yml" >"$1/registry.log" 2>&1 </dev/null & echo $! >"$1/registry.pid"`,
+    "sh",
+    dir,
+  ]);
+  for (let i = 0; i < 100; i++) {
+    if (await answers()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(
+    `The registry did not answer at ${REGISTRY}: ${await Deno.readTextFile(`${dir}/registry.log`)
+      .catch(() => "")}`,
+  );
+}
+
+/** Stops the registry started by {@linkcode ensureRegistry}, if it runs. */
+export async function stopRegistry(): Promise<void> {
+  const pid = await Deno.readTextFile(`${LAB_CACHE}/registry/registry.pid`).catch(() => "");
+  if (/^\d+\s*$/.test(pid)) {
+    try {
+      Deno.kill(Number(pid), "SIGTERM");
+    } catch { /* gone */ }
+  }
+  await Deno.remove(`${LAB_CACHE}/registry/registry.pid`).catch(() => {});
+}
+
+/**
+ * Pushes the busybox test image to the local registry and returns its reference pinned by
+ * digest, `127.0.0.1:5000/mesh-busybox@sha256:...`.
+ */
+export async function pinnedBusybox(): Promise<string> {
+  await ensureRegistry();
+  await ensureImage();
+  const dir = await Deno.makeTempDir();
+  try {
+    const target = `${REGISTRY}/mesh-busybox:latest`;
+    await run([
+      "podman",
+      "push",
+      "--tls-verify=false",
+      "--digestfile",
+      `${dir}/digest`,
+      IMAGE,
+      target,
+    ]);
+    const digest = (await Deno.readTextFile(`${dir}/digest`)).trim();
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) {
+      throw new Error(`podman push gave no digest: ${digest}`);
+    }
+    return `${REGISTRY}/mesh-busybox@${digest}`;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Lab machines that are running now (by label). */
+export async function runningLabs(): Promise<string[]> {
+  const out = await run([
+    "podman",
+    "ps",
+    "--filter",
+    `label=${LAB_LABEL}`,
+    "--format",
+    "{{.Names}}",
+  ]);
+  return out.stdout.split("\n").filter(Boolean);
+}
