@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Resource, ResourceType } from "./declaration.ts";
+import type { Declaration, Resource, ResourceType } from "./declaration.ts";
 import type { FootprintEntry, Store } from "./store.ts";
 
 /** What applying did to one resource (DESIGN.md, "Apply result"). */
@@ -25,6 +25,15 @@ export interface ApplyContext {
   /** The footprint: creations are journaled there before they happen. */
   store: Store;
   ids: Ids;
+  /** The whole declaration being applied: an applier may observe all of its type at once. */
+  declaration: Declaration;
+  /**
+   * Paths written (created or replaced) so far in this apply, e.g. a unit file, so that a later
+   * resource can react (a service applier reloads its manager after a unit file changed).
+   */
+  written: Set<string>;
+  /** Scratch space for one apply, per applier (e.g. one `systemctl show` for every unit). */
+  cache: Map<string, unknown>;
 }
 
 /** The outcome of converging one resource. */

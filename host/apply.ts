@@ -126,6 +126,9 @@ export async function applyDeclaration(
     dryRun: options.dryRun ?? false,
     store,
     ids: { users: new Map(), groups: new Map() },
+    declaration,
+    written: new Set(),
+    cache: new Map(),
   };
   const changes: ResourceChange[] = [];
   const problems: ApplyProblem[] = [];

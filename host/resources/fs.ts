@@ -179,6 +179,7 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
         await ensureParents(resource.path, context);
         await writeReplacing(resource.path, bytes, want);
       }
+      context.written.add(resource.path);
       return { change: "created", created: true };
     }
     const file = state as Extract<PathState, { kind: "file" }>;
@@ -189,6 +190,7 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
     }
     if (!same) {
       if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
+      context.written.add(resource.path);
       return { change: "updated", created: known?.created ?? false };
     }
     const changed = await holdAttributes(resource.path, file, want, context);
