@@ -55,10 +55,10 @@ switch (command) {
   case "status": {
     console.log(`machines: ${(await runningLabs()).join(", ") || "none"}`);
     for (const kind of ["systemd", "openrc"] as const) {
+      const image = await labImage(kind);
       const has =
-        (await run(["podman", "image", "exists", labImage(kind)], { allowFailure: true })).code ===
-          0;
-      console.log(`image ${labImage(kind)}: ${has ? "built" : "not built"} (cache ${LAB_CACHE})`);
+        (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
+      console.log(`image ${image}: ${has ? "built" : "not built"} (cache ${LAB_CACHE})`);
     }
     const answers = await fetch(`http://${REGISTRY}/v2/`).then(
       (r) => (r.body?.cancel(), r.ok),

@@ -27,16 +27,45 @@ export const MIRROR = "http://deb.debian.org/debian";
 export type LabKind = "systemd" | "openrc";
 
 const BUILD: Record<LabKind, { include: string[]; then: string[] }> = {
-  // dbus for systemctl; ca-certificates and curl for the tests that fetch.
-  systemd: { include: ["systemd", "systemd-sysv", "dbus", "procps", "ca-certificates"], then: [] },
+  // dbus for systemctl; podman and crun so the container applier runs inside the machine.
+  systemd: {
+    include: ["systemd", "systemd-sysv", "dbus", "procps", "ca-certificates"],
+    then: ["podman", "crun", "runc"],
+  },
   // openrc conflicts with sysv-rc, which debootstrap would pull in with sysvinit-core: install
   // them afterwards with apt, which resolves the conflict.
-  openrc: { include: ["procps", "ca-certificates"], then: ["openrc", "sysvinit-core"] },
+  openrc: {
+    include: ["procps", "ca-certificates"],
+    then: ["openrc", "sysvinit-core", "podman", "crun", "runc"],
+  },
 };
 
-/** The image a lab kind runs, built from its cached root filesystem. */
-export function labImage(kind: LabKind): string {
-  return `localhost/mesh-lab-${kind}:${SUITE}`;
+/**
+ * Podman inside a lab machine: on overlayfs (the machine's own root) only vfs storage works,
+ * and in a nested cgroup runc cannot mount its cgroup where crun can. The lab's registry on
+ * the VM's loopback is plain HTTP. These are the lab machine's configuration, not the host's.
+ */
+const LAB_FILES: Record<string, string> = {
+  "etc/containers/containers.conf":
+    '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "crun"\ncgroup_manager = "cgroupfs"\n',
+  "etc/containers/storage.conf":
+    '[storage]\ndriver = "vfs"\nrunroot = "/run/containers/storage"\ngraphroot = "/var/lib/containers/storage"\n',
+  "etc/containers/registries.conf.d/50-mesh-lab.conf":
+    '[[registry]]\nlocation = "127.0.0.1:5000"\ninsecure = true\n',
+};
+
+/** A short digest of the recipe, so a changed recipe builds a new root instead of reusing one. */
+async function recipeTag(kind: LabKind): Promise<string> {
+  const text = JSON.stringify({ suite: SUITE, build: BUILD[kind], files: LAB_FILES });
+  const hash = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
+  );
+  return Array.from(hash.slice(0, 4), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The image a lab kind runs, built from its cached root filesystem (tagged by recipe). */
+export async function labImage(kind: LabKind): Promise<string> {
+  return `localhost/mesh-lab-${kind}:${SUITE}-${await recipeTag(kind)}`;
 }
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
@@ -48,12 +77,13 @@ const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
  * @throws {CommandError} when debootstrap or podman fails (e.g. the archive is unreachable).
  */
 export async function ensureLabImage(kind: LabKind): Promise<string> {
-  const image = labImage(kind);
+  const image = await labImage(kind);
   if ((await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0) {
     return image;
   }
-  const root = `${LAB_CACHE}/${kind}-root`;
-  const done = `${LAB_CACHE}/${kind}-root.complete`;
+  const tag = await recipeTag(kind);
+  const root = `${LAB_CACHE}/${kind}-${tag}-root`;
+  const done = `${LAB_CACHE}/${kind}-${tag}-root.complete`;
   if (!(await exists(done))) {
     await Deno.remove(root, { recursive: true }).catch(() => {});
     await Deno.mkdir(LAB_CACHE, { recursive: true });
@@ -81,10 +111,14 @@ export async function ensureLabImage(kind: LabKind): Promise<string> {
         timeoutMs: 15 * 60_000,
       });
     }
+    for (const [path, text] of Object.entries(LAB_FILES)) {
+      await Deno.mkdir(`${root}/${path.slice(0, path.lastIndexOf("/"))}`, { recursive: true });
+      await Deno.writeTextFile(`${root}/${path}`, text);
+    }
     await run(["chroot", root, "apt-get", "clean"]);
     await Deno.writeTextFile(done, new Date().toISOString() + "\n");
   }
-  const tar = `${LAB_CACHE}/${kind}-root.tar`;
+  const tar = `${LAB_CACHE}/${kind}-${tag}-root.tar`;
   try {
     await run(["tar", "-C", root, "-cf", tar, "."], { timeoutMs: 10 * 60_000 });
     await run(["podman", "import", "--change", 'CMD ["/sbin/init"]', tar, image], {
@@ -143,6 +177,10 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
     "--label",
     LAB_LABEL,
     ...(kind === "systemd" ? ["--systemd=always"] : []),
+    // Privileged for podman inside; the VM's network, so 127.0.0.1:5000 is the lab registry.
+    "--privileged",
+    "--network",
+    "host",
     "-v",
     `${deno}:/usr/local/bin/deno:ro`,
     "-v",
