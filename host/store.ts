@@ -63,6 +63,9 @@ export class Store {
   /** Whether anything differs from what was loaded: a no-op apply writes nothing. */
   #dirty = false;
   #journal: Deno.FsFile | undefined;
+  /** Creations journaled by this process and not yet recorded (a resource may fail after one). */
+  #pending: z.output<typeof Intent>[] = [];
+  #exists: (intent: z.output<typeof Intent>) => Promise<boolean> = () => Promise.resolve(true);
 
   private constructor(dir: string, entries: FootprintEntry[]) {
     this.dir = dir;
@@ -154,6 +157,7 @@ export class Store {
       await Deno.remove(join(dir, `.${STORE_FILE}.tmp`)).catch(() => {});
     }
     const store = new Store(dir, entries);
+    if (options.exists) store.#exists = options.exists;
     await store.#replayJournal(
       options.exists ?? (() => Promise.resolve(true)),
       options.readOnly ?? false,
@@ -242,6 +246,7 @@ export class Store {
    * @throws {StoreError} when the journal cannot be written.
    */
   async intend(intent: z.output<typeof Intent>): Promise<void> {
+    this.#pending.push(intent);
     try {
       this.#journal ??= await Deno.open(join(this.dir, JOURNAL_FILE), {
         append: true,
@@ -266,6 +271,19 @@ export class Store {
    * @throws {StoreError} "Cannot write store ..." when it cannot be saved (the old store stays).
    */
   async save(): Promise<void> {
+    // A resource that failed after creating something (a directory made, then its owner could
+    // not be set) was never recorded: what its journaled creation left is still this host's.
+    for (const intent of this.#pending) {
+      if (this.find(intent.id, intent.type, intent.subject)) continue;
+      if (!(await this.#exists(intent))) continue;
+      this.#entries.set(keyOf(intent), {
+        ...intent,
+        created: true,
+        applied: new Date().toISOString(),
+      });
+      this.#dirty = true;
+    }
+    this.#pending = [];
     if (!this.#dirty && this.#journal === undefined) return; // nothing changed: nothing written
     const data = JSON.stringify({ version: 1, resources: [...this.#entries.values()] }, null, 1) +
       "\n";

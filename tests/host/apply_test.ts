@@ -331,17 +331,6 @@ Deno.test("an owner that does not exist fails the resource, naming it", async ()
   });
 });
 
-Deno.test("a shape this host cannot apply yet is refused before anything is applied", async () => {
-  await withFixture(async (f) => {
-    const r = await f.apply([...base(f), { id: "curl", type: "package", package: "curl" }]);
-    assertEquals(r.code, 2, r.stderr);
-    assertEquals(r.result.outcome, "refused");
-    assertEquals(r.result.applied, 0);
-    assertStringIncludes(r.result.problems[0]!.message, "no package applier");
-    assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
-  });
-});
-
 Deno.test("apply --help documents the exit codes; a missing file is refused", async () => {
   const help = await cli("host/debian.ts", ["--help"]);
   assertEquals(help.code, 0);

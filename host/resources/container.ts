@@ -1,0 +1,535 @@
+/**
+ * `container`: a container from an image pinned by digest, on the runtime the machine has.
+ *
+ * The runtime is detected once per process, by asking each one something only a working runtime
+ * can answer: `docker info --format '{{.ServerVersion}}'` and
+ * `podman info --format '{{.Version.Version}}'` (one probe cannot find both: podman has no
+ * `ServerVersion`). When both answer, docker is used: its daemon starts `unless-stopped`
+ * containers again at boot, while podman's `podman-restart.service` starts only containers whose
+ * policy is `always`. When neither answers, the resource fails naming both and what each said; a
+ * failed detection is not kept, so a runtime installed later in the same process is found.
+ *
+ * A container is identified by the label `mesh.declaration=sha256:<hex>`, the digest of its
+ * resource's canonical JSON (keys sorted), beside `mesh.id=<resource id>`. Comparing what the
+ * runtime reports field by field cannot be done reliably (a runtime normalises, defaults and
+ * reorders what it is given), so the label is the comparison, and any change is a replacement:
+ * a container's configuration is fixed when it is created. A container without the label was
+ * not created by this host and is never touched: the resource fails naming it. After creating
+ * or starting a container the host reads it back: running, its label, restart policy
+ * `unless-stopped`, and still running (not restarted) a moment later. Running is not working,
+ * but a container that is not running has certainly failed.
+ *
+ * Removal (the resource left the declaration) takes only a container carrying the label and the
+ * footprint entry's `mesh.id`; one already gone is `removed`; any other is `forgotten`.
+ *
+ * Stopping (to replace or remove) is `stop` then `rm -f`: docker's `rm -f` alone kills with
+ * SIGKILL, where `stop` gives the container its stop timeout to shut down cleanly on both.
+ * Environment values are passed as `-e NAME=value` and are redacted (`NAME=***`) in messages.
+ *
+ * @module
+ */
+
+import type { z } from "zod";
+import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { type Applier, type ApplyContext, ResourceError } from "../applier.ts";
+import { type Container, declarationDigest } from "../declaration.ts";
+
+/** A `container` resource. */
+export type ContainerResource = z.output<typeof Container>;
+
+/** The label carrying the digest of the declaration a container was created from. */
+export const DECLARATION_LABEL = "mesh.declaration";
+/** The label carrying the id of the resource a container was created for. */
+export const ID_LABEL = "mesh.id";
+/** The restart policy every container is created with. */
+export const RESTART_POLICY = "unless-stopped";
+/** How long a container created or started must stay up before it counts as running. */
+export const SETTLE_MS = 1000;
+/** How long a runtime probe may take before it counts as not answering. */
+export const PROBE_TIMEOUT_MS = 30_000;
+/** How long a runtime command (run, start, stop, rm, inspect) may take. */
+export const RUNTIME_TIMEOUT_MS = 10 * 60_000;
+
+const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
+
+/** The container runtime this process uses. */
+export interface Runtime {
+  /** The program: `docker` or `podman`. */
+  program: "docker" | "podman";
+  /** The version it answered with. */
+  version: string;
+  /** Why this one: what each probe said. */
+  why: string;
+}
+
+const PROBES: { program: Runtime["program"]; argv: string[] }[] = [
+  { program: "docker", argv: ["docker", "info", "--format", "{{.ServerVersion}}"] },
+  { program: "podman", argv: ["podman", "info", "--format", "{{.Version.Version}}"] },
+];
+
+let detection: Promise<Runtime> | undefined;
+
+/**
+ * The container runtime of this machine, detected once per process (a failed detection is not
+ * kept: the next call asks again).
+ *
+ * @throws {ResourceError} when neither docker nor podman answers, naming both and what each said.
+ */
+export function containerRuntime(): Promise<Runtime> {
+  detection ??= detectRuntime().catch((error) => {
+    detection = undefined;
+    throw error;
+  });
+  return detection;
+}
+
+async function detectRuntime(): Promise<Runtime> {
+  const said = await Promise.all(PROBES.map(async (probe) => {
+    try {
+      const out = await run(probe.argv, { allowFailure: true, timeoutMs: PROBE_TIMEOUT_MS });
+      const text = out.stdout.trim();
+      // Read what it says: exit 0 with something that is not a version is not an answer.
+      if (out.code === 0 && /^\d+(\.\d+)*([-+~.][\w.+~-]*)?$/.test(text)) {
+        return { program: probe.program, version: text, answered: true as const };
+      }
+      const why = out.code === 0
+        ? `answered ${JSON.stringify(text.slice(0, 200))}, which is not a version`
+        : new CommandError(out.argv, out).message;
+      return { program: probe.program, said: why, answered: false as const };
+    } catch (error) {
+      return { program: probe.program, said: messageOf(error), answered: false as const };
+    }
+  }));
+  const answered = said.filter((s) => s.answered);
+  const first = answered[0];
+  if (first === undefined) {
+    throw new ResourceError(
+      `No container runtime answers: ${
+        said.map((s) => `${s.program}: ${s.answered ? s.version : s.said}`).join("; ")
+      }`,
+    );
+  }
+  const others = said.filter((s) => s !== first).map((s) =>
+    s.answered
+      ? `${s.program} ${s.version} answered too; docker is preferred because its daemon starts ` +
+        `${RESTART_POLICY} containers again at boot, and podman-restart.service starts only ` +
+        `those with policy always`
+      : `${s.program} did not answer (${s.said})`
+  );
+  return {
+    program: first.program,
+    version: first.version,
+    why: [`${first.program} ${first.version} answered`, ...others].join("; "),
+  };
+}
+
+/** What the runtime says about one container. */
+export interface ContainerState {
+  id: string;
+  name: string;
+  /** Running, not paused, not between restarts. */
+  running: boolean;
+  /** The runtime's own word for the state (`running`, `exited`, `created`, `paused`, ...). */
+  status: string;
+  paused: boolean;
+  restarting: boolean;
+  restartCount: number;
+  exitCode: number | undefined;
+  /** The runtime's error for the last start, when it has one. */
+  error: string;
+  labels: Record<string, string>;
+  restartPolicy: string;
+  image: string;
+}
+
+interface RawInspect {
+  Id?: string;
+  Name?: string;
+  RestartCount?: number;
+  State?: {
+    Status?: string;
+    Running?: boolean;
+    Paused?: boolean;
+    Restarting?: boolean;
+    ExitCode?: number;
+    Error?: string;
+  };
+  Config?: { Labels?: Record<string, string> | null; Image?: string };
+  HostConfig?: { RestartPolicy?: { Name?: string } };
+}
+
+/**
+ * Inspects the containers named `names` in one call. A name with no container is absent from
+ * the map; that is read from what the runtime says ("no such container"), never from the exit
+ * code alone.
+ *
+ * @throws {ResourceError} when the runtime fails in another way.
+ */
+export async function inspectContainers(
+  runtime: Runtime,
+  names: readonly string[],
+): Promise<Map<string, ContainerState>> {
+  const found = new Map<string, ContainerState>();
+  if (names.length === 0) return found;
+  const argv = [runtime.program, "container", "inspect", ...names];
+  let out: CommandOutput;
+  try {
+    out = await run(argv, { allowFailure: true, timeoutMs: RUNTIME_TIMEOUT_MS });
+  } catch (error) {
+    throw new ResourceError(`Cannot inspect containers: ${messageOf(error)}`, { cause: error });
+  }
+  let raw: RawInspect[] = [];
+  const text = out.stdout.trim();
+  if (text !== "") {
+    try {
+      const parsed = JSON.parse(text);
+      if (!Array.isArray(parsed)) throw new Error("not an array");
+      raw = parsed as RawInspect[];
+    } catch (error) {
+      throw new ResourceError(
+        `Cannot read what ${formatArgv(argv)} answered (${messageOf(error)}): ${
+          text.slice(0, 500)
+        }`,
+      );
+    }
+  }
+  const wanted = new Set(names);
+  const ids: string[] = [];
+  for (const c of raw) {
+    const name = (c.Name ?? "").replace(/^\//, "");
+    ids.push(c.Id ?? "");
+    // `inspect x` also matches a container whose id starts with x: only the name counts.
+    if (!wanted.has(name)) continue;
+    const state = c.State ?? {};
+    const paused = state.Paused === true;
+    const restarting = state.Restarting === true;
+    found.set(name, {
+      id: c.Id ?? name,
+      name,
+      running: state.Running === true && !paused && !restarting,
+      status: state.Status ?? "unknown",
+      paused,
+      restarting,
+      restartCount: c.RestartCount ?? 0,
+      exitCode: state.ExitCode,
+      error: state.Error ?? "",
+      labels: c.Config?.Labels ?? {},
+      restartPolicy: c.HostConfig?.RestartPolicy?.Name ?? "",
+      image: c.Config?.Image ?? "",
+    });
+  }
+  if (out.code !== 0) {
+    const stderr = out.stderr.toLowerCase();
+    for (const name of names) {
+      if (found.has(name)) continue;
+      const said = stderr.includes("no such container") && stderr.includes(name.toLowerCase());
+      const byIdPrefix = ids.some((id) => id.startsWith(name));
+      if (!said && !byIdPrefix) {
+        throw new ResourceError(
+          `Cannot tell whether container "${name}" exists: ${new CommandError(argv, out).message}`,
+        );
+      }
+    }
+  }
+  return found;
+}
+
+/** The canonical JSON of a value: object keys sorted at every depth. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value).sort().filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+/** The `mesh.declaration` label's value for `resource`: `sha256:<hex>` of its canonical JSON. */
+export async function containerDigest(resource: ContainerResource): Promise<string> {
+  return await declarationDigest(canonicalJson(resource));
+}
+
+/** The `run` argv that creates `resource`, labelled with `digest`. */
+export function runArgv(runtime: Runtime, resource: ContainerResource, digest: string): string[] {
+  const argv = [
+    runtime.program,
+    "run",
+    "-d",
+    "--name",
+    resource.name,
+    "--restart",
+    RESTART_POLICY,
+    "--label",
+    `${DECLARATION_LABEL}=${digest}`,
+    "--label",
+    `${ID_LABEL}=${resource.id}`,
+  ];
+  for (const key of Object.keys(resource.env ?? {}).sort()) {
+    argv.push("-e", `${key}=${resource.env![key]}`);
+  }
+  for (const port of resource.ports ?? []) argv.push("-p", port);
+  for (const volume of resource.volumes ?? []) argv.push("-v", volume);
+  argv.push(...(resource.args ?? []), resource.image, ...(resource.command ?? []));
+  return argv;
+}
+
+/** `argv` with every `-e NAME=value` shown as `NAME=***`. */
+function redact(argv: string[]): string[] {
+  return argv.map((a, i) => (argv[i - 1] === "-e" ? a.replace(/=.*$/s, "=***") : a));
+}
+
+/**
+ * Runs a runtime command; its failure is a {@linkcode CommandError} (argv redacted, exit code,
+ * signal, stderr tail).
+ */
+async function runtimeCommand(argv: string[]): Promise<CommandOutput> {
+  try {
+    return await run(argv, { timeoutMs: RUNTIME_TIMEOUT_MS });
+  } catch (error) {
+    if (!(error instanceof CommandError)) throw error;
+    throw new CommandError(redact(argv), {
+      code: error.code,
+      signal: error.signal,
+      stderr: error.stderrTail,
+      ...(error.cause !== undefined ? { cause: error.cause } : {}),
+    });
+  }
+}
+
+/** What `observe` saw: the runtime and the container, when there is one. */
+export interface ContainerObservation {
+  runtime: Runtime;
+  state: ContainerState | undefined;
+}
+
+const CACHE_KEY = "container.inspect";
+
+/** The per-apply cache: which names were asked about, and what was found. */
+interface Seen {
+  asked: Set<string>;
+  states: Map<string, ContainerState>;
+}
+
+function describe(state: ContainerState): string {
+  const parts = [`status ${state.status}`];
+  if (state.exitCode !== undefined && !state.running) parts.push(`exit code ${state.exitCode}`);
+  if (state.restartCount > 0) parts.push(`restarted ${state.restartCount} times`);
+  if (state.error) parts.push(`error: ${state.error}`);
+  return parts.join(", ");
+}
+
+async function logsTail(runtime: Runtime, id: string): Promise<string> {
+  const out = await run([runtime.program, "logs", "--tail", "20", id], {
+    allowFailure: true,
+    timeoutMs: PROBE_TIMEOUT_MS,
+  }).catch(() => undefined);
+  const text = `${out?.stdout ?? ""}${out?.stderr ?? ""}`.trim();
+  return text ? `; its last output: ${text.slice(-2000)}` : "";
+}
+
+/**
+ * Reads back the container named `name` after it was created or started: it must be running,
+ * carry `digest`, have restart policy `unless-stopped`, and still be running without having
+ * been restarted after {@linkcode SETTLE_MS}.
+ */
+async function readBack(
+  runtime: Runtime,
+  name: string,
+  digest: string,
+): Promise<{ ok: true; state: ContainerState } | { ok: false; why: string; id?: string }> {
+  let baseline: number | undefined;
+  const started = Date.now();
+  for (;;) {
+    const state = (await inspectContainers(runtime, [name])).get(name);
+    if (state === undefined) return { ok: false, why: "it does not exist" };
+    if (state.labels[DECLARATION_LABEL] !== digest) {
+      return {
+        ok: false,
+        id: state.id,
+        why: `it does not carry the label ${DECLARATION_LABEL}=${digest} ` +
+          `(it carries ${JSON.stringify(state.labels[DECLARATION_LABEL] ?? null)})`,
+      };
+    }
+    if (state.restartPolicy !== RESTART_POLICY) {
+      return {
+        ok: false,
+        id: state.id,
+        why: `its restart policy is "${state.restartPolicy}", not "${RESTART_POLICY}" ` +
+          `(do its args set one?)`,
+      };
+    }
+    baseline ??= state.restartCount;
+    if (!state.running || state.restartCount > baseline) {
+      return {
+        ok: false,
+        id: state.id,
+        why: `it is not running (${describe(state)})${await logsTail(runtime, state.id)}`,
+      };
+    }
+    if (Date.now() - started >= SETTLE_MS) return { ok: true, state };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function stopAndRemove(runtime: Runtime, id: string): Promise<void> {
+  await runtimeCommand([runtime.program, "stop", id]);
+  await runtimeCommand([runtime.program, "rm", "-f", id]);
+}
+
+async function create(
+  resource: ContainerResource,
+  runtime: Runtime,
+  digest: string,
+  context: ApplyContext,
+): Promise<ContainerState> {
+  await context.store.intend({ id: resource.id, type: "container", subject: resource.name });
+  try {
+    await runtimeCommand(runArgv(runtime, resource, digest));
+  } catch (error) {
+    // A failed start can leave the container created: this host's own (it carries this
+    // digest and did not exist before), and not recorded, so it goes.
+    const left = (await inspectContainers(runtime, [resource.name]).catch(() => undefined))
+      ?.get(resource.name);
+    if (left !== undefined && left.labels[DECLARATION_LABEL] === digest) {
+      await run([runtime.program, "rm", "-f", left.id], { allowFailure: true });
+    }
+    throw new ResourceError(
+      `Cannot create container "${resource.name}" from ${resource.image}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  const back = await readBack(runtime, resource.name, digest);
+  if (!back.ok) {
+    // Not recorded in the footprint (the resource failed), so it does not stay behind.
+    if (back.id !== undefined) {
+      await run([runtime.program, "rm", "-f", back.id], { allowFailure: true });
+    }
+    throw new ResourceError(
+      `Container "${resource.name}" was created from ${resource.image} but ${back.why}; ` +
+        `it was removed again`,
+    );
+  }
+  return back.state;
+}
+
+/** The `container` applier (docker or podman, whichever the machine has). */
+export const containerApplier: Applier<ContainerResource, ContainerObservation> = {
+  async observe(resource, context) {
+    const runtime = await containerRuntime();
+    let seen = context.cache.get(CACHE_KEY) as Seen | undefined;
+    if (seen === undefined || !seen.asked.has(resource.name)) {
+      // One inspect for every container the declaration names.
+      const names = context.declaration.resources.flatMap((r) =>
+        r.type === "container" ? [r.name] : []
+      );
+      if (!names.includes(resource.name)) names.push(resource.name);
+      seen = { asked: new Set(names), states: await inspectContainers(runtime, names) };
+      context.cache.set(CACHE_KEY, seen);
+    }
+    return { runtime, state: seen.states.get(resource.name) };
+  },
+
+  async apply(resource, { runtime, state }, context) {
+    if (!PINNED.test(resource.image)) {
+      throw new ResourceError(
+        `Image "${resource.image}" is not pinned by digest (name@sha256:<64 hex digits>)`,
+      );
+    }
+    const digest = await containerDigest(resource);
+    // What this apply changes is kept in the observation cache, so it stays true.
+    const states = (context.cache.get(CACHE_KEY) as Seen | undefined)?.states;
+    const remember = (s: ContainerState) => states?.set(resource.name, s);
+    if (state === undefined) {
+      if (!context.dryRun) remember(await create(resource, runtime, digest, context));
+      return { change: "created", created: true };
+    }
+    const label = state.labels[DECLARATION_LABEL];
+    if (label === undefined) {
+      throw new ResourceError(
+        `Container "${resource.name}" (${
+          state.id.slice(0, 12)
+        }) exists and was not created by this host: it has no ${DECLARATION_LABEL} label. ` +
+          `It is left untouched; remove or rename it by hand, or declare another name`,
+      );
+    }
+    if (label === digest && state.restartPolicy === RESTART_POLICY) {
+      if (state.running) return { change: "unchanged", created: true };
+      if (state.status === "dead" || state.status === "removing") {
+        throw new ResourceError(
+          `Container "${resource.name}" cannot be started: ${describe(state)}`,
+        );
+      }
+      if (!context.dryRun) {
+        try {
+          await runtimeCommand([runtime.program, state.paused ? "unpause" : "start", state.id]);
+        } catch (error) {
+          throw new ResourceError(
+            `Cannot start container "${resource.name}" (was: ${describe(state)}): ${
+              messageOf(error)
+            }`,
+            { cause: error },
+          );
+        }
+        const back = await readBack(runtime, resource.name, digest);
+        if (!back.ok) {
+          throw new ResourceError(`Container "${resource.name}" was started but ${back.why}`);
+        }
+        remember(back.state);
+      }
+      return { change: "updated", created: true };
+    }
+    // Created by a host from another declaration (or its restart policy was changed): there is
+    // no in-place update, so it is replaced.
+    if (!context.dryRun) {
+      try {
+        await stopAndRemove(runtime, state.id);
+      } catch (error) {
+        throw new ResourceError(
+          `Cannot remove container "${resource.name}" to replace it: ${messageOf(error)}`,
+          { cause: error },
+        );
+      }
+      states?.delete(resource.name);
+      try {
+        remember(await create(resource, runtime, digest, context));
+      } catch (error) {
+        throw new ResourceError(
+          `Replacing container "${resource.name}": the old one (${
+            state.id.slice(0, 12)
+          }) was removed, and then: ${messageOf(error)}`,
+          { cause: error },
+        );
+      }
+    }
+    return { change: "updated", created: true };
+  },
+
+  async remove(entry, context) {
+    if (!entry.created) return "forgotten";
+    const runtime = await containerRuntime();
+    const state = (await inspectContainers(runtime, [entry.subject])).get(entry.subject);
+    if (state === undefined) return "removed";
+    // Only what carries this host's label, for this very resource, was created by it.
+    if (state.labels[DECLARATION_LABEL] === undefined || state.labels[ID_LABEL] !== entry.id) {
+      return "forgotten";
+    }
+    if (context.dryRun) return "removed";
+    try {
+      await stopAndRemove(runtime, state.id);
+    } catch (error) {
+      const still = (await inspectContainers(runtime, [entry.subject])).get(entry.subject);
+      if (still === undefined) return "removed"; // gone meanwhile
+      throw new ResourceError(`Cannot remove container "${entry.subject}": ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+    return "removed";
+  },
+};

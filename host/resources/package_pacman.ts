@@ -1,0 +1,145 @@
+/**
+ * `package` on Arch: pacman's local database is asked, `pacman -S` installs.
+ *
+ * Present only (DESIGN.md, "Declaration"): an installed package is left as it is (never
+ * upgraded, and `--needed` keeps pacman from reinstalling one); a missing one is installed with
+ * `pacman -S --noconfirm --needed NAME`; a package that leaves the declaration is `forgotten`,
+ * never removed. `created` is recorded truthfully (this host installed it) and never licenses a
+ * removal.
+ *
+ * Observing is one `pacman -Q NAME`, read by what it says (pacman 6.0.2, observed):
+ *
+ * - exit 0, "NAME VERSION" on stdout: present.
+ * - exit 0, "OTHER VERSION": absent. pacman -Q answers for a name with the installed package
+ *   that PROVIDES it, so an exit code of 0 alone would call a virtual name installed. Installing
+ *   it then has pacman say "there is nothing to do", and the read-back after it fails naming the
+ *   provider (declare the package by its own name).
+ * - non-zero, "error: package 'NAME' was not found" on stderr: absent.
+ * - anything else (e.g. "failed to initialize alpm library ... database is incorrect version",
+ *   exit 255): a failure naming it. A non-zero exit is not absence by itself.
+ *
+ * Installing: `pacman -S NAME` installs every member of a GROUP of that name when no package has
+ * it, so `pacman -Sg NAME` is asked first and a name that is only a group fails before anything
+ * is installed. pacman's own message reaches the problem text when it fails ("error: target not
+ * found: NAME", "error: no usable package repositories configured."). The sync databases are
+ * never refreshed here (`pacman -Sy` alone is the partial upgrade Arch does not support). After
+ * installing, pacman is asked again.
+ *
+ * A dry run asks pacman -Q only: nothing is installed, and an absent package is said to be
+ * `created` without checking that a repository has it.
+ *
+ * Commands run with `LC_ALL=C`: the messages read here are pacman's untranslated ones.
+ *
+ * @module
+ */
+
+import type { z } from "zod";
+import { messageOf } from "../../lib/atomic.ts";
+import { CommandError, run } from "../../lib/command.ts";
+import { type Applier, ResourceError } from "../applier.ts";
+import type { Package } from "../declaration.ts";
+
+type PackageResource = z.output<typeof Package>;
+
+/** What pacman says about one package. */
+export interface PacmanObservation {
+  present: boolean;
+  /** The installed version, when present. */
+  version?: string;
+  /** What pacman said, and what that means. */
+  reason: string;
+}
+
+const ENV = { LC_ALL: "C" };
+const PACMAN_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * Asks pacman's local database about `name`.
+ *
+ * @throws {ResourceError} when pacman fails or says something this host does not know.
+ */
+export async function queryPacman(name: string): Promise<PacmanObservation> {
+  const argv = ["pacman", "-Q", name];
+  const out = await run(argv, { allowFailure: true, env: ENV });
+  const line = out.stdout.trim().split("\n")[0]?.trim() ?? "";
+  if (out.code === 0) {
+    const m = /^(\S+) (\S+)$/.exec(line);
+    if (m === null) {
+      throw new ResourceError(
+        `Cannot read pacman's database for package "${name}": pacman -Q printed "${out.stdout.trim()}", not "name version"`,
+      );
+    }
+    if (m[1] === name) {
+      return { present: true, version: m[2]!, reason: `pacman -Q says "${line}": installed` };
+    }
+    return {
+      present: false,
+      reason: `pacman -Q says "${line}": ${m[1]} provides ${name}, and no package named ${name} ` +
+        `is installed`,
+    };
+  }
+  const notFound = `error: package '${name}' was not found`;
+  if (out.code !== null && out.stderr.includes(notFound)) {
+    return { present: false, reason: `pacman -Q says "${notFound}": not installed` };
+  }
+  throw new ResourceError(
+    `Cannot read pacman's database for package "${name}": ${new CommandError(argv, out).message}`,
+  );
+}
+
+/**
+ * Refuses a name that is a package group and no package: `pacman -S` would install the whole
+ * group. Any other answer of `pacman -Sg` (no such group, no repositories) leaves the verdict to
+ * `pacman -S` itself.
+ */
+async function refuseGroup(name: string): Promise<void> {
+  const group = await run(["pacman", "-Sg", name], { allowFailure: true, env: ENV });
+  const members = group.stdout.split("\n").map((l) => l.trim().split(/\s+/))
+    .filter((w) => w[0] === name && w[1] !== undefined).map((w) => w[1]!);
+  if (group.code !== 0 || members.length === 0) return;
+  const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+  if (info.code === 0) return; // a package has the name too, and pacman -S prefers the package
+  throw new ResourceError(
+    `Cannot install package "${name}": it is a package group (pacman -Sg: ${
+      members.join(", ")
+    }), not a package; pacman -S would install every member. Declare the packages instead`,
+  );
+}
+
+/** The `package` applier for pacman (Arch). */
+export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> = {
+  observe(resource) {
+    return queryPacman(resource.package);
+  },
+  async apply(resource, observed, context) {
+    const name = resource.package;
+    const known = context.store.find(resource.id, "package", name);
+    if (observed.present) return { change: "unchanged", created: known?.created ?? false };
+    if (context.dryRun) return { change: "created", created: true };
+    await refuseGroup(name);
+    await context.store.intend({ id: resource.id, type: "package", subject: name });
+    try {
+      await run(["pacman", "-S", "--noconfirm", "--needed", name], {
+        env: ENV,
+        timeoutMs: PACMAN_TIMEOUT_MS,
+      });
+    } catch (error) {
+      throw new ResourceError(`Cannot install package "${name}": ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+    const after = await queryPacman(name);
+    if (!after.present) {
+      throw new ResourceError(
+        `pacman -S ${name} succeeded, but the package is still not installed under that name ` +
+          `(${after.reason}); declare the package by its own name`,
+      );
+    }
+    return { change: "created", created: true };
+  },
+  remove() {
+    // Packages are never uninstalled (DESIGN.md, "Declaration"), not even ones this host
+    // installed.
+    return Promise.resolve("forgotten");
+  },
+};

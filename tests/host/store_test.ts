@@ -1,0 +1,85 @@
+import { assert, assertEquals, assertRejects } from "../support/assert.ts";
+import { Store, StoreError } from "../../host/store.ts";
+
+async function withDir(fn: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir();
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const exists = async (i: { subject: string }) =>
+  await Deno.lstat(i.subject).then(() => true, () => false);
+
+Deno.test("a creation journaled by a resource that then failed is still recorded as the host's", async () => {
+  await withDir(async (dir) => {
+    const store = await Store.load(`${dir}/state`, { create: true, exists });
+    await store.intend({ id: "d", type: "directory", subject: `${dir}/made` });
+    await Deno.mkdir(`${dir}/made`); // created, then the resource failed before being recorded
+    await store.intend({ id: "e", type: "directory", subject: `${dir}/never` }); // failed before
+    await store.save();
+    const again = await Store.load(`${dir}/state`, { exists });
+    assertEquals(again.entries().map((e) => [e.id, e.created]), [["d", true]]);
+    assertEquals(await Deno.stat(`${dir}/state/journal`).then(() => true, () => false), false);
+  });
+});
+
+Deno.test("a killed host's journal is folded in at the next load: what exists was created", async () => {
+  await withDir(async (dir) => {
+    const store = await Store.load(`${dir}/state`, { create: true, exists });
+    await store.intend({ id: "d", type: "directory", subject: `${dir}/made` });
+    await Deno.mkdir(`${dir}/made`);
+    store.close(); // killed: no save
+    const again = await Store.load(`${dir}/state`, { exists });
+    assertEquals(again.entries().map((e) => [e.id, e.created]), [["d", true]]);
+    assertEquals(await Deno.stat(`${dir}/state/journal`).then(() => true, () => false), false);
+    assert(await Deno.stat(`${dir}/state/store.json`).then(() => true, () => false));
+  });
+});
+
+Deno.test("a save with nothing changed writes nothing", async () => {
+  await withDir(async (dir) => {
+    const store = await Store.load(dir, { create: true });
+    store.record({
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "2026-01-01T00:00:00.000Z",
+    });
+    await store.save();
+    const ino = (await Deno.stat(`${dir}/store.json`)).ino;
+    const again = await Store.load(dir);
+    again.record({
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "2026-01-01T00:00:00.000Z",
+    });
+    await again.save();
+    assertEquals((await Deno.stat(`${dir}/store.json`)).ino, ino);
+    again.record({
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "2026-01-02T00:00:00.000Z",
+    });
+    await again.save();
+    assert((await Deno.stat(`${dir}/store.json`)).ino !== ino, "a change is saved, by rename");
+  });
+});
+
+Deno.test("a store that exists and is not a store is an error, never an empty footprint", async () => {
+  await withDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/store.json`, JSON.stringify({ version: 2, resources: [] }));
+    const e = await assertRejects(() => Store.load(dir), StoreError);
+    assert(e.message.includes(`Cannot read store "${dir}/store.json"`), e.message);
+    await Deno.writeTextFile(`${dir}/store.json`, "");
+    await assertRejects(() => Store.load(dir), StoreError);
+    await assertRejects(() => Store.load(`${dir}/store.json`), StoreError); // not a directory
+  });
+});
