@@ -70,3 +70,28 @@ export interface Applier<R extends Resource = Resource, O = unknown> {
 
 /** The appliers of one system, by resource type; a type without one is refused by that system. */
 export type Appliers = { [T in ResourceType]?: Applier<Extract<Resource, { type: T }>, unknown> };
+
+/** An applier reached for a type its system refuses: a bug, said loudly rather than a value. */
+export class UnsupportedError extends Error {
+  constructor(type: ResourceType, system: string, why: string) {
+    super(
+      `Unsupported: ${system} cannot apply ${type} resources (${why}); this applier must never be reached`,
+    );
+    this.name = "UnsupportedError";
+  }
+}
+
+/**
+ * The applier a partial host carries for a type it refuses: every method throws
+ * {@linkcode UnsupportedError}, so "unreachable" fails loudly if it ever stops being true.
+ */
+export function unsupportedApplier(type: ResourceType, system: string, why: string): Applier {
+  const fail = (): never => {
+    throw new UnsupportedError(type, system, why);
+  };
+  return {
+    observe: () => Promise.resolve().then(fail),
+    apply: () => Promise.resolve().then(fail),
+    remove: () => Promise.resolve().then(fail),
+  };
+}

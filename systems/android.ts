@@ -7,19 +7,27 @@
  * @module
  */
 
+import { actionApplier } from "../host/resources/action.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
+import { unsupportedApplier } from "../host/applier.ts";
 import type { System } from "./mod.ts";
 
 const NO_INIT = "Android has no service manager a host can drive (init needs root)";
+const NO_PACKAGES = "Android has no package manager a host can drive";
+const NO_RUNTIME = "Android has no container runtime";
 
 /** Android (no /etc/os-release; recognised by /system/build.prop). */
 export const android: System = {
   name: "android",
   matches: (release, probe) => release === undefined && probe.androidBuildProp,
-  appliers: { directory: directoryApplier, file: fileApplier },
-  refuses: {
-    service: NO_INIT,
-    package: "Android has no package manager a host can drive",
-    container: "Android has no container runtime",
+  appliers: {
+    directory: directoryApplier,
+    file: fileApplier,
+    action: actionApplier,
+    // Refused before anything is applied (below); these only make reaching them loud.
+    service: unsupportedApplier("service", "android", NO_INIT),
+    package: unsupportedApplier("package", "android", NO_PACKAGES),
+    container: unsupportedApplier("container", "android", NO_RUNTIME),
   },
+  refuses: { service: NO_INIT, package: NO_PACKAGES, container: NO_RUNTIME },
 };

@@ -1,11 +1,16 @@
 /**
- * The debian system. Directories and files are the same everywhere; the service, package,
- * container and action appliers are not built yet (see README), so this host refuses them.
+ * Debian. Directories and files are the same everywhere; packages through dpkg and apt;
+ * services through whichever manager runs (systemd, or OpenRC on a Debian booted with it),
+ * detected once; containers through docker or podman, detected once; actions.
  *
  * @module
  */
 
+import { actionApplier } from "../host/resources/action.ts";
+import { containerApplier } from "../host/resources/container.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
+import { dpkgPackageApplier } from "../host/resources/package_dpkg.ts";
+import { serviceApplier } from "../host/resources/service.ts";
 import type { System } from "./mod.ts";
 
 const IDS = ["debian"];
@@ -14,6 +19,13 @@ const IDS = ["debian"];
 export const debian: System = {
   name: "debian",
   matches: (release) => release !== undefined && IDS.includes(release.ID ?? ""),
-  appliers: { directory: directoryApplier, file: fileApplier },
+  appliers: {
+    directory: directoryApplier,
+    file: fileApplier,
+    service: serviceApplier,
+    package: dpkgPackageApplier,
+    container: containerApplier,
+    action: actionApplier,
+  },
   refuses: {},
 };

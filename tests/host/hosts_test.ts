@@ -265,3 +265,15 @@ Deno.test("reconcile refuses, saying why, on a host with an empty bundle or none
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("android's unreachable appliers throw unsupported rather than answer", async () => {
+  const { UnsupportedError } = await import("../../host/applier.ts");
+  for (const type of ["service", "package", "container"] as const) {
+    const applier = android.appliers[type]!;
+    // deno-lint-ignore no-explicit-any
+    const anyApplier = applier as any;
+    await assertRejects(() => anyApplier.observe({}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.apply({}, {}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.remove({}, {}), UnsupportedError);
+  }
+});
