@@ -9,7 +9,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { removeContainer, startContainer, TEST_LABEL, uniqueName } from "../support/mod.ts";
-import { pinnedBusybox, REGISTRY } from "../lab/mod.ts";
+import { pinnedBusybox } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
 import { applyBytes, type ApplyResult } from "../../host/apply.ts";
 import { debian } from "../../systems/debian.ts";
@@ -22,15 +22,7 @@ const system: System = {
   appliers: { ...debian.appliers, container: containerApplier, action: actionApplier },
 };
 
-// The lab registry is plain HTTP: podman on this machine is told so by a registries.conf the
-// tests point to, not by anything in the applier.
-const registriesConf = await Deno.makeTempFile({ prefix: "mesh-registries-", suffix: ".conf" });
-await Deno.writeTextFile(
-  registriesConf,
-  `[[registry]]\nlocation = "${REGISTRY}"\ninsecure = true\n`,
-);
-Deno.env.set("CONTAINERS_REGISTRIES_CONF", registriesConf);
-globalThis.addEventListener("unload", () => Deno.removeSync(registriesConf));
+// The lab registry is plain HTTP: tests/support/mod.ts points podman at tests/lab/registries.conf.
 
 class Fixture {
   readonly names: string[] = [];

@@ -32,15 +32,7 @@ const system: System = {
 /** A container command that runs until stopped and stops at once on SIGTERM. */
 const SERVE = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"];
 
-// The lab registry is plain HTTP: podman on this machine is told so by a registries.conf the
-// tests point to, not by anything in the applier.
-const registriesConf = await Deno.makeTempFile({ prefix: "mesh-registries-", suffix: ".conf" });
-await Deno.writeTextFile(
-  registriesConf,
-  `[[registry]]\nlocation = "${REGISTRY}"\ninsecure = true\n`,
-);
-Deno.env.set("CONTAINERS_REGISTRIES_CONF", registriesConf);
-globalThis.addEventListener("unload", () => Deno.removeSync(registriesConf));
+// The lab registry is plain HTTP: tests/support/mod.ts points podman at tests/lab/registries.conf.
 
 let pinned: string | undefined;
 async function image(): Promise<string> {

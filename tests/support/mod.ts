@@ -13,6 +13,8 @@ export const ROOT = new URL("../../", import.meta.url).pathname;
 
 // Podman on these VMs needs the project's containers.conf (runc, no default ulimits).
 Deno.env.set("CONTAINERS_CONF", `${ROOT}containers.conf`);
+// ...and to be told that the lab registry on 127.0.0.1:5000 is plain HTTP.
+Deno.env.set("CONTAINERS_REGISTRIES_CONF", `${ROOT}tests/lab/registries.conf`);
 
 /** The tiny image every test container runs, built from Debian's busybox-static. */
 export const IMAGE = "localhost/mesh-busybox:latest";
