@@ -120,19 +120,32 @@ async function holdAttributes(
   return true;
 }
 
+/**
+ * What both path appliers start from: the path is not a symlink or the other kind, the
+ * attributes wanted (mode, and owner and group resolved to ids when declared), and what the
+ * footprint knows of the resource.
+ */
+function prepare(
+  resource: DirectoryResource | FileResource,
+  state: PathState,
+  context: ApplyContext,
+) {
+  refuseNonTarget(resource.path, state, resource.type);
+  const want = {
+    mode: parseInt(resource.mode, 8),
+    uid: resolveId("owner", resource.owner, context.ids),
+    gid: resolveId("group", resource.group, context.ids),
+  };
+  return { want, known: context.store.find(resource.id, resource.type, resource.path) };
+}
+
 /** The `directory` applier. */
 export const directoryApplier: Applier<DirectoryResource, PathState> = {
   observe(resource) {
     return observePath(resource.path);
   },
   async apply(resource, state, context) {
-    refuseNonTarget(resource.path, state, "directory");
-    const want = {
-      mode: parseInt(resource.mode, 8),
-      uid: resolveId("owner", resource.owner, context.ids),
-      gid: resolveId("group", resource.group, context.ids),
-    };
-    const known = context.store.find(resource.id, "directory", resource.path);
+    const { want, known } = prepare(resource, state, context);
     if (state.kind === "absent") {
       if (!context.dryRun) {
         await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
@@ -166,13 +179,7 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
   },
   async apply(resource, observed, context) {
     const { bytes, ...state } = observed;
-    refuseNonTarget(resource.path, state, "file");
-    const want = {
-      mode: parseInt(resource.mode, 8),
-      uid: resolveId("owner", resource.owner, context.ids),
-      gid: resolveId("group", resource.group, context.ids),
-    };
-    const known = context.store.find(resource.id, "file", resource.path);
+    const { want, known } = prepare(resource, state, context);
     if (state.kind === "absent") {
       if (!context.dryRun) {
         await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
