@@ -117,9 +117,12 @@ export async function applyDeclaration(
         // A creation that was killed may have left its temporary file: it is this host's own.
         await Deno.remove(tempPathFor(intent.subject)).catch(() => {});
       }
+      // Only a path can be checked here. A package or a container is never taken to exist from
+      // a journaled intent alone (a failed install is not an install); their appliers know
+      // their own: packages are never removed, and containers are removed by their label.
       return intent.type === "file" || intent.type === "directory"
         ? (await observePath(intent.subject)).kind !== "absent"
-        : true;
+        : false;
     },
   });
   const context: ApplyContext = {
@@ -203,7 +206,13 @@ export async function applyDeclaration(
     return { outcome: "applied", applied, total, changes, problems, ...base };
   } finally {
     if (context.dryRun) store.close();
-    else await store.save();
+    else {
+      try {
+        await store.save();
+      } finally {
+        store.release();
+      }
+    }
   }
 }
 

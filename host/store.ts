@@ -44,6 +44,8 @@ const Intent = z.strictObject({
 
 /** The store's file name under the state directory. */
 export const STORE_FILE = "store.json";
+/** The lock file under the state directory: one host at a time applies. */
+export const LOCK_FILE = "lock";
 /** The creation journal's file name under the state directory. */
 export const JOURNAL_FILE = "journal";
 
@@ -63,6 +65,8 @@ export class Store {
   /** Whether anything differs from what was loaded: a no-op apply writes nothing. */
   #dirty = false;
   #journal: Deno.FsFile | undefined;
+  /** The exclusive lock on the state directory, held from load to save or close. */
+  #lock: Deno.FsFile | undefined;
   /** Creations journaled by this process and not yet recorded (a resource may fail after one). */
   #pending: z.output<typeof Intent>[] = [];
   #exists: (intent: z.output<typeof Intent>) => Promise<boolean> = () => Promise.resolve(true);
@@ -123,45 +127,74 @@ export class Store {
         });
       }
     }
-    let entries: FootprintEntry[] = [];
-    let text: string | undefined;
-    try {
-      text = await Deno.readTextFile(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) {
-        throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, { cause: error });
-      }
-    }
-    if (text !== undefined) {
-      let data: unknown;
-      try {
-        data = JSON.parse(text);
-      } catch (error) {
-        throw new StoreError(
-          `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
-        );
-      }
-      const parsed = StoreFile.safeParse(data);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new StoreError(
-          `Cannot read store "${path}": ${
-            issue.path.join(".") || "(document)"
-          }: ${issue.message}; it is kept as it is`,
-        );
-      }
-      entries = parsed.data.resources;
-    }
+    // One host at a time per state directory: two applies interleaving their saves would each
+    // write a footprint missing the other's creations. A second one waits here.
+    let lock: Deno.FsFile | undefined;
     if (!options.readOnly) {
-      // A save killed before its rename leaves the store's temporary file: this host's own.
-      await Deno.remove(join(dir, `.${STORE_FILE}.tmp`)).catch(() => {});
+      try {
+        lock = await Deno.open(join(dir, LOCK_FILE), { write: true, create: true, mode: 0o600 });
+        await lock.lock(true);
+      } catch (cause) {
+        lock?.close();
+        throw new StoreError(`Cannot lock state directory "${dir}": ${messageOf(cause)}`, {
+          cause,
+        });
+      }
+      // A save killed before its rename leaves the store's temporary files: this host's own.
+      for await (const e of Deno.readDir(dir)) {
+        if (e.name.startsWith(`.${STORE_FILE}.`) && e.name.endsWith(".tmp")) {
+          await Deno.remove(join(dir, e.name)).catch(() => {});
+        }
+      }
+    }
+    let entries: FootprintEntry[] = [];
+    try {
+      let text: string | undefined;
+      try {
+        text = await Deno.readTextFile(path);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) {
+          throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, {
+            cause: error,
+          });
+        }
+      }
+      if (text !== undefined) {
+        let data: unknown;
+        try {
+          data = JSON.parse(text);
+        } catch (error) {
+          throw new StoreError(
+            `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
+          );
+        }
+        const parsed = StoreFile.safeParse(data);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          throw new StoreError(
+            `Cannot read store "${path}": ${
+              issue.path.join(".") || "(document)"
+            }: ${issue.message}; it is kept as it is`,
+          );
+        }
+        entries = parsed.data.resources;
+      }
+    } catch (error) {
+      lock?.close(); // a store that cannot be read is not held
+      throw error;
     }
     const store = new Store(dir, entries);
+    store.#lock = lock;
     if (options.exists) store.#exists = options.exists;
-    await store.#replayJournal(
-      options.exists ?? (() => Promise.resolve(true)),
-      options.readOnly ?? false,
-    );
+    try {
+      await store.#replayJournal(
+        options.exists ?? (() => Promise.resolve(true)),
+        options.readOnly ?? false,
+      );
+    } catch (error) {
+      store.release();
+      throw error;
+    }
     return store;
   }
 
@@ -298,10 +331,19 @@ export class Store {
     await Deno.remove(join(this.dir, JOURNAL_FILE)).catch(() => {});
   }
 
-  /** Closes the journal without saving (dry runs). */
+  /** Releases the state directory's lock (after the last save). */
+  release(): void {
+    try {
+      this.#lock?.close(); // closing the file releases its lock
+    } catch { /* already closed */ }
+    this.#lock = undefined;
+  }
+
+  /** Closes the journal without saving (dry runs), and releases the lock. */
   close(): void {
     this.#journal?.close();
     this.#journal = undefined;
+    this.release();
   }
 }
 

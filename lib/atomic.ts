@@ -27,10 +27,10 @@ export async function writeFileAtomic(
   options: WriteAtomicOptions = {},
 ): Promise<void> {
   const dir = dirname(path);
-  // One temporary name per target: a file left by a process killed before its rename is
-  // replaced by the next write instead of piling up. Removed first, never opened through.
-  const temp = join(dir, `.${basename(path)}.tmp`);
-  await Deno.remove(temp).catch(() => {});
+  // A name of its own per write: two writers of one file (two overlapping runs) must not
+  // share a temporary file. One left by a killed writer is `.<name>.<uuid>.tmp`, which the
+  // owner of the directory may clear (the host's store does, under its lock).
+  const temp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   let file: Deno.FsFile | undefined;
   try {

@@ -30,7 +30,7 @@ switch (command) {
     await ensureRegistry();
     for (const kind of kinds) {
       await ensureLabImage(kind);
-      const m = await bootLab(kind, { name: `mesh-lab-${kind}` }).catch(async (error) => {
+      const m = await bootLab(kind, { name: `mesh-lab-${kind}` }).catch((error) => {
         if (String(error).includes("already in use")) return undefined;
         throw error;
       });

@@ -253,6 +253,9 @@ export function tempPathFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.mesh-tmp`);
 }
 
+/** The cache key under which a dry run remembers what it would have removed. */
+const DRY_REMOVED = "fs:dry-removed";
+
 async function removePath(
   entry: FootprintEntry,
   kind: "file" | "directory",
@@ -266,7 +269,19 @@ async function removePath(
   const state = await observePath(entry.subject);
   if (state.kind === "absent") return "removed";
   if (state.kind !== kind) return "forgotten"; // something else stands there now: not ours
-  if (context.dryRun) return "removed";
+  if (context.dryRun) {
+    // Say what the real removal would: a directory still holding something this dry run did
+    // not remove first is kept ("forgotten"), as the real one keeps it.
+    const removed = (context.cache.get(DRY_REMOVED) ?? new Set<string>()) as Set<string>;
+    context.cache.set(DRY_REMOVED, removed);
+    if (kind === "directory") {
+      for await (const e of Deno.readDir(entry.subject)) {
+        if (!removed.has(join(entry.subject, e.name))) return "forgotten";
+      }
+    }
+    removed.add(entry.subject);
+    return "removed";
+  }
   try {
     await Deno.remove(entry.subject);
     return "removed";

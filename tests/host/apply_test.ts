@@ -207,6 +207,7 @@ Deno.test("removing what is already gone is not an error; a non-empty directory 
     await f.apply(base(f));
     await Deno.remove(`${f.root}/app/app.conf`);
     await Deno.writeTextFile(`${f.root}/app/theirs.txt`, "someone else's\n");
+    const dry = await f.apply([], ["--dry-run"]);
     const r = await f.apply([]);
     assertEquals(r.code, 0, r.stderr);
     assertEquals(r.result.changes.map((c) => [c.id, c.change]), [
@@ -214,6 +215,7 @@ Deno.test("removing what is already gone is not an error; a non-empty directory 
       ["conf", "removed"],
       ["app", "forgotten"],
     ]);
+    assertEquals(dry.result.changes, r.result.changes, "the dry run says what the apply does");
     assertEquals(await Deno.readTextFile(`${f.root}/app/theirs.txt`), "someone else's\n");
   });
 });

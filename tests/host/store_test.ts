@@ -20,6 +20,7 @@ Deno.test("a creation journaled by a resource that then failed is still recorded
     await Deno.mkdir(`${dir}/made`); // created, then the resource failed before being recorded
     await store.intend({ id: "e", type: "directory", subject: `${dir}/never` }); // failed before
     await store.save();
+    store.release();
     const again = await Store.load(`${dir}/state`, { exists });
     assertEquals(again.entries().map((e) => [e.id, e.created]), [["d", true]]);
     assertEquals(await Deno.stat(`${dir}/state/journal`).then(() => true, () => false), false);
@@ -50,6 +51,7 @@ Deno.test("a save with nothing changed writes nothing", async () => {
       applied: "2026-01-01T00:00:00.000Z",
     });
     await store.save();
+    store.release();
     const ino = (await Deno.stat(`${dir}/store.json`)).ino;
     const again = await Store.load(dir);
     again.record({
@@ -70,6 +72,7 @@ Deno.test("a save with nothing changed writes nothing", async () => {
     });
     await again.save();
     assert((await Deno.stat(`${dir}/store.json`)).ino !== ino, "a change is saved, by rename");
+    again.release();
   });
 });
 
@@ -81,5 +84,21 @@ Deno.test("a store that exists and is not a store is an error, never an empty fo
     await Deno.writeTextFile(`${dir}/store.json`, "");
     await assertRejects(() => Store.load(dir), StoreError);
     await assertRejects(() => Store.load(`${dir}/store.json`), StoreError); // not a directory
+  });
+});
+
+Deno.test("one host at a time: a second load of the same state directory waits for the first", async () => {
+  await withDir(async (dir) => {
+    const first = await Store.load(dir, { create: true });
+    let second: Store | undefined;
+    const waiting = Store.load(dir).then((s) => (second = s));
+    await new Promise((r) => setTimeout(r, 200));
+    assertEquals(second, undefined, "the second load must wait for the lock");
+    first.record({ id: "a", type: "file", subject: "/x", created: true, applied: "t" });
+    await first.save();
+    first.release();
+    await waiting;
+    assertEquals(second!.entries().map((e) => e.id), ["a"], "and then sees what the first saved");
+    second!.release();
   });
 });
