@@ -101,9 +101,20 @@ export async function applyDeclaration(
   const total = declaration.resources.length;
   const base = { declaration: options.digest, ...(options.dryRun ? { dryRun: true } : {}) };
   const refused: ApplyProblem[] = [];
+  const own = options.stateDir.replace(/\/+$/, "");
   for (const r of declaration.resources) {
     const why = refusal(options.system, r.type);
     if (why !== undefined) refused.push({ id: r.id, message: why });
+    if (
+      (r.type === "file" || r.type === "directory") &&
+      (r.path === own || r.path.startsWith(`${own}/`))
+    ) {
+      refused.push({
+        id: r.id,
+        message:
+          `"${r.path}" is inside this host's state directory "${own}", which only the host writes`,
+      });
+    }
   }
   if (refused.length > 0) {
     return { outcome: "refused", applied: 0, total, changes: [], problems: refused, ...base };

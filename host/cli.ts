@@ -6,11 +6,11 @@
  */
 
 import { Command, CommanderError, Option } from "commander";
-import { messageOf } from "../lib/atomic.ts";
+import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
 import { BundleError, EmptyBundleError, loadBundle, NoBundleError } from "./bundle.ts";
-import { DeclarationError, declarationJsonSchema } from "./declaration.ts";
+import { DeclarationError, declarationJsonSchema, MAX_DECLARATION_BYTES } from "./declaration.ts";
 import { executableIdentity, replacedSince } from "./identity.ts";
 import { applyText, ownedText } from "./render.ts";
 import { Store, StoreError } from "./store.ts";
@@ -53,8 +53,8 @@ class Refused extends Error {}
  * Runs the host's command line and returns its exit code.
  */
 export async function hostMain(args: string[], build: HostBuild): Promise<number> {
-  const out = (s: string) => void Deno.stdout.writeSync(new TextEncoder().encode(s));
-  const err = (s: string) => void Deno.stderr.writeSync(new TextEncoder().encode(s));
+  const out = (s: string) => writeAll(Deno.stdout, s);
+  const err = (s: string) => writeAll(Deno.stderr, s);
   let code = 0;
   const start = executableIdentity();
   const program = new Command()
@@ -67,7 +67,17 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       await confirmSystem(build.system, { osRelease: build.osRelease });
     });
   const stateDir = () =>
-    new Option("--state-dir <dir>", "the state directory").default(DEFAULT_STATE_DIR);
+    new Option("--state-dir <dir>", "the state directory (an absolute path)").default(
+      DEFAULT_STATE_DIR,
+    )
+      .argParser((dir: string) => {
+        // An empty or relative state directory would put the footprint wherever the host
+        // happened to be started (a checkout, say): refused.
+        if (!dir.startsWith("/")) {
+          throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
+        }
+        return dir.replace(/\/+$/, "") || "/";
+      });
 
   const finish = async (result: ApplyResult, json: boolean | undefined, dir: string) => {
     if (result.outcome === "applied" && !result.dryRun) await recordKnownGood(dir, VERSION);
@@ -88,7 +98,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .action(async (file: string, opts: { dryRun?: boolean; json?: boolean; stateDir: string }) => {
       let bytes: Uint8Array;
       try {
-        bytes = await Deno.readFile(file);
+        bytes = await readFileLimited(file, MAX_DECLARATION_BYTES);
       } catch (error) {
         throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
       }

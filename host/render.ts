@@ -6,6 +6,7 @@
 
 import type { ApplyResult } from "./apply.ts";
 import type { FootprintEntry } from "./store.ts";
+import { printable } from "../lib/printable.ts";
 
 /** The text form of an apply result. */
 export function applyText(result: ApplyResult): string {
@@ -35,7 +36,8 @@ export function applyText(result: ApplyResult): string {
   if (result.problems.length > 0) {
     lines.push("problems:");
     for (const p of result.problems) {
-      lines.push(`  ${p.id ?? p.path ?? "(declaration)"}: ${p.message}`);
+      const where = [p.path || undefined, p.id ? `[${p.id}]` : undefined].filter(Boolean).join(" ");
+      lines.push(`  ${where || "(declaration)"}: ${printable(p.message)}`);
     }
   }
   return lines.join("\n") + "\n";
@@ -47,8 +49,10 @@ export function ownedText(entries: readonly FootprintEntry[], store: string): st
   const lines = [`${entries.length} in the footprint (${store}):`];
   for (const e of entries) {
     lines.push(
-      `  ${e.type.padEnd(9)} ${e.id.padEnd(24)} ${e.subject}${
-        e.created ? "" : "  (taken over, not created)"
+      `  ${e.type.padEnd(9)} ${e.id.padEnd(24)} ${printable(e.subject)}${
+        e.created || e.type === "action" || e.type === "service"
+          ? ""
+          : "  (not created by this host: never removed)"
       }`,
     );
   }

@@ -102,3 +102,45 @@ export function messageOf(error: unknown): string {
   const cause = error.cause instanceof Error ? error.cause.message : undefined;
   return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
 }
+
+/**
+ * Writes all of `text` to a standard stream. A reader that went away (`| head`) is not this
+ * program's failure: the work is done and its exit code must say how it went, so a broken
+ * pipe is ignored.
+ */
+export function writeAll(stream: typeof Deno.stdout | typeof Deno.stderr, text: string): void {
+  const bytes = new TextEncoder().encode(text);
+  try {
+    let written = 0;
+    while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
+  } catch (error) {
+    if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
+  }
+}
+
+/**
+ * Reads a whole file of at most `limit` bytes; a larger one (or a device that never ends) is
+ * refused after `limit + 1` bytes rather than read into memory.
+ *
+ * @throws {RangeError} naming the file and the limit when it is larger.
+ */
+export async function readFileLimited(path: string, limit: number): Promise<Uint8Array> {
+  using file = await Deno.open(path, { read: true });
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const buffer = new Uint8Array(1 << 16);
+  for (;;) {
+    const n = await file.read(buffer);
+    if (n === null) break;
+    total += n;
+    if (total > limit) throw new RangeError(`"${path}" is larger than ${limit} bytes`);
+    chunks.push(buffer.slice(0, n));
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.length;
+  }
+  return out;
+}

@@ -56,13 +56,22 @@ export class CommandError extends Error {
 
   constructor(
     argv: string[],
-    detail: { code: number | null; signal: string | null; stderr: string; cause?: unknown },
+    detail: {
+      code: number | null;
+      signal: string | null;
+      stderr: string;
+      cause?: unknown;
+      /** Set when the command was killed for running past this time limit (ms). */
+      timeoutMs?: number;
+    },
   ) {
     const tail = tailOf(detail.stderr);
     const how = detail.cause !== undefined
       ? `could not be started: ${
         detail.cause instanceof Error ? detail.cause.message : String(detail.cause)
       }`
+      : detail.timeoutMs !== undefined
+      ? `did not finish within its time limit of ${detail.timeoutMs} ms and was killed (${detail.signal})`
       : detail.signal !== null
       ? `was killed by ${detail.signal}`
       : `exited with code ${detail.code}`;
@@ -110,8 +119,10 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Com
   }
   spawned++;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
   if (options.timeoutMs !== undefined) {
     timer = setTimeout(() => {
+      timedOut = true;
       try {
         child.kill("SIGKILL");
       } catch { /* already gone */ }
@@ -132,7 +143,10 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Com
       stderr: new TextDecoder().decode(out.stderr),
     };
     if ((result.code !== 0 && !options.allowFailure) || result.signal !== null) {
-      throw new CommandError(argv, result);
+      throw new CommandError(argv, {
+        ...result,
+        ...(timedOut ? { timeoutMs: options.timeoutMs } : {}),
+      });
     }
     return result;
   } finally {

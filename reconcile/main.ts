@@ -8,7 +8,7 @@
  */
 
 import { Command, CommanderError, Option } from "commander";
-import { assertWritablePath, messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import { assertWritablePath, messageOf, writeAll, writeFileAtomic } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { adoptRegistry } from "./adopt.ts";
 import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
@@ -23,6 +23,19 @@ export const EXIT_DRIFT = 1;
 export const EXIT_UNOBSERVABLE = 2;
 
 class UsageError extends Error {}
+
+/** Refuses output paths that are the same file as another path given (the registry, say). */
+async function assertDistinct(paths: Record<string, string | undefined>): Promise<void> {
+  const seen = new Map<string, string>();
+  for (const [flag, path] of Object.entries(paths)) {
+    if (path === undefined) continue;
+    const { resolve } = await import("node:path");
+    const real = await Deno.realPath(path).catch(() => resolve(path));
+    const other = seen.get(real);
+    if (other !== undefined) throw new UsageError(`${flag} "${path}" is the same file as ${other}`);
+    seen.set(real, `${flag} "${path}"`);
+  }
+}
 
 function durationOption(flag: string) {
   return (value: string) => {
@@ -72,7 +85,13 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     )
     .addOption(
       new Option("--timeout <duration>", "time limit for each command and request")
-        .default(30_000, "30s").argParser(durationOption("--timeout")),
+        .default(30_000, "30s").argParser((v) => {
+          const ms = durationOption("--timeout")(v);
+          if (!(ms >= 1 && ms <= 2_147_483_647)) {
+            throw new UsageError(`--timeout: must be between 1ms and 24d, not "${v}"`);
+          }
+          return ms;
+        }),
     )
     .action(async (opts: {
       registry: string;
@@ -87,6 +106,11 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       // Refuse unusable output paths before any work, so bad input writes nothing.
       if (opts.stamp !== undefined) await assertWritablePath(opts.stamp);
       if (opts.textfile !== undefined) await assertWritablePath(opts.textfile);
+      await assertDistinct({
+        "--registry": opts.registry,
+        "--stamp": opts.stamp,
+        "--textfile": opts.textfile,
+      });
       const result = await reconcile(registry, {
         registryPath: opts.registry,
         caddyAdmin: opts.caddyAdmin,
@@ -164,8 +188,8 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
 /** Runs the command line with `args` and returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   const io = {
-    out: (s: string) => void Deno.stdout.writeSync(new TextEncoder().encode(s)),
-    err: (s: string) => void Deno.stderr.writeSync(new TextEncoder().encode(s)),
+    out: (s: string) => writeAll(Deno.stdout, s),
+    err: (s: string) => writeAll(Deno.stderr, s),
   };
   const { program, exitCode } = buildProgram(io);
   try {

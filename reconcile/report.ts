@@ -8,6 +8,7 @@
 
 import type { Check, Direction } from "./compare.ts";
 import type { ReconcileResult } from "./run.ts";
+import { printable } from "../lib/printable.ts";
 
 const CHECKS: Check[] = ["container", "port", "address", "redirect", "certificate"];
 const DIRECTIONS: Direction[] = ["missing", "rogue"];
@@ -55,7 +56,7 @@ export function toText(result: ReconcileResult): string {
   if (failed.length > 0) {
     lines.push("", "could not observe:");
     for (const s of failed) {
-      lines.push(`  ${s.account ? `${s.source}@${s.account}` : s.source}: ${s.detail}`);
+      lines.push(`  ${s.account ? `${s.source}@${s.account}` : s.source}: ${printable(s.detail)}`);
     }
   }
   if (result.findings.length > 0) {
@@ -63,16 +64,18 @@ export function toText(result: ReconcileResult): string {
     const width = Math.max(...result.findings.map((f) => f.check.length));
     for (const f of result.findings) {
       lines.push(
-        `  ${f.direction.padEnd(7)} ${f.check.padEnd(width)}  ${f.service ?? "-"}: ${f.detail}`,
+        `  ${f.direction.padEnd(7)} ${f.check.padEnd(width)}  ${f.service ?? "-"}: ${
+          printable(f.detail)
+        }`,
       );
     }
   }
   lines.push("", "sources:");
   for (const s of result.sources) {
     lines.push(
-      `  ${(s.account ? `${s.source}@${s.account}` : s.source).padEnd(16)} ${
-        s.state.padEnd(8)
-      } ${s.detail} (${s.method})`,
+      `  ${(s.account ? `${s.source}@${s.account}` : s.source).padEnd(16)} ${s.state.padEnd(8)} ${
+        printable(s.detail)
+      } (${printable(s.method)})`,
     );
   }
   return lines.join("\n") + "\n";

@@ -150,7 +150,7 @@ Deno.test("the footprint: what left is removed first, what the host did not crea
     const first = await f.apply(base(f));
     assertEquals(first.result.changes.map((c) => c.change), ["updated", "updated", "created"]);
     const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
-    assertStringIncludes(owned.stdout, "(taken over, not created)");
+    assertStringIncludes(owned.stdout, "(not created by this host: never removed)");
 
     // A resource renamed in the declaration is the same thing: it keeps its footprint entry,
     // and whether the host created it, instead of being removed and made again.
@@ -342,4 +342,53 @@ Deno.test("apply --help documents the exit codes; a missing file is refused", as
   const missing = await cli("host/debian.ts", ["apply", "/nonexistent.json"]);
   assertEquals(missing.code, 2);
   assertStringIncludes(missing.stderr, 'Cannot read declaration "/nonexistent.json"');
+});
+
+Deno.test("the state directory must be absolute and is the host's own; a huge input is not read", async () => {
+  await withFixture(async (f) => {
+    const file = await f.declare(base(f));
+    for (const dir of ["", "state", "./state"]) {
+      const r = await cli("host/debian.ts", ["apply", file, "--state-dir", dir]);
+      assertEquals(r.code, 2, `${JSON.stringify(dir)}: ${r.stderr}`);
+      assertStringIncludes(r.stderr, "--state-dir must be an absolute path");
+    }
+    const inside = await f.apply([{
+      id: "s",
+      type: "file",
+      path: `${f.state}/store.json`,
+      content: "{}",
+      mode: "0600",
+    }]);
+    assertEquals(inside.code, 2);
+    assertStringIncludes(inside.result.problems[0]!.message, "inside this host's state directory");
+    const zero = await cli("host/debian.ts", ["apply", "/dev/zero", "--dry-run"]);
+    assertEquals(zero.code, 2);
+    assertStringIncludes(zero.stderr, "is larger than 67108864 bytes");
+  });
+});
+
+Deno.test("a reader that goes away does not turn an applied result into another exit code", async () => {
+  await withFixture(async (f) => {
+    const file = await f.declare(base(f));
+    const out = await new Deno.Command("sh", {
+      args: [
+        "-c",
+        `"$1" run -A --quiet host/debian.ts apply "$2" --state-dir "$3" --json | head -c 1 >/dev/null; echo "\${PIPESTATUS:-}"`,
+        "sh",
+        Deno.execPath(),
+        file,
+        f.state,
+      ],
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert(out.success);
+    // The apply completed and recorded known-good even though its reader left early.
+    assertEquals(await Deno.readTextFile(`${f.state}/known-good`), "0.1.0\n");
+    assert(
+      !new TextDecoder().decode(out.stderr).includes("Broken pipe"),
+      new TextDecoder().decode(out.stderr),
+    );
+  });
 });

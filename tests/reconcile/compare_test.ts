@@ -342,3 +342,20 @@ Deno.test("a catch-all route can be declared as * and adopted; undeclared it is 
     "*",
   ]]);
 });
+
+Deno.test("text from the machine cannot forge lines or colours in the report", () => {
+  const r = result({
+    clean: false,
+    status: "drift",
+    exitCode: 1,
+    findings: [{
+      check: "port",
+      direction: "rogue",
+      subject: "9",
+      detail: "ev\x1b[31mil\nFAKE line\u202e",
+    }],
+  });
+  const text = toText(r);
+  assert(text.includes("ev\\x1b[31mil\\x0aFAKE line\\u{202e}"), text);
+  assert(!text.includes("\x1b"));
+});
