@@ -105,10 +105,11 @@ export async function applyDeclaration(
   for (const r of declaration.resources) {
     const why = refusal(options.system, r.type);
     if (why !== undefined) refused.push({ id: r.id, message: why });
-    if (
-      (r.type === "file" || r.type === "directory") &&
-      (r.path === own || r.path.startsWith(`${own}/`))
-    ) {
+    // The state directory itself may be declared (its mode held, as the Debian bundle does);
+    // nothing inside it, which only the host writes.
+    const inside = (r.type === "file" || r.type === "directory") &&
+      (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
+    if (inside) {
       refused.push({
         id: r.id,
         message:

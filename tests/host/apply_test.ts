@@ -361,6 +361,8 @@ Deno.test("the state directory must be absolute and is the host's own; a huge in
     }]);
     assertEquals(inside.code, 2);
     assertStringIncludes(inside.result.problems[0]!.message, "inside this host's state directory");
+    const itself = await f.apply([{ id: "s", type: "directory", path: f.state, mode: "0700" }]);
+    assertEquals(itself.code, 0, "the state directory itself may be declared: " + itself.stdout);
     const zero = await cli("host/debian.ts", ["apply", "/dev/zero", "--dry-run"]);
     assertEquals(zero.code, 2);
     assertStringIncludes(zero.stderr, "is larger than 67108864 bytes");
