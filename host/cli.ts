@@ -213,6 +213,11 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     });
 
   try {
+    if (args.length === 0) {
+      // Nothing asked is not something done: say what can be asked, and fail.
+      err(program.helpInformation());
+      return 2;
+    }
     await program.parseAsync(args, { from: "user" });
     return code;
   } catch (error) {

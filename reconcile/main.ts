@@ -193,6 +193,11 @@ export async function main(args: string[]): Promise<number> {
   };
   const { program, exitCode } = buildProgram(io);
   try {
+    if (args.length === 0) {
+      // Nothing asked is not something done: say what can be asked, and fail.
+      io.err(program.helpInformation());
+      return 2;
+    }
     await program.parseAsync(args, { from: "user" });
     return exitCode();
   } catch (error) {

@@ -112,7 +112,9 @@ const RegistryShape = z.strictObject({
     1,
     "List at least one account whose containers are asked about",
   ),
-  services: z.record(EntryName, Entry),
+  // Names are checked with the other cross-entry checks: a bad name must not hide the
+  // problems of its entry (a record's key failing stops zod from checking its value).
+  services: z.record(z.string(), Entry),
 });
 
 /**
@@ -151,6 +153,13 @@ function crossCheck(raw: unknown): { path: (string | number)[]; message: string 
   const containers = new Map<string, string>();
   const addresses = new Map<string, string>();
   for (const [name, value] of Object.entries(services)) {
+    if (!NAME.test(name)) {
+      issues.push({
+        path: ["services", name],
+        message:
+          `Entry name "${name}" must be letters, digits, '.', '_' or '-' (starting with a letter or digit)`,
+      });
+    }
     if (typeof value !== "object" || value === null) continue;
     const entry = value as Record<string, unknown>;
     const many = <T>(v: unknown, ok: (x: unknown) => x is T): T[] =>
@@ -160,7 +169,9 @@ function crossCheck(raw: unknown): { path: (string | number)[]; message: string 
       if (other !== undefined) {
         issues.push({
           path: ["services", name, "port"],
-          message: `Port ${p} is already claimed by "${other}"`,
+          message: other === name
+            ? `Port ${p} is listed twice in this entry`
+            : `Port ${p} is already claimed by "${other}"`,
         });
       } else ports.set(p, name);
     }
@@ -264,7 +275,11 @@ export async function loadRegistry(file: string): Promise<Registry> {
     if (info.isDirectory) throw new Error("it is a directory");
     text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(file));
   } catch (cause) {
-    const why = cause instanceof Deno.errors.NotFound ? "no such file" : messageOf(cause);
+    const why = cause instanceof Deno.errors.NotFound
+      ? "no such file"
+      : cause instanceof TypeError && /encoded data/i.test(cause.message)
+      ? "it is not UTF-8 text"
+      : messageOf(cause);
     throw new RegistryError(file, [{
       path: "",
       line: 0,

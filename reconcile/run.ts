@@ -61,7 +61,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
           source: "caddy",
           state: "absent" as const,
           method: "--caddy-admin none",
-          detail: "this machine runs no reverse proxy (said by --caddy-admin none)",
+          detail: "this machine runs no reverse proxy",
         }],
       })
       : observeProxy(options.caddyAdmin, { timeoutMs }),

@@ -76,6 +76,29 @@ for (const target of TARGETS) {
       console.error(`deno task hosts: compiling ${system} for ${target.triple} failed:\n${stderr}`);
       Deno.exit(1);
     }
+    if (target.triple === native) {
+      // A binary that was written is not one that runs: ask the native one for its schema.
+      const probe = await new Deno.Command(output, {
+        args: ["schema"],
+        stdout: "piped",
+        stderr: "piped",
+      })
+        .output().catch((error) => ({
+          success: false,
+          stdout: new Uint8Array(),
+          stderr: new TextEncoder().encode(String(error)),
+        }));
+      const text = new TextDecoder().decode(probe.stdout);
+      if (!probe.success || !text.includes(`mesh-host-${system}`)) {
+        await Deno.remove(output).catch(() => {});
+        console.error(
+          `deno task hosts: ${output} was written but does not run (--help printed ${text.length} bytes: ${
+            new TextDecoder().decode(probe.stderr).trim().slice(-300)
+          }); is DENORT_BIN a denort runtime for ${native}?`,
+        );
+        Deno.exit(1);
+      }
+    }
     console.log(`built ${output}`);
     built++;
   }

@@ -277,3 +277,28 @@ Deno.test("android's unreachable appliers throw unsupported rather than answer",
     await assertRejects(() => anyApplier.remove({}, {}), UnsupportedError);
   }
 });
+
+Deno.test("deno task hosts: where denort cannot be fetched it stops naming DENORT_BIN; a runtime that does not run is refused", async () => {
+  const env = { ...Deno.env.toObject() };
+  delete env.DENORT_BIN;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  if (out.success) return; // this machine can download denort: the hosts were built and probed
+  assertStringIncludes(stderr, "DENORT_BIN");
+  const fake = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
+    env: { ...env, DENORT_BIN: "/bin/true" },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(fake.success, false);
+  assertStringIncludes(new TextDecoder().decode(fake.stderr), "was written but does not run");
+  await Deno.remove(`${ROOT}dist`, { recursive: true }).catch(() => {});
+});

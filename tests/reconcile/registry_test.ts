@@ -204,3 +204,16 @@ Deno.test("P: an account listed twice, and a redirect without addresses, are err
     [["services.old.redirect", "A redirect needs the web addresses that redirect"]],
   );
 });
+
+Deno.test("a bad entry name is named, and does not hide the problems of its entry", () => {
+  const p = problemsOf(
+    VALID.replace("  sshd:\n", '  "bad name":\n').replace("port: 22", "port: 70000"),
+  );
+  assertEquals(p.map((x) => x.path).sort(), ['services["bad name"]', 'services["bad name"].port']);
+  assert(
+    p.some((x) => x.message.includes('Entry name "bad name" must be letters')),
+    JSON.stringify(p),
+  );
+  const twice = problemsOf(VALID.replace("port: 22", "port: [22, 22]"));
+  assertEquals(twice.map((x) => x.message), ["Port 22 is listed twice in this entry"]);
+});
