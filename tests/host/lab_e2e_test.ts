@@ -36,6 +36,20 @@ async function apply(
   return { ...parsed, code: r.code, stderr: r.stderr };
 }
 
+/** Asserts, by asking the machine's own init, that the demo service runs and starts at boot. */
+async function assertRunningAtBoot(m: LabMachine, kind: LabKind): Promise<void> {
+  if (kind === "systemd") {
+    const ask = async (verb: string) =>
+      (await m.exec(["systemctl", verb, "meshdemo.service"], { allowFailure: true })).stdout.trim();
+    assertEquals(await ask("is-active"), "active");
+    assertEquals(await ask("is-enabled"), "enabled");
+  } else {
+    const status = await m.exec(["rc-service", "meshdemo", "status"], { allowFailure: true });
+    assertStringIncludes(status.stdout, "started");
+    assertStringIncludes((await m.exec(["rc-update", "show", "default"])).stdout, "meshdemo");
+  }
+}
+
 const changes = (r: Result) => Object.fromEntries(r.changes.map((c) => [c.id, c.change]));
 
 const UNIT = `[Unit]
@@ -116,24 +130,7 @@ for (const kind of ["systemd", "openrc"] as const) {
           ready: "updated",
         });
         assertStringIncludes((await m.exec(["hello"])).stdout, "Hello, world!");
-        if (kind === "systemd") {
-          assertEquals(
-            (await m.exec(["systemctl", "is-active", "meshdemo.service"], { allowFailure: true }))
-              .stdout.trim(),
-            "active",
-          );
-          assertEquals(
-            (await m.exec(["systemctl", "is-enabled", "meshdemo.service"], { allowFailure: true }))
-              .stdout.trim(),
-            "enabled",
-          );
-        } else {
-          assertStringIncludes(
-            (await m.exec(["rc-service", "meshdemo", "status"], { allowFailure: true })).stdout,
-            "started",
-          );
-          assertStringIncludes((await m.exec(["rc-update", "show", "default"])).stdout, "meshdemo");
-        }
+        await assertRunningAtBoot(m, kind);
         const inspect = await m.exec([
           "podman",
           "inspect",
@@ -182,24 +179,7 @@ for (const kind of ["systemd", "openrc"] as const) {
           (await m.exec(["stat", "-c", "%a", path])).stdout.trim(),
           kind === "systemd" ? "644" : "755",
         );
-        if (kind === "systemd") {
-          assertEquals(
-            (await m.exec(["systemctl", "is-active", "meshdemo.service"], { allowFailure: true }))
-              .stdout.trim(),
-            "active",
-          );
-          assertEquals(
-            (await m.exec(["systemctl", "is-enabled", "meshdemo.service"], { allowFailure: true }))
-              .stdout.trim(),
-            "enabled",
-          );
-        } else {
-          assertStringIncludes(
-            (await m.exec(["rc-service", "meshdemo", "status"], { allowFailure: true })).stdout,
-            "started",
-          );
-          assertStringIncludes((await m.exec(["rc-update", "show", "default"])).stdout, "meshdemo");
-        }
+        await assertRunningAtBoot(m, kind);
         assertEquals(
           (await m.exec(["podman", "exec", "meshweb", "cat", "/tmp/ready"])).stdout,
           "ready\n",
