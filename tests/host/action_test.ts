@@ -11,7 +11,8 @@ import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts
 import { removeContainer, startContainer, TEST_LABEL, uniqueName } from "../support/mod.ts";
 import { pinnedBusybox } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
-import { applyBytes, type ApplyResult } from "../../host/apply.ts";
+import type { ApplyResult } from "../../host/apply.ts";
+import { applyResources, type FootprintEntry, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian.ts";
 import type { System } from "../../systems/mod.ts";
 import { containerApplier } from "../../host/resources/container.ts";
@@ -39,18 +40,11 @@ class Fixture {
     this.names.push(name);
     return name;
   }
-  async apply(resources: unknown[], options: { dryRun?: boolean } = {}): Promise<ApplyResult> {
-    const bytes = new TextEncoder().encode(JSON.stringify({ version: 1, resources }));
-    return await applyBytes(bytes, {
-      system,
-      stateDir: this.state,
-      trusted: true,
-      version: "test",
-      dryRun: options.dryRun,
-    });
+  apply(resources: unknown[], options: { dryRun?: boolean } = {}): Promise<ApplyResult> {
+    return applyResources(system, this.state, resources, options);
   }
-  async store(): Promise<{ id: string; type: string; subject: string; created: boolean }[]> {
-    return JSON.parse(await Deno.readTextFile(`${this.state}/store.json`)).resources;
+  store(): Promise<FootprintEntry[]> {
+    return readFootprint(this.state);
   }
 }
 

@@ -8,10 +8,18 @@
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { removeContainer, ROOT, startContainer, TEST_LABEL, uniqueName } from "../support/mod.ts";
+import {
+  denoRun,
+  removeContainer,
+  ROOT,
+  startContainer,
+  TEST_LABEL,
+  uniqueName,
+} from "../support/mod.ts";
 import { pinnedBusybox, REGISTRY } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
-import { applyBytes, type ApplyResult } from "../../host/apply.ts";
+import type { ApplyResult } from "../../host/apply.ts";
+import { applyResources, type FootprintEntry, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian.ts";
 import type { System } from "../../systems/mod.ts";
 import type { ApplyContext } from "../../host/applier.ts";
@@ -74,19 +82,11 @@ class Fixture {
       ...extra,
     };
   }
-  async apply(resources: unknown[], options: { dryRun?: boolean } = {}): Promise<ApplyResult> {
-    const bytes = new TextEncoder().encode(JSON.stringify({ version: 1, resources }));
-    return await applyBytes(bytes, {
-      system,
-      stateDir: this.state,
-      trusted: true,
-      version: "test",
-      dryRun: options.dryRun,
-    });
+  apply(resources: unknown[], options: { dryRun?: boolean } = {}): Promise<ApplyResult> {
+    return applyResources(system, this.state, resources, options);
   }
-  async store(): Promise<{ id: string; type: string; subject: string; created: boolean }[]> {
-    const text = await Deno.readTextFile(`${this.state}/store.json`);
-    return JSON.parse(text).resources;
+  store(): Promise<FootprintEntry[]> {
+    return readFootprint(this.state);
   }
 }
 
@@ -112,18 +112,7 @@ async function subprocess(
   const dir = await Deno.makeTempDir({ prefix: "mesh-runtime-" });
   try {
     await Deno.writeTextFile(`${dir}/main.ts`, code);
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", "--config", `${ROOT}deno.json`, `${dir}/main.ts`],
-      env,
-      cwd: dir,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return {
-      code: out.code,
-      stdout: new TextDecoder().decode(out.stdout),
-      stderr: new TextDecoder().decode(out.stderr),
-    };
+    return await denoRun([`${dir}/main.ts`], { env, cwd: dir });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

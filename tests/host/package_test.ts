@@ -17,7 +17,7 @@
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { ROOT } from "../support/mod.ts";
+import { denoRun } from "../support/mod.ts";
 import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
 import { queryDpkg } from "../../host/resources/package_dpkg.ts";
@@ -448,18 +448,7 @@ Deno.exit(await hostMain(Deno.args, { system, osRelease: ${JSON.stringify(`${dir
 `,
   );
   return async (args, env) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", "--config", `${ROOT}deno.json`, `${dir}/entry.ts`, ...args],
-      env,
-      cwd: dir,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return {
-      code: out.code,
-      stdout: new TextDecoder().decode(out.stdout),
-      stderr: new TextDecoder().decode(out.stderr),
-    };
+    return await denoRun([`${dir}/entry.ts`, ...args], { env, cwd: dir });
   };
 }
 

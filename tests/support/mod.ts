@@ -221,10 +221,23 @@ export async function cli(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<CliResult> {
+  return await denoRun([`${ROOT}${module}`, ...args], { env, cwd: ROOT });
+}
+
+/**
+ * Runs `deno run -A --quiet [--config deno.json] <args>` to completion. The project's
+ * deno.json is named when `cwd` is outside the checkout, so its imports resolve.
+ */
+export async function denoRun(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<CliResult> {
+  const cwd = options.cwd ?? ROOT;
+  const config = cwd.startsWith(ROOT) ? [] : ["--config", `${ROOT}deno.json`];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}${module}`, ...args],
-    env,
-    cwd: ROOT,
+    args: ["run", "-A", "--quiet", ...config, ...args],
+    env: options.env ?? {},
+    cwd,
     stdout: "piped",
     stderr: "piped",
   }).output();
