@@ -212,6 +212,83 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       }
     });
 
+  program.command("link")
+    .description(
+      "the link to the control plane: apply declarations from the node's queue, report each result, and reconcile the kept declaration at an interval even while the broker is away",
+    )
+    .addOption(
+      new Option("--broker <url>", "the node's broker URL, with its own credential").env(
+        "MESH_BROKER_URL",
+      ),
+    )
+    .option("--node <name>", "the node's name (default: the broker URL's account)")
+    .option("--json", "print each report as JSON")
+    .addOption(stateDir())
+    .addOption(
+      new Option("--every <duration>", "reconcile the kept declaration at this interval")
+        .default(15 * 60 * 1000, "15m")
+        .argParser((v) => {
+          try {
+            return parseDuration(v, { bareUnit: "s" });
+          } catch (error) {
+            throw new Refused(`--every: ${messageOf(error)}`);
+          }
+        }),
+    )
+    .action(
+      async (
+        opts: { broker?: string; node?: string; json?: boolean; stateDir: string; every: number },
+      ) => {
+        if (!opts.broker) {
+          throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
+        }
+        let account = "";
+        try {
+          account = decodeURIComponent(new URL(opts.broker).username);
+        } catch {
+          throw new Refused("--broker is not a URL");
+        }
+        const node = opts.node ?? account;
+        const { nodeNameProblem } = await import("../lib/broker.ts");
+        const bad = nodeNameProblem(node);
+        if (bad !== undefined) throw new Refused(`Cannot link: ${bad}`);
+        const { runLink } = await import("./link.ts");
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        Deno.addSignalListener("SIGTERM", onSignal);
+        Deno.addSignalListener("SIGINT", onSignal);
+        try {
+          const how = await runLink({
+            system: build.system,
+            broker: opts.broker,
+            node,
+            stateDir: opts.stateDir,
+            version: VERSION,
+            every: opts.every,
+            retry: 2000,
+            signal: stop.signal,
+            replaced: () => replacedSince(start),
+            onNews: (line) => err(`mesh-host link: ${line}\n`),
+            onApplied: (report) =>
+              out(
+                opts.json
+                  ? JSON.stringify(report) + "\n"
+                  : `${report.at} ${report.trigger} generation ${report.generation}: ${report.outcome} ${report.applied} of ${report.total}${
+                    report.problems[0] ? `: ${report.problems[0].message.split("\n")[0]}` : ""
+                  }\n`,
+              ),
+          });
+          if (how.reason === "replaced") {
+            err(`mesh-host: ${how.detail}; exiting to stand aside for the new binary\n`);
+          }
+          code = 0;
+        } finally {
+          Deno.removeSignalListener("SIGTERM", onSignal);
+          Deno.removeSignalListener("SIGINT", onSignal);
+        }
+      },
+    );
+
   try {
     if (args.length === 0) {
       // Nothing asked is not something done: say what can be asked, and fail.

@@ -52,3 +52,8 @@ export async function assertRejects<E extends Error>(
   }
   throw new nodeAssert.AssertionError({ message: `Expected ${type.name} to be rejected` });
 }
+
+/** Asserts that `actual` matches `expected`. */
+export function assertMatch(actual: string, expected: RegExp, message?: string): void {
+  nodeAssert.match(actual, expected, message);
+}

@@ -1,0 +1,611 @@
+/**
+ * The control plane's broker administration (DESIGN.md, "Broker"): the topology every program
+ * relies on, and one broker account per node that can read only that node's queue and publish
+ * only that node's reports.
+ *
+ * Two ways in: AMQP 0-9-1 (amqplib) for exchanges, queues and bindings, and RabbitMQ's management
+ * HTTP API for users and permissions. The AMQP client is loaded only by the functions that use it,
+ * so a program that imports this module for {@linkcode BrokerError} or {@linkcode queueDepth} does
+ * not pay for it.
+ *
+ * Every failure is a {@linkcode BrokerError} whose message names the action and the URL, with any
+ * password replaced by `***`; no password is ever part of a message.
+ *
+ * @module
+ */
+
+import { redactUrl } from "../lib/url.ts";
+import type { Channel, ChannelModel } from "amqplib";
+import {
+  BUILD_QUEUE,
+  BUILD_REQUEST_KEY,
+  declarationKey,
+  EXCHANGE,
+  NODE_QUEUE_ARGUMENTS,
+  nodeNameProblem,
+  nodeQueue,
+  REPORT_BINDING,
+  reportKey,
+  REPORTS_QUEUE,
+} from "../lib/broker.ts";
+
+/** How long one broker operation (an AMQP connect, one HTTP request) may take by default, in ms. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** How many random bytes a node's password is made of (before base64url). */
+export const PASSWORD_BYTES = 32;
+
+/**
+ * Where the broker is, with the administrative credential.
+ *
+ * - `amqp`: `amqp://user:pass@host:port/vhost` (or `amqps:`); the vhost is the URL-decoded path,
+ *   `/` when the path is empty (`/%2F` also means `/`).
+ * - `api`: the management HTTP API base URL, `http://user:pass@host:15672` (a path prefix is
+ *   kept, for an API behind a reverse proxy). The credential is sent as a Basic Authorization
+ *   header, never inside the URL handed to `fetch`.
+ */
+export interface BrokerEndpoints {
+  /** The AMQP URL, with the administrative credential. */
+  amqp: string;
+  /** The management HTTP API base URL, with the administrative credential. */
+  api: string;
+}
+
+/** Options shared by every function of this module. */
+export interface BrokerOptions {
+  /** Time limit of each AMQP connect and each HTTP request, in ms ({@linkcode DEFAULT_TIMEOUT_MS}). */
+  timeoutMs?: number;
+}
+
+/** A node's broker account, as {@linkcode createNodeAccount} made it. */
+export interface NodeAccount {
+  /** The broker user name (the node name). */
+  account: string;
+  /** The generated password: {@linkcode PASSWORD_BYTES} random bytes, base64url. */
+  password: string;
+  /** The AMQP URL the node connects with: the broker's host, port and vhost, this account. */
+  url: string;
+}
+
+/**
+ * A broker operation that failed: the broker could not be reached (AMQP or HTTP), refused the
+ * credential, or answered something unexpected. The message names the action and the URL (with
+ * any password replaced by `***`), and the HTTP status and the API's `reason` when there are.
+ */
+export class BrokerError extends Error {
+  /** The HTTP status the management API answered with, when it answered. */
+  readonly status: number | undefined;
+  /** The AMQP reply code the broker closed with (e.g. 403 ACCESS_REFUSED), when it did. */
+  readonly code: number | undefined;
+
+  /**
+   * Makes the error of a failed broker operation.
+   *
+   * @param message the whole message (sentence case, naming the action).
+   * @param options the HTTP status, the AMQP reply code and the underlying error.
+   */
+  constructor(message: string, options: { status?: number; code?: number; cause?: unknown } = {}) {
+    super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = "BrokerError";
+    this.status = options.status;
+    this.code = options.code;
+  }
+}
+
+/**
+ * Escapes `text` so that it matches only itself inside a regular expression (RabbitMQ permissions
+ * are regular expressions: `mesh.node.a` unescaped would also match `meshXnodeXa`).
+ */
+export function regexEscape(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+}
+
+/**
+ * The permissions of a node's account, as {@linkcode createNodeAccount} sets them: it configures
+ * nothing, writes only to {@linkcode EXCHANGE} and only under its own report key, reads only its
+ * own queue.
+ */
+export function nodePermissions(node: string): {
+  configure: string;
+  write: string;
+  read: string;
+  topicWrite: string;
+  topicRead: string;
+} {
+  return {
+    configure: "^$",
+    write: `^${regexEscape(EXCHANGE)}$`,
+    read: `^${regexEscape(nodeQueue(node))}$`,
+    topicWrite: `^${regexEscape(reportKey(node))}$`,
+    topicRead: "^$",
+  };
+}
+
+/**
+ * Makes sure the topology exists over AMQP: the durable topic exchange {@linkcode EXCHANGE}, the
+ * durable queue {@linkcode REPORTS_QUEUE} bound with {@linkcode REPORT_BINDING}, the durable queue
+ * {@linkcode BUILD_QUEUE} bound with {@linkcode BUILD_REQUEST_KEY}. Idempotent: running it again
+ * changes nothing. The connection is closed at the end, also on failure.
+ *
+ * @returns one line per thing that exists, for a CLI to print, e.g. `exchange mesh (topic, durable)`.
+ * @throws {BrokerError} when the broker cannot be reached, refuses the credential, or refuses a
+ *   declaration (e.g. an existing `mesh` exchange of another type: 406 PRECONDITION_FAILED).
+ */
+export async function setupTopology(
+  endpoints: BrokerEndpoints,
+  options: BrokerOptions = {},
+): Promise<string[]> {
+  const action = "Cannot set up the broker topology";
+  const target = parseAmqp(endpoints.amqp, action);
+  return await withChannel(target, action, options, async (ch, step) => {
+    await step(
+      `declare exchange "${EXCHANGE}"`,
+      () => ch.assertExchange(EXCHANGE, "topic", { durable: true }),
+    );
+    const made = [`exchange ${EXCHANGE} (topic, durable)`];
+    const bindings: [string, string][] = [
+      [REPORTS_QUEUE, REPORT_BINDING],
+      [BUILD_QUEUE, BUILD_REQUEST_KEY],
+    ];
+    for (const [queue, key] of bindings) {
+      await step(`declare queue "${queue}"`, () => ch.assertQueue(queue, { durable: true }));
+      await step(
+        `bind queue "${queue}" to "${EXCHANGE}" with "${key}"`,
+        () => ch.bindQueue(queue, EXCHANGE, key),
+      );
+      made.push(`queue ${queue} (durable), bound to ${EXCHANGE} with ${key}`);
+    }
+    return made;
+  });
+}
+
+/**
+ * Creates the broker account of `node`: declares the node's queue ({@linkcode nodeQueue}, durable,
+ * holding only the latest declaration) bound to {@linkcode EXCHANGE} with
+ * {@linkcode declarationKey}, creates the user with a fresh random password and no tags, and sets
+ * its permissions on the vhost ({@linkcode nodePermissions}). An existing user is never
+ * overwritten (the name could be `guest` or an administrator's). When a step after the user was
+ * created fails, the user is deleted again (best effort) before the error is thrown; the queue is
+ * kept (it may already hold the node's declaration).
+ *
+ * @returns the account name, its password (shown once: the broker keeps only a hash) and the AMQP
+ *   URL the node connects with.
+ * @throws {BrokerError} when `node` is not a node name (before anything is done), when a user of
+ *   that name exists, or when the broker cannot be reached or refuses a step.
+ */
+export async function createNodeAccount(
+  endpoints: BrokerEndpoints,
+  node: string,
+  options: BrokerOptions = {},
+): Promise<NodeAccount> {
+  const action = `Cannot create broker account ${JSON.stringify(node)}`;
+  const problem = nodeNameProblem(node);
+  if (problem !== undefined) throw new BrokerError(`${action}: ${problem}`);
+  const amqpTarget = parseAmqp(endpoints.amqp, action);
+  const api = parseApi(endpoints.api, action);
+  const userPath = `/api/users/${encodeURIComponent(node)}`;
+
+  const existing = await request(api, "GET", userPath, { action, expect: [200, 404], options });
+  if (existing.status === 200) {
+    throw new BrokerError(
+      `${action}: a broker user of that name already exists at ${
+        api.show(userPath)
+      }; an existing account is never overwritten (it could be guest or an administrator)`,
+      { status: 200 },
+    );
+  }
+
+  const password = randomPassword();
+  const queue = nodeQueue(node);
+  await withChannel(amqpTarget, action, options, async (ch, step) => {
+    await step(
+      `declare queue "${queue}"`,
+      () => ch.assertQueue(queue, { durable: true, arguments: { ...NODE_QUEUE_ARGUMENTS } }),
+    );
+    await step(
+      `bind queue "${queue}" to "${EXCHANGE}" with "${declarationKey(node)}"`,
+      () => ch.bindQueue(queue, EXCHANGE, declarationKey(node)),
+    );
+  });
+
+  await request(api, "PUT", userPath, {
+    action,
+    expect: [201, 204],
+    options,
+    body: { password, tags: "" },
+    secrets: [password],
+  });
+  try {
+    const vhost = encodeURIComponent(amqpTarget.vhost);
+    const name = encodeURIComponent(node);
+    const p = nodePermissions(node);
+    await request(api, "PUT", `/api/permissions/${vhost}/${name}`, {
+      action,
+      expect: [201, 204],
+      options,
+      body: { configure: p.configure, write: p.write, read: p.read },
+    });
+    await request(api, "PUT", `/api/topic-permissions/${vhost}/${name}`, {
+      action,
+      expect: [201, 204],
+      options,
+      body: { exchange: EXCHANGE, write: p.topicWrite, read: p.topicRead },
+    });
+  } catch (error) {
+    let rollback = "the user was deleted again";
+    try {
+      await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
+    } catch (deleteError) {
+      rollback = `the user could not be deleted again, delete it by hand (${
+        (deleteError as Error).message
+      })`;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    throw new BrokerError(`${message}; ${rollback}`, {
+      status: error instanceof BrokerError ? error.status : undefined,
+      cause: error,
+    });
+  }
+
+  return { account: node, password, url: amqpTarget.urlFor(node, password) };
+}
+
+/**
+ * Deletes the broker account of `node` and its queue (with whatever it holds). A user or queue
+ * that is already gone is not an error. A user that does not look like a node account (it has tags,
+ * e.g. `administrator`, or permissions other than {@linkcode nodePermissions}) is refused and
+ * nothing is deleted, so this cannot remove `guest` or an administrator.
+ *
+ * @throws {BrokerError} when `node` is not a node name, the user is not a node account, or the
+ *   broker cannot be reached or refuses a step.
+ */
+export async function deleteNodeAccount(
+  endpoints: BrokerEndpoints,
+  node: string,
+  options: BrokerOptions = {},
+): Promise<void> {
+  const action = `Cannot delete broker account ${JSON.stringify(node)}`;
+  const problem = nodeNameProblem(node);
+  if (problem !== undefined) throw new BrokerError(`${action}: ${problem}`);
+  const amqpTarget = parseAmqp(endpoints.amqp, action);
+  const api = parseApi(endpoints.api, action);
+  const userPath = `/api/users/${encodeURIComponent(node)}`;
+
+  const user = await request(api, "GET", userPath, { action, expect: [200, 404], options });
+  if (user.status === 200) {
+    const tags = (user.body as { tags?: unknown } | undefined)?.tags;
+    const tagList = Array.isArray(tags) ? tags : typeof tags === "string" && tags ? [tags] : [];
+    if (tagList.length > 0) {
+      throw new BrokerError(
+        `${action}: the user has tags (${tagList.join(", ")}), so it is not a node account`,
+      );
+    }
+    const perms = await request(api, "GET", `${userPath}/permissions`, {
+      action,
+      expect: [200],
+      options,
+    });
+    const expected = nodePermissions(node);
+    const foreign = (Array.isArray(perms.body) ? perms.body : []).filter((p) =>
+      p?.vhost !== amqpTarget.vhost || p?.configure !== expected.configure ||
+      p?.write !== expected.write || p?.read !== expected.read
+    );
+    if (foreign.length > 0) {
+      throw new BrokerError(
+        `${action}: the user has permissions a node account does not have (${
+          foreign.map((p) => `vhost ${JSON.stringify(p?.vhost)}`).join(", ")
+        }), so it is not a node account`,
+      );
+    }
+    await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
+  }
+
+  const queue = nodeQueue(node);
+  await withChannel(amqpTarget, action, options, async (ch, step) => {
+    await step(`delete queue "${queue}"`, () => ch.deleteQueue(queue));
+  });
+}
+
+/**
+ * How many messages are ready in `queue`, from the management API (`messages_ready` of
+ * `GET /api/queues/VHOST/NAME`). The API's figures are statistics sampled every few seconds
+ * (RabbitMQ's `collect_statistics_interval`, 5 s by default): fine for a board, too late for a
+ * test that has just published (use an AMQP `checkQueue` there).
+ *
+ * @throws {BrokerError} when the API cannot be reached, refuses the credential, the queue does not
+ *   exist (status 404), or the answer carries no count yet (a queue declared a moment ago).
+ */
+export async function queueDepth(
+  endpoints: BrokerEndpoints,
+  queue: string,
+  options: BrokerOptions = {},
+): Promise<number> {
+  const action = `Cannot read the depth of queue ${JSON.stringify(queue)}`;
+  const vhost = parseAmqp(endpoints.amqp, action).vhost;
+  const api = parseApi(endpoints.api, action);
+  const path = `/api/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`;
+  const answer = await request(api, "GET", path, { action, expect: [200], options });
+  const ready = (answer.body as { messages_ready?: unknown } | undefined)?.messages_ready;
+  if (typeof ready !== "number" || !Number.isInteger(ready) || ready < 0) {
+    throw new BrokerError(
+      `${action}: ${
+        api.show(path)
+      } answered without a message count (the broker has not sampled the queue's statistics yet)`,
+      { status: 200 },
+    );
+  }
+  return ready;
+}
+
+// --- AMQP ------------------------------------------------------------------------------------
+
+interface AmqpTarget {
+  protocol: "amqp" | "amqps";
+  hostname: string;
+  /** `host[:port]` as written, IPv6 brackets kept. */
+  host: string;
+  port: number | undefined;
+  username: string;
+  password: string;
+  vhost: string;
+  /** The URL with its password replaced by `***`. */
+  shown: string;
+  /** The AMQP URL of the same broker and vhost with another account. */
+  urlFor(account: string, password: string): string;
+}
+
+function parseAmqp(url: string, action: string): AmqpTarget {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new BrokerError(`${action}: the AMQP URL ${redactUrl(url)} is not a URL`);
+  }
+  const shown = redactUrl(url);
+  if (u.protocol !== "amqp:" && u.protocol !== "amqps:") {
+    throw new BrokerError(`${action}: the AMQP URL ${shown} is not amqp:// or amqps://`);
+  }
+  if (!u.hostname) throw new BrokerError(`${action}: the AMQP URL ${shown} names no host`);
+  let username: string, password: string, vhost: string;
+  try {
+    username = decodeURIComponent(u.username);
+    password = decodeURIComponent(u.password);
+    const path = u.pathname.replace(/^\//, "");
+    vhost = path === "" ? "/" : decodeURIComponent(path);
+  } catch {
+    throw new BrokerError(`${action}: the AMQP URL ${shown} has a malformed %-escape`);
+  }
+  const protocol = u.protocol === "amqps:" ? "amqps" : "amqp";
+  const host = u.host;
+  return {
+    protocol,
+    hostname: u.hostname.replace(/^\[|\]$/g, ""),
+    host,
+    port: u.port ? Number(u.port) : undefined,
+    username,
+    password,
+    vhost,
+    shown,
+    urlFor: (account, pass) =>
+      `${protocol}://${encodeURIComponent(account)}:${encodeURIComponent(pass)}@${host}/${
+        encodeURIComponent(vhost)
+      }`,
+  };
+}
+
+/** Runs one step on a channel, turning its failure into a BrokerError naming the step. */
+type Step = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * Connects, opens a channel, runs `fn`, and closes the connection whatever happened.
+ */
+async function withChannel<T>(
+  target: AmqpTarget,
+  action: string,
+  options: BrokerOptions,
+  fn: (ch: Channel, step: Step) => Promise<T>,
+): Promise<T> {
+  const { connect } = await import("amqplib");
+  const secrets = [target.password];
+  let conn: ChannelModel;
+  try {
+    conn = await connect({
+      protocol: target.protocol,
+      hostname: target.hostname,
+      port: target.port,
+      username: target.username,
+      password: target.password,
+      // amqplib decodes the vhost of an object once more (querystring.unescape): encode it so
+      // that a vhost with a "%" in its name arrives as written.
+      vhost: encodeURIComponent(target.vhost),
+    }, { timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  } catch (error) {
+    const text = scrub(messageWithCauses(error), secrets);
+    // amqplib reports a refused login as "Handshake terminated by server: 403 (ACCESS-REFUSED)
+    // ..." without a code, and a refused vhost only as an unexpected ConnectionClose.
+    const code = (error as { code?: unknown }).code;
+    const replyCode = typeof code === "number"
+      ? code
+      : Number(/terminated by server: (\d{3}) /.exec(text)?.[1]) || undefined;
+    const what = replyCode === 403
+      ? `the broker refused the credential of ${JSON.stringify(target.username)} at ${target.shown}`
+      : /Expected ConnectionOpenOk; got <ConnectionClose/.test(text)
+      ? `the broker refused to open vhost ${
+        JSON.stringify(target.vhost)
+      } at ${target.shown} (it does not exist or ${
+        JSON.stringify(target.username)
+      } has no permission on it)`
+      : `could not connect to ${target.shown}`;
+    throw new BrokerError(`${action}: ${what}: ${text}`, { code: replyCode, cause: error });
+  }
+  // An 'error' event nobody listens to would be thrown out of amqplib's frame handler; the
+  // failure reaches us through the rejected operation instead.
+  conn.on("error", () => {});
+  try {
+    let ch: Channel;
+    try {
+      ch = await conn.createChannel();
+    } catch (error) {
+      throw new BrokerError(
+        `${action}: could not open a channel on ${target.shown}: ${
+          scrub(messageWithCauses(error), secrets)
+        }`,
+        { cause: error },
+      );
+    }
+    ch.on("error", () => {});
+    const step: Step = async (what, op) => {
+      try {
+        return await op();
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        throw new BrokerError(
+          `${action}: could not ${what} on ${target.shown}: ${
+            scrub(messageWithCauses(error), secrets)
+          }`,
+          { code: typeof code === "number" ? code : undefined, cause: error },
+        );
+      }
+    };
+    return await fn(ch, step);
+  } finally {
+    try {
+      await conn.close();
+    } catch {
+      // Already closed by the broker (the failure is what is being thrown).
+    }
+  }
+}
+
+// --- management HTTP API ---------------------------------------------------------------------
+
+interface ApiTarget {
+  /** Origin and path prefix, without credentials or a trailing slash. */
+  base: string;
+  authorization: string | undefined;
+  /** `path` appended to the base URL as given, password replaced by `***`. */
+  show(path: string): string;
+  password: string;
+}
+
+function parseApi(url: string, action: string): ApiTarget {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new BrokerError(`${action}: the management API URL ${redactUrl(url)} is not a URL`);
+  }
+  const shownBase = redactUrl(url).replace(/[?#].*$/, "").replace(/\/+$/, "");
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new BrokerError(
+      `${action}: the management API URL ${shownBase} is not http:// or https://`,
+    );
+  }
+  let username: string, password: string;
+  try {
+    username = decodeURIComponent(u.username);
+    password = decodeURIComponent(u.password);
+  } catch {
+    throw new BrokerError(
+      `${action}: the management API URL ${shownBase} has a malformed %-escape`,
+    );
+  }
+  const bytes = new TextEncoder().encode(`${username}:${password}`);
+  return {
+    base: `${u.origin}${u.pathname.replace(/\/+$/, "")}`,
+    authorization: username || password
+      ? `Basic ${btoa(String.fromCharCode(...bytes))}`
+      : undefined,
+    show: (path) => `${shownBase}${path}`,
+    password,
+  };
+}
+
+async function request(
+  api: ApiTarget,
+  method: "GET" | "PUT" | "DELETE",
+  path: string,
+  how: {
+    action: string;
+    expect: number[];
+    options: BrokerOptions;
+    body?: unknown;
+    /** Texts never to repeat in a message, besides the API's own password. */
+    secrets?: string[];
+  },
+): Promise<{ status: number; body: unknown }> {
+  const secrets = [api.password, ...(how.secrets ?? [])];
+  const shown = `${method} ${api.show(path)}`;
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (api.authorization) headers.authorization = api.authorization;
+  if (how.body !== undefined) headers["content-type"] = "application/json";
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(`${api.base}${path}`, {
+      method,
+      headers,
+      body: how.body === undefined ? undefined : JSON.stringify(how.body),
+      signal: AbortSignal.timeout(how.options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    });
+    text = await response.text();
+  } catch (error) {
+    const limit = how.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const why = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${limit} ms`
+      : scrub(messageWithCauses(error), secrets);
+    throw new BrokerError(
+      `${how.action}: could not reach the management API (${shown}): ${why}`,
+      { cause: error },
+    );
+  }
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (how.expect.includes(response.status)) return { status: response.status, body };
+  const reason = (body as { reason?: unknown } | undefined)?.reason;
+  const said = typeof reason === "string" && reason
+    ? `, reason: ${JSON.stringify(scrub(reason, secrets))}`
+    : "";
+  const status = `${response.status} ${response.statusText}`.trim();
+  const what = response.status === 401
+    ? `the management API refused the credential (${shown} answered ${status}${said})`
+    : `${shown} answered ${status}${said}, expected ${how.expect.join(" or ")}`;
+  throw new BrokerError(`${how.action}: ${what}`, { status: response.status });
+}
+
+// --- helpers ---------------------------------------------------------------------------------
+
+function randomPassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(PASSWORD_BYTES));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(
+    /=+$/,
+    "",
+  );
+}
+
+function scrub(text: string, secrets: string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (!secret) continue;
+    for (const form of new Set([secret, encodeURIComponent(secret)])) {
+      out = out.split(form).join("***");
+    }
+  }
+  return out;
+}
+
+/** The message of `error` followed by those of its causes (fetch hides the reason in one). */
+function messageWithCauses(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    const text = current instanceof Error ? current.message : String(current);
+    if (text && !parts.includes(text)) parts.push(text);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return parts.join(": ");
+}

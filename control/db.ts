@@ -1,0 +1,222 @@
+/**
+ * The inventory database (PostgreSQL): connecting with clear errors, and migrations as ordered SQL
+ * files, each applied in its own transaction and recorded in `schema_migrations`.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import { redactUrl } from "../lib/url.ts";
+import m0001 from "./migrations/0001_inventory.sql" with { type: "text" };
+
+/** A connected inventory database (postgres.js). */
+export type Sql = postgres.Sql;
+/** A connection or a transaction: what a query needs. */
+export type Queryable = postgres.Sql | postgres.TransactionSql;
+
+/** One migration: its name (ordered) and its SQL. */
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+/** Every migration, in the order they are applied. Append only: never edit an applied one. */
+export const MIGRATIONS: readonly Migration[] = [
+  { name: "0001_inventory", sql: m0001 },
+];
+
+/** The inventory cannot be reached, is not migrated, or refused an operation. */
+export class DatabaseError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "DatabaseError";
+  }
+}
+
+/** Options for {@linkcode connectDatabase}. */
+export interface ConnectOptions {
+  /** Connections in the pool (default 4). */
+  max?: number;
+  /** Seconds to wait for a connection (default 5). */
+  connectTimeout?: number;
+  /** Refuse unless every migration is applied (default true; `migrate` passes false). */
+  requireMigrated?: boolean;
+}
+
+/**
+ * Connects to the inventory at `url` (`postgres://user@host:port/inventory`) and proves the
+ * connection works with one query.
+ *
+ * @throws {DatabaseError} naming the URL (password redacted) when it does not answer, refuses,
+ *   or (unless `requireMigrated` is false) is not migrated to {@linkcode MIGRATIONS}.
+ */
+export async function connectDatabase(url: string, options: ConnectOptions = {}): Promise<Sql> {
+  let sql: Sql;
+  try {
+    sql = postgres(url, {
+      max: options.max ?? 4,
+      connect_timeout: options.connectTimeout ?? 5,
+      onnotice: () => {},
+    });
+  } catch (error) {
+    throw new DatabaseError(`Cannot use database URL "${redactUrl(url)}": ${describe(error)}`);
+  }
+  try {
+    await sql`select 1`;
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw new DatabaseError(`Cannot connect to database "${redactUrl(url)}": ${describe(error)}`);
+  }
+  if (options.requireMigrated ?? true) {
+    const pending = await pendingMigrations(sql).catch(async (error) => {
+      await sql.end({ timeout: 1 }).catch(() => {});
+      throw error;
+    });
+    if (pending.length > 0) {
+      await sql.end({ timeout: 1 }).catch(() => {});
+      throw new DatabaseError(
+        `The inventory "${
+          redactUrl(url)
+        }" is not migrated (${pending.length} of ${MIGRATIONS.length} migrations pending, first ${
+          pending[0]!.name
+        }): run mesh-control migrate`,
+      );
+    }
+  }
+  return sql;
+}
+
+/**
+ * The migrations not yet applied, in order.
+ *
+ * @throws {DatabaseError} when an applied migration's SQL differs from this program's (the
+ *   database was migrated by another version), or one unknown to this program is applied.
+ */
+export async function pendingMigrations(sql: Sql): Promise<Migration[]> {
+  const [probe] = await sql<
+    { exists: boolean }[]
+  >`select to_regclass('schema_migrations') is not null as exists`;
+  if (!probe?.exists) return [...MIGRATIONS];
+  const rows = await sql<{ name: string; digest: string }[]>`
+    select name, digest from schema_migrations order by name`;
+  const known = new Map(MIGRATIONS.map((m) => [m.name, m]));
+  for (const row of rows) {
+    const migration = known.get(row.name);
+    if (migration === undefined) {
+      throw new DatabaseError(
+        `The inventory has migration "${row.name}" applied, which this mesh-control does not know (a newer version migrated it)`,
+      );
+    }
+    if (row.digest !== await digestOf(migration.sql)) {
+      throw new DatabaseError(
+        `The inventory's migration "${row.name}" was applied with different SQL than this mesh-control carries`,
+      );
+    }
+  }
+  const applied = new Set(rows.map((r) => r.name));
+  return MIGRATIONS.filter((m) => !applied.has(m.name));
+}
+
+/**
+ * Applies every pending migration, each in its own transaction (with an advisory lock so two
+ * concurrent runs apply each once), recording it in `schema_migrations`. Running it again
+ * changes nothing.
+ *
+ * @param options.migrations the migrations to apply (default {@linkcode MIGRATIONS}; tests
+ *   pass others).
+ * @returns the names applied now (empty when the inventory was already current).
+ * @throws {DatabaseError} naming the migration that failed (its transaction rolled back).
+ */
+export async function migrate(
+  sql: Sql,
+  options: { migrations?: readonly Migration[] } = {},
+): Promise<string[]> {
+  const applied: string[] = [];
+  for (const migration of options.migrations ?? MIGRATIONS) {
+    const digest = await digestOf(migration.sql);
+    try {
+      const done = await sql.begin(async (tx) => {
+        await tx`select pg_advisory_xact_lock(${LOCK_ID})`;
+        await tx`create table if not exists schema_migrations (
+          name text primary key,
+          digest text not null,
+          applied_at timestamptz not null default now())`;
+        const [row] = await tx<{ digest: string }[]>`
+          select digest from schema_migrations where name = ${migration.name}`;
+        if (row !== undefined) {
+          if (row.digest !== digest) {
+            throw new DatabaseError(
+              `Migration "${migration.name}" was applied with different SQL than this mesh-control carries`,
+            );
+          }
+          return false;
+        }
+        await tx.unsafe(migration.sql);
+        await tx`insert into schema_migrations (name, digest) values (${migration.name}, ${digest})`;
+        return true;
+      });
+      if (done) applied.push(migration.name);
+    } catch (error) {
+      if (error instanceof DatabaseError) throw error;
+      throw new DatabaseError(
+        `Cannot apply migration "${migration.name}" (rolled back): ${describe(error)}`,
+      );
+    }
+  }
+  return applied;
+}
+
+/**
+ * Creates the database named in `url` when it does not exist, connecting to the server's
+ * `postgres` database to do so.
+ *
+ * @returns true when it was created now.
+ * @throws {DatabaseError} when the server does not answer or refuses.
+ */
+export async function createDatabaseIfMissing(url: string): Promise<boolean> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ""));
+  if (name === "") {
+    throw new DatabaseError(`Database URL "${redactUrl(url)}" names no database`);
+  }
+  const admin = new URL(url);
+  admin.pathname = "/postgres";
+  const sql = postgres(admin.href, { max: 1, connect_timeout: 5, onnotice: () => {} });
+  try {
+    const rows = await sql`select 1 from pg_database where datname = ${name}`;
+    if (rows.length > 0) return false;
+    await sql.unsafe(`create database ${quoteIdent(name)}`);
+    return true;
+  } catch (error) {
+    throw new DatabaseError(
+      `Cannot create database "${name}" at "${redactUrl(url)}": ${describe(error)}`,
+    );
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+  }
+}
+
+/** Quotes an SQL identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const LOCK_ID = 0x6d657368; // "mesh"
+
+async function digestOf(text: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return `sha256:${
+    Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
+}
+
+/** A database error's message, with PostgreSQL's code and detail where it gave them. */
+export function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const e = error as Error & { code?: string; detail?: string };
+    const parts = [e.message || e.code || e.name];
+    if (e.detail) parts.push(e.detail);
+    return parts.join(": ");
+  }
+  return String(error);
+}

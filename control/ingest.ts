@@ -1,0 +1,191 @@
+/**
+ * Reports from the broker into the inventory: consume `mesh.reports`, check each report against
+ * its routing key (the broker lets a node publish only under its own), insert in batches and
+ * acknowledge a batch only after its transaction committed, so a report is never lost between
+ * the two.
+ *
+ * @module
+ */
+
+import type { ConfirmChannel, ConsumeMessage } from "amqplib";
+import {
+  decodeMessage,
+  MessageError,
+  nodeOfReportKey,
+  ReportMessage,
+  REPORTS_QUEUE,
+} from "../lib/broker.ts";
+import type { Sql } from "./db.ts";
+
+/** A report not recorded, and why. */
+export interface Dropped {
+  routingKey: string;
+  reason: string;
+}
+
+/** What an ingest did. */
+export interface IngestResult {
+  ingested: number;
+  dropped: Dropped[];
+}
+
+/** Options for {@linkcode ingestReports}. */
+export interface IngestOptions {
+  /** Stop once the queue is empty (default: run until `signal` aborts). */
+  drain?: boolean;
+  /** Stop consuming when aborted. */
+  signal?: AbortSignal;
+  /** Reports per transaction at most (default 500). */
+  batch?: number;
+  /** Called with each dropped report as it is dropped (the CLI prints it). */
+  onDrop?: (dropped: Dropped) => void;
+  /** Called after each committed batch. */
+  onBatch?: (count: number) => void;
+}
+
+/**
+ * Consumes reports into the `reports` table.
+ *
+ * A report that does not decode, whose body names another node than its routing key, or whose
+ * node is not enrolled is dropped (acknowledged, not recorded) and told through `onDrop`, never
+ * silently.
+ *
+ * @throws the database's error when a batch cannot be inserted (its reports stay unacknowledged
+ *   and return to the queue when the channel closes).
+ */
+export async function ingestReports(
+  sql: Sql,
+  channel: ConfirmChannel,
+  options: IngestOptions = {},
+): Promise<IngestResult> {
+  const batchSize = options.batch ?? 500;
+  await channel.prefetch(batchSize * 2);
+  const result: IngestResult = { ingested: 0, dropped: [] };
+  let buffer: ConsumeMessage[] = [];
+  let flushing: Promise<void> = Promise.resolve();
+  let failure: unknown;
+  let lastArrival = Date.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const flush = () => {
+    if (timer !== undefined) clearTimeout(timer), timer = undefined;
+    const taken = buffer;
+    buffer = [];
+    if (taken.length === 0) return flushing;
+    flushing = flushing.then(async () => {
+      if (failure !== undefined) return;
+      try {
+        await insertBatch(sql, taken, result, options.onDrop);
+        channel.ack(taken[taken.length - 1]!, true);
+        options.onBatch?.(taken.length);
+      } catch (error) {
+        failure = error;
+      }
+    });
+    return flushing;
+  };
+
+  const { consumerTag } = await channel.consume(REPORTS_QUEUE, (message) => {
+    if (message === null) {
+      failure ??= new Error("The broker cancelled the reports consumer");
+      return;
+    }
+    lastArrival = Date.now();
+    buffer.push(message);
+    if (buffer.length >= batchSize) void flush();
+    else timer ??= setTimeout(() => void flush(), 20);
+  }, { noAck: false });
+
+  try {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (failure !== undefined) throw failure;
+      if (options.signal?.aborted) break;
+      if (options.drain && buffer.length === 0 && Date.now() - lastArrival > 100) {
+        await flushing;
+        const { messageCount } = await channel.checkQueue(REPORTS_QUEUE);
+        if (messageCount === 0 && buffer.length === 0) break;
+      }
+    }
+  } finally {
+    await channel.cancel(consumerTag).catch(() => {});
+    await flush();
+  }
+  if (failure !== undefined) throw failure;
+  return result;
+}
+
+async function insertBatch(
+  sql: Sql,
+  messages: ConsumeMessage[],
+  result: IngestResult,
+  onDrop: IngestOptions["onDrop"],
+): Promise<void> {
+  const reports: { report: ReportMessage; key: string }[] = [];
+  const drop = (routingKey: string, reason: string) => {
+    const dropped = { routingKey, reason };
+    result.dropped.push(dropped);
+    onDrop?.(dropped);
+  };
+  for (const message of messages) {
+    const key = message.fields.routingKey;
+    const node = nodeOfReportKey(key);
+    if (node === undefined) {
+      drop(key, "the routing key is not report.<node>");
+      continue;
+    }
+    let report: ReportMessage;
+    try {
+      report = decodeMessage(ReportMessage, message.content, `report from "${node}"`);
+    } catch (error) {
+      if (!(error instanceof MessageError)) throw error;
+      drop(key, error.message);
+      continue;
+    }
+    if (report.node !== node) {
+      drop(key, `the report names node "${report.node}" but was published as "${node}"`);
+      continue;
+    }
+    reports.push({ report, key });
+  }
+  if (reports.length === 0) return;
+  await sql.begin(async (tx) => {
+    const names = [...new Set(reports.map((r) => r.report.node))];
+    const known = new Set(
+      (await tx<{ name: string }[]>`select name from nodes where name = any(${names})`).map((r) =>
+        r.name
+      ),
+    );
+    const rows = [];
+    for (const { report, key } of reports) {
+      if (!known.has(report.node)) {
+        drop(key, `node "${report.node}" is not enrolled`);
+        continue;
+      }
+      rows.push({
+        node: report.node,
+        generation: report.generation,
+        digest: report.declaration,
+        outcome: report.outcome,
+        applied: report.applied,
+        total: report.total,
+        trigger: report.trigger,
+        problems: JSON.stringify(report.problems),
+        changes: JSON.stringify(report.changes),
+        host_version: report.hostVersion,
+        reported_at: report.at,
+      });
+    }
+    if (rows.length === 0) return;
+    await tx`
+      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+        changes, host_version, reported_at)
+      select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
+        x.problems::jsonb, x.changes::jsonb, x.host_version, x.reported_at::timestamptz
+      from json_to_recordset(${JSON.stringify(rows)}::text::json) as x(
+        node text, generation integer, digest text, outcome text, applied integer,
+        total integer, trigger text, problems text, changes text, host_version text,
+        reported_at text)`;
+    result.ingested += rows.length;
+  });
+}

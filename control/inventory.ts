@@ -1,0 +1,393 @@
+/**
+ * The inventory's reads and writes: nodes, modules, assignments, rendering a node's declaration
+ * from its modules, and the one read of every node's state (current declaration and last report)
+ * that status, board and `push --behind` all classify.
+ *
+ * @module
+ */
+
+import { nodeNameProblem } from "../lib/broker.ts";
+import {
+  type Declaration,
+  declarationDigest,
+  DeclarationError,
+  parse,
+  type Resource,
+} from "../host/declaration.ts";
+import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
+
+/** The systems a node can be enrolled as (one host build each). */
+export const SYSTEMS = ["arch", "alpine", "android", "debian"] as const;
+/** A system a node can be enrolled as. */
+export type SystemName = typeof SYSTEMS[number];
+
+/** A module name: letters, digits, `.`, `_`, `-`; at most 100 characters. */
+export const MODULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** Input the control plane refuses (exit 2): a bad name, an unknown node, a module that does not parse. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InputError";
+  }
+}
+
+/** One row of `nodes`. */
+export interface NodeRow {
+  name: string;
+  system: SystemName;
+  enrolled_at: Date;
+}
+
+/**
+ * Records a node (inside the caller's transaction, so a broker failure rolls it back).
+ *
+ * @throws {InputError} for a bad name or system, or a node already enrolled.
+ */
+export async function insertNode(sql: Queryable, name: string, system: string): Promise<void> {
+  const bad = nodeNameProblem(name);
+  if (bad !== undefined) throw new InputError(`Cannot enroll node: ${bad}`);
+  if (!(SYSTEMS as readonly string[]).includes(system)) {
+    throw new InputError(
+      `Cannot enroll node "${name}": system "${system}" is not one of ${SYSTEMS.join(", ")}`,
+    );
+  }
+  const rows = await sql`
+    insert into nodes (name, system) values (${name}, ${system})
+    on conflict (name) do nothing returning name`;
+  if (rows.length === 0) throw new InputError(`Cannot enroll node "${name}": already enrolled`);
+}
+
+/** What `module add` did. */
+export interface ModuleChange {
+  name: string;
+  version: number;
+  digest: string;
+  resources: number;
+  change: "created" | "updated" | "unchanged";
+}
+
+/**
+ * Adds or updates a module from a declaration fragment (JSON, declaration version 1), origin
+ * "handed-over". The fragment is parsed as the link will parse it (actions refused), so a module
+ * that a node would refuse is refused here, with every problem.
+ *
+ * @throws {InputError} for a bad name or a fragment that does not parse (nothing written).
+ */
+export async function addModule(sql: Sql, name: string, body: string): Promise<ModuleChange> {
+  if (!MODULE_NAME.test(name)) {
+    throw new InputError(
+      `Cannot add module ${
+        JSON.stringify(name)
+      }: a module name is letters, digits, ".", "_" and "-" (at most 100), starting with a letter or digit`,
+    );
+  }
+  let declaration: Declaration;
+  try {
+    declaration = parse(body);
+  } catch (error) {
+    if (error instanceof DeclarationError) {
+      throw new InputError(`Cannot add module "${name}": ${error.message}`);
+    }
+    throw error;
+  }
+  const digest = await declarationDigest(body);
+  return await sql.begin(async (tx) => {
+    const [row] = await tx<{ version: number; digest: string }[]>`
+      select version, digest from modules where name = ${name} for update`;
+    if (row?.digest === digest) {
+      return {
+        name,
+        version: row.version,
+        digest,
+        resources: declaration.resources.length,
+        change: "unchanged" as const,
+      };
+    }
+    const version = (row?.version ?? 0) + 1;
+    await tx`
+      insert into modules (name, version, digest, body, origin)
+      values (${name}, ${version}, ${digest}, ${body}, 'handed-over')
+      on conflict (name) do update set version = excluded.version, digest = excluded.digest,
+        body = excluded.body, origin = excluded.origin, updated_at = now()`;
+    return {
+      name,
+      version,
+      digest,
+      resources: declaration.resources.length,
+      change: row === undefined ? "created" as const : "updated" as const,
+    };
+  });
+}
+
+/**
+ * Assigns `module` to `node` (after the modules it already runs).
+ *
+ * @returns false when it was already assigned.
+ * @throws {InputError} when the node or the module is not known.
+ */
+export async function assignModule(sql: Sql, node: string, module: string): Promise<boolean> {
+  return await sql.begin(async (tx) => {
+    await requireNode(tx, node);
+    const [m] = await tx`select 1 from modules where name = ${module}`;
+    if (m === undefined) {
+      throw new InputError(`Cannot assign module "${module}": no such module (module add first)`);
+    }
+    const rows = await tx`
+      insert into assignments (node, module) values (${node}, ${module})
+      on conflict do nothing returning node`;
+    return rows.length > 0;
+  });
+}
+
+/**
+ * Removes `module` from `node`'s assignments.
+ *
+ * @returns false when it was not assigned.
+ * @throws {InputError} when the node is not known.
+ */
+export async function unassignModule(sql: Sql, node: string, module: string): Promise<boolean> {
+  return await sql.begin(async (tx) => {
+    await requireNode(tx, node);
+    const rows = await tx`
+      delete from assignments where node = ${node} and module = ${module} returning node`;
+    return rows.length > 0;
+  });
+}
+
+/**
+ * @throws {InputError} when `node` is not enrolled.
+ */
+export async function requireNode(sql: Queryable, node: string): Promise<NodeRow> {
+  const bad = nodeNameProblem(node);
+  if (bad !== undefined) throw new InputError(bad);
+  const [row] = await sql<
+    NodeRow[]
+  >`select name, system, enrolled_at from nodes where name = ${node}`;
+  if (row === undefined) throw new InputError(`No node "${node}" is enrolled`);
+  return row;
+}
+
+/** A node's declaration rendered from its modules. */
+export interface Rendered {
+  node: string;
+  /** The declaration's JSON text (what is published and what the node digests). */
+  text: string;
+  digest: string;
+  total: number;
+  /** The modules it was rendered from, in order, with their versions. */
+  modules: { name: string; version: number }[];
+}
+
+/**
+ * Renders the declarations of `nodes` from their assigned modules, in assignment order, and
+ * parses each as the node will (actions refused).
+ *
+ * @returns one rendering per node, in the order asked.
+ * @throws {InputError} when two modules of a node declare the same id, or the result does not
+ *   parse, naming the node, the modules and every problem.
+ */
+export async function renderDeclarations(sql: Sql, nodes: string[]): Promise<Rendered[]> {
+  const rows = await sql<{ node: string; module: string; version: number; body: string }[]>`
+    select a.node, m.name as module, m.version, m.body
+    from assignments a join modules m on m.name = a.module
+    where a.node = any(${nodes})
+    order by a.node, a.position`;
+  type Row = (typeof rows)[number];
+  const byNode = new Map<string, Row[]>();
+  for (const row of rows) {
+    const list = byNode.get(row.node) ?? [];
+    list.push(row);
+    byNode.set(row.node, list);
+  }
+  const parsedModules = new Map<string, Declaration>();
+  const out: Rendered[] = [];
+  for (const node of nodes) {
+    const modules = byNode.get(node) ?? [];
+    const resources: Resource[] = [];
+    const from = new Map<string, string>();
+    for (const m of modules) {
+      let declaration = parsedModules.get(m.module);
+      if (declaration === undefined) {
+        try {
+          declaration = parse(m.body);
+        } catch (error) {
+          throw new InputError(
+            `Cannot render node "${node}": module "${m.module}" does not parse: ${
+              error instanceof Error ? error.message : String(error)
+            }`,
+          );
+        }
+        parsedModules.set(m.module, declaration);
+      }
+      for (const r of declaration.resources) {
+        const other = from.get(r.id);
+        if (other !== undefined) {
+          throw new InputError(
+            `Cannot render node "${node}": resource id "${r.id}" is declared by module "${other}" and by module "${m.module}"`,
+          );
+        }
+        from.set(r.id, m.module);
+        resources.push(r);
+      }
+    }
+    const text = JSON.stringify({ version: 1, resources });
+    try {
+      parse(text);
+    } catch (error) {
+      if (error instanceof DeclarationError) {
+        throw new InputError(
+          `Cannot render node "${node}" from modules ${
+            modules.map((m) => `"${m.module}"`).join(", ")
+          }: ${error.message}`,
+        );
+      }
+      throw error;
+    }
+    out.push({
+      node,
+      text,
+      digest: await declarationDigest(text),
+      total: resources.length,
+      modules: modules.map((m) => ({ name: m.module, version: m.version })),
+    });
+  }
+  return out;
+}
+
+/** The current declaration of a node: the last one pushed. */
+export interface CurrentDeclaration {
+  generation: number;
+  digest: string;
+  total: number;
+  pushedAt: Date;
+}
+
+/** A node's last report. */
+export interface LastReport {
+  generation: number;
+  digest: string;
+  outcome: "applied" | "refused" | "failed";
+  applied: number;
+  total: number;
+  trigger: "push" | "start" | "interval";
+  problems: { id?: string; path?: string; message: string }[];
+  /** The node's clock. */
+  reportedAt: Date;
+  /** Ours. */
+  receivedAt: Date;
+}
+
+/** One node as the inventory knows it: what it was last told and what it last said. */
+export interface NodeState {
+  name: string;
+  system: SystemName;
+  enrolledAt: Date;
+  modules: string[];
+  declaration?: CurrentDeclaration;
+  report?: LastReport;
+}
+
+interface StateRow {
+  name: string;
+  system: SystemName;
+  enrolled_at: Date;
+  modules: string[];
+  d_generation: number | null;
+  d_digest: string | null;
+  d_total: number | null;
+  d_pushed_at: Date | null;
+  r_generation: number | null;
+  r_digest: string | null;
+  r_outcome: LastReport["outcome"] | null;
+  r_applied: number | null;
+  r_total: number | null;
+  r_trigger: LastReport["trigger"] | null;
+  r_problems: LastReport["problems"] | null;
+  r_reported_at: Date | null;
+  r_received_at: Date | null;
+}
+
+/**
+ * Reads every node's state (or only `names`) in one query: the last declaration by generation
+ * and the last report by arrival, each one index descent per node (`declarations` primary key,
+ * `reports_node_last`).
+ */
+export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
+  const rows = await sql<StateRow[]>`
+    select n.name, n.system, n.enrolled_at,
+      coalesce((select array_agg(a.module order by a.position) from assignments a
+                where a.node = n.name), '{}') as modules,
+      d.generation as d_generation, d.digest as d_digest, d.total as d_total,
+      d.pushed_at as d_pushed_at,
+      r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
+      r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
+      r.problems as r_problems, r.reported_at as r_reported_at, r.received_at as r_received_at
+    from nodes n
+    left join lateral (
+      select generation, digest, total, pushed_at from declarations
+      where node = n.name order by generation desc limit 1) d on true
+    left join lateral (
+      select generation, digest, outcome, applied, total, trigger, problems, reported_at,
+        received_at
+      from reports where node = n.name order by id desc limit 1) r on true
+    ${names === undefined ? sql`` : sql`where n.name = any(${names})`}
+    order by n.name`;
+  return rows.map((row) => {
+    const state: NodeState = {
+      name: row.name,
+      system: row.system,
+      enrolledAt: row.enrolled_at,
+      modules: row.modules,
+    };
+    if (row.d_generation !== null) {
+      state.declaration = {
+        generation: row.d_generation,
+        digest: row.d_digest!,
+        total: row.d_total!,
+        pushedAt: row.d_pushed_at!,
+      };
+    }
+    if (row.r_generation !== null) {
+      state.report = {
+        generation: row.r_generation,
+        digest: row.r_digest!,
+        outcome: row.r_outcome!,
+        applied: row.r_applied!,
+        total: row.r_total!,
+        trigger: row.r_trigger!,
+        problems: row.r_problems!,
+        reportedAt: row.r_reported_at!,
+        receivedAt: row.r_received_at!,
+      };
+    }
+    return state;
+  });
+}
+
+/**
+ * For each named node, when its current run of identical reports (same outcome, declaration and
+ * problems as its last report) began: "failing the same way since".
+ */
+export async function sameSince(sql: Sql, names: string[]): Promise<Map<string, Date>> {
+  if (names.length === 0) return new Map();
+  const rows = await sql<{ node: string; since: Date }[]>`
+    select l.node, (
+      select min(x.received_at) from reports x
+      where x.node = l.node and x.id > coalesce((
+        select max(y.id) from reports y
+        where y.node = l.node and (y.outcome <> l.outcome or y.digest <> l.digest
+          or y.problems <> l.problems)), 0)) as since
+    from (
+      select distinct on (node) node, outcome, digest, problems from reports
+      where node = any(${names}) order by node, id desc) l`;
+  return new Map(rows.map((r) => [r.node, r.since]));
+}
+
+/**
+ * Wraps a database failure that is not already one of ours.
+ */
+export function asDatabaseError(what: string, error: unknown): Error {
+  if (error instanceof InputError || error instanceof DatabaseError) return error;
+  return new DatabaseError(`${what}: ${describe(error)}`);
+}

@@ -1,0 +1,257 @@
+/**
+ * Telling nodes what to be: render each node's declaration from its modules, record it as the
+ * node's next generation and publish it persistently with publisher confirms, all or nothing
+ * (the generations are committed only after every publish is confirmed), and `push --behind`'s
+ * choice of which nodes need one, each with why.
+ *
+ * @module
+ */
+
+import type { ConfirmChannel } from "amqplib";
+import { type Outgoing, publishConfirmed } from "../lib/amqp.ts";
+import { formatDuration } from "../lib/duration.ts";
+import { declarationKey, type DeclarationMessage, EXCHANGE } from "../lib/broker.ts";
+import type { Sql } from "./db.ts";
+import {
+  InputError,
+  type NodeState,
+  readNodeStates,
+  renderDeclarations,
+  type Rendered,
+  requireNode,
+  sameSince,
+} from "./inventory.ts";
+import { classify, VERDICT_WORDS } from "./state.ts";
+
+/** One node pushed to. */
+export interface Pushed {
+  node: string;
+  generation: number;
+  digest: string;
+  total: number;
+  pushedAt: Date;
+  /** Why it was pushed (push --behind), in words. */
+  why?: string;
+  /** Said when the node has been failing the same way for longer than `stuckAfter`. */
+  stuck?: string;
+}
+
+/**
+ * Pushes the rendered declarations: one transaction recording each node's next generation,
+ * committed only after the broker confirmed every message.
+ *
+ * @throws {AmqpError} when any publish is refused, not confirmed or unroutable (nothing is
+ *   recorded: the transaction rolls back).
+ */
+export async function publishRendered(
+  sql: Sql,
+  channel: ConfirmChannel,
+  rendered: Rendered[],
+): Promise<Pushed[]> {
+  if (rendered.length === 0) return [];
+  return await sql.begin(async (tx) => {
+    // One push at a time per node: the generation is max + 1.
+    await tx`select name from nodes where name = any(${rendered.map((r) => r.node)})
+             order by name for update`;
+    const rows = await tx<{ node: string; generation: number; pushed_at: Date }[]>`
+      insert into declarations (node, generation, digest, body, total)
+      select x.node,
+        coalesce((select max(d.generation) from declarations d where d.node = x.node), 0) + 1,
+        x.digest, x.body, x.total
+      from unnest(${rendered.map((r) => r.node)}::text[], ${
+      rendered.map((r) => r.digest)
+    }::text[], ${rendered.map((r) => r.text)}::text[], ${rendered.map((r) => r.total)}::int[])
+        as x(node, digest, body, total)
+      returning node, generation, pushed_at`;
+    const byNode = new Map(rows.map((r) => [r.node, r]));
+    const encoder = new TextEncoder();
+    const messages: Outgoing[] = [];
+    const pushed: Pushed[] = [];
+    for (const r of rendered) {
+      const row = byNode.get(r.node)!;
+      const message: DeclarationMessage = {
+        kind: "declaration",
+        node: r.node,
+        generation: row.generation,
+        digest: r.digest,
+        pushedAt: row.pushed_at.toISOString(),
+        declaration: r.text,
+      };
+      messages.push({
+        exchange: EXCHANGE,
+        routingKey: declarationKey(r.node),
+        body: encoder.encode(JSON.stringify(message)),
+        options: {
+          type: "declaration",
+          messageId: `${r.node}:${row.generation}`,
+          timestamp: Math.floor(row.pushed_at.getTime() / 1000),
+        },
+      });
+      pushed.push({
+        node: r.node,
+        generation: row.generation,
+        digest: r.digest,
+        total: r.total,
+        pushedAt: row.pushed_at,
+      });
+    }
+    await publishConfirmed(channel, messages);
+    return pushed;
+  });
+}
+
+/**
+ * `push NODE`: renders and pushes one node's declaration.
+ *
+ * @throws {InputError} when the node is not enrolled or its modules do not render.
+ */
+export async function pushNode(sql: Sql, channel: ConfirmChannel, node: string): Promise<Pushed> {
+  await requireNode(sql, node);
+  const rendered = await renderDeclarations(sql, [node]);
+  const [pushed] = await publishRendered(sql, channel, rendered);
+  return pushed!;
+}
+
+/** A node `push --behind` looked at and did not push, and why. */
+export interface Skipped {
+  node: string;
+  why: string;
+}
+
+/** What `push --behind` did: pushed (each with why), and nodes it left with why. */
+export interface BehindResult {
+  pushed: Pushed[];
+  skipped: Skipped[];
+  /** Nodes looked at. */
+  nodes: number;
+}
+
+/** Options for {@linkcode pushBehind}. */
+export interface BehindOptions {
+  /** A node failing the same way for longer than this (ms) is said about (default 1 hour). */
+  stuckAfter?: number;
+  /** Now, for tests (default the clock). */
+  now?: Date;
+  /** Decide and say, publish nothing. */
+  dryRun?: boolean;
+}
+
+/**
+ * Why `node` is behind, or undefined when its last report is a clean apply of its current
+ * declaration and its modules still render to that declaration.
+ */
+export function behindReason(node: NodeState, rendered: Rendered | undefined): string | undefined {
+  const { verdict, applied, total } = classify(node);
+  const d = node.declaration;
+  const r = node.report;
+  switch (verdict) {
+    case "never-spoke":
+      return d === undefined
+        ? "never pushed, never spoke"
+        : `never spoke (generation ${d.generation} pushed ${d.pushedAt.toISOString()})`;
+    case "outstanding":
+      return `outstanding: generation ${d!.generation} pushed ${
+        d!.pushedAt.toISOString()
+      }, last report is for generation ${r!.generation}`;
+    case "refused":
+      return `refused generation ${r!.generation} (${applied} of ${total} applied): ${
+        firstProblem(node)
+      }`;
+    case "failed":
+      return `failed generation ${r!.generation} (${applied} of ${total} applied): ${
+        firstProblem(node)
+      }`;
+    case "ok":
+      if (d === undefined) return "reported, but was never pushed a declaration";
+      if (rendered !== undefined && rendered.digest !== d.digest) {
+        return `its modules changed since generation ${d.generation} (${
+          rendered.modules.map((m) => `${m.name} v${m.version}`).join(", ") || "none assigned now"
+        })`;
+      }
+      return undefined;
+  }
+}
+
+function firstProblem(node: NodeState): string {
+  const p = node.report?.problems[0];
+  if (p === undefined) return "no problem reported";
+  const where = p.id ?? p.path;
+  return `${where ? `${where}: ` : ""}${p.message}`;
+}
+
+/**
+ * `push --behind`: pushes to every node whose last report is not a clean apply of its current
+ * declaration (or whose modules changed since), each with why. A node failing the same way for
+ * longer than `stuckAfter` is pushed to anyway, and that is said. A node never pushed and with
+ * no modules assigned is skipped and said.
+ *
+ * @throws {InputError} when a behind node's modules do not render (nothing is pushed).
+ */
+export async function pushBehind(
+  sql: Sql,
+  channel: ConfirmChannel | undefined,
+  options: BehindOptions = {},
+): Promise<BehindResult> {
+  const states = await readNodeStates(sql);
+  const renderable = states.filter((s) => s.modules.length > 0 || s.declaration !== undefined);
+  const renders = new Map(
+    (await renderDeclarations(sql, renderable.map((s) => s.name))).map((r) => [r.node, r]),
+  );
+  const behind: { node: NodeState; why: string }[] = [];
+  const skipped: Skipped[] = [];
+  for (const node of states) {
+    const rendered = renders.get(node.name);
+    const why = behindReason(node, rendered);
+    if (why === undefined) continue;
+    if (rendered === undefined) {
+      skipped.push({ node: node.name, why: `${why}; no modules assigned, nothing to push` });
+      continue;
+    }
+    behind.push({ node, why });
+  }
+  const stuckAfter = options.stuckAfter ?? 60 * 60 * 1000;
+  const now = options.now ?? new Date();
+  const since = await sameSince(
+    sql,
+    behind.filter((b) =>
+      classify(b.node).verdict === "failed" ||
+      classify(b.node).verdict === "refused"
+    ).map((b) => b.node.name),
+  );
+  const stuck = new Map<string, string>();
+  for (const [name, start] of since) {
+    const age = now.getTime() - start.getTime();
+    if (age >= stuckAfter) {
+      stuck.set(
+        name,
+        `${
+          VERDICT_WORDS[classify(states.find((s) => s.name === name)!).verdict]
+        } the same way since ${start.toISOString()} (${
+          formatDuration(age)
+        }); pushed anyway: the cause may have been fixed, and this was asked for`,
+      );
+    }
+  }
+  const toPush = behind.map((b) => renders.get(b.node.name)!);
+  let pushed: Pushed[];
+  if (options.dryRun || channel === undefined) {
+    pushed = toPush.map((r) => ({
+      node: r.node,
+      generation: 0,
+      digest: r.digest,
+      total: r.total,
+      pushedAt: now,
+    }));
+  } else {
+    pushed = await publishRendered(sql, channel, toPush);
+  }
+  const whyOf = new Map(behind.map((b) => [b.node.name, b.why]));
+  for (const p of pushed) {
+    p.why = whyOf.get(p.node)!;
+    const s = stuck.get(p.node);
+    if (s !== undefined) p.stuck = s;
+  }
+  return { pushed, skipped, nodes: states.length };
+}
+
+export { InputError };

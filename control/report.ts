@@ -1,0 +1,166 @@
+/**
+ * The control plane's output layer: status and board, as text and as JSON, both rendered from
+ * one {@linkcode Board} gathered before either is written (DESIGN.md, "Board").
+ *
+ * Board properties, each asserted by a test: no field is ever `null` (absent is absent); a node
+ * that never spoke carries no time field at all (not a zero time a page would show as 1970);
+ * refused and failed stay distinct and carry how much applied; no field is named like a secret.
+ *
+ * @module
+ */
+
+import { printable } from "../lib/printable.ts";
+import type { NodeState } from "./inventory.ts";
+import { classify, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
+
+/** One machine on the board. Optional fields are absent, never null. */
+export interface BoardMachine {
+  name: string;
+  system: string;
+  verdict: Verdict;
+  /** The verdict in words ("never spoke"). */
+  words: string;
+  /** Resources of the current declaration known applied. */
+  applied: number;
+  /** Resources of the current declaration. */
+  total: number;
+  /** Assigned modules, in order. */
+  modules: string[];
+  /** The current declaration's generation, when one was pushed. */
+  generation?: number;
+  /** The current declaration's digest, when one was pushed. */
+  digest?: string;
+  /** When the current declaration was pushed (absent for a node that never spoke). */
+  pushedAt?: string;
+  /** The generation the last report is about (absent for a node that never spoke). */
+  reportedGeneration?: number;
+  /** When the last report arrived (absent for a node that never spoke). */
+  lastReportAt?: string;
+  /** Why the last report was made (absent for a node that never spoke). */
+  trigger?: string;
+  /** The last report's problems (empty when none or when it never spoke). */
+  problems: { id?: string; path?: string; message: string }[];
+}
+
+/** Everything status and board say, gathered once. */
+export interface Board {
+  /** When the reads were made (ISO 8601). */
+  generatedAt: string;
+  /** Nodes enrolled. */
+  nodes: number;
+  /** Nodes per verdict (every verdict present, 0 when none). */
+  counts: Record<Verdict, number>;
+  /** Every node, the ones not doing what they were told first. */
+  machines: BoardMachine[];
+}
+
+/** Builds the board from one read of the node states. */
+export function gatherBoard(states: NodeState[], now: Date = new Date()): Board {
+  const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
+  const machines = states.map((node) => {
+    const { verdict, applied, total } = classify(node);
+    counts[verdict]++;
+    const machine: BoardMachine = {
+      name: node.name,
+      system: node.system,
+      verdict,
+      words: VERDICT_WORDS[verdict],
+      applied,
+      total,
+      modules: node.modules,
+      problems: [],
+    };
+    if (node.declaration !== undefined) {
+      machine.generation = node.declaration.generation;
+      machine.digest = node.declaration.digest;
+    }
+    if (node.report !== undefined) {
+      // Times only for a node that spoke: one that never did carries none.
+      if (node.declaration !== undefined) {
+        machine.pushedAt = node.declaration.pushedAt.toISOString();
+      }
+      machine.reportedGeneration = node.report.generation;
+      machine.lastReportAt = node.report.receivedAt.toISOString();
+      machine.trigger = node.report.trigger;
+      machine.problems = node.report.problems.map((p) => ({
+        ...(p.id !== undefined ? { id: p.id } : {}),
+        ...(p.path !== undefined ? { path: p.path } : {}),
+        message: p.message,
+      }));
+    }
+    return machine;
+  });
+  const rank = (v: Verdict) => VERDICTS.indexOf(v);
+  machines.sort((a, b) => rank(a.verdict) - rank(b.verdict) || a.name.localeCompare(b.name));
+  return { generatedAt: now.toISOString(), nodes: states.length, counts, machines };
+}
+
+/** The nodes not doing what they were told. */
+export function behindMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => m.verdict !== "ok");
+}
+
+/** `board --json`. */
+export function boardJson(board: Board): string {
+  return JSON.stringify(board, null, 2) + "\n";
+}
+
+/** `status --json`: the same machines as the board, only those not doing what they were told. */
+export function statusJson(board: Board): string {
+  const machines = behindMachines(board);
+  return JSON.stringify(
+    {
+      generatedAt: board.generatedAt,
+      nodes: board.nodes,
+      behind: machines.length,
+      counts: board.counts,
+      machines,
+    },
+    null,
+    2,
+  ) + "\n";
+}
+
+function line(m: BoardMachine): string {
+  const how = `${m.applied} of ${m.total}`;
+  const parts = [m.name.padEnd(20), m.words.padEnd(12), how.padEnd(10)];
+  if (m.generation !== undefined) parts.push(`gen ${m.generation}`.padEnd(8));
+  else parts.push("never pushed".padEnd(8));
+  if (m.lastReportAt !== undefined) {
+    parts.push(`reported ${m.lastReportAt} about gen ${m.reportedGeneration} (${m.trigger})`);
+  }
+  let out = printable(parts.join(" ").trimEnd());
+  const p = m.problems[0];
+  if (p !== undefined && (m.verdict === "refused" || m.verdict === "failed")) {
+    // The problem text comes from the node: escaped, so it cannot forge lines.
+    const where = p.id ?? p.path;
+    out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
+    if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
+  }
+  return out;
+}
+
+function countsLine(board: Board): string {
+  return VERDICTS.map((v) => `${board.counts[v]} ${VERDICT_WORDS[v]}`).join(", ");
+}
+
+/** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
+export function statusText(board: Board): string {
+  if (board.nodes === 0) return "no nodes enrolled\n";
+  const machines = behindMachines(board);
+  if (machines.length === 0) {
+    return `all ${board.nodes} nodes are doing what they were told (${countsLine(board)})\n`;
+  }
+  return `${machines.length} of ${board.nodes} nodes are not doing what they were told (${
+    countsLine(board)
+  })\n` + machines.map(line).join("\n") + "\n";
+}
+
+/** `board`: every node, the ones not doing what they were told first. */
+export function boardText(board: Board): string {
+  if (board.nodes === 0) return `board at ${board.generatedAt}: no nodes enrolled\n`;
+  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}\n` +
+    board.machines.map((m) =>
+      line(m) + (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
+    ).join("\n") + "\n";
+}

@@ -1,0 +1,413 @@
+/**
+ * The link: the host's connection to the control plane over the broker.
+ *
+ * - Consumes the node's own queue (prefetch 1). A declaration arriving goes through `parse`
+ *   (actions refused) and is applied; the result is journaled on disk as a report, then the
+ *   message is acknowledged, then the report is published with a publisher confirm and removed
+ *   from the journal. Neither the agent dying nor the broker restarting loses a report: what is
+ *   journaled is sent when the broker is back (oldest first).
+ * - The last accepted declaration is kept (`link/declaration.json`) and applied at start and at
+ *   every interval, whether or not the broker is there.
+ * - A declaration older than the kept one is ignored and said (the queue holds only the latest,
+ *   so a node that was offline gets what it should be now).
+ *
+ * Observing and acting stay in the appliers; this module only moves declarations and reports.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { ConsumeMessage } from "amqplib";
+import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import {
+  DeclarationMessage,
+  decodeMessage,
+  EXCHANGE,
+  MessageError,
+  nodeQueue,
+  reportKey,
+  ReportMessage,
+} from "../lib/broker.ts";
+import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
+import { redactUrl } from "../lib/url.ts";
+import { applyBytes, type ApplyResult, recordKnownGood } from "./apply.ts";
+import { declarationDigest } from "./declaration.ts";
+import { StoreError } from "./store.ts";
+import type { System } from "../systems/mod.ts";
+
+/** The link's directory inside the state directory. */
+export const LINK_DIR = "link";
+/** The kept declaration (the last accepted {@linkcode DeclarationMessage}). */
+export const KEPT_FILE = "declaration.json";
+/** Reports journaled and not yet confirmed by the broker, one file each. */
+export const OUTBOX_DIR = "outbox";
+
+/** Options for {@linkcode runLink}. */
+export interface LinkOptions {
+  system: System;
+  /** The node's broker URL, with its own credential. */
+  broker: string;
+  /** The node's name (its queue and routing key); the URL's account name by default. */
+  node: string;
+  stateDir: string;
+  /** The host's version, in reports and known-good. */
+  version: string;
+  /** Reconcile the kept declaration this often (ms). */
+  every: number;
+  /** Wait this long before the first reconnect (ms); doubles up to 60 s. */
+  retry: number;
+  /** Stops the link (between applies) when aborted. */
+  signal: AbortSignal;
+  /** Each finished apply, for the CLI to print. */
+  onApplied?: (report: ReportMessage) => void;
+  /** The link's own news (connected, broker away, ignored a stale declaration). */
+  onNews?: (line: string) => void;
+  /** Checked at every interval: a reason to stand aside (the binary was replaced), or undefined. */
+  replaced?: () => string | undefined;
+}
+
+/** Why the link stopped. */
+export type LinkStop =
+  | { reason: "signal" }
+  | { reason: "replaced"; detail: string };
+
+/**
+ * Runs the link until `signal` aborts or the binary is replaced.
+ *
+ * @throws {StoreError} when the state directory, the kept declaration or the journal cannot be
+ *   read or written (the host cannot work; the caller exits 3).
+ */
+export async function runLink(options: LinkOptions): Promise<LinkStop> {
+  const dir = join(options.stateDir, LINK_DIR);
+  const outbox = join(dir, OUTBOX_DIR);
+  try {
+    await Deno.mkdir(outbox, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StoreError(`Cannot create the link's journal "${outbox}": ${messageOf(error)}`);
+  }
+  const news = (line: string) => options.onNews?.(line);
+  let kept = await readKept(join(dir, KEPT_FILE));
+  let session: BrokerSession | undefined;
+  let stopping = false;
+  let fatal: unknown;
+
+  // Applies never overlap: a push and an interval take turns.
+  let turn: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = turn.then(fn);
+    turn = next.catch(() => {});
+    return next;
+  };
+
+  const apply = async (
+    message: DeclarationMessage | undefined,
+    trigger: ReportMessage["trigger"],
+    bytesDigest?: string,
+    invalid?: MessageError,
+  ): Promise<void> => {
+    let result: ApplyResult;
+    let generation = message?.generation ?? kept?.generation ?? 0;
+    if (invalid !== undefined) {
+      result = {
+        outcome: "refused",
+        applied: 0,
+        total: 0,
+        changes: [],
+        problems: invalid.problems.map((p) => ({ message: p })),
+        declaration: bytesDigest!,
+      };
+      generation = 0;
+    } else {
+      const source = message ?? kept!;
+      const bytes = new TextEncoder().encode(source.declaration);
+      const digest = await declarationDigest(bytes);
+      if (digest !== source.digest) {
+        result = {
+          outcome: "refused",
+          applied: 0,
+          total: 0,
+          changes: [],
+          problems: [{
+            message:
+              `The declaration's digest is ${digest}, not the ${source.digest} it was sent with`,
+          }],
+          declaration: digest,
+        };
+      } else {
+        result = await applyBytes(bytes, {
+          system: options.system,
+          stateDir: options.stateDir,
+          version: options.version,
+          trusted: false,
+        });
+        if (message !== undefined && result.outcome !== "refused") {
+          // Accepted (applied, or partly): this is what the node should be from now on.
+          await keep(join(dir, KEPT_FILE), message);
+          kept = message;
+        }
+        if (result.outcome === "applied") {
+          await recordKnownGood(options.stateDir, options.version);
+        }
+      }
+    }
+    const report: ReportMessage = {
+      kind: "report",
+      node: options.node,
+      generation,
+      trigger,
+      at: new Date().toISOString(),
+      hostVersion: options.version,
+      outcome: result.outcome,
+      applied: result.applied,
+      total: result.total,
+      declaration: result.declaration,
+      changes: result.changes,
+      problems: result.problems.map((p) => ({
+        ...(p.id !== undefined ? { id: p.id } : {}),
+        ...(p.path !== undefined ? { path: p.path } : {}),
+        message: p.message,
+      })),
+    };
+    await journal(outbox, report);
+    options.onApplied?.(report);
+  };
+
+  const flush = async () => {
+    const s = session;
+    if (s === undefined) return;
+    try {
+      await sendJournaled(outbox, s, options.node);
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      news(`cannot send reports now (${messageOf(error)}); they stay journaled`);
+    }
+  };
+
+  const onDelivery = (message: ConsumeMessage | null) => {
+    if (message === null) {
+      news("the broker cancelled the consumer; reconnecting");
+      session?.close();
+      return;
+    }
+    const s = session;
+    serial(async () => {
+      let declaration: DeclarationMessage | undefined;
+      let invalid: MessageError | undefined;
+      try {
+        declaration = decodeMessage(DeclarationMessage, message.content, "the declaration message");
+        if (declaration.node !== options.node) {
+          invalid = new MessageError("the declaration message", [
+            `node: addressed to "${declaration.node}", and this is "${options.node}"`,
+          ]);
+        }
+      } catch (error) {
+        if (!(error instanceof MessageError)) throw error;
+        invalid = error;
+      }
+      if (
+        invalid === undefined && kept !== undefined &&
+        declaration!.generation < kept.generation
+      ) {
+        news(
+          `ignored generation ${
+            declaration!.generation
+          }: generation ${kept.generation} was received already`,
+        );
+      } else {
+        const digest = invalid ? await declarationDigest(message.content) : undefined;
+        await apply(invalid ? undefined : declaration, "push", digest, invalid);
+      }
+      // Journaled first, acknowledged second: a crash between the two re-applies (a no-op) and
+      // reports again, never loses the report.
+      try {
+        s?.channel.ack(message);
+      } catch (error) {
+        news(`cannot acknowledge (${messageOf(error)}); the broker will redeliver`);
+      }
+      await flush();
+    }).catch((error) => {
+      fatal ??= error;
+    });
+  };
+
+  const connect = async (): Promise<void> => {
+    const s = await openBroker(options.broker);
+    try {
+      await s.channel.checkQueue(nodeQueue(options.node));
+      await s.channel.prefetch(1);
+    } catch (error) {
+      await s.close();
+      throw new Error(
+        `Cannot use queue "${nodeQueue(options.node)}" (is the node enrolled?): ${
+          messageOf(error)
+        }`,
+      );
+    }
+    session = s;
+    s.connection.once("close", () => {
+      if (session === s) session = undefined;
+      if (!stopping) news("the broker went away; reconciling the kept declaration meanwhile");
+    });
+    news(`connected to ${redactUrl(options.broker)}`);
+    await serial(flush);
+    await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });
+  };
+
+  if (kept !== undefined) await serial(() => apply(undefined, "start"));
+
+  let retry = options.retry;
+  let nextConnect = 0;
+  let nextInterval = Date.now() + options.every;
+  try {
+    for (;;) {
+      if (fatal !== undefined) throw fatal;
+      if (options.signal.aborted) return { reason: "signal" };
+      const now = Date.now();
+      if (session === undefined && now >= nextConnect) {
+        try {
+          await connect();
+          retry = options.retry;
+        } catch (error) {
+          news(`${messageOf(error)}; retrying in ${Math.round(retry / 1000)} s`);
+          nextConnect = Date.now() + retry;
+          retry = Math.min(retry * 2, 60_000);
+        }
+      }
+      if (now >= nextInterval) {
+        const why = options.replaced?.();
+        if (why !== undefined) return { reason: "replaced", detail: why };
+        if (kept !== undefined) {
+          await serial(async () => {
+            await apply(undefined, "interval");
+            await flush();
+          });
+        }
+        nextInterval = Date.now() + options.every;
+      }
+      await sleep(Math.max(10, Math.min(200, nextInterval - Date.now())), options.signal);
+    }
+  } finally {
+    stopping = true;
+    await turn;
+    await session?.close();
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Reads the kept declaration, or undefined when there is none yet.
+ *
+ * @throws {StoreError} when it exists and cannot be read (never taken as "none").
+ */
+export async function readKept(path: string): Promise<DeclarationMessage | undefined> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new StoreError(`Cannot read the kept declaration "${path}": ${messageOf(error)}`);
+  }
+  try {
+    return decodeMessage(DeclarationMessage, bytes, `the kept declaration "${path}"`);
+  } catch (error) {
+    throw new StoreError(messageOf(error));
+  }
+}
+
+async function keep(path: string, message: DeclarationMessage): Promise<void> {
+  try {
+    await writeFileAtomic(path, JSON.stringify(message) + "\n", { mode: 0o600 });
+  } catch (error) {
+    throw new StoreError(`Cannot keep the declaration in "${path}": ${messageOf(error)}`);
+  }
+}
+
+let sequence = 0;
+
+/**
+ * Journals a report (atomically, one file, named so that names sort oldest first).
+ *
+ * @throws {StoreError} when it cannot be written.
+ */
+export async function journal(outbox: string, report: ReportMessage): Promise<string> {
+  const name = `${Date.now().toString().padStart(15, "0")}-${
+    (sequence++).toString().padStart(6, "0")
+  }-${crypto.randomUUID().slice(0, 8)}.json`;
+  const path = join(outbox, name);
+  try {
+    await writeFileAtomic(path, JSON.stringify(report) + "\n", { mode: 0o600 });
+  } catch (error) {
+    throw new StoreError(`Cannot journal a report in "${outbox}": ${messageOf(error)}`);
+  }
+  return path;
+}
+
+/** The journaled reports' file names, oldest first. */
+export async function journaled(outbox: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(outbox)) {
+      if (entry.isFile && /^\d{15}-\d{6}-[0-9a-f]{8}\.json$/.test(entry.name)) {
+        names.push(entry.name);
+      }
+    }
+  } catch (error) {
+    throw new StoreError(`Cannot read the link's journal "${outbox}": ${messageOf(error)}`);
+  }
+  return names.sort();
+}
+
+/**
+ * Sends every journaled report, oldest first, each confirmed by the broker before its file is
+ * removed. Stops at the first that cannot be sent (the rest wait for the next try).
+ *
+ * @throws {AmqpError} when the broker refuses or does not confirm a report.
+ * @throws {StoreError} when the journal cannot be read or a sent report cannot be removed.
+ */
+export async function sendJournaled(
+  outbox: string,
+  session: BrokerSession,
+  node: string,
+): Promise<number> {
+  let sent = 0;
+  for (const name of await journaled(outbox)) {
+    const path = join(outbox, name);
+    let body: Uint8Array;
+    try {
+      body = await Deno.readFile(path);
+      decodeMessage(ReportMessage, body, `the journaled report "${path}"`);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) continue;
+      // A journaled report that cannot be read is set aside (not sent, not deleted) and said;
+      // the next flush goes on with the rest.
+      await Deno.rename(path, `${path}.unreadable`).catch(() => {});
+      throw new Error(`${messageOf(error)}; set aside as "${name}.unreadable"`);
+    }
+    await publishConfirmed(session.channel, [{
+      exchange: EXCHANGE,
+      routingKey: reportKey(node),
+      body,
+      options: { type: "report" },
+    }]);
+    try {
+      await Deno.remove(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        throw new StoreError(`Cannot remove the sent report "${path}": ${messageOf(error)}`);
+      }
+    }
+    sent++;
+  }
+  return sent;
+}

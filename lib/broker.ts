@@ -1,0 +1,170 @@
+/**
+ * The broker contract, defined once and imported by the control plane, the host's link and the
+ * builder (DESIGN.md, "Broker"): the exchange, queue names, routing keys, the rule a node name
+ * keeps so that it can be a routing-key word, a queue-name part and a broker account, and the
+ * two message formats that travel over AMQP 0-9-1.
+ *
+ * This module does not load an AMQP client: a program that only needs a name pays nothing.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { formatPath } from "./json_path.ts";
+
+/** The one durable topic exchange everything is published to. */
+export const EXCHANGE = "mesh";
+/** The control plane's queue of reports, bound to {@linkcode REPORT_BINDING}. */
+export const REPORTS_QUEUE = "mesh.reports";
+/** The binding that brings every node's report to {@linkcode REPORTS_QUEUE}. */
+export const REPORT_BINDING = "report.*";
+/** The shared build queue (several builders take turns on it). */
+export const BUILD_QUEUE = "mesh.build";
+/** The routing key build requests are published under. */
+export const BUILD_REQUEST_KEY = "build.request";
+
+/**
+ * A node name: 1-63 lowercase letters, digits and inner hyphens (a DNS label). A routing key
+ * splits words on `.` and treats `*` and `#` as wildcards, and a queue name and an account name
+ * are derived from it, so nothing else is allowed.
+ */
+export const NODE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Why `name` cannot be a node name, or undefined when it can.
+ */
+export function nodeNameProblem(name: string): string | undefined {
+  if (NODE_NAME.test(name)) return undefined;
+  return `node name ${
+    JSON.stringify(name)
+  } is not 1-63 lowercase letters, digits and inner hyphens (it becomes a routing-key word, a queue name and a broker account, where ".", "*", "#" and other characters mean something else)`;
+}
+
+/** The queue a node consumes its declarations from: `mesh.node.<name>`. */
+export function nodeQueue(node: string): string {
+  return `mesh.node.${node}`;
+}
+
+/** The routing key a node's declarations are published under: `declaration.<name>`. */
+export function declarationKey(node: string): string {
+  return `declaration.${node}`;
+}
+
+/** The routing key a node publishes its reports under: `report.<name>`. */
+export function reportKey(node: string): string {
+  return `report.${node}`;
+}
+
+/**
+ * The node a report routing key names, or undefined when `key` is not one.
+ */
+export function nodeOfReportKey(key: string): string | undefined {
+  const match = /^report\.(.+)$/.exec(key);
+  return match && NODE_NAME.test(match[1]!) ? match[1] : undefined;
+}
+
+/**
+ * Arguments of every node queue: it holds only the latest declaration (a node that was offline
+ * receives what it should be now, not a backlog of what it once should have been).
+ */
+export const NODE_QUEUE_ARGUMENTS = {
+  "x-max-length": 1,
+  "x-overflow": "drop-head",
+} as const;
+
+const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 hex digits>");
+const time = z.iso.datetime({ offset: true });
+
+/**
+ * A declaration sent to a node: the declaration's exact JSON text (so the node's digest of the
+ * bytes it applies equals the control plane's), its digest and generation.
+ */
+export const DeclarationMessage = z.strictObject({
+  kind: z.literal("declaration"),
+  node: z.string().regex(NODE_NAME),
+  /** Counts up per node, from 1; a node ignores a generation older than one it has seen. */
+  generation: z.int().min(1),
+  digest,
+  /** When the control plane published it (ISO 8601). */
+  pushedAt: time,
+  /** The declaration (JSON, version 1), as text. */
+  declaration: z.string(),
+});
+/** A declaration sent to a node. */
+export type DeclarationMessage = z.infer<typeof DeclarationMessage>;
+
+/** A problem in a report: where (a resource id or a JSON path) and what. */
+const ReportProblem = z.strictObject({
+  id: z.string().optional(),
+  path: z.string().optional(),
+  message: z.string(),
+});
+
+/**
+ * What a node reports after an apply (DESIGN.md, "Apply result", plus who, which generation and
+ * why it applied).
+ */
+export const ReportMessage = z.strictObject({
+  kind: z.literal("report"),
+  node: z.string().regex(NODE_NAME),
+  /** The generation applied; 0 when the node applied a declaration it kept from before. */
+  generation: z.int().min(0),
+  /** Why it applied: a declaration arrived, the link started, or the interval came round. */
+  trigger: z.enum(["push", "start", "interval"]),
+  /** When the node finished the apply (the node's clock, ISO 8601). */
+  at: time,
+  /** The host's version. */
+  hostVersion: z.string().max(100),
+  outcome: z.enum(["applied", "refused", "failed"]),
+  applied: z.int().min(0),
+  total: z.int().min(0),
+  /** sha256 of the declaration's bytes. */
+  declaration: digest,
+  changes: z.array(z.strictObject({
+    id: z.string(),
+    type: z.string(),
+    change: z.enum(["created", "updated", "unchanged", "removed", "forgotten"]),
+  })).max(100_000),
+  problems: z.array(ReportProblem).max(10_000),
+});
+/** What a node reports after an apply. */
+export type ReportMessage = z.infer<typeof ReportMessage>;
+
+/** A message that does not match its schema; `problems` are `path: message` lines. */
+export class MessageError extends Error {
+  /** Every problem found, each `path: message`. */
+  readonly problems: string[];
+  constructor(what: string, problems: string[]) {
+    super(`Cannot read ${what}: ${problems.join("; ")}`);
+    this.name = "MessageError";
+    this.problems = problems;
+  }
+}
+
+/**
+ * Decodes a message body (UTF-8 JSON) against `schema`, collecting every problem.
+ *
+ * @throws {MessageError} naming each problem with its path.
+ */
+export function decodeMessage<T extends z.ZodType>(
+  schema: T,
+  body: Uint8Array,
+  what: string,
+): z.infer<T> {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch (error) {
+    throw new MessageError(what, [`$: not UTF-8 JSON (${(error as Error).message})`]);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new MessageError(
+      what,
+      parsed.error.issues.map((i) =>
+        `${formatPath(i.path as (string | number)[]) || "$"}: ${i.message}`
+      ),
+    );
+  }
+  return parsed.data;
+}

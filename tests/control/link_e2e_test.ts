@@ -1,0 +1,434 @@
+/**
+ * The control plane and the link end to end, against the real PostgreSQL and RabbitMQ, with host
+ * processes (`deno run host/debian.ts link`) under temporary roots on this Debian machine: real
+ * apt for the package that does not exist.
+ */
+
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
+import { ROOT } from "../support/mod.ts";
+import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
+import { readNodeStates } from "../../control/inventory.ts";
+import { classify } from "../../control/state.ts";
+import type { ReportMessage } from "../../lib/broker.ts";
+import { run } from "../../lib/command.ts";
+
+const opts = { sanitizeResources: false, sanitizeOps: false };
+
+/** A running `mesh-host link`. */
+interface LinkProcess {
+  reports: ReportMessage[];
+  stderr: () => string;
+  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+function startLink(url: string, stateDir: string, every = "2s"): LinkProcess {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--quiet",
+      `${ROOT}host/debian.ts`,
+      "link",
+      "--broker",
+      url,
+      "--state-dir",
+      stateDir,
+      "--every",
+      every,
+      "--json",
+    ],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reports: ReportMessage[] = [];
+  let err = "";
+  (async () => {
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let i;
+      while ((i = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, i);
+        buffer = buffer.slice(i + 1);
+        if (line.trim()) reports.push(JSON.parse(line));
+      }
+    }
+  })();
+  (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
+  })();
+  let status: Promise<Deno.CommandStatus> | undefined;
+  return {
+    reports,
+    stderr: () => err,
+    kill: (signal: Deno.Signal = "SIGTERM") => {
+      if (status === undefined) {
+        try {
+          child.kill(signal);
+        } catch { /* already gone */ }
+        status = child.status;
+      }
+      return status;
+    },
+  };
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function mustRun(inv: TestInventory, args: string[]) {
+  const out = await controlCli(args, inv.env);
+  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
+  return out;
+}
+
+/** Enrolls a node and returns its broker URL (printed once). */
+async function enroll(inv: TestInventory, node: string): Promise<string> {
+  const out = await mustRun(inv, ["node", "enroll", node, "--system", "debian"]);
+  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
+  assert(url, `enroll printed no URL: ${out.stdout}`);
+  return url;
+}
+
+async function deleteAccount(node: string) {
+  const { deleteNodeAccount } = await import("../../control/broker_admin.ts");
+  await deleteNodeAccount({
+    amqp: "amqp://guest:guest@127.0.0.1:5672/%2F",
+    api: "http://guest:guest@127.0.0.1:15672",
+  }, node).catch(() => {});
+}
+
+/** Drains reports into the inventory and returns the node's state. */
+async function stateOf(inv: TestInventory, node: string) {
+  await mustRun(inv, ["ingest", "--drain"]);
+  const [state] = await readNodeStates(inv.sql, [node]);
+  return state!;
+}
+
+async function writeModule(dir: string, name: string, resources: unknown[]): Promise<string> {
+  const path = `${dir}/${name}.json`;
+  await Deno.writeTextFile(path, JSON.stringify({ version: 1, resources }));
+  return path;
+}
+
+Deno.test(
+  "two hosts: push --behind names the broken one only, and it recovers without being named",
+  opts,
+  async (t) => {
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+    const healthy = uniqueNode("good");
+    const broken = uniqueNode("bad");
+    const links: LinkProcess[] = [];
+    try {
+      await mustRun(inv, ["broker", "setup"]);
+      const healthyUrl = await enroll(inv, healthy);
+      const brokenUrl = await enroll(inv, broken);
+      await mustRun(inv, [
+        "module",
+        "add",
+        await writeModule(dir, `files-${healthy}`, [
+          { id: "root", type: "directory", path: `${dir}/${healthy}`, mode: "0755" },
+          {
+            id: "motd",
+            type: "file",
+            path: `${dir}/${healthy}/motd`,
+            content: "hi\n",
+            mode: "0644",
+          },
+        ]),
+      ]);
+      const brokenModule = `app-${broken}`;
+      await mustRun(inv, [
+        "module",
+        "add",
+        await writeModule(dir, brokenModule, [
+          { id: "root", type: "directory", path: `${dir}/${broken}`, mode: "0755" },
+          { id: "tool", type: "package", package: "mesh-no-such-package-e2e" },
+        ]),
+      ]);
+      await mustRun(inv, ["node", "assign", healthy, `files-${healthy}`]);
+      await mustRun(inv, ["node", "assign", broken, brokenModule]);
+      links.push(startLink(healthyUrl, `${dir}/state-${healthy}`));
+      links.push(startLink(brokenUrl, `${dir}/state-${broken}`));
+
+      await t.step("the first push --behind reaches both: never pushed, never spoke", async () => {
+        const out = await mustRun(inv, ["push", "--behind"]);
+        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${healthy}: never pushed`));
+        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${broken}: never pushed`));
+      });
+
+      await t.step("the healthy node applies cleanly; the broken one fails 1 of 2", async () => {
+        await waitFor("the healthy node's clean report", async () => {
+          const s = await stateOf(inv, healthy);
+          return classify(s).verdict === "ok" ? s : undefined;
+        });
+        const s = await waitFor("the broken node's failed report", async () => {
+          const s = await stateOf(inv, broken);
+          return classify(s).verdict === "failed" ? s : undefined;
+        });
+        assertEquals([s.report!.applied, s.report!.total], [1, 2]);
+        assertEquals(s.report!.problems[0]!.id, "tool");
+        assertEquals(await Deno.readTextFile(`${dir}/${healthy}/motd`), "hi\n");
+      });
+
+      await t.step(
+        "push --behind names the broken node, with why, and not the healthy one",
+        async () => {
+          const out = await mustRun(inv, ["push", "--behind"]);
+          assertMatch(
+            out.stdout,
+            new RegExp(
+              `pushed generation 2 to ${broken}: failed generation 1 \\(1 of 2 applied\\): tool: `,
+            ),
+          );
+          assert(!out.stdout.includes(healthy), out.stdout);
+          assertMatch(out.stdout, /pushed to 1 of 2 nodes; 1 not behind/);
+        },
+      );
+
+      await t.step("status says failed, 1 of 2, and exits 1", async () => {
+        await waitFor("the broken node's report on generation 2", async () => {
+          const s = await stateOf(inv, broken);
+          return s.report?.generation === 2 ? s : undefined;
+        });
+        const out = await controlCli(["status"], inv.env);
+        assertEquals(out.code, 1);
+        assertMatch(out.stdout, new RegExp(`${broken}\\s+failed\\s+1 of 2`));
+        assert(!out.stdout.includes(healthy), out.stdout);
+      });
+
+      await t.step("failing the same way for hours is pushed to anyway, and said", async () => {
+        await inv.sql`update reports set received_at = received_at - interval '6 hours'
+                      where node = ${broken}`;
+        const out = await mustRun(inv, ["push", "--behind"]);
+        assertMatch(out.stdout, new RegExp(`pushed generation 3 to ${broken}`));
+        assertMatch(
+          out.stdout,
+          new RegExp(`${broken}: failed the same way since .* pushed anyway`),
+        );
+      });
+
+      await t.step(
+        "the module is corrected; the next push --behind reaches it unnamed",
+        async () => {
+          await mustRun(inv, [
+            "module",
+            "add",
+            await writeModule(dir, brokenModule, [
+              { id: "root", type: "directory", path: `${dir}/${broken}`, mode: "0755" },
+              {
+                id: "tool",
+                type: "file",
+                path: `${dir}/${broken}/tool`,
+                content: "ok\n",
+                mode: "0755",
+              },
+            ]),
+          ]);
+          const out = await mustRun(inv, ["push", "--behind"]);
+          assertMatch(out.stdout, new RegExp(`pushed generation 4 to ${broken}`));
+          assert(!out.stdout.includes(healthy), out.stdout);
+          const s = await waitFor("the corrected node's clean report", async () => {
+            const s = await stateOf(inv, broken);
+            return classify(s).verdict === "ok" ? s : undefined;
+          });
+          assertEquals([s.report!.generation, s.report!.applied, s.report!.total], [4, 2, 2]);
+          assertEquals(await Deno.readTextFile(`${dir}/${broken}/tool`), "ok\n");
+        },
+      );
+
+      await t.step("now nothing is behind, and it says so", async () => {
+        const out = await mustRun(inv, ["push", "--behind"]);
+        assertMatch(out.stdout, /nothing behind: 2 of 2 nodes report a clean apply/);
+        const status = await controlCli(["status"], inv.env);
+        assertEquals(status.code, 0, status.stdout);
+        assertMatch(status.stdout, /all 2 nodes are doing what they were told/);
+      });
+    } finally {
+      for (const l of links) await l.kill();
+      await deleteAccount(healthy);
+      await deleteAccount(broken);
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "a node that was offline receives the latest declaration, not the backlog",
+  opts,
+  async () => {
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+    const node = uniqueNode("away");
+    let link: LinkProcess | undefined;
+    try {
+      await mustRun(inv, ["broker", "setup"]);
+      const url = await enroll(inv, node);
+      for (const n of [1, 2, 3]) {
+        await mustRun(inv, [
+          "module",
+          "add",
+          "--name",
+          "m",
+          await writeModule(dir, `m${n}`, [
+            { id: "f", type: "file", path: `${dir}/f`, content: `${n}\n`, mode: "0644" },
+          ]),
+        ]);
+        if (n === 1) await mustRun(inv, ["node", "assign", node, "m"]);
+        await mustRun(inv, ["push", node]);
+      }
+      link = startLink(url, `${dir}/state`);
+      const first = await waitFor("a report", () => link!.reports[0]);
+      assertEquals([first.trigger, first.generation, first.outcome], ["push", 3, "applied"]);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "3\n");
+      // And the older ones never arrive.
+      await new Promise((r) => setTimeout(r, 1500));
+      assertEquals(link.reports.filter((r) => r.trigger === "push").length, 1);
+    } finally {
+      await link?.kill();
+      await deleteAccount(node);
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+async function rabbitmqctl(...args: string[]) {
+  await run(["rabbitmqctl", ...args], { timeoutMs: 120_000 });
+}
+
+Deno.test(
+  "a report made while the broker is away survives the agent dying and the broker restarting",
+  opts,
+  async () => {
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+    const node = uniqueNode("held");
+    let link: LinkProcess | undefined;
+    let stopped = false;
+    try {
+      await mustRun(inv, ["broker", "setup"]);
+      const url = await enroll(inv, node);
+      await mustRun(inv, [
+        "module",
+        "add",
+        "--name",
+        `m-${node}`,
+        await writeModule(dir, "m", [
+          { id: "f", type: "file", path: `${dir}/f`, content: "x\n", mode: "0644" },
+        ]),
+      ]);
+      await mustRun(inv, ["node", "assign", node, `m-${node}`]);
+      await mustRun(inv, ["push", node]);
+      const state = `${dir}/state`;
+      link = startLink(url, state, "1s");
+      await waitFor("the first report", () => link!.reports[0]);
+      await waitFor("the journal to empty", async () => {
+        for await (const _ of Deno.readDir(`${state}/link/outbox`)) return undefined;
+        return true;
+      });
+
+      await rabbitmqctl("stop_app");
+      stopped = true;
+      // The host goes on reconciling; what it reports now can only be journaled.
+      const held = await waitFor("a report journaled while the broker is away", async () => {
+        for await (const e of Deno.readDir(`${state}/link/outbox`)) {
+          return JSON.parse(
+            await Deno.readTextFile(`${state}/link/outbox/${e.name}`),
+          ) as ReportMessage;
+        }
+        return undefined;
+      }, 30_000);
+      await link.kill("SIGKILL");
+      await rabbitmqctl("start_app");
+      stopped = false;
+      await rabbitmqctl("await_startup");
+
+      link = startLink(url, state, "1s");
+      await waitFor("the held report in the inventory", async () => {
+        await controlCli(["ingest", "--drain"], inv.env);
+        const rows = await inv.sql`select 1 from reports where node = ${node}
+                                   and reported_at = ${held.at}`;
+        return rows.length === 1 ? true : undefined;
+      }, 60_000);
+    } finally {
+      await link?.kill();
+      if (stopped) await rabbitmqctl("start_app").catch(() => {});
+      await rabbitmqctl("await_startup").catch(() => {});
+      await deleteAccount(node);
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "a host killed while applying applies the declaration again when it returns, and reports it",
+  opts,
+  async () => {
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+    const node = uniqueNode("kill");
+    let link: LinkProcess | undefined;
+    try {
+      await mustRun(inv, ["broker", "setup"]);
+      const url = await enroll(inv, node);
+      const resources: unknown[] = [
+        { id: "root", type: "directory", path: `${dir}/files`, mode: "0755" },
+      ];
+      for (let i = 0; i < 3000; i++) {
+        resources.push({
+          id: `f${i}`,
+          type: "file",
+          path: `${dir}/files/${i}`,
+          content: `${i}\n`,
+          mode: "0644",
+        });
+      }
+      await mustRun(inv, ["module", "add", await writeModule(dir, `many-${node}`, resources)]);
+      await mustRun(inv, ["node", "assign", node, `many-${node}`]);
+      await mustRun(inv, ["push", node]);
+      const state = `${dir}/state`;
+      link = startLink(url, state);
+      await waitFor("the apply to be under way", async () => {
+        let n = 0;
+        try {
+          for await (const _ of Deno.readDir(`${dir}/files`)) if (++n > 50) return true;
+        } catch { /* not yet */ }
+        return undefined;
+      });
+      await link.kill("SIGKILL");
+      assertEquals(link.reports.length, 0, "killed before it finished");
+      link = startLink(url, state);
+      const report = await waitFor("the report after the restart", () => link!.reports[0]);
+      assertEquals(
+        [report.trigger, report.generation, report.outcome, report.applied],
+        ["push", 1, "applied", 3001],
+      );
+      const s = await waitFor("the inventory to say ok", async () => {
+        const s = await stateOf(inv, node);
+        return classify(s).verdict === "ok" ? s : undefined;
+      });
+      assertEquals(s.report!.applied, 3001);
+    } finally {
+      await link?.kill();
+      await deleteAccount(node);
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);

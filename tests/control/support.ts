@@ -1,0 +1,65 @@
+/**
+ * Shared test support for the control plane: a fresh, migrated inventory database per test,
+ * the real broker's endpoints, and running `mesh-control`.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import { cli, type CliResult } from "../support/mod.ts";
+import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
+
+/** The test server (trust auth; DESIGN.md, "Real components"). */
+export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
+/** The real broker, with the administrative account. */
+export const BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F";
+/** The real broker's management API. */
+export const BROKER_API_URL = "http://guest:guest@127.0.0.1:15672";
+
+/** A database made for one test. */
+export interface TestInventory {
+  url: string;
+  sql: Sql;
+  /** The environment `mesh-control` reads its connections from. */
+  env: Record<string, string>;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+}
+
+/** Creates a uniquely named database, migrated unless `migrated: false`. */
+export async function freshInventory(
+  options: { migrated?: boolean } = {},
+): Promise<TestInventory> {
+  const name = `inventory_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = `${PG_SERVER}/${name}`;
+  const sql = await connectDatabase(url, { requireMigrated: false });
+  if (options.migrated ?? true) await migrate(sql);
+  return {
+    url,
+    sql,
+    env: {
+      MESH_DATABASE_URL: url,
+      MESH_BROKER_URL: BROKER_URL,
+      MESH_BROKER_API_URL: BROKER_API_URL,
+    },
+    drop: async () => {
+      await sql.end({ timeout: 1 });
+      const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+/** Runs `mesh-control` (deno run control/main.ts). */
+export function controlCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return cli("control/main.ts", args, env);
+}
+
+/** A node name unique to this run (a valid DNS label). */
+export function uniqueNode(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
