@@ -1,11 +1,12 @@
 #!/bin/sh
 # Prepares a fresh Debian machine (root, Node and npm present) for mesh: Deno 2.9.x from npm,
-# the Debian packages the tests and the demo use, and the services they need.
+# the Debian packages the tests and the demo use, and the services they need (PostgreSQL,
+# RabbitMQ and its management plugin, started and enabled when they are not).
 # Safe to run again: it installs only what is missing. Prints what it does on stderr.
 set -eu
 
 DENO_VERSION=2.9.6
-PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap docker-registry pacman-package-manager"
+PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap docker-registry pacman-package-manager nftables"
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
@@ -37,6 +38,42 @@ if [ -n "$missing" ]; then
 	apt-get update -qq >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
 fi
+
+# The services the control-plane tests talk to (DESIGN.md, "Real components"): PostgreSQL on
+# 127.0.0.1:5432 and RabbitMQ on 127.0.0.1:5672 with its management API on 15672. A machine of
+# this kind has both installed; they may have stopped, and the management plugin is off by default.
+for tool in pg_ctlcluster pg_isready rabbitmq-server rabbitmqctl rabbitmq-plugins curl; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		say "$tool is missing: this machine lacks PostgreSQL or RabbitMQ, which the control-plane tests need"
+		exit 1
+	fi
+done
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+	say "starting PostgreSQL"
+	pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start >&2
+fi
+if ! rabbitmqctl -q status >/dev/null 2>&1; then
+	say "starting RabbitMQ"
+	rabbitmq-server -detached >&2
+	timeout 120 rabbitmqctl -q await_startup >&2
+fi
+if ! rabbitmq-plugins -q is_enabled rabbitmq_management >/dev/null 2>&1; then
+	say "enabling RabbitMQ's management plugin"
+	rabbitmq-plugins -q enable rabbitmq_management >&2
+fi
+i=0
+until curl -sf -u guest:guest http://127.0.0.1:15672/api/overview >/dev/null; do
+	i=$((i + 1))
+	if [ "$i" -gt 60 ]; then
+		say "RabbitMQ's management API on 127.0.0.1:15672 does not answer"
+		exit 1
+	fi
+	sleep 1
+done
+pg_isready -q -h 127.0.0.1 -p 5432 || {
+	say "PostgreSQL on 127.0.0.1:5432 does not answer"
+	exit 1
+}
 
 # Caddy's package starts a server on :80 where systemd runs; the tests start their own Caddy
 # on free ports, so nothing else is needed here.

@@ -1,0 +1,245 @@
+/**
+ * `mesh-host link` against the real broker: what it refuses, what it keeps, what it ignores, and
+ * that it reconciles with no broker at all. Declarations are published here as the control plane
+ * would (as the administrative account, with confirms), some of them deliberately wrong.
+ */
+
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
+import { cli, ROOT } from "../support/mod.ts";
+import { declarationKey, type DeclarationMessage, EXCHANGE } from "../../lib/broker.ts";
+import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
+import { declarationDigest } from "../../host/declaration.ts";
+import {
+  createNodeAccount,
+  deleteNodeAccount,
+  setupTopology,
+} from "../../control/broker_admin.ts";
+import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
+
+const opts = { sanitizeResources: false, sanitizeOps: false };
+const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
+
+async function declaration(
+  node: string,
+  generation: number,
+  resources: unknown[],
+  overrides: Partial<DeclarationMessage> = {},
+): Promise<DeclarationMessage> {
+  const text = JSON.stringify({ version: 1, resources });
+  return {
+    kind: "declaration",
+    node,
+    generation,
+    digest: await declarationDigest(text),
+    pushedAt: new Date().toISOString(),
+    declaration: text,
+    ...overrides,
+  };
+}
+
+async function publish(node: string, bodies: (DeclarationMessage | string)[]) {
+  const session = await openBroker(BROKER_URL);
+  try {
+    for (const body of bodies) {
+      await publishConfirmed(session.channel, [{
+        exchange: EXCHANGE,
+        routingKey: declarationKey(node),
+        body: new TextEncoder().encode(typeof body === "string" ? body : JSON.stringify(body)),
+      }]);
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+interface Run {
+  code: number;
+  reports: Record<string, unknown>[];
+  stderr: string;
+}
+
+/** Runs the link until `until` holds for its reports (or 60 s), then stops it with SIGTERM. */
+async function runLink(
+  args: string[],
+  until: (reports: Record<string, unknown>[], stderr: string) => boolean,
+): Promise<Run> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}host/debian.ts`, "link", "--json", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reports: Record<string, unknown>[] = [];
+  let stderr = "";
+  let buffer = "";
+  const reading = (async () => {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let i;
+      while ((i = buffer.indexOf("\n")) >= 0) {
+        reports.push(JSON.parse(buffer.slice(0, i)));
+        buffer = buffer.slice(i + 1);
+      }
+    }
+  })();
+  const readingErr = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk;
+  })();
+  const deadline = Date.now() + 60_000;
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => exited = s);
+  while (!until(reports, stderr) && exited === undefined && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (exited === undefined) child.kill("SIGTERM");
+  const status = await child.status;
+  await reading;
+  await readingErr;
+  return { code: status.code, reports, stderr };
+}
+
+Deno.test("link: what arrives on the node's queue", opts, async (t) => {
+  await setupTopology(endpoints);
+  const node = uniqueNode("lnk");
+  const account = await createNodeAccount(endpoints, node);
+  const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+  const state = `${dir}/state`;
+  const file = (content: string) => ({
+    id: "f",
+    type: "file",
+    path: `${dir}/f`,
+    content,
+    mode: "0644",
+  });
+  const link = (until: Parameters<typeof runLink>[1]) =>
+    runLink(["--broker", account.url, "--state-dir", state, "--every", "1h"], until);
+  try {
+    await t.step("an action is refused (the link is untrusted input), and not kept", async () => {
+      await publish(node, [
+        await declaration(node, 1, [{
+          id: "a",
+          type: "action",
+          command: ["touch", `${dir}/acted`],
+          verify: ["test", "-e", `${dir}/acted`],
+        }]),
+      ]);
+      const run = await link((r) => r.length >= 1);
+      assertEquals(run.reports[0]!.outcome, "refused");
+      assertEquals(run.reports[0]!.generation, 1);
+      assertMatch(JSON.stringify(run.reports[0]!.problems), /action/);
+      assert(!(await exists(`${dir}/acted`)), "the action ran");
+      assert(!(await exists(`${state}/link/declaration.json`)), "a refused declaration was kept");
+    });
+
+    await t.step("a declaration is applied, kept, and reported", async () => {
+      await publish(node, [await declaration(node, 2, [file("two\n")])]);
+      const run = await link((r) => r.length >= 1);
+      assertEquals(run.reports[0]!.outcome, "applied");
+      assertEquals(run.reports[0]!.trigger, "push");
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+      const kept = JSON.parse(await Deno.readTextFile(`${state}/link/declaration.json`));
+      assertEquals(kept.generation, 2);
+    });
+
+    await t.step("the kept declaration is applied at start, undoing drift", async () => {
+      await Deno.writeTextFile(`${dir}/f`, "drifted\n");
+      const run = await link((r) => r.length >= 1);
+      assertEquals([run.reports[0]!.trigger, run.reports[0]!.outcome], ["start", "applied"]);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+    });
+
+    await t.step("an older generation is ignored and said", async () => {
+      await publish(node, [await declaration(node, 1, [file("old\n")])]);
+      const run = await link((r, err) => r.length >= 1 && /ignored generation 1/.test(err));
+      assertMatch(run.stderr, /ignored generation 1: generation 2 was received already/);
+      assertEquals(run.reports.filter((r) => r.trigger === "push").length, 0);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+    });
+
+    await t.step("a declaration whose digest does not match is refused", async () => {
+      const bad = await declaration(node, 3, [file("three\n")]);
+      bad.digest = `sha256:${"0".repeat(64)}`;
+      await publish(node, [bad]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      const pushed = run.reports.find((r) => r.trigger === "push")!;
+      assertEquals(pushed.outcome, "refused");
+      assertMatch(JSON.stringify(pushed.problems), /digest/);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+    });
+
+    await t.step("a message for another node is refused", async () => {
+      await publish(node, [await declaration("someone-else", 4, [file("x\n")])]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      const pushed = run.reports.find((r) => r.trigger === "push")!;
+      assertEquals(pushed.outcome, "refused");
+      assertMatch(JSON.stringify(pushed.problems), /addressed to \\"someone-else\\"/);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+    });
+
+    await t.step("a message that is not JSON is refused", async () => {
+      await publish(node, ["{not json"]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      const pushed = run.reports.find((r) => r.trigger === "push")!;
+      assertEquals(pushed.outcome, "refused");
+      assertMatch(JSON.stringify(pushed.problems), /not UTF-8 JSON/);
+    });
+
+    await t.step("with no broker at all, the kept declaration is still reconciled", async () => {
+      await Deno.writeTextFile(`${dir}/f`, "drifted again\n");
+      const run = await runLink(
+        [
+          "--broker",
+          `amqp://${node}:wrong@127.0.0.1:1/%2F`,
+          "--state-dir",
+          state,
+          "--every",
+          "1s",
+        ],
+        (r) => r.length >= 2,
+      );
+      assertEquals(run.reports.map((r) => r.trigger).slice(0, 2), ["start", "interval"]);
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+      assertMatch(run.stderr, /Cannot connect to broker "amqp:\/\/[^:]+:\*\*\*@127\.0\.0\.1:1/);
+      assert(!run.stderr.includes(":wrong@"), "the password was printed");
+      let journaled = 0;
+      for await (const _ of Deno.readDir(`${state}/link/outbox`)) journaled++;
+      assert(journaled >= 2, `the reports made with no broker were not journaled (${journaled})`);
+    });
+
+    await t.step("a kept declaration that cannot be read stops the link (exit 3)", async () => {
+      await Deno.writeTextFile(`${state}/link/declaration.json`, "garbage");
+      const run = await link(() => false);
+      assertEquals(run.code, 3);
+      assertMatch(run.stderr, /Cannot read the kept declaration/);
+    });
+  } finally {
+    await deleteNodeAccount(endpoints, node).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("link: refused before it starts", opts, async () => {
+  const none = await cli("host/debian.ts", ["link", "--state-dir", "/tmp/mesh-none"], {
+    MESH_BROKER_URL: "",
+  });
+  assertEquals(none.code, 2);
+  assertMatch(none.stderr, /No broker given: pass --broker URL or set MESH_BROKER_URL/);
+  const badName = await cli("host/debian.ts", [
+    "link",
+    "--broker",
+    "amqp://Web.1:x@127.0.0.1:5672/%2F",
+    "--state-dir",
+    "/tmp/mesh-none",
+  ]);
+  assertEquals(badName.code, 2);
+  assertMatch(badName.stderr, /Cannot link: node name "Web\.1"/);
+});
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
