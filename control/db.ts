@@ -51,6 +51,7 @@ export interface ConnectOptions {
  *   or (unless `requireMigrated` is false) is not migrated to {@linkcode MIGRATIONS}.
  */
 export async function connectDatabase(url: string, options: ConnectOptions = {}): Promise<Sql> {
+  postgresUrl(url);
   let sql: Sql;
   try {
     sql = postgres(url, {
@@ -174,7 +175,7 @@ export async function migrate(
  * @throws {DatabaseError} when the server does not answer or refuses.
  */
 export async function createDatabaseIfMissing(url: string): Promise<boolean> {
-  const target = new URL(url);
+  const target = postgresUrl(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ""));
   if (name === "") {
     throw new DatabaseError(`Database URL "${redactUrl(url)}" names no database`);
@@ -194,6 +195,27 @@ export async function createDatabaseIfMissing(url: string): Promise<boolean> {
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {});
   }
+}
+
+/**
+ * `url` parsed, refused unless it is a `postgres://` (or `postgresql://`) URL. Anything else
+ * would be handed to the client, which reads a string that is not such a URL as something else
+ * (`user:password@host/db` connects to its defaults), and could not be redacted when named in
+ * a message: it is not shown.
+ *
+ * @throws {DatabaseError} when it is not.
+ */
+function postgresUrl(url: string): URL {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch { /* refused below */ }
+  if (parsed === undefined || !/^postgres(?:ql)?:\/\//i.test(url)) {
+    throw new DatabaseError(
+      "The database URL is not a valid postgres:// or postgresql:// URL (it is not shown: it may hold a password)",
+    );
+  }
+  return parsed;
 }
 
 /** Quotes an SQL identifier. */

@@ -328,9 +328,14 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
       select generation, digest, total, pushed_at from declarations
       where node = n.name order by generation desc limit 1) d on true
     left join lateral (
+      -- A range, not "node = n.name order by id desc": with the equality the planner may walk
+      -- reports_pkey backwards filtering on node (it assumes a node's reports are spread evenly),
+      -- which reads the whole table for a node that never spoke or went quiet. Ordering by
+      -- (node, id desc) is something only reports_node_last can give.
       select generation, digest, outcome, applied, total, trigger, problems, reported_at,
         received_at
-      from reports where node = n.name order by id desc limit 1) r on true
+      from reports where node >= n.name and node <= n.name
+      order by node, id desc limit 1) r on true
     ${names === undefined ? sql`` : sql`where n.name = any(${names})`}
     order by n.name`;
   return rows.map((row) => {

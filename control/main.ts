@@ -269,8 +269,7 @@ export async function controlMain(args: string[]): Promise<number> {
           // Reports waiting on the broker first: acting on stale ones would push to nodes
           // that already caught up.
           const { ingestReports } = await import("./ingest.ts");
-          const fresh = await (await broker(opts)).channel;
-          await ingestReports(sql, fresh, {
+          await ingestReports(sql, session.channel, {
             drain: true,
             onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
           });

@@ -17,7 +17,16 @@ export function redactUrl(url: string): string {
     const at = url.lastIndexOf("@");
     return at < 0 ? url : `***${url.slice(at)}`;
   }
-  if (!u.username && !u.password) return url;
-  const userinfo = `${u.username}${u.password ? ":***" : ""}@`;
-  return `${u.protocol}//${userinfo}${u.host}${u.pathname}${u.search}${u.hash}`;
+  // A credential may also ride in the query (libpq's `?password=`, `?sslpassword=`).
+  let search = u.search;
+  if (search !== "") {
+    const params = new URLSearchParams(u.search);
+    for (const key of [...params.keys()]) {
+      if (/pass|secret|token|key|auth/i.test(key)) params.set(key, "***");
+    }
+    search = `?${params.toString().replaceAll("%2A%2A%2A", "***")}`;
+  }
+  if (!u.username && !u.password && search === u.search) return url;
+  const userinfo = u.username || u.password ? `${u.username}${u.password ? ":***" : ""}@` : "";
+  return `${u.protocol}//${userinfo}${u.host}${u.pathname}${search}${u.hash}`;
 }

@@ -9,11 +9,7 @@ import { cli, ROOT } from "../support/mod.ts";
 import { declarationKey, type DeclarationMessage, EXCHANGE } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration.ts";
-import {
-  createNodeAccount,
-  deleteNodeAccount,
-  setupTopology,
-} from "../../control/broker_admin.ts";
+import { createNodeAccount, deleteNodeAccount, setupTopology } from "../../control/broker_admin.ts";
 import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };

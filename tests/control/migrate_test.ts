@@ -1,0 +1,256 @@
+/**
+ * The inventory's migrations against a REAL PostgreSQL (127.0.0.1:5432): `mesh-control migrate`
+ * applies, a second run changes nothing, a missing database is created, a migration failing
+ * midway leaves nothing behind, an applied migration whose SQL changed is refused, commands
+ * refuse an unmigrated inventory, and the status read descends the indexes it was built for.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
+import { DatabaseError, migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
+import { readNodeStates } from "../../control/inventory.ts";
+import { controlCli, freshInventory, PG_SERVER } from "./support.ts";
+
+/** What the schema is: migrations recorded, and every table, column, index and constraint. */
+async function snapshot(sql: Sql): Promise<unknown> {
+  return {
+    migrations: await sql`
+      select name, digest, applied_at from schema_migrations order by name`,
+    columns: await sql`
+      select table_name, column_name, data_type, is_nullable, column_default
+      from information_schema.columns where table_schema = 'public'
+      order by table_name, ordinal_position`,
+    indexes: await sql`
+      select indexname, indexdef from pg_indexes where schemaname = 'public' order by indexname`,
+    constraints: await sql`
+      select conrelid::regclass::text as relation, conname, pg_get_constraintdef(oid) as def
+      from pg_constraint where connamespace = 'public'::regnamespace order by conname`,
+  };
+}
+
+async function tables(sql: Sql): Promise<string[]> {
+  return (await sql<{ tablename: string }[]>`
+    select tablename from pg_tables where schemaname = 'public' order by tablename`)
+    .map((r) => r.tablename);
+}
+
+async function applied(sql: Sql): Promise<string[]> {
+  return (await sql<{ name: string }[]>`select name from schema_migrations order by name`)
+    .map((r) => r.name);
+}
+
+Deno.test("migrate applies 0001 on a fresh database; a second run changes nothing", async () => {
+  const inv = await freshInventory({ migrated: false });
+  try {
+    assertEquals(await tables(inv.sql), []);
+    const first = await controlCli(["migrate"], inv.env);
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, "applied 1 migration: 0001_inventory\n");
+    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assertEquals(await tables(inv.sql), [
+      "assignments",
+      "declarations",
+      "modules",
+      "nodes",
+      "reports",
+      "schema_migrations",
+    ]);
+    const before = await snapshot(inv.sql);
+
+    const second = await controlCli(["migrate"], inv.env);
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(second.stdout, "inventory is current: no migration pending\n");
+    assertEquals(await snapshot(inv.sql), before, "a second migrate changed the schema");
+
+    // And the inventory is usable.
+    const status = await controlCli(["status"], inv.env);
+    assertEquals([status.code, status.stdout], [0, "no nodes enrolled\n"], status.stderr);
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("migrate creates a missing database (a name that needs quoting)", async () => {
+  const name = `inventory-Test-${crypto.randomUUID().slice(0, 8)}`;
+  const url = `${PG_SERVER}/${name}`;
+  const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  try {
+    const exists = async () =>
+      (await admin`select 1 from pg_database where datname = ${name}`).length === 1;
+    assert(!await exists());
+    const first = await controlCli(["migrate"], { MESH_DATABASE_URL: url });
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, `created database ${name}\napplied 1 migration: 0001_inventory\n`);
+    assert(await exists());
+    const second = await controlCli(["migrate"], { MESH_DATABASE_URL: url });
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(second.stdout, "inventory is current: no migration pending\n");
+    const board = await controlCli(["board", "--json"], { MESH_DATABASE_URL: url });
+    assertEquals(board.code, 0, board.stderr);
+    assertEquals(JSON.parse(board.stdout).nodes, 0);
+  } finally {
+    await admin.unsafe(`drop database if exists "${name.replaceAll('"', '""')}" with (force)`);
+    await admin.end();
+  }
+});
+
+Deno.test("a migration failing midway rolls back completely and is named", async () => {
+  const inv = await freshInventory();
+  try {
+    const before = await snapshot(inv.sql);
+    const broken = { name: "0002_broken", sql: "create table t_ok (x int); select 1/0;" };
+    const error = await assertRejects(
+      () => migrate(inv.sql, { migrations: [...MIGRATIONS, broken] }),
+      DatabaseError,
+    );
+    assertStringIncludes(error.message, `"0002_broken"`);
+    assertStringIncludes(error.message, "rolled back");
+    assertStringIncludes(error.message, "division by zero");
+    const [row] = await inv.sql`select to_regclass('t_ok') is null as gone`;
+    assert(row?.gone, "t_ok was left behind by a migration that failed");
+    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assertEquals(await snapshot(inv.sql), before);
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("a migration failing on a fresh database keeps the ones before it", async () => {
+  const inv = await freshInventory({ migrated: false });
+  try {
+    const broken = { name: "0002_broken", sql: "create table t_ok (x int); select 1/0;" };
+    const error = await assertRejects(
+      () => migrate(inv.sql, { migrations: [...MIGRATIONS, broken] }),
+      DatabaseError,
+    );
+    assertStringIncludes(error.message, `"0002_broken"`);
+    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assert(!(await tables(inv.sql)).includes("t_ok"));
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("an applied migration whose SQL changed is refused with a clear error", async () => {
+  const inv = await freshInventory();
+  try {
+    const before = await snapshot(inv.sql);
+    const edited = { name: "0001_inventory", sql: `${MIGRATIONS[0]!.sql}\n-- edited afterwards\n` };
+    const error = await assertRejects(
+      () => migrate(inv.sql, { migrations: [edited] }),
+      DatabaseError,
+    );
+    assertStringIncludes(error.message, `"0001_inventory"`);
+    assertStringIncludes(error.message, "different SQL");
+    assertEquals(await snapshot(inv.sql), before);
+
+    // The command line sees the same through the recorded digest: every command refuses.
+    await inv.sql`update schema_migrations set digest = ${`sha256:${"0".repeat(64)}`}`;
+    for (const args of [["migrate"], ["status"], ["board", "--json"]]) {
+      const r = await controlCli(args, inv.env);
+      assertEquals(r.code, 2, `${args.join(" ")}: ${r.stdout}`);
+      assertStringIncludes(r.stderr, `"0001_inventory"`);
+      assertStringIncludes(r.stderr, "different SQL");
+      assertEquals(r.stdout, "");
+    }
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("a migration this mesh-control does not know is refused", async () => {
+  const inv = await freshInventory();
+  try {
+    await inv.sql`insert into schema_migrations (name, digest) values
+      ('0099_future', ${`sha256:${"1".repeat(64)}`})`;
+    const r = await controlCli(["status"], inv.env);
+    assertEquals(r.code, 2, r.stdout);
+    assertStringIncludes(r.stderr, `"0099_future"`);
+    assertStringIncludes(r.stderr, "does not know");
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("status and board refuse an unmigrated inventory, saying to migrate", async () => {
+  const inv = await freshInventory({ migrated: false });
+  try {
+    for (const args of [["status"], ["status", "--json"], ["board"], ["board", "--json"]]) {
+      const r = await controlCli(args, inv.env);
+      assertEquals(r.code, 2, `${args.join(" ")} exited ${r.code}: ${r.stdout}`);
+      assertEquals(r.stdout, "");
+      assertStringIncludes(r.stderr, "not migrated");
+      assertStringIncludes(r.stderr, "run mesh-control migrate");
+      assertStringIncludes(r.stderr, inv.url);
+    }
+    assertEquals(await tables(inv.sql), [], "a read-only command created tables");
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("the status read descends reports_node_last, even for nodes that went quiet", async () => {
+  const inv = await freshInventory();
+  try {
+    const digest = `sha256:${"a".repeat(64)}`;
+    // 40 chatty nodes with 50 reports each, interleaved as intervals make them; one node that
+    // reported once, first, and went quiet; one that never spoke. Walking the primary key
+    // backwards looks cheap here for the chatty ones and reads the whole table for the other two.
+    await inv.sql`
+      insert into nodes (name, system)
+      select 'n-' || i, 'debian' from generate_series(1, 40) i
+      union all values ('quiet', 'debian'), ('silent', 'debian')`;
+    await inv.sql`
+      insert into declarations (node, generation, digest, body, total)
+      select 'n-' || i, g, ${digest}, '{}', 8
+      from generate_series(1, 40) i, generate_series(1, 5) g`;
+    await inv.sql`
+      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+        changes, host_version, reported_at)
+      values ('quiet', 1, ${digest}, 'applied', 8, 8, 'start', '[]', '[]', '0.1.0-test', now())`;
+    await inv.sql`
+      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+        changes, host_version, reported_at)
+      select 'n-' || (1 + r % 40), 1 + r % 5, ${digest}, 'applied', 8, 8, 'interval', '[]',
+        '[]', '0.1.0-test', now()
+      from generate_series(1, 2000) r`;
+    await inv.sql`analyze`;
+
+    // The read exactly as readNodeStates sends it (captured, not copied).
+    const sent: { query: string; params: unknown[] }[] = [];
+    const traced = postgres(inv.url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_connection, query, params) => {
+        sent.push({ query, params: params as unknown[] });
+      },
+    });
+    try {
+      const states = await readNodeStates(traced);
+      assertEquals(states.length, 42);
+      assertEquals(states.find((s) => s.name === "quiet")?.report?.trigger, "start");
+      assertEquals(states.find((s) => s.name === "silent")?.report, undefined);
+      const read = sent.find((s) => /from reports where node/.test(s.query));
+      assert(read !== undefined, `the status read was not seen: ${JSON.stringify(sent)}`);
+      const plan = (await traced.unsafe(
+        `explain (analyze, costs off, timing off, summary off) ${read.query}`,
+        read.params as never[],
+      )).map((r) => r["QUERY PLAN"] as string).join("\n");
+      console.log(`plan of the status read (readNodeStates):\n${plan}`);
+      // The last report of each node: one descent of reports_node_last per node.
+      assert(/Index (Only )?Scan using reports_node_last on reports/.test(plan), plan);
+      assertStringIncludes(plan, "declarations_pkey");
+      assert(!/Scan( Backward)? using reports_pkey/.test(plan), plan);
+      assert(!/Seq Scan on reports/.test(plan), plan);
+      assert(!/Sort Key: reports\./.test(plan), `the last report is found by sorting:\n${plan}`);
+      const removed = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]));
+      assert(removed.every((n) => n < 100), `rows read and thrown away:\n${plan}`);
+    } finally {
+      await traced.end({ timeout: 1 });
+    }
+  } finally {
+    await inv.drop();
+  }
+});
