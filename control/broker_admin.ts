@@ -18,7 +18,9 @@ import { redactUrl } from "../lib/url.ts";
 import type { Channel, ChannelModel } from "amqplib";
 import {
   BUILD_QUEUE,
+  BUILD_REPLY_PREFIX,
   BUILD_REQUEST_KEY,
+  builderAccount,
   declarationKey,
   EXCHANGE,
   NODE_QUEUE_ARGUMENTS,
@@ -181,9 +183,107 @@ export async function createNodeAccount(
   const action = `Cannot create broker account ${JSON.stringify(node)}`;
   const problem = nodeNameProblem(node);
   if (problem !== undefined) throw new BrokerError(`${action}: ${problem}`);
+  const queue = nodeQueue(node);
+  return await createAccount(endpoints, node, nodePermissions(node), {
+    action,
+    options,
+    prepare: async (ch, step) => {
+      await step(
+        `declare queue "${queue}"`,
+        () => ch.assertQueue(queue, { durable: true, arguments: { ...NODE_QUEUE_ARGUMENTS } }),
+      );
+      await step(
+        `bind queue "${queue}" to "${EXCHANGE}" with "${declarationKey(node)}"`,
+        () => ch.bindQueue(queue, EXCHANGE, declarationKey(node)),
+      );
+    },
+  });
+}
+
+/**
+ * The permissions of a builder's account ({@linkcode builderAccount}): it configures nothing,
+ * reads only the shared build queue, writes only to {@linkcode EXCHANGE} and there only under
+ * build reply keys. It cannot read a node's queue, and cannot publish to the default exchange
+ * (where permission is per exchange, not per queue, so it could reach any node's queue).
+ */
+export function builderPermissions(): AccountPermissions {
+  return {
+    configure: "^$",
+    write: `^${regexEscape(EXCHANGE)}$`,
+    read: `^${regexEscape(BUILD_QUEUE)}$`,
+    topicWrite: `^${regexEscape(BUILD_REPLY_PREFIX)}[a-z0-9-]+$`,
+    topicRead: "^$",
+  };
+}
+
+/**
+ * Creates the broker account of the builder `name` ({@linkcode builderAccount}: `builder.<name>`)
+ * with {@linkcode builderPermissions}. Not a node account: a build machine is not a node.
+ *
+ * @returns the account, its password (shown once) and the AMQP URL the builder connects with.
+ * @throws {BrokerError} when `name` is not a DNS label, the account exists, or the broker cannot
+ *   be reached or refuses a step.
+ */
+export async function createBuilderAccount(
+  endpoints: BrokerEndpoints,
+  name: string,
+  options: BrokerOptions = {},
+): Promise<NodeAccount> {
+  const account = builderAccount(name);
+  const action = `Cannot create broker account ${JSON.stringify(account)}`;
+  const problem = nodeNameProblem(name);
+  if (problem !== undefined) {
+    throw new BrokerError(`${action}: ${problem.replace(/^node name/, "builder name")}`);
+  }
+  return await createAccount(endpoints, account, builderPermissions(), { action, options });
+}
+
+/**
+ * Deletes the builder `name`'s account (already gone is not an error).
+ *
+ * @throws {BrokerError} when the broker cannot be reached or refuses.
+ */
+export async function deleteBuilderAccount(
+  endpoints: BrokerEndpoints,
+  name: string,
+  options: BrokerOptions = {},
+): Promise<void> {
+  const account = builderAccount(name);
+  const action = `Cannot delete broker account ${JSON.stringify(account)}`;
+  if (nodeNameProblem(name) !== undefined) throw new BrokerError(`${action}: not a builder name`);
+  const api = parseApi(endpoints.api, action);
+  await request(api, "DELETE", `/api/users/${encodeURIComponent(account)}`, {
+    action,
+    expect: [204, 404],
+    options,
+  });
+}
+
+/** The permissions an account gets: regular expressions, as RabbitMQ takes them. */
+export interface AccountPermissions {
+  configure: string;
+  write: string;
+  read: string;
+  topicWrite: string;
+  topicRead: string;
+}
+
+type Prepare = Parameters<typeof withChannel>[3];
+
+/**
+ * Creates a broker account with `permissions` on the vhost of `endpoints.amqp` (and topic
+ * permissions on {@linkcode EXCHANGE}), after `prepare` declared what it needs over AMQP. Never
+ * overwrites an existing user; deletes the user again when a step after its creation fails.
+ */
+async function createAccount(
+  endpoints: BrokerEndpoints,
+  account: string,
+  permissions: AccountPermissions,
+  { action, options, prepare }: { action: string; options: BrokerOptions; prepare?: Prepare },
+): Promise<NodeAccount> {
   const amqpTarget = parseAmqp(endpoints.amqp, action);
   const api = parseApi(endpoints.api, action);
-  const userPath = `/api/users/${encodeURIComponent(node)}`;
+  const userPath = `/api/users/${encodeURIComponent(account)}`;
 
   const existing = await request(api, "GET", userPath, { action, expect: [200, 404], options });
   if (existing.status === 200) {
@@ -196,17 +296,7 @@ export async function createNodeAccount(
   }
 
   const password = randomPassword();
-  const queue = nodeQueue(node);
-  await withChannel(amqpTarget, action, options, async (ch, step) => {
-    await step(
-      `declare queue "${queue}"`,
-      () => ch.assertQueue(queue, { durable: true, arguments: { ...NODE_QUEUE_ARGUMENTS } }),
-    );
-    await step(
-      `bind queue "${queue}" to "${EXCHANGE}" with "${declarationKey(node)}"`,
-      () => ch.bindQueue(queue, EXCHANGE, declarationKey(node)),
-    );
-  });
+  if (prepare !== undefined) await withChannel(amqpTarget, action, options, prepare);
 
   await request(api, "PUT", userPath, {
     action,
@@ -217,8 +307,8 @@ export async function createNodeAccount(
   });
   try {
     const vhost = encodeURIComponent(amqpTarget.vhost);
-    const name = encodeURIComponent(node);
-    const p = nodePermissions(node);
+    const name = encodeURIComponent(account);
+    const p = permissions;
     await request(api, "PUT", `/api/permissions/${vhost}/${name}`, {
       action,
       expect: [201, 204],
@@ -247,7 +337,7 @@ export async function createNodeAccount(
     });
   }
 
-  return { account: node, password, url: amqpTarget.urlFor(node, password) };
+  return { account, password, url: amqpTarget.urlFor(account, password) };
 }
 
 /**

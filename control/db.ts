@@ -8,6 +8,7 @@
 import postgres from "postgres";
 import { redactUrl } from "../lib/url.ts";
 import m0001 from "./migrations/0001_inventory.sql" with { type: "text" };
+import m0002 from "./migrations/0002_catalogue.sql" with { type: "text" };
 
 /** A connected inventory database (postgres.js). */
 export type Sql = postgres.Sql;
@@ -23,6 +24,7 @@ export interface Migration {
 /** Every migration, in the order they are applied. Append only: never edit an applied one. */
 export const MIGRATIONS: readonly Migration[] = [
   { name: "0001_inventory", sql: m0001 },
+  { name: "0002_catalogue", sql: m0002 },
 ];
 
 /** The inventory cannot be reached, is not migrated, or refused an operation. */

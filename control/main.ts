@@ -25,7 +25,7 @@ A connection that is not given is refused, never defaulted.
 
 Exit codes:
   0  done
-  1  status: some nodes are not doing what they were told
+  1  status: some nodes are not doing what they were told; module build: the build failed
   2  refused: bad input, or a database or broker that does not answer or refuses
      (nothing is half-written: database work runs in transactions)`;
 
@@ -216,6 +216,103 @@ export async function controlMain(args: string[]): Promise<number> {
       const change = await addModule(sql, name, body);
       out(
         `${change.change} module ${change.name} version ${change.version} (${change.resources} resources, ${change.digest})\n`,
+      );
+    });
+
+  moduleCommand.command("build")
+    .description(
+      "ask a builder to build a module from a git source at a commit, wait for the answer, record it",
+    )
+    .argument("<name>", "the module")
+    .requiredOption("--source <url>", "the git source (URL or path the builder can clone)")
+    .requiredOption("--commit <rev>", "the commit to build")
+    .option("--branch <branch>", "the branch 'behind' is judged against (default: the source's)")
+    .addOption(
+      new Option("--store <address>", "the artifact store (OCI registry host[:port]) to publish to")
+        .env("MESH_ARTIFACT_STORE"),
+    )
+    .option(
+      "--asker <name>",
+      "this asker's name: its reply queue is mesh.build.reply.NAME",
+      "control",
+    )
+    .addOption(
+      new Option("--timeout <duration>", "how long to wait for the answer")
+        .default(30 * 60 * 1000, "30m")
+        .argParser((v) => {
+          try {
+            return parseDuration(v, { bareUnit: "s" });
+          } catch (error) {
+            throw new Refused(`--timeout: ${messageOf(error)}`);
+          }
+        }),
+    )
+    .addOption(databaseOption())
+    .addOption(brokerOption())
+    .action(
+      async (
+        name: string,
+        opts: Connections & {
+          source: string;
+          commit: string;
+          branch?: string;
+          store?: string;
+          asker: string;
+          timeout: number;
+        },
+      ) => {
+        const sql = await database(opts);
+        const session = await broker(opts);
+        const { askBuild } = await import("./catalogue.ts");
+        const result = await askBuild(sql, session.channel, {
+          module: name,
+          source: opts.source,
+          commit: opts.commit,
+          store: opts.store,
+          branch: opts.branch,
+          asker: opts.asker,
+          timeoutMs: opts.timeout,
+          onOther: (line) => err(`mesh-control: ${line}\n`),
+        });
+        const a = result.answer;
+        if (a.outcome === "built") {
+          const m = result.module;
+          out(
+            `built ${a.module} at ${a.resolved?.slice(0, 12)} by ${a.builder}: ${a.image}\n` +
+              (m ? `module ${a.module} version ${m.version} (${m.change})\n` : ""),
+          );
+        } else {
+          out(`build of ${a.module} at ${a.commit} failed (builder ${a.builder}): ${a.reason}\n`);
+          code = 1;
+        }
+      },
+    );
+  moduleCommand.command("list")
+    .description(
+      "the catalogue: each module's version, digest, origin, whether it is behind its source, and the nodes that run it",
+    )
+    .option("--json", "print as JSON")
+    .addOption(databaseOption())
+    .action(async (opts: Connections & { json?: boolean }) => {
+      const sql = await database(opts);
+      const { readCatalogue, catalogueJson, catalogueText } = await import("./catalogue.ts");
+      const entries = await readCatalogue(sql);
+      out(opts.json ? catalogueJson(entries) : catalogueText(entries));
+    });
+
+  const builderCommand = program.command("builder").description("build machines' accounts");
+  builderCommand.command("issue")
+    .description(
+      "create a builder's broker account (reads the build queue, answers on the mesh exchange); prints its URL once",
+    )
+    .argument("<name>", "the builder's name (a DNS label); its account is builder.NAME")
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (name: string, opts: Connections) => {
+      const { createBuilderAccount } = await import("./broker_admin.ts");
+      const account = await createBuilderAccount(endpoints(opts), name);
+      out(
+        `issued ${account.account}; its broker URL, shown this once and kept nowhere else:\n${account.url}\n`,
       );
     });
 

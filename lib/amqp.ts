@@ -14,9 +14,12 @@ import { redactUrl } from "./url.ts";
 
 /** The broker cannot be reached, refused us, or refused or could not route a publish. */
 export class AmqpError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  /** True when the broker accepted the publish but no queue was bound for it (returned). */
+  readonly unroutable: boolean;
+  constructor(message: string, options?: ErrorOptions & { unroutable?: boolean }) {
     super(message, options);
     this.name = "AmqpError";
+    this.unroutable = options?.unroutable ?? false;
   }
 }
 
@@ -130,6 +133,7 @@ export async function publishConfirmed(
         `The broker could not route ${returned.length} of ${messages.length} messages (no queue bound for ${
           [...new Set(returned)].slice(0, 5).map((k) => `"${k}"`).join(", ")
         }${returned.length > 5 ? ", ..." : ""})`,
+        { unroutable: true },
       );
     }
   } finally {

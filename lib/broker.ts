@@ -168,3 +168,83 @@ export function decodeMessage<T extends z.ZodType>(
   }
   return parsed.data;
 }
+
+// --- Builds ----------------------------------------------------------------------------------
+
+/** The prefix of every build answer's routing key: `build.reply.<asker>`. */
+export const BUILD_REPLY_PREFIX = "build.reply.";
+
+/** The routing key answers for `asker` travel under (through {@linkcode EXCHANGE}). */
+export function buildReplyKey(asker: string): string {
+  return `${BUILD_REPLY_PREFIX}${asker}`;
+}
+
+/**
+ * The reply queue `asker` declares and binds to {@linkcode buildReplyKey}: named here,
+ * deterministically, never left for the broker to name (a builder's permissions cannot be scoped
+ * to one broker's `amq.gen-*` convention).
+ */
+export function buildReplyQueue(asker: string): string {
+  return `mesh.build.reply.${asker}`;
+}
+
+/**
+ * The broker account of the builder `name`: `builder.<name>`. A node name has no `.`, so a
+ * builder's account can never be a node's.
+ */
+export function builderAccount(name: string): string {
+  return `builder.${name}`;
+}
+
+/** An artifact store binding: where a build is published. An empty address is refused. */
+export const ArtifactStore = z.strictObject({
+  /** The OCI registry, `host[:port]` (images go to `<address>/mesh/<module>`). */
+  address: z.string().max(255),
+});
+
+/** A build request, published to {@linkcode BUILD_REQUEST_KEY} (correlation id = `id`). */
+export const BuildRequest = z.strictObject({
+  kind: z.literal("build-request"),
+  /** The correlation id: the answer carries it. */
+  id: z.uuid(),
+  /** The module to build (becomes the image's repository name). */
+  module: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/),
+  /** The git source (a URL or a path git can clone). */
+  source: z.string().min(1).max(4096),
+  /** The commit to build (a hash or a name git resolves in the source). */
+  commit: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$/),
+  /**
+   * Where to publish, as the control plane binds it. Absent only for a request made by hand
+   * (the builder's `MESH_ARTIFACT_STORE` is used then); present with an empty address: refused.
+   */
+  artifactStore: ArtifactStore.optional(),
+  /** The routing key of the answer: `build.reply.<asker>`. */
+  replyTo: z.string().regex(/^build\.reply\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
+  requestedAt: time,
+});
+/** A build request. */
+export type BuildRequest = z.infer<typeof BuildRequest>;
+
+/** A build's answer: `built` with the digest, or `failed` with the reason. Never silence. */
+export const BuildAnswer = z.strictObject({
+  kind: z.literal("build-answer"),
+  /** The request's id (also the AMQP correlation id). */
+  id: z.uuid(),
+  module: z.string(),
+  /** The commit as asked. */
+  commit: z.string(),
+  /** The full hash it resolved to, when it did. */
+  resolved: z.string().regex(/^[0-9a-f]{40}$/).optional(),
+  outcome: z.enum(["built", "failed"]),
+  /** The image pushed, pinned by digest: `<store>/mesh/<module>@sha256:...` (built only). */
+  image: z.string().optional(),
+  digest: digest.optional(),
+  /** Why it failed (failed only). */
+  reason: z.string().max(20_000).optional(),
+  /** The builder that answered. */
+  builder: z.string().max(200),
+  startedAt: time,
+  finishedAt: time,
+});
+/** A build's answer. */
+export type BuildAnswer = z.infer<typeof BuildAnswer>;

@@ -41,16 +41,20 @@ async function applied(sql: Sql): Promise<string[]> {
     .map((r) => r.name);
 }
 
-Deno.test("migrate applies 0001 on a fresh database; a second run changes nothing", async () => {
+/** Every migration this mesh-control carries, in order. */
+const ALL = MIGRATIONS.map((m) => m.name);
+
+Deno.test("migrate applies every migration on a fresh database; a second run changes nothing", async () => {
   const inv = await freshInventory({ migrated: false });
   try {
     assertEquals(await tables(inv.sql), []);
     const first = await controlCli(["migrate"], inv.env);
     assertEquals(first.code, 0, first.stderr);
-    assertEquals(first.stdout, "applied 1 migration: 0001_inventory\n");
-    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assertEquals(first.stdout, `applied ${ALL.length} migrations: ${ALL.join(", ")}\n`);
+    assertEquals(await applied(inv.sql), ALL);
     assertEquals(await tables(inv.sql), [
       "assignments",
+      "builds",
       "declarations",
       "modules",
       "nodes",
@@ -82,7 +86,10 @@ Deno.test("migrate creates a missing database (a name that needs quoting)", asyn
     assert(!await exists());
     const first = await controlCli(["migrate"], { MESH_DATABASE_URL: url });
     assertEquals(first.code, 0, first.stderr);
-    assertEquals(first.stdout, `created database ${name}\napplied 1 migration: 0001_inventory\n`);
+    assertEquals(
+      first.stdout,
+      `created database ${name}\napplied ${ALL.length} migrations: ${ALL.join(", ")}\n`,
+    );
     assert(await exists());
     const second = await controlCli(["migrate"], { MESH_DATABASE_URL: url });
     assertEquals(second.code, 0, second.stderr);
@@ -100,17 +107,17 @@ Deno.test("a migration failing midway rolls back completely and is named", async
   const inv = await freshInventory();
   try {
     const before = await snapshot(inv.sql);
-    const broken = { name: "0002_broken", sql: "create table t_ok (x int); select 1/0;" };
+    const broken = { name: "9999_broken", sql: "create table t_ok (x int); select 1/0;" };
     const error = await assertRejects(
       () => migrate(inv.sql, { migrations: [...MIGRATIONS, broken] }),
       DatabaseError,
     );
-    assertStringIncludes(error.message, `"0002_broken"`);
+    assertStringIncludes(error.message, `"9999_broken"`);
     assertStringIncludes(error.message, "rolled back");
     assertStringIncludes(error.message, "division by zero");
     const [row] = await inv.sql`select to_regclass('t_ok') is null as gone`;
     assert(row?.gone, "t_ok was left behind by a migration that failed");
-    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assertEquals(await applied(inv.sql), ALL);
     assertEquals(await snapshot(inv.sql), before);
   } finally {
     await inv.drop();
@@ -120,13 +127,13 @@ Deno.test("a migration failing midway rolls back completely and is named", async
 Deno.test("a migration failing on a fresh database keeps the ones before it", async () => {
   const inv = await freshInventory({ migrated: false });
   try {
-    const broken = { name: "0002_broken", sql: "create table t_ok (x int); select 1/0;" };
+    const broken = { name: "9999_broken", sql: "create table t_ok (x int); select 1/0;" };
     const error = await assertRejects(
       () => migrate(inv.sql, { migrations: [...MIGRATIONS, broken] }),
       DatabaseError,
     );
-    assertStringIncludes(error.message, `"0002_broken"`);
-    assertEquals(await applied(inv.sql), ["0001_inventory"]);
+    assertStringIncludes(error.message, `"9999_broken"`);
+    assertEquals(await applied(inv.sql), ALL);
     assert(!(await tables(inv.sql)).includes("t_ok"));
   } finally {
     await inv.drop();

@@ -19,11 +19,22 @@ import { connect } from "amqplib";
 import type { Channel, ChannelModel, ConfirmChannel, Options } from "amqplib";
 import { Buffer } from "node:buffer";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { declarationKey, EXCHANGE, nodeQueue, reportKey, REPORTS_QUEUE } from "../../lib/broker.ts";
+import {
+  BUILD_QUEUE,
+  BUILD_REQUEST_KEY,
+  buildReplyKey,
+  declarationKey,
+  EXCHANGE,
+  nodeQueue,
+  reportKey,
+  REPORTS_QUEUE,
+} from "../../lib/broker.ts";
 import {
   type BrokerEndpoints,
   BrokerError,
+  createBuilderAccount,
   createNodeAccount,
+  deleteBuilderAccount,
   deleteNodeAccount,
   type NodeAccount,
   setupTopology,
@@ -423,3 +434,70 @@ Deno.test("a node queue keeps only the latest declaration", OPTIONS, async () =>
     assertEquals(message.content.toString(), "declaration 3");
   });
 });
+
+Deno.test(
+  "a builder account takes build requests and answers on the mesh exchange (positive control)",
+  OPTIONS,
+  async () => {
+    await withWorld(async ({ endpoints, admin, open }) => {
+      const name = unique();
+      const builder = await createBuilderAccount(endpoints, name);
+      try {
+        assertEquals(builder.account, `builder.${name}`);
+        await admin.assertQueue("reply-probe", { durable: false, exclusive: true });
+        await admin.bindQueue("reply-probe", EXCHANGE, buildReplyKey("probe"));
+        await publishConfirmed(admin, EXCHANGE, BUILD_REQUEST_KEY, "request");
+        const conn = await open(builder.url);
+        assertEquals(await consumeOne(await channel(conn), BUILD_QUEUE), "request");
+        await publishConfirmed(
+          await confirmChannel(conn),
+          EXCHANGE,
+          buildReplyKey("probe"),
+          "answer",
+        );
+        assertEquals(await consumeOne(admin, "reply-probe"), "answer");
+      } finally {
+        await deleteBuilderAccount(endpoints, name);
+      }
+    });
+  },
+);
+
+Deno.test(
+  "a builder account cannot consume a node's queue nor publish to the default exchange",
+  OPTIONS,
+  async () => {
+    await withWorld(async ({ endpoints, admin, node, open }) => {
+      const name = unique();
+      const builder = await createBuilderAccount(endpoints, name);
+      try {
+        const victim = await node("victim");
+        const conn = await open(builder.url);
+        await assertRefused(
+          consumeOne(await channel(conn), nodeQueue(victim.account), 2000),
+          "a builder consuming a node's queue",
+        );
+        await assertRefused(
+          publishConfirmed(await confirmChannel(conn), "", nodeQueue(victim.account), "{}"),
+          "a builder publishing to the default exchange",
+        );
+        await assertRefused(
+          publishConfirmed(
+            await confirmChannel(conn),
+            EXCHANGE,
+            declarationKey(victim.account),
+            "{}",
+          ),
+          "a builder publishing a node's declaration",
+        );
+        await assertRefused(
+          publishConfirmed(await confirmChannel(conn), EXCHANGE, reportKey(victim.account), "{}"),
+          "a builder publishing a node's report",
+        );
+        assertEquals((await admin.checkQueue(nodeQueue(victim.account))).messageCount, 0);
+      } finally {
+        await deleteBuilderAccount(endpoints, name);
+      }
+    });
+  },
+);

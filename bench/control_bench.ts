@@ -1,0 +1,1641 @@
+/**
+ * Benchmark of the control plane (`mesh-control`) against peers measured in the same run.
+ *
+ * Run from the repository root: `deno run -A bench/control_bench.ts [--runs N] [--push-runs N]
+ * [--ingest-runs N] [--only status,push,ingest]`. Needs PostgreSQL (trust auth, user postgres) at
+ * 127.0.0.1:5432, RabbitMQ at 127.0.0.1:5672 (guest/guest, an administrator) with its management
+ * API on 15672, and `psql`.
+ *
+ * What it sets up (and removes again, even on failure or Ctrl-C), all named `meshbench_<id>` /
+ * `meshbench-<id>` with one random id per run:
+ * - three databases, each created by `mesh-control migrate`: `_status` (10,000 nodes with 100
+ *   reports each, 1,000,000 report rows, plus 100 nodes that never spoke), `_push` (1,000 nodes
+ *   whose last reports failed) and `_ingest` (1,000 enrolled nodes);
+ * - one broker vhost (`meshbench-<id>`, guest given full permissions on it), so that the bench's
+ *   `mesh.reports` queue is not the one other sessions' tests publish to and consume from;
+ *   `mesh-control broker setup` declares the topology in it, and the bench declares 1,000 node
+ *   queues `mesh.node.<name>` (durable, NODE_QUEUE_ARGUMENTS) bound with `declaration.<name>`.
+ *
+ * What it measures (each command once unrecorded, then N times; wall clock around the spawn):
+ * 1. `status` and `board --json` over the 10,100 nodes, against `psql` running the same query
+ *    (`readNodeStates`'s own SQL, captured from postgres.js, so never out of date; also with
+ *    `jit=off`) and Deno start-up; EXPLAIN (ANALYZE, BUFFERS) of that query with the indexes it
+ *    uses, variants of it, and an in-process breakdown (query, board, rendering).
+ * 2. `push --behind` to the 1,000 behind nodes, against a minimal amqplib process publishing the
+ *    same 1,000 bodies with confirms; in-process: each step (drain, read, render, sameSince, the
+ *    bulk insert rolled back, the confirmed publish); and the CLI's steps timed in a fresh process.
+ * 3. `ingest --drain` of 20,000 reports, against the raw insert rate (same SQL, same batches of
+ *    500, in-process), the broker's consume rate (no-op consumer that acks), the in-process
+ *    ingest, decoding alone and the cost of the reports table's CHECK on `digest`.
+ *
+ * It prints Markdown and writes it, with the raw samples as JSON, to `bench/out/control-<time>.*`.
+ *
+ * Two modes the bench runs as its own child processes: `--peer-publish FILE` (the publish peer,
+ * loading amqplib only) and `--trace-push` (push --behind's steps timed one by one).
+ *
+ * @module
+ */
+
+import type { ConfirmChannel } from "amqplib";
+import type { Sql } from "../control/db.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const OUT_DIR = `${ROOT}bench/out`;
+const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
+const BROKER_HOSTPORT = "127.0.0.1:5672";
+const BROKER_API = "http://127.0.0.1:15672";
+const BROKER_USER = "guest";
+const BROKER_PASS = "guest";
+
+/** Part 1: nodes that reported, reports per node, nodes that never spoke. */
+const STATUS_NODES = 10_000;
+const REPORTS_PER_NODE = 100;
+const NEVER_SPOKE = 100;
+/** Part 2: behind nodes. */
+const PUSH_NODES = 1_000;
+/** Part 3: reports published and ingested per run, over this many nodes; the ingest batch. */
+const INGEST_REPORTS = 20_000;
+const INGEST_NODES = 1_000;
+const INGEST_BATCH = 500;
+const WARMUP_REPORTS = 2_000;
+
+// ---------------------------------------------------------------------------------------------
+// The publish peer: a minimal amqplib script (its own process, so it pays Deno start-up too).
+
+async function peerPublish(file: string): Promise<void> {
+  const { connect } = await import("amqplib");
+  const { Buffer } = await import("node:buffer");
+  const url = Deno.env.get("MESH_BENCH_AMQP");
+  if (!url) throw new Error("MESH_BENCH_AMQP is not set");
+  const messages = JSON.parse(await Deno.readTextFile(file)) as {
+    key: string;
+    body: string;
+    messageId: string;
+    timestamp: number;
+  }[];
+  const connection = await connect(url);
+  const channel = await connection.createConfirmChannel();
+  let returned = 0;
+  channel.on("return", () => returned++);
+  for (const m of messages) {
+    channel.publish("mesh", m.key, Buffer.from(m.body), {
+      persistent: true,
+      mandatory: true,
+      contentType: "application/json",
+      type: "declaration",
+      messageId: m.messageId,
+      timestamp: m.timestamp,
+    });
+  }
+  await channel.waitForConfirms();
+  await channel.close();
+  await connection.close();
+  if (returned > 0) throw new Error(`${returned} messages were returned unroutable`);
+  console.log(`published ${messages.length}`);
+}
+
+/**
+ * `push --behind`'s steps as the CLI runs them, timed one by one in a fresh process (cold code,
+ * like the CLI's): prints `{step: ms}` as JSON. The first `pushBehind` is a dry run (deciding
+ * alone, cold); the second pushes (deciding again, warm, then publishRendered).
+ */
+async function tracePush(): Promise<void> {
+  const marks: Record<string, number> = {};
+  let last = performance.now();
+  const mark = (step: string) => {
+    const now = performance.now();
+    marks[step] = now - last;
+    last = now;
+  };
+  const { connectDatabase } = await import("../control/db.ts");
+  const push = await import("../control/push.ts");
+  const { ingestReports } = await import("../control/ingest.ts");
+  const { openBroker } = await import("../lib/amqp.ts");
+  await import("commander");
+  await import("../host/declaration.ts");
+  mark("import modules");
+  const sql = await connectDatabase(Deno.env.get("MESH_DATABASE_URL")!);
+  mark("connect database (+ migration check)");
+  const one = await openBroker(Deno.env.get("MESH_BROKER_URL")!);
+  mark("connect broker");
+  await ingestReports(sql, one.channel, { drain: true });
+  mark("drain mesh.reports (empty)");
+  const dry = await push.pushBehind(sql, undefined, { dryRun: true });
+  mark("decide, cold (dry run)");
+  const result = await push.pushBehind(sql, one.channel);
+  mark("decide again + publishRendered");
+  if (dry.pushed.length !== result.pushed.length) throw new Error("dry run and push differ");
+  let text = "";
+  for (const p of result.pushed) {
+    text += `pushed generation ${p.generation} to ${p.node}: ${p.why}\n`;
+    if (p.stuck !== undefined) text += `  ${p.node}: ${p.stuck}\n`;
+  }
+  await Deno.writeTextFile("/dev/null", text);
+  mark("output");
+  await one.close();
+  await sql.end({ timeout: 5 });
+  mark("close");
+  console.log(JSON.stringify({ pushed: result.pushed.length, marks }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running commands
+
+/** Aborted on SIGINT/SIGTERM: kills the commands in flight and refuses new ones (but cleanup's). */
+const interrupt = new AbortController();
+
+interface Output {
+  ms: number;
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function exec(
+  argv: string[],
+  options: { env?: Record<string, string>; allowFailure?: boolean; cleanup?: boolean } = {},
+): Promise<Output> {
+  const [program, ...args] = argv;
+  if (program === undefined) throw new TypeError("empty command");
+  if (!options.cleanup) interrupt.signal.throwIfAborted();
+  const started = performance.now();
+  const out = await new Deno.Command(program, {
+    args,
+    cwd: ROOT,
+    env: options.env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    ...(options.cleanup ? {} : { signal: interrupt.signal }),
+  }).output();
+  const ms = performance.now() - started;
+  if (!options.cleanup) interrupt.signal.throwIfAborted();
+  const result = {
+    ms,
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+  if (result.code !== 0 && !options.allowFailure) {
+    throw new Error(
+      `${argv.join(" ")} exited with ${result.code}: ${result.stderr.trim().slice(-2000)}`,
+    );
+  }
+  return result;
+}
+
+const deno = (...args: string[]) => [Deno.execPath(), "run", "-A", "--quiet", ...args];
+const control = (...args: string[]) => deno(`${ROOT}control/main.ts`, ...args);
+
+// ---------------------------------------------------------------------------------------------
+// Undo stack
+
+type Undo = { what: string; run: () => Promise<void> };
+const undos: Undo[] = [];
+let cleaning: Promise<void> | undefined;
+
+/** Undoes everything, last made first; runs once even when called again. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const undo of undos.reverse()) {
+      try {
+        await undo.run();
+        log(`cleanup: ${undo.what}`);
+      } catch (error) {
+        log(`cleanup: FAILED ${undo.what}: ${error instanceof Error ? error.message : error}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+function log(line: string) {
+  console.error(`bench: ${line}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Samples and tables
+
+interface Row {
+  label: string;
+  /** What it is, for the reader: the command line or what runs in-process. */
+  what: string;
+  samplesMs: number[];
+  /** Items handled per run (reports, messages), for a rate. */
+  items?: number;
+  /** The row this one is a ratio against. */
+  peer?: string;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+const fmtMs = (ms: number) => ms >= 100 ? ms.toFixed(0) : ms.toFixed(1);
+const fmtRatio = (r: number) => r >= 10 ? `${r.toFixed(0)}×` : `${r.toFixed(1)}×`;
+const fmtRate = (n: number) => Math.round(n).toLocaleString("en-US");
+
+function table(rows: Row[], options: { rates?: boolean } = {}): string {
+  const lines = options.rates
+    ? [
+      "| what | how | runs | median ms | min ms | items | median per s | ratio |",
+      "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    : [
+      "| what | how | runs | median ms | min ms | ratio |",
+      "|---|---|---:|---:|---:|---:|",
+    ];
+  for (const r of rows) {
+    const peer = r.peer === undefined ? undefined : rows.find((p) => p.label === r.peer);
+    const m = median(r.samplesMs);
+    let ratio = "—";
+    if (peer !== undefined) {
+      ratio = options.rates && r.items !== undefined && peer.items !== undefined
+        // Rates: how many times the peer's rate this one reaches (below 1: slower).
+        ? `${
+          ((r.items / m) / (peer.items / median(peer.samplesMs))).toFixed(2)
+        } of ${peer.label}'s rate`
+        : `${fmtRatio(m / median(peer.samplesMs))} ${peer.label}`;
+    }
+    const cells = [
+      r.label,
+      r.what,
+      String(r.samplesMs.length),
+      fmtMs(m),
+      fmtMs(Math.min(...r.samplesMs)),
+    ];
+    if (options.rates) {
+      cells.push(
+        r.items === undefined ? "—" : fmtRate(r.items),
+        r.items === undefined ? "—" : fmtRate(r.items / (m / 1000)),
+      );
+    }
+    cells.push(ratio);
+    lines.push(`| ${cells.join(" | ")} |`);
+  }
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases and the broker vhost
+
+const RUN_ID = crypto.randomUUID().replaceAll("-", "").slice(0, 10);
+const VHOST = `meshbench-${RUN_ID}`;
+const AMQP_URL = `amqp://${BROKER_USER}:${BROKER_PASS}@${BROKER_HOSTPORT}/${VHOST}`;
+const API_URL = `http://${BROKER_USER}:${BROKER_PASS}@${BROKER_API.replace(/^http:\/\//, "")}`;
+
+async function postgresModule() {
+  return (await import("postgres")).default;
+}
+
+/** Creates database `meshbench_<id>_<part>` with `mesh-control migrate`; its drop is registered first. */
+async function makeDatabase(part: string): Promise<{ url: string; name: string; sql: Sql }> {
+  const name = `meshbench_${RUN_ID}_${part}`;
+  const url = `${PG_SERVER}/${name}`;
+  const postgres = await postgresModule();
+  undos.push({
+    what: `database ${name} dropped`,
+    run: async () => {
+      const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+      try {
+        await admin.unsafe(`drop database if exists ${name} with (force)`);
+        const [left] =
+          await admin`select count(*)::int as n from pg_database where datname = ${name}`;
+        if (left?.n !== 0) throw new Error("it is still there");
+      } finally {
+        await admin.end({ timeout: 1 });
+      }
+    },
+  });
+  const out = await exec(control("migrate", "--database", url));
+  if (!/created database/.test(out.stdout)) throw new Error(`migrate: ${out.stdout}`);
+  const { connectDatabase } = await import("../control/db.ts");
+  const sql = await connectDatabase(url, { max: 4 });
+  undos.push({ what: `pool of ${name} closed`, run: () => sql.end({ timeout: 1 }) });
+  return { url, name, sql };
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<Response> {
+  const response = await fetch(`${BROKER_API}${path}`, {
+    method,
+    headers: {
+      authorization: `Basic ${btoa(`${BROKER_USER}:${BROKER_PASS}`)}`,
+      "content-type": "application/json",
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  await response.body?.cancel();
+  return response;
+}
+
+let vhostMade: Promise<void> | undefined;
+/** The bench's own vhost with the topology (`mesh-control broker setup`), made once. */
+function ensureVhost(): Promise<void> {
+  vhostMade ??= (async () => {
+    undos.push({
+      what: `broker vhost ${VHOST} deleted`,
+      run: async () => {
+        const r = await api("DELETE", `/api/vhosts/${encodeURIComponent(VHOST)}`);
+        if (r.status !== 204 && r.status !== 404) throw new Error(`DELETE answered ${r.status}`);
+        const check = await api("GET", `/api/vhosts/${encodeURIComponent(VHOST)}`);
+        if (check.status !== 404) throw new Error(`it is still there (${check.status})`);
+      },
+    });
+    const made = await api("PUT", `/api/vhosts/${encodeURIComponent(VHOST)}`, {});
+    if (made.status !== 201 && made.status !== 204) {
+      throw new Error(`cannot create vhost ${VHOST}: ${made.status}`);
+    }
+    const perms = await api(
+      "PUT",
+      `/api/permissions/${encodeURIComponent(VHOST)}/${BROKER_USER}`,
+      { configure: ".*", write: ".*", read: ".*" },
+    );
+    if (perms.status !== 201 && perms.status !== 204) {
+      throw new Error(`cannot grant ${BROKER_USER} on ${VHOST}: ${perms.status}`);
+    }
+    const setup = await exec(control("broker", "setup"), {
+      env: { MESH_BROKER_URL: AMQP_URL, MESH_BROKER_API_URL: API_URL },
+    });
+    log(setup.stdout.trim());
+  })();
+  return vhostMade;
+}
+
+async function openChannel() {
+  const { openBroker } = await import("../lib/amqp.ts");
+  return await openBroker(AMQP_URL);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: status and board over 10,000 nodes x 100 reports
+
+const EXPECTED_COUNTS = {
+  refused: STATUS_NODES * 2 / 100,
+  failed: STATUS_NODES * 4 / 100,
+  outstanding: STATUS_NODES * 3 / 100,
+  "never-spoke": NEVER_SPOKE,
+  ok: STATUS_NODES * 91 / 100,
+};
+
+/** The report rows of rounds `where` (an SQL condition on r), every node once per round. */
+function reportRowsSql(where: string, base: string): string {
+  const changes = JSON.stringify([
+    { id: "etc-meshbench", type: "directory", change: "unchanged" },
+    { id: "app-conf", type: "file", change: "unchanged" },
+    { id: "app-svc", type: "service", change: "unchanged" },
+  ]);
+  const problem = JSON.stringify([{ id: "app-svc", message: "unit app.service failed to start" }]);
+  // Node i's class is i % 100: 0-3 failed and 4-5 refused for the last 10 rounds, 6-8 outstanding
+  // (last report about generation 2 while 3 is current), the rest ok. Generation 1 is current for
+  // rounds 1-33, 2 for 34-66, 3 for 67-100. Round r arrived (100 - r) x 5 minutes before `base`.
+  return `
+    insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+      changes, host_version, reported_at, received_at)
+    select format('node-%s', lpad(i::text, 5, '0')), s.gen,
+      'sha256:' || encode(sha256(convert_to(i || '/' || s.gen, 'UTF8')), 'hex'),
+      s.outcome, case s.outcome when 'applied' then 20 when 'failed' then 15 else 0 end, 20,
+      case when r in (1, 34, 67) then 'push' when r % 12 = 0 then 'start' else 'interval' end,
+      case s.outcome when 'applied' then '[]'::jsonb else '${problem}'::jsonb end,
+      '${changes}'::jsonb, 'mesh-host 0.1.0',
+      '${base}'::timestamptz - interval '5 minutes' * (100 - r) - interval '2 seconds',
+      '${base}'::timestamptz - interval '5 minutes' * (100 - r)
+    from generate_series(1, ${REPORTS_PER_NODE}) r
+      cross join lateral generate_series(1, ${STATUS_NODES}) i
+      cross join lateral (select
+        case when r = 100 and i % 100 between 6 and 8 then 2
+             when r > 66 then 3 when r > 33 then 2 else 1 end as gen,
+        case when r > 90 and i % 100 < 4 then 'failed'
+             when r > 90 and i % 100 between 4 and 5 then 'refused'
+             else 'applied' end as outcome) s
+    where ${where}`;
+}
+
+async function seedStatus(sql: Sql): Promise<void> {
+  const base = new Date().toISOString();
+  const migration = await Deno.readTextFile(`${ROOT}control/migrations/0001_inventory.sql`);
+  const createIndex = /create index reports_node_last [^;]+;/.exec(migration)?.[0];
+  if (createIndex === undefined) throw new Error("the migration has no reports_node_last index");
+  const body = JSON.stringify({
+    version: 1,
+    resources: Array.from({ length: 20 }, (_, k) => ({
+      id: `file-${k}`,
+      type: "file",
+      path: `/etc/meshbench/file-${k}.conf`,
+      content: `# file ${k}\nkey = value-${k}\n`,
+      mode: "0644",
+    })),
+  });
+  const total = STATUS_NODES + NEVER_SPOKE;
+  const t0 = performance.now();
+  // The fixture is consistent by construction: foreign-key triggers are skipped for the load
+  // (session_replication_role = replica); the CHECK constraints still run.
+  await sql.begin(async (tx) => {
+    await tx.unsafe("set local session_replication_role = replica");
+    await tx.unsafe(`
+      insert into modules (name, version, digest, body, origin)
+      select m, 1, 'sha256:' || encode(sha256(convert_to(m, 'UTF8')), 'hex'),
+        '{"version":1,"resources":[]}', 'handed-over'
+      from unnest(array['base', 'web']) m`);
+    await tx.unsafe(`
+      insert into nodes (name, system, enrolled_at)
+      select format('node-%s', lpad(i::text, 5, '0')),
+        (array['debian', 'arch', 'alpine', 'android'])[1 + i % 4],
+        '${base}'::timestamptz - interval '30 days'
+      from generate_series(1, ${total}) i`);
+    await tx.unsafe(`
+      insert into assignments (node, module)
+      select format('node-%s', lpad(i::text, 5, '0')), m
+      from generate_series(1, ${total}) i, unnest(array['base', 'web']) with ordinality u(m, k)
+      where m = 'base' or i % 2 = 0 order by i, k`);
+    // Generation g was pushed just before the round it is first reported in (1, 34, 67); the
+    // nodes that never spoke were pushed generation 1 ten minutes ago.
+    await tx.unsafe(
+      `
+      insert into declarations (node, generation, digest, body, total, pushed_at)
+      select format('node-%s', lpad(i::text, 5, '0')), g,
+        'sha256:' || encode(sha256(convert_to(i || '/' || g, 'UTF8')), 'hex'), $1, 20,
+        case when i > ${STATUS_NODES} then '${base}'::timestamptz - interval '10 minutes'
+          else '${base}'::timestamptz - interval '5 minutes' * (100 - (1 + 33 * (g - 1)))
+            - interval '1 minute' end
+      from generate_series(1, ${total}) i, generate_series(1, 3) g
+      where i <= ${STATUS_NODES} or g = 1`,
+      [body],
+    );
+    // Loaded without the index, which is then built with the migration's own statement.
+    await tx.unsafe("drop index reports_node_last");
+  });
+  const t1 = performance.now();
+  // Rounds 1-99 in two sessions at once (odd and even rounds: ids stay roughly in arrival
+  // order), then round 100, so every node's last report by id is round 100.
+  const load = (where: string) =>
+    sql.begin(async (tx) => {
+      await tx.unsafe("set local session_replication_role = replica");
+      await tx.unsafe(reportRowsSql(where, base));
+    });
+  await Promise.all([load("r < 100 and r % 2 = 1"), load("r < 100 and r % 2 = 0")]);
+  await load("r = 100");
+  const t2 = performance.now();
+  await sql.unsafe(`set maintenance_work_mem = '256MB'; ${createIndex}`);
+  const t3 = performance.now();
+  await sql.unsafe("analyze");
+  const t4 = performance.now();
+  const [sizes] = await sql<{ reports: string; index: string; n: number }[]>`
+    select pg_size_pretty(pg_total_relation_size('reports')) as reports,
+      pg_size_pretty(pg_relation_size('reports_node_last')) as index,
+      (select count(*)::int from reports) as n`;
+  log(
+    `seeded ${total} nodes and ${sizes?.n} reports (reports ${sizes?.reports}, index ${sizes?.index}): ` +
+      `small tables ${((t1 - t0) / 1000).toFixed(1)} s, reports ${
+        ((t2 - t1) / 1000).toFixed(1)
+      } s, index ${((t3 - t2) / 1000).toFixed(1)} s, analyze ${((t4 - t3) / 1000).toFixed(1)} s`,
+  );
+  seedFacts.status = {
+    nodes: total,
+    reports: sizes?.n ?? 0,
+    reportsSize: sizes?.reports ?? "?",
+    indexSize: sizes?.index ?? "?",
+    seconds: (t4 - t0) / 1000,
+  };
+}
+
+const seedFacts: {
+  status?: {
+    nodes: number;
+    reports: number;
+    reportsSize: string;
+    indexSize: string;
+    seconds: number;
+  };
+} = {};
+
+interface PlanFacts {
+  text: string;
+  indexes: string[];
+  seqScans: string[];
+  executionMs: number;
+}
+
+function planFacts(text: string): PlanFacts {
+  const indexes = [
+    ...new Set([...text.matchAll(/Index (?:Only )?Scan(?: Backward)? using (\S+) on (\S+)/g)].map(
+      (m) => `${m[1]} (${m[2]})`,
+    )),
+  ];
+  const seqScans = [...new Set([...text.matchAll(/Seq Scan on (\S+)/g)].map((m) => m[1]!))];
+  const executionMs = Number(/Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN);
+  return { text, indexes, seqScans, executionMs };
+}
+
+async function partStatus(runs: number, dir: string) {
+  log("part 1: status and board over 10,000 nodes x 100 reports");
+  const db = await makeDatabase("status");
+  await seedStatus(db.sql);
+  const env = { MESH_DATABASE_URL: db.url };
+
+  // readNodeStates' own SQL, captured from postgres.js.
+  const postgres = await postgresModule();
+  let query: string | undefined;
+  const capture = postgres(db.url, {
+    max: 1,
+    onnotice: () => {},
+    debug: (_connection, text) => {
+      query = text;
+    },
+  });
+  const { readNodeStates } = await import("../control/inventory.ts");
+  const report = await import("../control/report.ts");
+  try {
+    await readNodeStates(capture);
+  } finally {
+    await capture.end({ timeout: 1 });
+  }
+  if (query === undefined) throw new Error("no query captured from readNodeStates");
+  const queryFile = `${dir}/read_node_states.sql`;
+  await Deno.writeTextFile(queryFile, `${query.trim()};\n`);
+  const countFile = `${dir}/count_node_states.sql`;
+  await Deno.writeTextFile(countFile, `select count(*) from (${query.trim()}) s;\n`);
+  const emptyFile = `${dir}/empty.ts`;
+  await Deno.writeTextFile(emptyFile, "");
+
+  const rows: Row[] = [
+    { label: "deno (empty file)", what: "`deno run -A empty.ts`", samplesMs: [] },
+    {
+      label: "mesh-control --help",
+      what: "`deno run -A control/main.ts --help`: start-up + CLI modules",
+      samplesMs: [],
+    },
+    {
+      label: "psql count",
+      what: "`psql -c 'select count(*) from (<readNodeStates SQL>) s'`",
+      samplesMs: [],
+    },
+    {
+      label: "psql query",
+      what: "`psql -At -f <readNodeStates SQL> -o /dev/null` (10,100 rows fetched)",
+      samplesMs: [],
+    },
+    {
+      label: "psql query, jit = off",
+      what: "the same with `PGOPTIONS='-c jit=off'`",
+      samplesMs: [],
+      peer: "psql query",
+    },
+    {
+      label: "status",
+      what: "`mesh-control status` (exit 1: 1,000 behind)",
+      samplesMs: [],
+      peer: "psql query",
+    },
+    {
+      label: "board --json",
+      what: "`mesh-control board --json`",
+      samplesMs: [],
+      peer: "psql query",
+    },
+  ];
+  const argv: Record<string, string[]> = {
+    "deno (empty file)": deno(emptyFile),
+    "mesh-control --help": control("--help"),
+    "psql count": ["psql", "-X", "-q", "-At", db.url, "-f", countFile],
+    "psql query": ["psql", "-X", "-q", "-At", db.url, "-f", queryFile, "-o", "/dev/null"],
+    "psql query, jit = off": [
+      "psql",
+      "-X",
+      "-q",
+      "-At",
+      db.url,
+      "-f",
+      queryFile,
+      "-o",
+      "/dev/null",
+    ],
+    "status": control("status"),
+    "board --json": control("board", "--json"),
+  };
+  const facts: Record<string, string> = {};
+  for (let i = 0; i <= runs; i++) {
+    for (const row of rows) {
+      const out = await exec(argv[row.label]!, {
+        env: row.label.endsWith("jit = off") ? { ...env, PGOPTIONS: "-c jit=off" } : env,
+        allowFailure: true,
+      });
+      const expectedCode = row.label === "status" ? 1 : 0;
+      if (out.code !== expectedCode) {
+        throw new Error(`${row.label} exited with ${out.code}: ${out.stderr.trim().slice(-2000)}`);
+      }
+      if (row.label === "psql count" && out.stdout.trim() !== String(STATUS_NODES + NEVER_SPOKE)) {
+        throw new Error(`psql count said ${out.stdout.trim()}`);
+      }
+      if (row.label === "status") {
+        const first = out.stdout.split("\n")[0] ?? "";
+        if (!first.startsWith(`1000 of ${STATUS_NODES + NEVER_SPOKE} nodes`)) {
+          throw new Error(`status said: ${first}`);
+        }
+        facts.status = first;
+        facts.statusBytes = String(out.stdout.length);
+      }
+      if (row.label === "board --json") {
+        const board = JSON.parse(out.stdout) as { nodes: number; counts: Record<string, number> };
+        if (
+          board.nodes !== STATUS_NODES + NEVER_SPOKE ||
+          JSON.stringify(board.counts) !==
+            JSON.stringify({ ...board.counts, ...EXPECTED_COUNTS })
+        ) {
+          throw new Error(`board --json: ${board.nodes} nodes, ${JSON.stringify(board.counts)}`);
+        }
+        facts.boardBytes = String(out.stdout.length);
+        facts.counts = JSON.stringify(board.counts);
+      }
+      if (i > 0) row.samplesMs.push(out.ms);
+    }
+    log(`part 1: ${i === 0 ? "warm-up" : `run ${i}/${runs}`} done`);
+  }
+
+  // In-process: where the CLI's time goes once started.
+  const breakdown: Row[] = [
+    {
+      label: "readNodeStates",
+      what: "the query + postgres.js decoding 10,100 rows",
+      samplesMs: [],
+    },
+    {
+      label: "readNodeStates, jit = off",
+      what: 'the same on a pool opened with `connection: { jit: "off" }`',
+      samplesMs: [],
+      peer: "readNodeStates",
+    },
+    { label: "gatherBoard", what: "classify + sort (localeCompare)", samplesMs: [] },
+    { label: "statusText", what: "render `status`", samplesMs: [] },
+    { label: "boardJson", what: "render `board --json`", samplesMs: [] },
+  ];
+  const noJit = postgres(db.url, { max: 1, onnotice: () => {}, connection: { jit: "off" } });
+  try {
+    for (let i = 0; i <= runs; i++) {
+      const t0 = performance.now();
+      const states = await readNodeStates(db.sql);
+      const t1 = performance.now();
+      await readNodeStates(noJit);
+      const t1b = performance.now();
+      const board = report.gatherBoard(states);
+      const t2 = performance.now();
+      report.statusText(board);
+      const t3 = performance.now();
+      report.boardJson(board);
+      const t4 = performance.now();
+      if (i === 0) continue;
+      breakdown[0]!.samplesMs.push(t1 - t0);
+      breakdown[1]!.samplesMs.push(t1b - t1);
+      breakdown[2]!.samplesMs.push(t2 - t1b);
+      breakdown[3]!.samplesMs.push(t3 - t2);
+      breakdown[4]!.samplesMs.push(t4 - t3);
+    }
+  } finally {
+    await noJit.end({ timeout: 1 });
+  }
+
+  const plans: PlanFacts[] = [];
+  for (let i = 0; i < 3; i++) {
+    const result = await db.sql.unsafe(`explain (analyze, buffers) ${query}`);
+    plans.push(planFacts(result.map((r) => r["QUERY PLAN"] as string).join("\n")));
+  }
+  const plan = plans[plans.length - 1]!;
+  for (const needed of ["reports_node_last", "declarations_pkey"]) {
+    if (!plan.indexes.some((x) => x.startsWith(`${needed} `))) {
+      log(`WARNING: the plan does not use ${needed}`);
+    }
+  }
+  const [jit] = await db.sql<{ jit: string; above: string }[]>`
+    select current_setting('jit') as jit, current_setting('jit_above_cost') as above`;
+
+  // Variants of the same query, for what a change would save (execution time, best of 3).
+  const variants: { label: string; ms: number; same: boolean }[] = [];
+  const best = async (text: string, setup?: string) => {
+    let ms = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const out = await db.sql.begin(async (tx) => {
+        if (setup) await tx.unsafe(setup);
+        return await tx.unsafe(`explain (analyze) ${text}`);
+      });
+      const plan = planFacts(out.map((r) => r["QUERY PLAN"] as string).join("\n"));
+      ms = Math.min(ms, plan.executionMs);
+    }
+    return ms;
+  };
+  const digestOf = async (text: string, setup?: string) =>
+    await db.sql.begin(async (tx) => {
+      if (setup) await tx.unsafe(setup);
+      const [row] = await tx.unsafe(`select md5(string_agg(q::text, ',')) as h from (${text}) q`);
+      return String(row?.h);
+    });
+  const reference = await digestOf(query);
+  variants.push({ label: "as is", ms: await best(query), same: true });
+  variants.push({
+    label: "jit = off",
+    ms: await best(query, "set local jit = off"),
+    same: await digestOf(query, "set local jit = off") === reference,
+  });
+  const subplan =
+    /coalesce\(\(select array_agg\(a\.module order by a\.position\) from assignments a\s+where a\.node = n\.name\), '\{\}'\) as modules/;
+  if (subplan.test(query)) {
+    const grouped = query.replace(subplan, "coalesce(a.modules, '{}') as modules").replace(
+      /from nodes n\s/,
+      `from nodes n
+    left join (select node, array_agg(module order by position) as modules from assignments
+               group by node) a on a.node = n.name
+    `,
+    );
+    variants.push({
+      label: "modules by one grouped join instead of a subplan per node, jit = off",
+      ms: await best(grouped, "set local jit = off"),
+      same: await digestOf(grouped, "set local jit = off") === reference,
+    });
+  }
+  return {
+    rows,
+    breakdown,
+    plan,
+    plans,
+    variants,
+    query,
+    facts,
+    jit: `${jit?.jit} (above ${jit?.above})`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: push --behind to 1,000 behind nodes
+
+function moduleFragment(prefix: string, files: number): string {
+  const resources: Record<string, unknown>[] = [
+    { id: `${prefix}-dir`, type: "directory", path: `/etc/meshbench/${prefix}`, mode: "0755" },
+  ];
+  for (let k = 1; k <= files; k++) {
+    resources.push({
+      id: `${prefix}-f${String(k).padStart(2, "0")}`,
+      type: "file",
+      path: `/etc/meshbench/${prefix}/f${String(k).padStart(2, "0")}.conf`,
+      content: `# ${prefix} file ${k}, managed by mesh\n` +
+        Array.from({ length: 4 }, (_, j) => `setting_${j} = ${prefix}-${k}-${j}\n`).join(""),
+      mode: "0644",
+    });
+  }
+  return JSON.stringify({ version: 1, resources }, null, 2);
+}
+
+const pushName = (i: number) => `push-${String(i).padStart(4, "0")}`;
+
+async function partPush(runs: number, dir: string) {
+  log("part 2: push --behind to 1,000 behind nodes");
+  await ensureVhost();
+  const db = await makeDatabase("push");
+  const env = { MESH_DATABASE_URL: db.url, MESH_BROKER_URL: AMQP_URL };
+  for (const [name, files] of [["base", 9], ["app", 10]] as const) {
+    const file = `${dir}/${name}.json`;
+    await Deno.writeTextFile(file, moduleFragment(name, files));
+    log((await exec(control("module", "add", file), { env })).stdout.trim());
+  }
+  const sql = db.sql;
+  const nodes = Array.from({ length: PUSH_NODES }, (_, i) => pushName(i + 1));
+  await sql`insert into nodes (name, system) select unnest(${nodes}::text[]), 'debian'`;
+  await sql`
+    insert into assignments (node, module)
+    select n, m from unnest(${nodes}::text[]) n, unnest(array['base', 'app']) with ordinality u(m, k)
+    order by n, k`;
+  const { readNodeStates, renderDeclarations, sameSince } = await import(
+    "../control/inventory.ts"
+  );
+  const [rendered] = await renderDeclarations(sql, [nodes[0]!]);
+  if (rendered === undefined) throw new Error("nothing rendered");
+  // Generation 1 pushed 3 hours ago; six reports each, 20 minutes apart: two clean applies,
+  // then four failures the same way (so every node is "stuck" past the default hour).
+  await sql`
+    insert into declarations (node, generation, digest, body, total, pushed_at)
+    select n, 1, ${rendered.digest}::text, ${rendered.text}::text, ${rendered.total}::int,
+      now() - interval '3 hours'
+    from unnest(${nodes}::text[]) n`;
+  const problems = JSON.stringify([{ id: "app-f03", message: "write failed: disk full" }]);
+  await sql`
+    insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+      changes, host_version, reported_at, received_at)
+    select n, 1, ${rendered.digest}::text, case when r <= 2 then 'applied' else 'failed' end,
+      case when r <= 2 then ${rendered.total}::int else ${rendered.total - 3}::int end,
+      ${rendered.total}::int,
+      case when r = 1 then 'push' else 'interval' end,
+      case when r <= 2 then '[]'::jsonb else ${problems}::text::jsonb end, '[]'::jsonb,
+      'mesh-host 0.1.0', now() - interval '3 hours' + interval '20 minutes' * r,
+      now() - interval '3 hours' + interval '20 minutes' * r
+    from generate_series(1, 6) r, unnest(${nodes}::text[]) n
+    order by r, n`;
+  await sql`analyze`;
+
+  // The node queues, as createNodeAccount declares them.
+  const { NODE_QUEUE_ARGUMENTS, nodeQueue, declarationKey, EXCHANGE } = await import(
+    "../lib/broker.ts"
+  );
+  const session = await openChannel();
+  undos.push({ what: "bench broker connection closed", run: () => session.close() });
+  undos.push({
+    what: `${PUSH_NODES} node queues mesh.node.push-* deleted`,
+    run: async () => {
+      const s = await openChannel();
+      try {
+        for (const node of nodes) await s.channel.deleteQueue(nodeQueue(node));
+      } finally {
+        await s.close();
+      }
+    },
+  });
+  for (const node of nodes) {
+    await session.channel.assertQueue(nodeQueue(node), {
+      durable: true,
+      arguments: { ...NODE_QUEUE_ARGUMENTS },
+    });
+    await session.channel.bindQueue(nodeQueue(node), EXCHANGE, declarationKey(node));
+  }
+  log(`${PUSH_NODES} node queues declared and bound`);
+
+  // Every run starts from the same state: generation 1 current, last report failed.
+  const reset = () => sql`delete from declarations where generation > 1`;
+
+  // The peer's bodies: what publishRendered publishes (generation 2).
+  const pushedAt = new Date();
+  const peerFile = `${dir}/peer_messages.json`;
+  await Deno.writeTextFile(
+    peerFile,
+    JSON.stringify(nodes.map((node) => ({
+      key: declarationKey(node),
+      body: JSON.stringify({
+        kind: "declaration",
+        node,
+        generation: 2,
+        digest: rendered.digest,
+        pushedAt: pushedAt.toISOString(),
+        declaration: rendered.text,
+      }),
+      messageId: `${node}:2`,
+      timestamp: Math.floor(pushedAt.getTime() / 1000),
+    }))),
+  );
+  const bodyBytes = JSON.stringify({
+    kind: "declaration",
+    node: nodes[0],
+    generation: 2,
+    digest: rendered.digest,
+    pushedAt: pushedAt.toISOString(),
+    declaration: rendered.text,
+  }).length;
+
+  const { pushBehind } = await import("../control/push.ts");
+  const { publishConfirmed } = await import("../lib/amqp.ts");
+  const { ingestReports } = await import("../control/ingest.ts");
+  const rows: Row[] = [
+    { label: "deno (empty file)", what: "`deno run -A empty.ts`", samplesMs: [] },
+    {
+      label: "peer publish",
+      what:
+        "minimal amqplib process (`--peer-publish`): connect, publish the same 1,000 bodies persistent + mandatory, waitForConfirms",
+      samplesMs: [],
+    },
+    {
+      label: "push --behind",
+      what: "`mesh-control push --behind` (1,000 failed nodes pushed)",
+      samplesMs: [],
+      peer: "peer publish",
+    },
+  ];
+  const breakdown: Row[] = [];
+  const step = (label: string, what: string, ms: number) => {
+    let row = breakdown.find((r) => r.label === label);
+    if (row === undefined) breakdown.push(row = { label, what, samplesMs: [] });
+    row.samplesMs.push(ms);
+  };
+  const coldSteps: Row[] = [];
+  const emptyFile = `${dir}/empty.ts`;
+  await Deno.writeTextFile(emptyFile, "");
+  const facts: Record<string, string> = {
+    bodyBytes: String(bodyBytes),
+    resources: String(rendered.total),
+  };
+  const renders = await renderDeclarations(sql, nodes);
+  const encoder = new TextEncoder();
+  class Rollback extends Error {}
+  for (let i = 0; i <= runs; i++) {
+    // Processes.
+    const empty = await exec(deno(emptyFile));
+    await reset();
+    const push = await exec(control("push", "--behind"), { env });
+    const lines = push.stdout.trim().split("\n");
+    const last = lines[lines.length - 1] ?? "";
+    if (last !== `pushed to ${PUSH_NODES} of ${PUSH_NODES} nodes; 0 not behind`) {
+      throw new Error(`push --behind said: ${last}`);
+    }
+    facts.pushLast = last;
+    facts.pushStuck = String(lines.filter((l) => /the same way since/.test(l)).length);
+    facts.pushFirst = lines[0] ?? "";
+    const [gen] = await sql<{ n: number }[]>`
+      select count(*)::int as n from declarations where generation = 2`;
+    if (gen?.n !== PUSH_NODES) throw new Error(`push --behind recorded ${gen?.n} declarations`);
+    const peer = await exec(deno(`${ROOT}bench/control_bench.ts`, "--peer-publish", peerFile), {
+      env: { MESH_BENCH_AMQP: AMQP_URL },
+    });
+    if (peer.stdout.trim() !== `published ${PUSH_NODES}`) throw new Error(`peer: ${peer.stdout}`);
+    await reset();
+    const trace = await exec(deno(`${ROOT}bench/control_bench.ts`, "--trace-push"), { env });
+    const traced = JSON.parse(trace.stdout) as { pushed: number; marks: Record<string, number> };
+    if (traced.pushed !== PUSH_NODES) throw new Error(`trace pushed ${traced.pushed}`);
+    if (i > 0) {
+      const sum = Object.values(traced.marks).reduce((a, b) => a + b, 0);
+      const steps = { "Deno start-up (wall − steps)": trace.ms - sum, ...traced.marks };
+      for (const [step, ms] of Object.entries(steps)) {
+        let row = coldSteps.find((r) => r.label === step);
+        if (row === undefined) coldSteps.push(row = { label: step, what: "", samplesMs: [] });
+        row.samplesMs.push(ms);
+      }
+      let whole = coldSteps.find((r) => r.label === "whole");
+      if (whole === undefined) {
+        coldSteps.push(
+          whole = { label: "whole", what: "wall of the traced process", samplesMs: [] },
+        );
+      }
+      whole.samplesMs.push(trace.ms);
+    }
+
+    if (i > 0) {
+      rows[0]!.samplesMs.push(empty.ms);
+      rows[1]!.samplesMs.push(peer.ms);
+      rows[2]!.samplesMs.push(push.ms);
+    }
+
+    // In-process, warm: the same work in parts.
+    const timed = async <T>(label: string, what: string, fn: () => Promise<T>): Promise<T> => {
+      const t = performance.now();
+      const result = await fn();
+      if (i > 0) step(label, what, performance.now() - t);
+      return result;
+    };
+    const drained = await timed(
+      "drain (empty queue)",
+      "ingestReports({drain: true}) on the empty mesh.reports",
+      () => ingestReports(db.sql, session.channel, { drain: true }),
+    );
+    if (drained.ingested !== 0) throw new Error(`drain ingested ${drained.ingested}`);
+    await reset();
+    const states = await timed(
+      "readNodeStates",
+      "of the 1,000 nodes",
+      () => readNodeStates(sql),
+    );
+    await timed(
+      "renderDeclarations",
+      "of the 1,000 nodes (module rows, parse of each rendered declaration, digest)",
+      () => renderDeclarations(sql, states.map((s) => s.name)),
+    );
+    await timed("sameSince", "of the 1,000 failed nodes", () => sameSince(sql, nodes));
+    const dry = await timed(
+      "decide (all three)",
+      "pushBehind(..., {dryRun: true}): the three above and the classification",
+      () => pushBehind(sql, undefined, { dryRun: true }),
+    );
+    if (dry.pushed.length !== PUSH_NODES) throw new Error(`dry run: ${dry.pushed.length}`);
+    await timed(
+      "bulk insert",
+      "publishRendered's lock + insert ... unnest(text[], ...) of 1,000 declarations (rolled back)",
+      () =>
+        sql.begin(async (tx) => {
+          await tx`select name from nodes where name = any(${renders.map((r) => r.node)})
+                   order by name for update`;
+          await tx`
+            insert into declarations (node, generation, digest, body, total)
+            select x.node,
+              coalesce((select max(d.generation) from declarations d where d.node = x.node), 0) + 1,
+              x.digest, x.body, x.total
+            from unnest(${renders.map((r) => r.node)}::text[], ${
+            renders.map((r) => r.digest)
+          }::text[], ${renders.map((r) => r.text)}::text[], ${renders.map((r) => r.total)}::int[])
+              as x(node, digest, body, total)
+            returning node, generation, pushed_at`;
+          throw new Rollback();
+        }).catch((error) => {
+          if (!(error instanceof Rollback)) throw error;
+        }),
+    );
+    await timed(
+      "bulk insert, one JSON parameter",
+      "the same insert with the rows as one json_to_recordset text parameter (rolled back)",
+      () =>
+        sql.begin(async (tx) => {
+          await tx`select name from nodes where name = any(${renders.map((r) => r.node)})
+                   order by name for update`;
+          await tx`
+            insert into declarations (node, generation, digest, body, total)
+            select x.node,
+              coalesce((select max(d.generation) from declarations d where d.node = x.node), 0) + 1,
+              x.digest, x.body, x.total
+            from json_to_recordset(${
+            JSON.stringify(
+              renders.map((r) => ({
+                node: r.node,
+                digest: r.digest,
+                body: r.text,
+                total: r.total,
+              })),
+            )
+          }::text::json) as x(node text, digest text, body text, total integer)
+            returning node, generation, pushed_at`;
+          throw new Rollback();
+        }).catch((error) => {
+          if (!(error instanceof Rollback)) throw error;
+        }),
+    );
+    const messages = renders.map((r) => ({
+      exchange: EXCHANGE,
+      routingKey: declarationKey(r.node),
+      body: encoder.encode(JSON.stringify({
+        kind: "declaration",
+        node: r.node,
+        generation: 2,
+        digest: r.digest,
+        pushedAt: pushedAt.toISOString(),
+        declaration: r.text,
+      })),
+      options: {
+        type: "declaration",
+        messageId: `${r.node}:2`,
+        timestamp: Math.floor(pushedAt.getTime() / 1000),
+      },
+    }));
+    await timed(
+      "publish",
+      "publishConfirmed of the 1,000 bodies on an open channel",
+      () => publishConfirmed(session.channel, messages),
+    );
+    log(`part 2: ${i === 0 ? "warm-up" : `run ${i}/${runs}`} done`);
+  }
+  const depth = await session.channel.checkQueue(nodeQueue(nodes[0]!));
+  facts.nodeQueueDepth = String(depth.messageCount);
+  // The whole row last.
+  coldSteps.push(...coldSteps.splice(coldSteps.findIndex((r) => r.label === "whole"), 1));
+  return { rows, breakdown, coldSteps, facts };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: ingest --drain
+
+const ingestName = (i: number) => `ingest-${String(i).padStart(4, "0")}`;
+
+async function partIngest(runs: number) {
+  log(`part 3: ingest --drain of ${INGEST_REPORTS} reports`);
+  await ensureVhost();
+  const db = await makeDatabase("ingest");
+  const sql = db.sql;
+  const env = { MESH_DATABASE_URL: db.url, MESH_BROKER_URL: AMQP_URL };
+  const nodes = Array.from({ length: INGEST_NODES }, (_, i) => ingestName(i + 1));
+  await sql`insert into nodes (name, system) select unnest(${nodes}::text[]), 'debian'`;
+  await sql`analyze`;
+
+  const broker = await import("../lib/broker.ts");
+  const digest = `sha256:${"ab".repeat(32)}`;
+  const at = new Date().toISOString();
+  const reports = Array.from({ length: INGEST_REPORTS }, (_, i) => {
+    const node = nodes[i % INGEST_NODES]!;
+    const failed = i % 10 === 0;
+    return {
+      kind: "report",
+      node,
+      generation: 1 + Math.floor(i / INGEST_NODES),
+      trigger: i % 50 === 0 ? "push" : "interval",
+      at,
+      hostVersion: "mesh-host 0.1.0",
+      outcome: failed ? "failed" : "applied",
+      applied: failed ? 17 : 20,
+      total: 20,
+      declaration: digest,
+      changes: Array.from({ length: 20 }, (_, k) => ({
+        id: `app-f${String(k).padStart(2, "0")}`,
+        type: "file",
+        change: k === 3 && i % 7 === 0 ? "updated" : "unchanged",
+      })),
+      problems: failed ? [{ id: "app-f03", message: "write failed: disk full" }] : [],
+    };
+  });
+  const encoder = new TextEncoder();
+  const bodies = reports.map((r) => encoder.encode(JSON.stringify(r)));
+  broker.decodeMessage(broker.ReportMessage, bodies[0]!, "the bench's first report");
+  broker.decodeMessage(broker.ReportMessage, bodies[10]!, "the bench's failed report");
+
+  const session = await openChannel();
+  undos.push({ what: "bench ingest broker connection closed", run: () => session.close() });
+  const { Buffer } = await import("node:buffer");
+  undos.push({
+    what: `${broker.REPORTS_QUEUE} in ${VHOST} checked empty (purged if not)`,
+    run: async () => {
+      const s = await openChannel();
+      try {
+        const { messageCount } = await s.channel.checkQueue(broker.REPORTS_QUEUE);
+        if (messageCount > 0) {
+          log(`cleanup: ${messageCount} reports left in ${broker.REPORTS_QUEUE}: purging`);
+          await s.channel.purgeQueue(broker.REPORTS_QUEUE);
+        }
+      } finally {
+        await s.close();
+      }
+    },
+  });
+
+  /** Publishes the first `n` bodies with confirms (persistent, as the link does). */
+  const publish = async (n: number): Promise<number> => {
+    const t = performance.now();
+    const chunk = 2_000;
+    for (let start = 0; start < n; start += chunk) {
+      for (let i = start; i < Math.min(n, start + chunk); i++) {
+        const body = bodies[i]!;
+        session.channel.publish(
+          broker.EXCHANGE,
+          broker.reportKey(reports[i]!.node),
+          Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+          { persistent: true, contentType: "application/json", type: "report" },
+        );
+      }
+      await session.channel.waitForConfirms();
+    }
+    const ms = performance.now() - t;
+    const { messageCount } = await session.channel.checkQueue(broker.REPORTS_QUEUE);
+    if (messageCount !== n) throw new Error(`${messageCount} reports queued, expected ${n}`);
+    return ms;
+  };
+  const countOf = async (table: string) =>
+    Number((await sql.unsafe(`select count(*)::int as n from ${table}`))[0]!.n);
+  const count = () => countOf("reports");
+  await makeCheapCopy(sql);
+  const queueEmpty = async (what: string) => {
+    const { messageCount } = await session.channel.checkQueue(broker.REPORTS_QUEUE);
+    if (messageCount !== 0) throw new Error(`${what}: ${messageCount} reports left in the queue`);
+  };
+
+  const rows: Row[] = [
+    {
+      label: "publish",
+      what: "publish with confirms (persistent), in-process, chunks of 2,000",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+    },
+    {
+      label: "consume (no-op)",
+      what: "in-process consumer: prefetch 1,000, ack (multiple) every 500, nothing else",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+    },
+    {
+      label: "decode",
+      what: "decodeMessage(ReportMessage) of every body (JSON + zod), in-process",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+    },
+    {
+      label: "raw insert",
+      what: "ingest's insert ... json_to_recordset, 40 transactions of 500, in-process",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+    },
+    {
+      label: "raw insert, cheap CHECK",
+      what:
+        "the same into a copy of reports whose digest CHECK is `~ '^sha256:[0-9a-f]+$' and length(digest) = 71`",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "raw insert",
+    },
+    {
+      label: "ingestReports",
+      what: "ingestReports({drain: true}) in-process (no start-up, connections open)",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "raw insert",
+    },
+    {
+      label: "ingest --drain",
+      what: "`mesh-control ingest --drain` (start-up and connecting included)",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "raw insert",
+    },
+    {
+      label: "ingest --drain vs broker",
+      what: "the same runs, against the no-op consumer",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "consume (no-op)",
+    },
+  ];
+  const byLabel = (label: string) => rows.find((r) => r.label === label)!;
+  const { ingestReports } = await import("../control/ingest.ts");
+
+  // Warm-up: a smaller batch through the CLI (module cache, connections, JIT of the queries).
+  await publish(WARMUP_REPORTS);
+  {
+    const before = await count();
+    const out = await exec(control("ingest", "--drain"), { env });
+    if (out.stdout.trim() !== `ingested ${WARMUP_REPORTS} reports`) {
+      throw new Error(`ingest warm-up said: ${out.stdout.trim()} ${out.stderr.trim()}`);
+    }
+    if (await count() - before !== WARMUP_REPORTS) throw new Error("warm-up: rows missing");
+    await queueEmpty("ingest warm-up");
+  }
+  for (let i = 1; i <= runs; i++) {
+    // The CLI.
+    byLabel("publish").samplesMs.push(await publish(INGEST_REPORTS));
+    let before = await count();
+    const out = await exec(control("ingest", "--drain"), { env });
+    if (out.stdout.trim() !== `ingested ${INGEST_REPORTS} reports`) {
+      throw new Error(`ingest --drain said: ${out.stdout.trim()} ${out.stderr.trim()}`);
+    }
+    if (await count() - before !== INGEST_REPORTS) throw new Error("ingest --drain: rows missing");
+    await queueEmpty("ingest --drain");
+    byLabel("ingest --drain").samplesMs.push(out.ms);
+    byLabel("ingest --drain vs broker").samplesMs.push(out.ms);
+
+    // The library in-process.
+    await publish(INGEST_REPORTS);
+    before = await count();
+    let t = performance.now();
+    const result = await ingestReports(sql, session.channel, { drain: true });
+    byLabel("ingestReports").samplesMs.push(performance.now() - t);
+    if (result.ingested !== INGEST_REPORTS || await count() - before !== INGEST_REPORTS) {
+      throw new Error(`ingestReports ingested ${result.ingested}`);
+    }
+    await queueEmpty("ingestReports");
+
+    // The broker alone: a consumer that only acks, in batches like ingest's.
+    await publish(INGEST_REPORTS);
+    t = performance.now();
+    await noopConsume(session.channel, broker.REPORTS_QUEUE, INGEST_REPORTS);
+    byLabel("consume (no-op)").samplesMs.push(performance.now() - t);
+    await queueEmpty("no-op consumer");
+
+    // Decoding alone.
+    t = performance.now();
+    for (const body of bodies) broker.decodeMessage(broker.ReportMessage, body, "report");
+    byLabel("decode").samplesMs.push(performance.now() - t);
+
+    // The database alone: the same rows, the same statement, the same batches; then the same
+    // into a copy of the table whose digest CHECK has no bounded repetition.
+    for (
+      const [label, table] of [["raw insert", "reports"], [
+        "raw insert, cheap CHECK",
+        CHEAP,
+      ]] as const
+    ) {
+      const before = await countOf(table);
+      t = performance.now();
+      await rawInsert(sql, table, reports);
+      byLabel(label).samplesMs.push(performance.now() - t);
+      if (await countOf(table) - before !== INGEST_REPORTS) {
+        throw new Error(`${label}: rows missing`);
+      }
+    }
+    log(`part 3: run ${i}/${runs} done`);
+  }
+
+  // What the reports table's CHECK on digest costs per row (PostgreSQL's regex engine and a
+  // bounded repetition {64}), against the same check written without it.
+  const check: Row[] = [];
+  const digests = `(select 'sha256:' || encode(sha256(convert_to(g::text, 'UTF8')), 'hex') as d
+    from generate_series(1, 100000) g) x`;
+  const variants: [string, string][] = [
+    ["no check", `select count(d) from ${digests}`],
+    [
+      "~ '^sha256:[0-9a-f]{64}$'",
+      `select count(*) from ${digests} where d ~ '^sha256:[0-9a-f]{64}$'`,
+    ],
+    [
+      "~ '^sha256:[0-9a-f]+$' and length(d) = 71",
+      `select count(*) from ${digests} where d ~ '^sha256:[0-9a-f]+$' and length(d) = 71`,
+    ],
+  ];
+  for (const [label, q] of variants) {
+    const row: Row = { label, what: "100,000 digests", samplesMs: [], items: 100_000 };
+    for (let i = 0; i <= 2; i++) {
+      const t = performance.now();
+      const [r] = await sql.unsafe(q);
+      const ms = performance.now() - t;
+      if (Number((r as Record<string, unknown>)?.count) !== 100_000) {
+        throw new Error(`${label}: ${JSON.stringify(r)}`);
+      }
+      if (i > 0) row.samplesMs.push(ms);
+    }
+    check.push(row);
+  }
+  check[1]!.peer = "no check";
+  check[2]!.peer = "no check";
+  return { rows, check };
+}
+
+/** The report rows as ingest builds them. */
+interface ReportBody {
+  node: string;
+  generation: number;
+  declaration: string;
+  outcome: string;
+  applied: number;
+  total: number;
+  trigger: string;
+  problems: unknown[];
+  changes: unknown[];
+  hostVersion: string;
+  at: string;
+}
+
+/** A copy of `reports` (same columns, indexes, checks, foreign key) with a cheaper digest CHECK. */
+const CHEAP = "reports_cheap_check";
+
+async function makeCheapCopy(sql: Sql): Promise<void> {
+  await sql.unsafe(`create table ${CHEAP} (like reports including all)`);
+  await sql.unsafe(
+    `alter table ${CHEAP} add foreign key (node) references nodes (name) on delete cascade`,
+  );
+  const checks = await sql<{ name: string; def: string }[]>`
+    select conname as name, pg_get_constraintdef(oid) as def from pg_constraint
+    where conrelid = ${CHEAP}::regclass and contype = 'c' and pg_get_constraintdef(oid) like '%sha256%'`;
+  if (checks.length !== 1) throw new Error(`${CHEAP}: ${checks.length} digest checks`);
+  await sql.unsafe(`alter table ${CHEAP} drop constraint ${checks[0]!.name}`);
+  await sql.unsafe(
+    `alter table ${CHEAP} add constraint ${
+      checks[0]!.name
+    } check (digest ~ '^sha256:[0-9a-f]+$' and length(digest) = 71)`,
+  );
+}
+
+/** ingest's insert, in transactions of {@linkcode INGEST_BATCH}, into `table`. */
+async function rawInsert(sql: Sql, table: string, reports: ReportBody[]): Promise<void> {
+  for (let start = 0; start < reports.length; start += INGEST_BATCH) {
+    const batch = reports.slice(start, start + INGEST_BATCH).map((r) => ({
+      node: r.node,
+      generation: r.generation,
+      digest: r.declaration,
+      outcome: r.outcome,
+      applied: r.applied,
+      total: r.total,
+      trigger: r.trigger,
+      problems: JSON.stringify(r.problems),
+      changes: JSON.stringify(r.changes),
+      host_version: r.hostVersion,
+      reported_at: r.at,
+    }));
+    await sql.begin(async (tx) => {
+      const names = [...new Set(batch.map((r) => r.node))];
+      await tx`select name from nodes where name = any(${names})`;
+      await tx.unsafe(
+        `insert into ${table} (node, generation, digest, outcome, applied, total, trigger,
+          problems, changes, host_version, reported_at)
+        select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
+          x.problems::jsonb, x.changes::jsonb, x.host_version, x.reported_at::timestamptz
+        from json_to_recordset($1::text::json) as x(
+          node text, generation integer, digest text, outcome text, applied integer,
+          total integer, trigger text, problems text, changes text, host_version text,
+          reported_at text)`,
+        [JSON.stringify(batch)],
+      );
+    });
+  }
+}
+
+/** Consumes exactly `n` messages, acking every 500 (multiple), and returns when the last is acked. */
+async function noopConsume(channel: ConfirmChannel, queue: string, n: number): Promise<void> {
+  await channel.prefetch(INGEST_BATCH * 2);
+  let seen = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => done = resolve);
+  const { consumerTag } = await channel.consume(queue, (message) => {
+    if (message === null) return;
+    seen++;
+    if (seen % INGEST_BATCH === 0 || seen === n) channel.ack(message, true);
+    if (seen === n) done();
+  }, { noAck: false });
+  await finished;
+  await channel.cancel(consumerTag);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Args {
+  runs: number;
+  pushRuns: number;
+  ingestRuns: number;
+  only: Set<string>;
+}
+
+function parseArgs(args: string[]): Args {
+  const out: Args = {
+    runs: 5,
+    pushRuns: 3,
+    ingestRuns: 3,
+    only: new Set(["status", "push", "ingest"]),
+  };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const [flag, inline] = a.includes("=") ? a.split("=", 2) as [string, string] : [a, undefined];
+    const value = inline ?? args[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    const count = () => {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: "${value}" is not a count`);
+      return n;
+    };
+    if (flag === "--runs") out.runs = count();
+    else if (flag === "--push-runs") out.pushRuns = count();
+    else if (flag === "--ingest-runs") out.ingestRuns = count();
+    else if (flag === "--only") {
+      out.only = new Set(value.split(","));
+      for (const p of out.only) {
+        if (!["status", "push", "ingest"].includes(p)) throw new Error(`--only: unknown part ${p}`);
+      }
+    } else {
+      throw new Error(
+        `unknown argument "${a}" (usage: [--runs N] [--push-runs N] [--ingest-runs N] [--only status,push,ingest])`,
+      );
+    }
+  }
+  return out;
+}
+
+async function machineFacts(): Promise<string> {
+  const postgres = await postgresModule();
+  const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  let pg = "?";
+  try {
+    const [row] = await admin<{ v: string; sb: string; wm: string; sc: string }[]>`
+      select current_setting('server_version') as v, current_setting('shared_buffers') as sb,
+        current_setting('work_mem') as wm, current_setting('synchronous_commit') as sc`;
+    pg =
+      `PostgreSQL ${row?.v} (shared_buffers ${row?.sb}, work_mem ${row?.wm}, synchronous_commit ${row?.sc})`;
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+  let rabbit = "RabbitMQ ?";
+  try {
+    const r = await fetch(`${BROKER_API}/api/overview`, {
+      headers: { authorization: `Basic ${btoa(`${BROKER_USER}:${BROKER_PASS}`)}` },
+    });
+    const o = await r.json() as { rabbitmq_version?: string; erlang_version?: string };
+    rabbit = `RabbitMQ ${o.rabbitmq_version} (Erlang ${o.erlang_version})`;
+  } catch { /* reported as ? */ }
+  const mem = Deno.systemMemoryInfo();
+  return `${navigator.hardwareConcurrency} cores, ${
+    (mem.total / 2 ** 30).toFixed(0)
+  } GiB RAM, Linux ${Deno.osRelease()}, deno ${Deno.version.deno}, ${pg}, ${rabbit}`;
+}
+
+const loadavg = async () =>
+  (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+
+async function main() {
+  const args = parseArgs(Deno.args);
+  const started = new Date();
+  const machine = await machineFacts();
+  const loadBefore = await loadavg();
+  log(`${machine}; load ${loadBefore}; run id ${RUN_ID}`);
+  const dir = await Deno.makeTempDir({ prefix: "meshbench-control-" });
+  undos.push({ what: `${dir} removed`, run: () => Deno.remove(dir, { recursive: true }) });
+
+  const sections: string[] = [];
+  const json: Record<string, unknown> = { started: started.toISOString(), machine, runId: RUN_ID };
+  if (args.only.has("status")) {
+    const p = await partStatus(args.runs, dir);
+    const startup = median(p.rows.find((r) => r.label === "deno (empty file)")!.samplesMs);
+    const help = median(p.rows.find((r) => r.label === "mesh-control --help")!.samplesMs);
+    const psql = median(p.rows.find((r) => r.label === "psql query")!.samplesMs);
+    const status = median(p.rows.find((r) => r.label === "status")!.samplesMs);
+    const board = median(p.rows.find((r) => r.label === "board --json")!.samplesMs);
+    const s = seedFacts.status;
+    sections.push([
+      `## 1. status and board over ${s?.nodes.toLocaleString("en-US")} nodes, ${
+        s?.reports.toLocaleString("en-US")
+      } reports`,
+      "",
+      `Seeded in ${
+        s?.seconds.toFixed(1)
+      } s (reports ${s?.reportsSize}, reports_node_last ${s?.indexSize}). ` +
+      `Counts: ${p.facts.counts}. \`status\` prints ${p.facts.statusBytes} bytes ` +
+      `(first line: "${p.facts.status}"), \`board --json\` ${p.facts.boardBytes} bytes.`,
+      "",
+      table(p.rows),
+      "",
+      `Of \`status\`'s median ${fmtMs(status)} ms: Deno start-up ${fmtMs(startup)} ms (${
+        (100 * startup / status).toFixed(0)
+      } %), start-up + loading the CLI's modules (\`--help\`) ${fmtMs(help)} ms (${
+        (100 * help / status).toFixed(0)
+      } %); the rest, ${fmtMs(status - help)} ms, is connecting, the query and rendering ` +
+      `(psql: ${fmtMs(psql)} ms). \`board --json\`: ${fmtMs(board - help)} ms after \`--help\`'s.`,
+      "",
+      "In-process (the same functions the CLI calls, on an open pool):",
+      "",
+      table(p.breakdown),
+      "",
+      `EXPLAIN (ANALYZE, BUFFERS) of readNodeStates' query (execution ${
+        p.plans.map((x) => `${x.executionMs.toFixed(0)} ms`).join(", ")
+      } over 3 runs; jit ${p.jit}). Indexes used: ${p.plan.indexes.join(", ")}; ` +
+      `sequential scans: ${p.plan.seqScans.length ? p.plan.seqScans.join(", ") : "none"}.`,
+      "",
+      "```",
+      p.plan.text,
+      "```",
+      "",
+      "The same query changed, server execution time (EXPLAIN ANALYZE, best of 3; same rows = the " +
+      "same answer, compared by md5 of every row):",
+      "",
+      "| variant | execution ms | same rows |",
+      "|---|---:|---|",
+      ...p.variants.map((v) => `| ${v.label} | ${v.ms.toFixed(0)} | ${v.same ? "yes" : "NO"} |`),
+    ].join("\n"));
+    json.status = { ...p, seed: s };
+  }
+  if (args.only.has("push")) {
+    const p = await partPush(args.pushRuns, dir);
+    sections.push([
+      `## 2. push --behind to ${PUSH_NODES.toLocaleString("en-US")} behind nodes`,
+      "",
+      `Two modules (${p.facts.resources} resources rendered, message body ${p.facts.bodyBytes} bytes). ` +
+      `Every run starts from the same state (generation 1 current, last 4 reports failed, so ` +
+      `${p.facts.pushStuck} "stuck" lines). Last line: "${p.facts.pushLast}". First line: "${p.facts.pushFirst}".`,
+      "",
+      table(p.rows),
+      "",
+      "In-process parts of the same work (open pool and channel, warm code):",
+      "",
+      table(p.breakdown),
+      "",
+      "The CLI's steps timed one by one in a fresh process (`--trace-push`: the same calls, cold code):",
+      "",
+      table(p.coldSteps),
+    ].join("\n"));
+    json.push = p;
+  }
+  if (args.only.has("ingest")) {
+    const p = await partIngest(args.ingestRuns);
+    sections.push([
+      `## 3. ingest: ${INGEST_REPORTS.toLocaleString("en-US")} reports from the broker`,
+      "",
+      `${
+        INGEST_REPORTS.toLocaleString("en-US")
+      } ReportMessage bodies (20 changes each, 10 % failed with a problem) ` +
+      `over ${INGEST_NODES} enrolled nodes, published to \`mesh\` as \`report.<node>\`; batches of ${INGEST_BATCH}.`,
+      "",
+      table(p.rows, { rates: true }),
+      "",
+      "The reports table's CHECK on `digest`, evaluated alone:",
+      "",
+      table(p.check, { rates: true }),
+    ].join("\n"));
+    json.ingest = p;
+  }
+
+  const loadAfter = await loadavg();
+  const header = [
+    `# mesh-control benchmark, ${started.toISOString()}`,
+    "",
+    `Machine: ${machine}. Load average ${loadBefore} before, ${loadAfter} after.`,
+    "Wall times are this script's clock around each spawn (processes) or call (in-process); one " +
+    "unrecorded warm-up first. Ratios are of medians, against the row named.",
+    "",
+  ].join("\n");
+  const markdown = `${header}\n${sections.join("\n\n")}\n`;
+  console.log(markdown);
+  await Deno.mkdir(OUT_DIR, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, "-");
+  await Deno.writeTextFile(`${OUT_DIR}/control-${stamp}.md`, markdown);
+  await Deno.writeTextFile(`${OUT_DIR}/control-${stamp}.json`, JSON.stringify(json, null, 2));
+  log(`wrote ${OUT_DIR}/control-${stamp}.md and .json`);
+}
+
+if (Deno.args[0] === "--peer-publish") {
+  await peerPublish(Deno.args[1] ?? "");
+  Deno.exit(0);
+}
+if (Deno.args[0] === "--trace-push") {
+  await tracePush();
+  Deno.exit(0);
+}
+
+const onSignal = () => {
+  if (interrupt.signal.aborted) return log("interrupted again; still cleaning up");
+  log("interrupted; stopping and cleaning up");
+  interrupt.abort(new Error("interrupted"));
+};
+Deno.addSignalListener("SIGINT", onSignal);
+Deno.addSignalListener("SIGTERM", onSignal);
+let failed = false;
+const t0 = performance.now();
+try {
+  await main();
+} catch (error) {
+  failed = true;
+  log(`FAILED: ${error instanceof Error ? error.stack ?? error.message : error}`);
+} finally {
+  await cleanup();
+  Deno.removeSignalListener("SIGINT", onSignal);
+  Deno.removeSignalListener("SIGTERM", onSignal);
+  log(`took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+if (failed) Deno.exit(interrupt.signal.aborted ? 130 : 1);

@@ -1,0 +1,579 @@
+/**
+ * mesh-builder and the module catalogue against the real RabbitMQ, PostgreSQL, the lab's local
+ * registry (Debian docker-registry on 127.0.0.1:5000), real git repositories with local bare
+ * origins, and podman building from a local base image.
+ */
+
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
+import { ensureImage, IMAGE, ROOT } from "../support/mod.ts";
+import { ensureRegistry, REGISTRY } from "../lab/mod.ts";
+import {
+  BROKER_API_URL,
+  BROKER_URL,
+  controlCli,
+  freshInventory,
+  type TestInventory,
+  uniqueNode,
+} from "../control/support.ts";
+import { run } from "../../lib/command.ts";
+import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
+import {
+  BUILD_QUEUE,
+  BUILD_REQUEST_KEY,
+  type BuildAnswer,
+  buildReplyKey,
+  buildReplyQueue,
+  type BuildRequest,
+  EXCHANGE,
+} from "../../lib/broker.ts";
+import { deleteBuilderAccount } from "../../control/broker_admin.ts";
+
+const opts = { sanitizeResources: false, sanitizeOps: false };
+const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
+const PODMAN_ENV = {
+  CONTAINERS_CONF: `${ROOT}containers.conf`,
+  CONTAINERS_REGISTRIES_CONF: `${ROOT}tests/lab/registries.conf`,
+};
+
+/** A git repository with a bare origin whose default branch is main. */
+class Source {
+  constructor(readonly dir: string) {}
+  get origin() {
+    return `${this.dir}/origin.git`;
+  }
+  static async make(dir: string): Promise<Source> {
+    const s = new Source(dir);
+    await run(["git", "init", "-q", "--bare", "-b", "main", s.origin]);
+    await run(["git", "init", "-q", "-b", "main", `${dir}/work`]);
+    await run(["git", "-C", `${dir}/work`, "remote", "add", "origin", s.origin]);
+    return s;
+  }
+  /** Commits `files` and pushes; returns the commit. */
+  async commit(files: Record<string, string>, message: string): Promise<string> {
+    for (const [name, content] of Object.entries(files)) {
+      await Deno.writeTextFile(`${this.dir}/work/${name}`, content);
+    }
+    await run(["git", "-C", `${this.dir}/work`, "add", "-A"]);
+    await run(["git", "-C", `${this.dir}/work`, "commit", "-q", "-m", message], {
+      env: {
+        GIT_AUTHOR_NAME: "t",
+        GIT_AUTHOR_EMAIL: "t@example.org",
+        GIT_COMMITTER_NAME: "t",
+        GIT_COMMITTER_EMAIL: "t@example.org",
+      },
+    });
+    await run(["git", "-C", `${this.dir}/work`, "push", "-q", "origin", "main"]);
+    return (await run(["git", "-C", `${this.dir}/work`, "rev-parse", "HEAD"])).stdout.trim();
+  }
+}
+
+/** A running mesh-builder. */
+interface Builder {
+  name: string;
+  stderr: () => string;
+  answers: BuildAnswer[];
+  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+async function issueBuilder(inv: TestInventory, name: string): Promise<string> {
+  const out = await controlCli(["builder", "issue", name], inv.env);
+  assertEquals(out.code, 0, out.stderr);
+  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
+  assert(url, out.stdout);
+  return url;
+}
+
+function startBuilder(url: string, env: Record<string, string> = {}): Builder {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", `${ROOT}builder/main.ts`, "--broker", url],
+    cwd: ROOT,
+    env: { ...PODMAN_ENV, ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let err = "";
+  const answers: BuildAnswer[] = [];
+  (async () => {
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let i;
+      while ((i = buffer.indexOf("\n")) >= 0) {
+        answers.push(JSON.parse(buffer.slice(0, i)));
+        buffer = buffer.slice(i + 1);
+      }
+    }
+  })();
+  (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
+  })();
+  let status: Promise<Deno.CommandStatus> | undefined;
+  return {
+    name: decodeURIComponent(new URL(url).username),
+    stderr: () => err,
+    answers,
+    kill(signal: Deno.Signal = "SIGTERM") {
+      if (status === undefined) {
+        try {
+          child.kill(signal);
+        } catch { /* gone */ }
+        status = child.status;
+      }
+      return status;
+    },
+  };
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, ms = 120_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function buildQueueDepth(): Promise<number> {
+  const s = await openBroker(BROKER_URL);
+  try {
+    return (await s.channel.checkQueue(BUILD_QUEUE)).messageCount;
+  } finally {
+    await s.close();
+  }
+}
+
+async function prepare() {
+  await ensureRegistry();
+  await ensureImage();
+}
+
+const containerfile = (extra = "") => `FROM ${IMAGE}\nCOPY hello /hello\n${extra}`;
+
+Deno.test(
+  "the whole path: asked, consumed, built, published, answered, recorded; behind; caught up",
+  opts,
+  async (t) => {
+    await prepare();
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+    const name = uniqueNode("b");
+    let builder: Builder | undefined;
+    try {
+      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+      builder = startBuilder(await issueBuilder(inv, name));
+      const source = await Source.make(dir);
+      const first = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
+      const module = `app-${name}`;
+      const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
+      let firstImage = "";
+
+      await t.step("module build: the builder builds it and the answer is recorded", async () => {
+        const out = await controlCli(
+          ["module", "build", module, "--source", source.origin, "--commit", first],
+          env,
+        );
+        assertEquals(out.code, 0, out.stderr + out.stdout);
+        assertMatch(
+          out.stdout,
+          new RegExp(`built ${module} at ${first.slice(0, 12)} by builder\\.${name}`),
+        );
+        const [row] = await inv.sql`select * from modules where name = ${module}`;
+        assertEquals([row!.origin, row!.source_commit, row!.version], ["built", first, 1]);
+        assertMatch(row!.image, new RegExp(`^${REGISTRY}/mesh/${module}@sha256:[0-9a-f]{64}$`));
+        firstImage = row!.image;
+        // The image really is in the store, under that digest.
+        const digest = firstImage.split("@")[1]!;
+        const manifest = await fetch(`http://${REGISTRY}/v2/mesh/${module}/manifests/${digest}`, {
+          method: "HEAD",
+          headers: {
+            accept:
+              "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json",
+          },
+        });
+        assertEquals(manifest.status, 200);
+        assertEquals(await buildQueueDepth(), 0);
+      });
+
+      await t.step("module list: current, built from its commit, running nowhere", async () => {
+        const out = await controlCli(["module", "list", "--json"], env);
+        assertEquals(out.code, 0, out.stderr);
+        const entry = JSON.parse(out.stdout).modules.find((m: { name: string }) =>
+          m.name === module
+        );
+        assertEquals(entry.behind.state, "current");
+        assertEquals(entry.commit, first);
+        assertEquals(entry.origin, "built");
+        assertEquals(entry.nodes, []);
+        const text = await controlCli(["module", "list"], env);
+        assertMatch(
+          text.stdout,
+          new RegExp(`${module} v1 .* built from .* at ${first.slice(0, 12)}`),
+        );
+      });
+
+      const second = await source.commit({ hello: "v2\n" }, "two");
+
+      await t.step("the source moves: the catalogue says behind", async () => {
+        const out = await controlCli(["module", "list", "--json"], env);
+        const entry = JSON.parse(out.stdout).modules.find((m: { name: string }) =>
+          m.name === module
+        );
+        assertEquals(entry.behind.state, "behind");
+        assertMatch(entry.behind.detail, new RegExp(`main is at ${second.slice(0, 12)}`));
+        const text = await controlCli(["module", "list"], env);
+        assertMatch(text.stdout, /behind: main is at/);
+      });
+
+      await t.step(
+        "rebuilding catches up, with a new digest because the content changed",
+        async () => {
+          const out = await controlCli(
+            ["module", "build", module, "--source", source.origin, "--commit", "main"],
+            env,
+          );
+          assertEquals(out.code, 0, out.stderr + out.stdout);
+          const [row] = await inv.sql`select * from modules where name = ${module}`;
+          assertEquals([row!.source_commit, row!.version], [second, 2]);
+          assert(row!.image !== firstImage, "the digest did not change");
+          const list = await controlCli(["module", "list", "--json"], env);
+          const entry = JSON.parse(list.stdout).modules.find((m: { name: string }) =>
+            m.name === module
+          );
+          assertEquals(entry.behind.state, "current");
+        },
+      );
+    } finally {
+      await builder?.kill();
+      await deleteBuilderAccount(endpoints, name).catch(() => {});
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "a failed build is an answer with the reason, and the request is acknowledged",
+  opts,
+  async (t) => {
+    await prepare();
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+    const name = uniqueNode("bf");
+    let builder: Builder | undefined;
+    try {
+      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+      builder = startBuilder(await issueBuilder(inv, name));
+      const source = await Source.make(dir);
+      const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
+      const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
+      const failing = async (args: string[], reason: RegExp, extraEnv = {}) => {
+        const out = await controlCli(["module", "build", ...args], { ...env, ...extraEnv });
+        assertEquals(out.code, 1, out.stderr + out.stdout);
+        assertMatch(out.stdout, reason);
+        const [row] = await inv
+          .sql`select state, reason from builds order by requested_at desc limit 1`;
+        assertEquals(row!.state, "failed");
+        assertMatch(row!.reason, reason);
+        assertEquals(await buildQueueDepth(), 0, "the request was not acknowledged");
+      };
+      await t.step("a commit that does not exist", async () => {
+        await failing(
+          ["m1", "--source", source.origin, "--commit", "0123456789abcdef0123456789abcdef01234567"],
+          /commit "0123456789abcdef0123456789abcdef01234567" does not exist/,
+        );
+      });
+      await t.step("a source that cannot be reached", async () => {
+        await failing(
+          ["m2", "--source", `${dir}/nowhere.git`, "--commit", good],
+          /Cannot fetch source/,
+        );
+      });
+      await t.step("a Containerfile that fails", async () => {
+        const bad = await source.commit({ Containerfile: containerfile("RUN exit 3\n") }, "bad");
+        await failing(
+          ["m3", "--source", source.origin, "--commit", bad],
+          /The build of m3 .* failed/,
+        );
+      });
+      await t.step("a store that refuses the push", async () => {
+        // A port where nothing serves a registry.
+        await failing(
+          ["m4", "--source", source.origin, "--commit", good, "--store", "127.0.0.1:1"],
+          /The artifact store refused the push/,
+        );
+      });
+      // After all of that the builder still answers: no redelivery loop.
+      assertEquals(builder.answers.length, 4);
+      assert(builder.answers.every((a) => a.outcome === "failed"));
+    } finally {
+      await builder?.kill();
+      await deleteBuilderAccount(endpoints, name).catch(() => {});
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+/** Publishes a request by hand (as the administrative account) and waits for its answer. */
+async function askByHand(
+  request: BuildRequest,
+  asker: string,
+  others: BuildAnswer[] = [],
+): Promise<BuildAnswer> {
+  const s = await openBroker(BROKER_URL);
+  try {
+    const queue = buildReplyQueue(asker);
+    await s.channel.assertQueue(queue, { durable: true });
+    await s.channel.bindQueue(queue, EXCHANGE, buildReplyKey(asker));
+    // Someone else's answer on the same key first: the asker must ignore it.
+    for (const other of others) {
+      await publishConfirmed(s.channel, [{
+        exchange: EXCHANGE,
+        routingKey: buildReplyKey(asker),
+        body: new TextEncoder().encode(JSON.stringify(other)),
+        options: { correlationId: other.id },
+      }]);
+    }
+    await publishConfirmed(s.channel, [{
+      exchange: EXCHANGE,
+      routingKey: BUILD_REQUEST_KEY,
+      body: new TextEncoder().encode(JSON.stringify(request)),
+      options: { correlationId: request.id },
+    }]);
+    return await new Promise<BuildAnswer>((resolve) => {
+      s.channel.consume(queue, (m) => {
+        if (m === null) return;
+        s.channel.ack(m);
+        if (m.properties.correlationId === request.id) resolve(JSON.parse(m.content.toString()));
+      });
+    });
+  } finally {
+    await s.channel.deleteQueue(buildReplyQueue(asker)).catch(() => {});
+    await s.close();
+  }
+}
+
+Deno.test(
+  "an artifact store binding with no address is refused, never replaced",
+  opts,
+  async () => {
+    await prepare();
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+    const name = uniqueNode("bs");
+    let builder: Builder | undefined;
+    try {
+      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+      // The builder's own variable names a working store: it must not be used.
+      builder = startBuilder(await issueBuilder(inv, name), { MESH_ARTIFACT_STORE: REGISTRY });
+      const source = await Source.make(dir);
+      const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
+      const asker = uniqueNode("ask");
+      const request: BuildRequest = {
+        kind: "build-request",
+        id: crypto.randomUUID(),
+        module: "nostore",
+        source: source.origin,
+        commit: good,
+        artifactStore: { address: "" },
+        replyTo: buildReplyKey(asker),
+        requestedAt: new Date().toISOString(),
+      };
+      const answer = await askByHand(request, asker);
+      assertEquals(answer.outcome, "failed");
+      assertMatch(answer.reason!, /binding has no address; refused rather than falling back/);
+
+      // With no binding at all (a request made by hand), the variable is used.
+      const byHand = await askByHand({
+        ...request,
+        id: crypto.randomUUID(),
+        artifactStore: undefined,
+      }, asker);
+      assertEquals(byHand.outcome, "built", byHand.reason);
+      assertMatch(byHand.image!, new RegExp(`^${REGISTRY}/mesh/nostore@sha256:`));
+
+      // And the control plane refuses to ask without an address.
+      const out = await controlCli(
+        ["module", "build", "x", "--source", source.origin, "--commit", good],
+        { ...inv.env, MESH_ARTIFACT_STORE: "" },
+      );
+      assertEquals(out.code, 2);
+      assertMatch(out.stderr, /binding has no address/);
+    } finally {
+      await builder?.kill();
+      await deleteBuilderAccount(endpoints, name).catch(() => {});
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test("the asker ignores answers that are not its own", opts, async () => {
+  await prepare();
+  const inv = await freshInventory();
+  const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+  const name = uniqueNode("bc");
+  let builder: Builder | undefined;
+  try {
+    assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+    builder = startBuilder(await issueBuilder(inv, name));
+    const source = await Source.make(dir);
+    const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
+    // A stray answer waits on the asker's reply queue before it asks.
+    const asker = uniqueNode("ask");
+    const s = await openBroker(BROKER_URL);
+    const queue = buildReplyQueue(asker);
+    await s.channel.assertQueue(queue, { durable: true });
+    await s.channel.bindQueue(queue, EXCHANGE, buildReplyKey(asker));
+    const stray: BuildAnswer = {
+      kind: "build-answer",
+      id: crypto.randomUUID(),
+      module: "stray",
+      commit: good,
+      outcome: "failed",
+      reason: "a stray answer",
+      builder: "nobody",
+      startedAt: new Date().toISOString(),
+      finishedAt: new Date().toISOString(),
+    };
+    await publishConfirmed(s.channel, [{
+      exchange: EXCHANGE,
+      routingKey: buildReplyKey(asker),
+      body: new TextEncoder().encode(JSON.stringify(stray)),
+      options: { correlationId: stray.id },
+    }]);
+    const out = await controlCli(
+      ["module", "build", "real", "--source", source.origin, "--commit", good, "--asker", asker],
+      { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY },
+    );
+    await s.channel.deleteQueue(queue).catch(() => {});
+    await s.close();
+    assertEquals(out.code, 0, out.stderr + out.stdout);
+    assertMatch(out.stdout, /built real/);
+    assertMatch(out.stderr, /ignored an answer to a build this inventory is not waiting for/);
+    assertEquals((await inv.sql`select 1 from modules where name = 'stray'`).length, 0);
+  } finally {
+    await builder?.kill();
+    await deleteBuilderAccount(endpoints, name).catch(() => {});
+    await inv.drop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test(
+  "a builder that dies mid-build leaves the request; another completes it",
+  opts,
+  async () => {
+    await prepare();
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+    const names = [uniqueNode("k1"), uniqueNode("k2")];
+    const builders: Builder[] = [];
+    try {
+      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+      const source = await Source.make(dir);
+      const slow = await source.commit(
+        { Containerfile: containerfile("RUN sleep 6\n"), hello: "slow\n" },
+        "slow",
+      );
+      const first = startBuilder(await issueBuilder(inv, names[0]!));
+      builders.push(first);
+      await waitFor("the first builder to connect", () => /connected/.test(first.stderr()));
+      const asking = controlCli(
+        ["module", "build", "slow", "--source", source.origin, "--commit", slow],
+        { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY },
+      );
+      await waitFor("the first builder to be building", () => /: building /.test(first.stderr()));
+      const second = startBuilder(await issueBuilder(inv, names[1]!));
+      builders.push(second);
+      await waitFor("the second builder to connect", () => /connected/.test(second.stderr()));
+      await first.kill("SIGKILL");
+      const out = await asking;
+      assertEquals(out.code, 0, out.stderr + out.stdout);
+      assertMatch(
+        out.stdout,
+        new RegExp(`built slow at ${slow.slice(0, 12)} by builder\\.${names[1]}`),
+      );
+      assertEquals(second.answers.length, 1);
+      assertEquals(await buildQueueDepth(), 0);
+    } finally {
+      for (const b of builders) await b.kill();
+      for (const n of names) await deleteBuilderAccount(endpoints, n).catch(() => {});
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "builders share the queue: a busy builder holds one request, the idle one takes the next",
+  opts,
+  async () => {
+    await prepare();
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+    const names = [uniqueNode("s1"), uniqueNode("s2")];
+    const builders: Builder[] = [];
+    try {
+      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+      const source = await Source.make(dir);
+      const slow = await source.commit(
+        { Containerfile: containerfile("RUN sleep 12\n"), hello: "slow\n" },
+        "slow",
+      );
+      const quick = await source.commit({ Containerfile: containerfile(), hello: "q\n" }, "quick");
+      const busy = startBuilder(await issueBuilder(inv, names[0]!));
+      builders.push(busy);
+      const idle = startBuilder(await issueBuilder(inv, names[1]!));
+      builders.push(idle);
+      for (const b of builders) {
+        await waitFor("the builders to connect", () => /connected/.test(b.stderr()));
+      }
+      const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
+      const slowAsk = controlCli(
+        ["module", "build", "slow", "--source", source.origin, "--commit", slow, "--asker", "a1"],
+        env,
+      );
+      const taker = await waitFor(
+        "a builder to take the slow request",
+        () => builders.find((b) => /building slow/.test(b.stderr())),
+      );
+      const other = taker === busy ? idle : busy;
+      const quickOut = await controlCli(
+        ["module", "build", "quick", "--source", source.origin, "--commit", quick, "--asker", "a2"],
+        env,
+      );
+      assertEquals(quickOut.code, 0, quickOut.stderr + quickOut.stdout);
+      // The quick one was built by the other builder, while the first was still busy.
+      assertMatch(quickOut.stdout, new RegExp(`by ${other.name.replace(".", "\\.")}`));
+      // Round-robin alone would hand the next request to the busy builder, to wait behind its
+      // build; prefetch 1 keeps it on the queue for the idle one.
+      const again = await controlCli(
+        [
+          "module",
+          "build",
+          "quick2",
+          "--source",
+          source.origin,
+          "--commit",
+          quick,
+          "--asker",
+          "a2",
+        ],
+        env,
+      );
+      assertEquals(again.code, 0, again.stderr + again.stdout);
+      assertMatch(again.stdout, new RegExp(`by ${other.name.replace(".", "\\.")}`));
+      assertEquals(taker.answers.length, 0, "the busy builder answered before the quick builds");
+      const slowOut = await slowAsk;
+      assertEquals(slowOut.code, 0, slowOut.stderr + slowOut.stdout);
+      assertMatch(slowOut.stdout, new RegExp(`by ${taker.name.replace(".", "\\.")}`));
+    } finally {
+      for (const b of builders) await b.kill();
+      for (const n of names) await deleteBuilderAccount(endpoints, n).catch(() => {});
+      await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
