@@ -89,6 +89,13 @@ export async function askBuild(
       `Cannot build module "${ask.module}": the artifact store binding has no address (give --store or set MESH_ARTIFACT_STORE); refused rather than letting a builder fall back to anything`,
     );
   }
+  const [existing] = await sql<{ origin: string }[]>`
+    select origin from modules where name = ${ask.module}`;
+  if (existing?.origin === "shipped") {
+    throw new InputError(
+      `Cannot build module "${ask.module}": it is shipped with the control plane; build it under another name`,
+    );
+  }
   const branch = ask.branch ?? await defaultBranch(ask.source);
   const queue = buildReplyQueue(ask.asker);
   await channel.assertQueue(queue, { durable: true });

@@ -93,8 +93,15 @@ export async function addModule(sql: Sql, name: string, body: string): Promise<M
   }
   const digest = await declarationDigest(body);
   return await sql.begin(async (tx) => {
-    const [row] = await tx<{ version: number; digest: string }[]>`
-      select version, digest from modules where name = ${name} for update`;
+    const [row] = await tx<{ version: number; digest: string; origin: string }[]>`
+      select version, digest, origin from modules where name = ${name} for update`;
+    if (row !== undefined && row.origin !== "handed-over") {
+      throw new InputError(
+        `Cannot add module "${name}": a ${row.origin} module of that name exists (${
+          row.origin === "shipped" ? "it comes with the control plane" : "module build updates it"
+        }); give the fragment another name`,
+      );
+    }
     if (row?.digest === digest) {
       return {
         name,

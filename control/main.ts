@@ -99,6 +99,8 @@ export async function controlMain(args: string[]): Promise<number> {
       const created = await createDatabaseIfMissing(url);
       const sql = await database(opts, false);
       const applied = await migrate(sql);
+      const { installShipped } = await import("./shipped.ts");
+      const shipped = await installShipped(sql);
       if (created) out(`created database ${new URL(url).pathname.slice(1)}\n`);
       out(
         applied.length === 0
@@ -107,6 +109,12 @@ export async function controlMain(args: string[]): Promise<number> {
             applied.join(", ")
           }\n`,
       );
+      for (const m of shipped) {
+        if ("skipped" in m) err(`mesh-control: shipped module ${m.name}: ${m.skipped}\n`);
+        else if (m.change !== "unchanged") {
+          out(`shipped module ${m.name} version ${m.version} (${m.change})\n`);
+        }
+      }
     });
 
   const brokerCommand = program.command("broker").description("broker topology");

@@ -165,6 +165,8 @@ Deno.test(
       const source = await Source.make(dir);
       const first = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
       const module = `app-${name}`;
+      const fragment = `${dir}/fragment.json`;
+      await Deno.writeTextFile(fragment, JSON.stringify({ version: 1, resources: [] }));
       const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
       let firstImage = "";
 
@@ -210,6 +212,18 @@ Deno.test(
           text.stdout,
           new RegExp(`${module} v1 .* built from .* at ${first.slice(0, 12)}`),
         );
+        // Shipped with the control plane: its own origin, nothing to be behind, not replaceable.
+        const shipped = JSON.parse(out.stdout).modules.find((m: { name: string }) =>
+          m.name === "mesh-host-state"
+        );
+        assertEquals([shipped.origin, shipped.behind.state], ["shipped", "no-source"]);
+        assertMatch(text.stdout, /mesh-host-state v1 .* shipped with the control plane/);
+        const over = await controlCli(
+          ["module", "add", "--name", "mesh-host-state", fragment],
+          env,
+        );
+        assertEquals(over.code, 2);
+        assertMatch(over.stderr, /a shipped module of that name exists/);
       });
 
       const second = await source.commit({ hello: "v2\n" }, "two");

@@ -8,6 +8,7 @@
  */
 
 import postgres from "postgres";
+import { SHIPPED } from "../../control/shipped.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
 import { DatabaseError, migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
 import { readNodeStates } from "../../control/inventory.ts";
@@ -43,6 +44,8 @@ async function applied(sql: Sql): Promise<string[]> {
 
 /** Every migration this mesh-control carries, in order. */
 const ALL = MIGRATIONS.map((m) => m.name);
+/** What the first migrate says of the modules shipped with the control plane. */
+const SHIPPED_LINES = SHIPPED.map((m) => `shipped module ${m.name} version 1 (created)\n`).join("");
 
 Deno.test("migrate applies every migration on a fresh database; a second run changes nothing", async () => {
   const inv = await freshInventory({ migrated: false });
@@ -50,7 +53,10 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
     assertEquals(await tables(inv.sql), []);
     const first = await controlCli(["migrate"], inv.env);
     assertEquals(first.code, 0, first.stderr);
-    assertEquals(first.stdout, `applied ${ALL.length} migrations: ${ALL.join(", ")}\n`);
+    assertEquals(
+      first.stdout,
+      `applied ${ALL.length} migrations: ${ALL.join(", ")}\n${SHIPPED_LINES}`,
+    );
     assertEquals(await applied(inv.sql), ALL);
     assertEquals(await tables(inv.sql), [
       "assignments",
@@ -88,7 +94,9 @@ Deno.test("migrate creates a missing database (a name that needs quoting)", asyn
     assertEquals(first.code, 0, first.stderr);
     assertEquals(
       first.stdout,
-      `created database ${name}\napplied ${ALL.length} migrations: ${ALL.join(", ")}\n`,
+      `created database ${name}\napplied ${ALL.length} migrations: ${
+        ALL.join(", ")
+      }\n${SHIPPED_LINES}`,
     );
     assert(await exists());
     const second = await controlCli(["migrate"], { MESH_DATABASE_URL: url });

@@ -8,6 +8,7 @@
 import postgres from "postgres";
 import { cli, type CliResult } from "../support/mod.ts";
 import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
+import { installShipped } from "../../control/shipped.ts";
 
 /** The test server (trust auth; DESIGN.md, "Real components"). */
 export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
@@ -36,7 +37,11 @@ export async function freshInventory(
   await admin.end();
   const url = `${PG_SERVER}/${name}`;
   const sql = await connectDatabase(url, { requireMigrated: false });
-  if (options.migrated ?? true) await migrate(sql);
+  if (options.migrated ?? true) {
+    // As `mesh-control migrate` leaves it: migrated, with the shipped modules.
+    await migrate(sql);
+    await installShipped(sql);
+  }
   return {
     url,
     sql,
