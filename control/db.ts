@@ -60,6 +60,9 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
       max: options.max ?? 4,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
+      // The status read's estimated cost is above jit_above_cost at fleet size; compiling it
+      // costs more than it saves for a query that runs once per command.
+      connection: { jit: "off" },
     });
   } catch (error) {
     throw new DatabaseError(`Cannot use database URL "${redactUrl(url)}": ${describe(error)}`);

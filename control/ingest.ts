@@ -59,8 +59,10 @@ export async function ingestReports(
   options: IngestOptions = {},
 ): Promise<IngestResult> {
   const batchSize = options.batch ?? 500;
-  await channel.prefetch(batchSize * 2);
   const result: IngestResult = { ingested: 0, dropped: [] };
+  // Nothing waiting: a drain is done before it starts.
+  if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) return result;
+  await channel.prefetch(batchSize * 2);
   let buffer: ConsumeMessage[] = [];
   let flushing: Promise<void> = Promise.resolve();
   let failure: unknown;

@@ -195,71 +195,91 @@ export interface Rendered {
  *   parse, naming the node, the modules and every problem.
  */
 export async function renderDeclarations(sql: Sql, nodes: string[]): Promise<Rendered[]> {
-  const rows = await sql<{ node: string; module: string; version: number; body: string }[]>`
-    select a.node, m.name as module, m.version, m.body
-    from assignments a join modules m on m.name = a.module
+  // Which modules each node runs, then each module's body once (a fleet shares a few modules).
+  const rows = await sql<{ node: string; module: string }[]>`
+    select a.node, a.module from assignments a
     where a.node = any(${nodes})
     order by a.node, a.position`;
-  type Row = (typeof rows)[number];
-  const byNode = new Map<string, Row[]>();
+  const byNode = new Map<string, string[]>();
   for (const row of rows) {
     const list = byNode.get(row.node) ?? [];
-    list.push(row);
+    list.push(row.module);
     byNode.set(row.node, list);
   }
+  const names = [...new Set(rows.map((r) => r.module))];
+  const bodies = new Map(
+    (await sql<{ name: string; version: number; body: string }[]>`
+      select name, version, body from modules where name = any(${names})`).map((m) => [m.name, m]),
+  );
   const parsedModules = new Map<string, Declaration>();
+  // Nodes running the same modules render the same declaration: once per distinct list.
+  const renderings = new Map<string, Omit<Rendered, "node">>();
   const out: Rendered[] = [];
   for (const node of nodes) {
     const modules = byNode.get(node) ?? [];
-    const resources: Resource[] = [];
-    const from = new Map<string, string>();
-    for (const m of modules) {
-      let declaration = parsedModules.get(m.module);
-      if (declaration === undefined) {
-        try {
-          declaration = parse(m.body);
-        } catch (error) {
-          throw new InputError(
-            `Cannot render node "${node}": module "${m.module}" does not parse: ${
-              error instanceof Error ? error.message : String(error)
-            }`,
-          );
-        }
-        parsedModules.set(m.module, declaration);
-      }
-      for (const r of declaration.resources) {
-        const other = from.get(r.id);
-        if (other !== undefined) {
-          throw new InputError(
-            `Cannot render node "${node}": resource id "${r.id}" is declared by module "${other}" and by module "${m.module}"`,
-          );
-        }
-        from.set(r.id, m.module);
-        resources.push(r);
-      }
+    const key = modules.join("\0");
+    let rendering = renderings.get(key);
+    if (rendering === undefined) {
+      rendering = await renderFrom(node, modules, bodies, parsedModules);
+      renderings.set(key, rendering);
     }
-    const text = JSON.stringify({ version: 1, resources });
-    try {
-      parse(text);
-    } catch (error) {
-      if (error instanceof DeclarationError) {
-        throw new InputError(
-          `Cannot render node "${node}" from modules ${
-            modules.map((m) => `"${m.module}"`).join(", ")
-          }: ${error.message}`,
-        );
-      }
-      throw error;
-    }
-    out.push({
-      node,
-      text,
-      digest: await declarationDigest(text),
-      total: resources.length,
-      modules: modules.map((m) => ({ name: m.module, version: m.version })),
-    });
+    out.push({ node, ...rendering });
   }
   return out;
+}
+
+async function renderFrom(
+  node: string,
+  modules: string[],
+  bodies: Map<string, { name: string; version: number; body: string }>,
+  parsedModules: Map<string, Declaration>,
+): Promise<Omit<Rendered, "node">> {
+  const resources: Resource[] = [];
+  const from = new Map<string, string>();
+  for (const name of modules) {
+    let declaration = parsedModules.get(name);
+    if (declaration === undefined) {
+      try {
+        declaration = parse(bodies.get(name)!.body);
+      } catch (error) {
+        throw new InputError(
+          `Cannot render node "${node}": module "${name}" does not parse: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+      }
+      parsedModules.set(name, declaration);
+    }
+    for (const r of declaration.resources) {
+      const other = from.get(r.id);
+      if (other !== undefined) {
+        throw new InputError(
+          `Cannot render node "${node}": resource id "${r.id}" is declared by module "${other}" and by module "${name}"`,
+        );
+      }
+      from.set(r.id, name);
+      resources.push(r);
+    }
+  }
+  const text = JSON.stringify({ version: 1, resources });
+  try {
+    parse(text);
+  } catch (error) {
+    if (error instanceof DeclarationError) {
+      throw new InputError(
+        `Cannot render node "${node}" from modules ${
+          modules.map((m) => `"${m}"`).join(", ")
+        }: ${error.message}`,
+      );
+    }
+    throw error;
+  }
+  return {
+    text,
+    digest: await declarationDigest(text),
+    total: resources.length,
+    modules: modules.map((m) => ({ name: m, version: bodies.get(m)!.version })),
+  };
 }
 
 /** The current declaration of a node: the last one pushed. */
