@@ -10,7 +10,7 @@
  * @module
  */
 
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
 import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeAll } from "../lib/atomic.ts";
 import {
@@ -23,6 +23,7 @@ import {
 } from "../lib/broker.ts";
 import { AmqpError, type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
+import { runProgram, sleep, untilSignalled } from "../lib/cli.ts";
 import { build, STORE_VARIABLE } from "./build.ts";
 
 const HELP = `
@@ -56,6 +57,7 @@ export async function builderMain(args: string[]): Promise<number> {
       if (!opts.broker) {
         throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
       }
+      const brokerUrl = opts.broker;
       let account: string;
       try {
         account = decodeURIComponent(new URL(opts.broker).username);
@@ -63,42 +65,28 @@ export async function builderMain(args: string[]): Promise<number> {
         throw new Refused("--broker is not a URL");
       }
       const name = opts.name ?? account;
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      Deno.addSignalListener("SIGTERM", onSignal);
-      Deno.addSignalListener("SIGINT", onSignal);
-      try {
-        await serve({
-          broker: opts.broker,
+      await untilSignalled((signal) =>
+        serve({
+          broker: brokerUrl,
           name,
           workDir: opts.workDir,
-          signal: stop.signal,
+          signal,
           say: (line) => err(`mesh-builder: ${line}\n`),
           answered: (answer) => out(JSON.stringify(answer) + "\n"),
-        });
-      } finally {
-        Deno.removeSignalListener("SIGTERM", onSignal);
-        Deno.removeSignalListener("SIGINT", onSignal);
-      }
+        })
+      );
       code = 0;
     });
 
-  try {
-    if (args.length === 0) {
-      err(program.helpInformation());
+  return await runProgram(program, args, {
+    err,
+    code: () => code,
+    usageCode: 2,
+    onError: (error) => {
+      err(`mesh-builder: ${messageOf(error)}\n`);
       return 2;
-    }
-    await program.parseAsync(args, { from: "user" });
-    return code;
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
-        ? 0
-        : 2;
-    }
-    err(`mesh-builder: ${messageOf(error)}\n`);
-    return 2;
-  }
+    },
+  });
 }
 
 class Refused extends Error {}
@@ -216,18 +204,6 @@ async function handle(
     }`,
   );
   options.answered(answer);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 if (import.meta.main) {

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
+import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
@@ -443,11 +444,7 @@ export async function controlMain(args: string[]): Promise<number> {
       const sql = await database(opts);
       const session = await broker(opts);
       const { ingestReports } = await import("./ingest.ts");
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      Deno.addSignalListener("SIGTERM", onSignal);
-      Deno.addSignalListener("SIGINT", onSignal);
-      try {
+      await untilSignalled(async (signal) => {
         const closed = new Promise<never>((_, reject) =>
           session.connection.once(
             "close",
@@ -457,7 +454,7 @@ export async function controlMain(args: string[]): Promise<number> {
         const result = await Promise.race([
           ingestReports(sql, session.channel, {
             drain: opts.drain,
-            signal: stop.signal,
+            signal,
             onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
           }),
           closed,
@@ -467,27 +464,19 @@ export async function controlMain(args: string[]): Promise<number> {
             result.dropped.length ? `; dropped ${result.dropped.length}` : ""
           }\n`,
         );
-      } finally {
-        Deno.removeSignalListener("SIGTERM", onSignal);
-        Deno.removeSignalListener("SIGINT", onSignal);
-      }
+      });
     });
 
   try {
-    if (args.length === 0) {
-      err(program.helpInformation());
-      return 2;
-    }
-    await program.parseAsync(args, { from: "user" });
-    return code;
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
-        ? 0
-        : 2;
-    }
-    err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
-    return 2;
+    return await runProgram(program, args, {
+      err,
+      code: () => code,
+      usageCode: 2,
+      onError: (error) => {
+        err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
+        return 2;
+      },
+    });
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   }

@@ -5,7 +5,8 @@
  * @module
  */
 
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
+import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
@@ -242,6 +243,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         if (!opts.broker) {
           throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
         }
+        const brokerUrl = opts.broker;
         let account = "";
         try {
           account = decodeURIComponent(new URL(opts.broker).username);
@@ -253,20 +255,16 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         const bad = nodeNameProblem(node);
         if (bad !== undefined) throw new Refused(`Cannot link: ${bad}`);
         const { runLink } = await import("./link.ts");
-        const stop = new AbortController();
-        const onSignal = () => stop.abort();
-        Deno.addSignalListener("SIGTERM", onSignal);
-        Deno.addSignalListener("SIGINT", onSignal);
-        try {
+        await untilSignalled(async (signal) => {
           const how = await runLink({
             system: build.system,
-            broker: opts.broker,
+            broker: brokerUrl,
             node,
             stateDir: opts.stateDir,
             version: VERSION,
             every: opts.every,
             retry: 2000,
-            signal: stop.signal,
+            signal,
             replaced: () => replacedSince(start),
             onNews: (line) => err(`mesh-host link: ${line}\n`),
             onApplied: (report) =>
@@ -282,35 +280,24 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             err(`mesh-host: ${how.detail}; exiting to stand aside for the new binary\n`);
           }
           code = 0;
-        } finally {
-          Deno.removeSignalListener("SIGTERM", onSignal);
-          Deno.removeSignalListener("SIGINT", onSignal);
-        }
+        });
       },
     );
 
-  try {
-    if (args.length === 0) {
-      // Nothing asked is not something done: say what can be asked, and fail.
-      err(program.helpInformation());
-      return 2;
-    }
-    await program.parseAsync(args, { from: "user" });
-    return code;
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
-        ? 0
-        : EXIT_REFUSED;
-    }
-    err(`mesh-host: ${messageOf(error)}\n`);
-    if (error instanceof StoreError) return EXIT_CANNOT_RUN;
-    if (
-      error instanceof Refused || error instanceof WrongSystemError ||
-      error instanceof DeclarationError ||
-      error instanceof NoBundleError || error instanceof EmptyBundleError ||
-      error instanceof BundleError
-    ) return EXIT_REFUSED;
-    return EXIT_CANNOT_RUN;
-  }
+  return await runProgram(program, args, {
+    err,
+    code: () => code,
+    usageCode: EXIT_REFUSED,
+    onError: (error) => {
+      err(`mesh-host: ${messageOf(error)}\n`);
+      if (error instanceof StoreError) return EXIT_CANNOT_RUN;
+      if (
+        error instanceof Refused || error instanceof WrongSystemError ||
+        error instanceof DeclarationError ||
+        error instanceof NoBundleError || error instanceof EmptyBundleError ||
+        error instanceof BundleError
+      ) return EXIT_REFUSED;
+      return EXIT_CANNOT_RUN;
+    },
+  });
 }

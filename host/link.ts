@@ -30,6 +30,7 @@ import {
 } from "../lib/broker.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
+import { sleep } from "../lib/cli.ts";
 import { applyBytes, type ApplyResult, recordKnownGood } from "./apply.ts";
 import { declarationDigest } from "./declaration.ts";
 import { StoreError } from "./store.ts";
@@ -291,18 +292,6 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     await turn;
     await session?.close();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /**

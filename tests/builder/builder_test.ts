@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { ensureImage, IMAGE, ROOT } from "../support/mod.ts";
+import { ensureImage, IMAGE, type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { ensureRegistry, REGISTRY } from "../lab/mod.ts";
 import {
   BROKER_API_URL,
@@ -67,12 +67,10 @@ class Source {
   }
 }
 
-/** A running mesh-builder. */
-interface Builder {
+/** A running mesh-builder, printing each answer as JSON. */
+interface Builder extends JsonLinesProcess<BuildAnswer> {
+  /** Its account, `builder.NAME`. */
   name: string;
-  stderr: () => string;
-  answers: BuildAnswer[];
-  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
 }
 
 async function issueBuilder(inv: TestInventory, name: string): Promise<string> {
@@ -84,44 +82,10 @@ async function issueBuilder(inv: TestInventory, name: string): Promise<string> {
 }
 
 function startBuilder(url: string, env: Record<string, string> = {}): Builder {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}builder/main.ts`, "--broker", url],
-    cwd: ROOT,
+  const process = spawnJsonLines<BuildAnswer>([`${ROOT}builder/main.ts`, "--broker", url], {
     env: { ...PODMAN_ENV, ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let err = "";
-  const answers: BuildAnswer[] = [];
-  (async () => {
-    let buffer = "";
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      let i;
-      while ((i = buffer.indexOf("\n")) >= 0) {
-        answers.push(JSON.parse(buffer.slice(0, i)));
-        buffer = buffer.slice(i + 1);
-      }
-    }
-  })();
-  (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
-  })();
-  let status: Promise<Deno.CommandStatus> | undefined;
-  return {
-    name: decodeURIComponent(new URL(url).username),
-    stderr: () => err,
-    answers,
-    kill(signal: Deno.Signal = "SIGTERM") {
-      if (status === undefined) {
-        try {
-          child.kill(signal);
-        } catch { /* gone */ }
-        status = child.status;
-      }
-      return status;
-    },
-  };
+  });
+  return Object.assign(process, { name: decodeURIComponent(new URL(url).username) });
 }
 
 async function waitFor<T>(what: string, probe: () => T | undefined, ms = 120_000): Promise<T> {
@@ -318,8 +282,8 @@ Deno.test(
         );
       });
       // After all of that the builder still answers: no redelivery loop.
-      assertEquals(builder.answers.length, 4);
-      assert(builder.answers.every((a) => a.outcome === "failed"));
+      assertEquals(builder.lines.length, 4);
+      assert(builder.lines.every((a) => a.outcome === "failed"));
     } finally {
       await builder?.kill();
       await deleteBuilderAccount(endpoints, name).catch(() => {});
@@ -509,7 +473,7 @@ Deno.test(
         out.stdout,
         new RegExp(`built slow at ${slow.slice(0, 12)} by builder\\.${names[1]}`),
       );
-      assertEquals(second.answers.length, 1);
+      assertEquals(second.lines.length, 1);
       assertEquals(await buildQueueDepth(), 0);
     } finally {
       for (const b of builders) await b.kill();
@@ -579,7 +543,7 @@ Deno.test(
       );
       assertEquals(again.code, 0, again.stderr + again.stdout);
       assertMatch(again.stdout, new RegExp(`by ${other.name.replace(".", "\\.")}`));
-      assertEquals(taker.answers.length, 0, "the busy builder answered before the quick builds");
+      assertEquals(taker.lines.length, 0, "the busy builder answered before the quick builds");
       const slowOut = await slowAsk;
       assertEquals(slowOut.code, 0, slowOut.stderr + slowOut.stdout);
       assertMatch(slowOut.stdout, new RegExp(`by ${taker.name.replace(".", "\\.")}`));

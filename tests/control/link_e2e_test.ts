@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { ROOT } from "../support/mod.ts";
+import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
@@ -14,64 +14,21 @@ import { run } from "../../lib/command.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
-/** A running `mesh-host link`. */
-interface LinkProcess {
-  reports: ReportMessage[];
-  stderr: () => string;
-  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
-}
+/** A running `mesh-host link`, printing each report as JSON. */
+type LinkProcess = JsonLinesProcess<ReportMessage>;
 
 function startLink(url: string, stateDir: string, every = "2s"): LinkProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      `${ROOT}host/debian.ts`,
-      "link",
-      "--broker",
-      url,
-      "--state-dir",
-      stateDir,
-      "--every",
-      every,
-      "--json",
-    ],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reports: ReportMessage[] = [];
-  let err = "";
-  (async () => {
-    let buffer = "";
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      let i;
-      while ((i = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, i);
-        buffer = buffer.slice(i + 1);
-        if (line.trim()) reports.push(JSON.parse(line));
-      }
-    }
-  })();
-  (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
-  })();
-  let status: Promise<Deno.CommandStatus> | undefined;
-  return {
-    reports,
-    stderr: () => err,
-    kill: (signal: Deno.Signal = "SIGTERM") => {
-      if (status === undefined) {
-        try {
-          child.kill(signal);
-        } catch { /* already gone */ }
-        status = child.status;
-      }
-      return status;
-    },
-  };
+  return spawnJsonLines([
+    `${ROOT}host/debian.ts`,
+    "link",
+    "--broker",
+    url,
+    "--state-dir",
+    stateDir,
+    "--every",
+    every,
+    "--json",
+  ]);
 }
 
 async function waitFor<T>(
@@ -292,12 +249,12 @@ Deno.test(
         await mustRun(inv, ["push", node]);
       }
       link = startLink(url, `${dir}/state`);
-      const first = await waitFor("a report", () => link!.reports[0]);
+      const first = await waitFor("a report", () => link!.lines[0]);
       assertEquals([first.trigger, first.generation, first.outcome], ["push", 3, "applied"]);
       assertEquals(await Deno.readTextFile(`${dir}/f`), "3\n");
       // And the older ones never arrive.
       await new Promise((r) => setTimeout(r, 1500));
-      assertEquals(link.reports.filter((r) => r.trigger === "push").length, 1);
+      assertEquals(link.lines.filter((r) => r.trigger === "push").length, 1);
     } finally {
       await link?.kill();
       await deleteAccount(node);
@@ -336,7 +293,7 @@ Deno.test(
       await mustRun(inv, ["push", node]);
       const state = `${dir}/state`;
       link = startLink(url, state, "1s");
-      await waitFor("the first report", () => link!.reports[0]);
+      await waitFor("the first report", () => link!.lines[0]);
       await waitFor("the journal to empty", async () => {
         for await (const _ of Deno.readDir(`${state}/link/outbox`)) return undefined;
         return true;
@@ -412,9 +369,9 @@ Deno.test(
         return undefined;
       });
       await link.kill("SIGKILL");
-      assertEquals(link.reports.length, 0, "killed before it finished");
+      assertEquals(link.lines.length, 0, "killed before it finished");
       link = startLink(url, state);
-      const report = await waitFor("the report after the restart", () => link!.reports[0]);
+      const report = await waitFor("the report after the restart", () => link!.lines[0]);
       assertEquals(
         [report.trigger, report.generation, report.outcome, report.applied],
         ["push", 1, "applied", 3001],

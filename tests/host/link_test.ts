@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { cli, ROOT } from "../support/mod.ts";
+import { cli, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { declarationKey, type DeclarationMessage, EXCHANGE } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration.ts";
@@ -59,39 +59,20 @@ async function runLink(
   args: string[],
   until: (reports: Record<string, unknown>[], stderr: string) => boolean,
 ): Promise<Run> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}host/debian.ts`, "link", "--json", ...args],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reports: Record<string, unknown>[] = [];
-  let stderr = "";
-  let buffer = "";
-  const reading = (async () => {
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      let i;
-      while ((i = buffer.indexOf("\n")) >= 0) {
-        reports.push(JSON.parse(buffer.slice(0, i)));
-        buffer = buffer.slice(i + 1);
-      }
-    }
-  })();
-  const readingErr = (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk;
-  })();
+  const link = spawnJsonLines<Record<string, unknown>>([
+    `${ROOT}host/debian.ts`,
+    "link",
+    "--json",
+    ...args,
+  ]);
   const deadline = Date.now() + 60_000;
-  let exited: Deno.CommandStatus | undefined;
-  child.status.then((s) => exited = s);
-  while (!until(reports, stderr) && exited === undefined && Date.now() < deadline) {
+  while (
+    !until(link.lines, link.stderr()) && link.exited() === undefined && Date.now() < deadline
+  ) {
     await new Promise((r) => setTimeout(r, 100));
   }
-  if (exited === undefined) child.kill("SIGTERM");
-  const status = await child.status;
-  await reading;
-  await readingErr;
-  return { code: status.code, reports, stderr };
+  const status = await link.kill();
+  return { code: status.code, reports: link.lines, stderr: link.stderr() };
 }
 
 Deno.test("link: what arrives on the node's queue", opts, async (t) => {

@@ -337,3 +337,71 @@ export async function reloadCaddy(
   const answer = await r.text();
   if (!r.ok) throw new Error(`Caddy refused the config: ${r.status} ${answer}`);
 }
+
+/** A Deno program running in the background that prints one JSON object per stdout line. */
+export interface JsonLinesProcess<T> {
+  /** Each stdout line, parsed, as it arrives. */
+  lines: T[];
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /** The exit status, once it has exited. */
+  exited(): Deno.CommandStatus | undefined;
+  /** Sends `signal` (default SIGTERM) unless already sent, and waits for the exit. */
+  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts `deno run -A --quiet <args>` in the checkout and collects its JSON lines and stderr (the
+ * link, the builder: long-running programs whose results the tests read as they come).
+ */
+export function spawnJsonLines<T>(
+  args: string[],
+  options: { env?: Record<string, string> } = {},
+): JsonLinesProcess<T> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", ...args],
+    cwd: ROOT,
+    env: options.env ?? {},
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: T[] = [];
+  let err = "";
+  let status: Deno.CommandStatus | undefined;
+  let killed: Promise<Deno.CommandStatus> | undefined;
+  const reading = (async () => {
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let i;
+      while ((i = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, i);
+        buffer = buffer.slice(i + 1);
+        if (line.trim()) lines.push(JSON.parse(line));
+      }
+    }
+  })();
+  const readingErr = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
+  })();
+  const done = child.status.then(async (s) => {
+    await reading;
+    await readingErr;
+    status = s;
+    return s;
+  });
+  return {
+    lines,
+    stderr: () => err,
+    exited: () => status,
+    kill(signal: Deno.Signal = "SIGTERM") {
+      if (killed === undefined) {
+        try {
+          child.kill(signal);
+        } catch { /* already gone */ }
+        killed = done;
+      }
+      return killed;
+    },
+  };
+}
