@@ -26,6 +26,9 @@ export {
   type Observation,
 } from "./reconcile/compare.ts";
 export {
+  BOOT_VIEWS,
+  type BootView,
+  NO_BOOT_SOURCE,
   NO_PROXY,
   observe,
   reconcile,
@@ -35,6 +38,15 @@ export {
 } from "./reconcile/run.ts";
 export { stampLine, summaryLine, toJson, toText, toTextfile } from "./reconcile/report.ts";
 export { adoptRegistry } from "./reconcile/adopt.ts";
+export {
+  batchDisable,
+  batchEnable,
+  type BatchOutcome,
+  type BatchResult,
+} from "./reconcile/batch.ts";
+export { addEntry, RegistryEditError, removeEntry } from "./reconcile/registry_edit.ts";
+export type { ObservedTimer } from "./reconcile/observe/timers.ts";
+export type { BootObservation } from "./reconcile/observe/boot.ts";
 export type { SourceState, SourceStatus } from "./reconcile/observe/source.ts";
 export type { ObservedContainer, PublishedPort } from "./reconcile/observe/containers.ts";
 export type { Listener } from "./reconcile/observe/sockets.ts";

@@ -11,9 +11,26 @@ import type { ObservedContainer } from "./observe/containers.ts";
 import type { Listener } from "./observe/sockets.ts";
 import { type AddressProbe, ANY_HOST, type ServedAddress } from "./observe/proxy.ts";
 import type { SourceStatus } from "./observe/source.ts";
+import type { ObservedTimer } from "./observe/timers.ts";
+import type { BootObservation } from "./observe/boot.ts";
+import { compareTimers } from "./compare_timers.ts";
+import { compareBoot } from "./compare_boot.ts";
 
 /** The checks a finding can come from. */
-export type Check = "container" | "port" | "address" | "redirect" | "certificate";
+export type Check =
+  | "container"
+  | "port"
+  | "address"
+  | "redirect"
+  | "certificate"
+  // the deployment repository (./compare_repo.ts); a served route unlike the rendered one
+  // (./compare_route.ts)
+  | "repo"
+  | "route"
+  // a batch entry's timer (./compare_timers.ts); what the next boot would produce
+  // (./compare_boot.ts)
+  | "timer"
+  | "boot";
 
 /** Which side of the anti-join a finding is on. */
 export type Direction = "missing" | "rogue";
@@ -42,6 +59,10 @@ export interface Observation {
   /** One probe per declared served address. */
   probes: AddressProbe[];
   sources: SourceStatus[];
+  /** The declared timers, when asked (`timers` sources); absent: timers are not compared. */
+  timers?: ObservedTimer[];
+  /** What the next boot would produce, when asked; absent: boot is not compared. */
+  boot?: BootObservation;
 }
 
 /** Options for {@linkcode compare}. */
@@ -213,6 +234,7 @@ export function compare(
       });
     }
   }
+  findings.push(...compareTimers(registry, observation), ...compareBoot(registry, observation));
   return findings;
 }
 

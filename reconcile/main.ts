@@ -13,7 +13,9 @@ import { parseDuration } from "../lib/duration.ts";
 import { adoptRegistry } from "./adopt.ts";
 import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
 import { lastCleanFrom, stampLine, toJson, toText, toTextfile } from "./report.ts";
-import { NO_PROXY, observe, reconcile } from "./run.ts";
+import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
+import { repoCheckFromFlags } from "./repo_check.ts";
+import { saveRepoSeen } from "./repo_seen.ts";
 
 /** Exit code: clean. */
 export const EXIT_CLEAN = 0;
@@ -78,6 +80,17 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     )
     .addOption(
       new Option(
+        "--boot <view>",
+        "what a reboot would produce: read from systemd, or none (not checked, e.g. under OpenRC)",
+      ).default("systemd").argParser((v): BootView => {
+        if (!(BOOT_VIEWS as readonly string[]).includes(v)) {
+          throw new UsageError(`--boot: one of ${BOOT_VIEWS.join(", ")}, not "${v}"`);
+        }
+        return v as BootView;
+      }),
+    )
+    .addOption(
+      new Option(
         "--cert-warn <duration>",
         "a certificate expiring within this is a finding (e.g. 14d, 36h)",
       )
@@ -93,16 +106,35 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
           return ms;
         }),
     )
+    .option("--repo <dir>", "also check the deployment repository (the checkout's top)")
+    .option(
+      "--behind-days <days>",
+      "with --repo: commits waiting longer on the upstream are a finding (default 7)",
+    )
+    .option(
+      "--state-dir <dir>",
+      "with --repo: keep first sightings of upstream commits here (default: the registry's)",
+    )
     .action(async (opts: {
       registry: string;
       json?: boolean;
       stamp?: string;
       textfile?: string;
       caddyAdmin: string;
+      boot: BootView;
       certWarn: number;
       timeout: number;
+      repo?: string;
+      behindDays?: string;
+      stateDir?: string;
     }) => {
       const registry = await loadRegistry(opts.registry);
+      let repo;
+      try {
+        repo = await repoCheckFromFlags(opts, opts.registry);
+      } catch (error) {
+        throw new UsageError(messageOf(error));
+      }
       // Refuse unusable output paths before any work, so bad input writes nothing.
       if (opts.stamp !== undefined) await assertWritablePath(opts.stamp);
       if (opts.textfile !== undefined) await assertWritablePath(opts.textfile);
@@ -114,9 +146,12 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       const result = await reconcile(registry, {
         registryPath: opts.registry,
         caddyAdmin: opts.caddyAdmin,
+        bootView: opts.boot,
         certWarnMs: opts.certWarn,
         timeoutMs: opts.timeout,
+        ...(repo ? { repo: repo.options } : {}),
       });
+      if (repo && result.repoSeen) await saveRepoSeen(repo.seenPath, result.repoSeen);
       if (opts.textfile !== undefined) {
         const previous = await Deno.readTextFile(opts.textfile).catch(() => undefined);
         await writeFileAtomic(opts.textfile, toTextfile(result, lastCleanFrom(previous)));
@@ -181,6 +216,257 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
         } else io.out(text);
       },
     );
+
+  // --- The remote watcher (issue 3, part 7): `stamp serve` and `watch`. Their modules are
+  // imported inside the actions, so the other commands do not load them.
+  const stampAge = (flag: string, least: number) => (value: string) => {
+    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) {
+      throw new UsageError(`${flag}: name a unit (e.g. 45m, 2h), not "${value}"`);
+    }
+    const ms = durationOption(flag)(value);
+    if (!(ms >= least && ms <= 2_147_483_647_000)) {
+      throw new UsageError(`${flag}: must be at least ${least}ms, not "${value}"`);
+    }
+    return ms;
+  };
+
+  program.command("stamp")
+    .description("the dead-man stamp that a clean run refreshes")
+    .command("serve")
+    .description(
+      "serve the stamp read-only over HTTP (GET / or /stamp), its age measured on this machine",
+    )
+    .requiredOption(
+      "--listen <addr>",
+      "HOST:PORT or [IPv6]:PORT to listen on (an address is required, never defaulted)",
+    )
+    .option("--stamp <path>", "the stamp to serve", "/var/lib/mesh/reconcile/stamp")
+    .addHelpText(
+      "after",
+      '\nAnswers (JSON): 200 {"state":"stamped","stamp","stampedAt","ageSeconds","servedAt"},' +
+        '\n200 {"state":"never"} when no stamp was written, 500 {"state":"error","problem",' +
+        '"reason"}\nwhen it cannot be read or holds garbage. Only GET and HEAD. Runs until SIGTERM' +
+        " or SIGINT\n(exit 0); exit 2 when it cannot start.",
+    )
+    .action(async (opts: { listen: string; stamp: string }) => {
+      const { parseListen, serveStamp } = await import("./stamp_serve.ts");
+      let listen;
+      try {
+        listen = parseListen(opts.listen);
+      } catch (error) {
+        throw new UsageError(messageOf(error));
+      }
+      const { dirname } = await import("node:path");
+      const dir = dirname(opts.stamp);
+      if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) {
+        throw new UsageError(
+          `Cannot serve stamp "${opts.stamp}": directory "${dir}" does not exist`,
+        );
+      }
+      const server = await serveStamp(listen, opts.stamp);
+      const host = server.addr.hostname.includes(":")
+        ? `[${server.addr.hostname}]`
+        : server.addr.hostname;
+      io.err(`serving stamp "${opts.stamp}" on http://${host}:${server.addr.port}/ (read-only)\n`);
+      const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
+      const stopped = Promise.withResolvers<Deno.Signal>();
+      const listeners = signals.map((signal) => {
+        const listener = () => stopped.resolve(signal);
+        Deno.addSignalListener(signal, listener);
+        return () => Deno.removeSignalListener(signal, listener);
+      });
+      const signal = await Promise.race([stopped.promise, server.finished.then(() => undefined)]);
+      for (const remove of listeners) remove();
+      await server.shutdown();
+      io.err(`stopped serving${signal ? ` (${signal})` : ""}\n`);
+      exitCode = 0;
+    });
+
+  program.command("watch")
+    .description(
+      "look once at a stamp (a file, or a stamp serve URL) and say up, new, late, down or unreachable",
+    )
+    .argument("<source>", "a stamp file, or the http(s) URL of a `stamp serve`")
+    .addOption(
+      new Option("--max-age <duration>", "a stamp older than this is late (e.g. 45m)")
+        .makeOptionMandatory().argParser(stampAge("--max-age", 1)),
+    )
+    .addOption(
+      new Option("--grace <duration>", "late for this long past max-age, then down")
+        .default(0, "0s: no late, past max-age is down").argParser(stampAge("--grace", 0)),
+    )
+    .option("--state <file>", "keep the last state here (JSON, atomic); needed for --notify")
+    .option("--notify <url>", "POST JSON here once on each transition (and on recovery)")
+    .option(
+      "--stamp <path>",
+      "this watcher's own stamp, refreshed after each completed run (it can be watched too)",
+    )
+    .addOption(
+      new Option("--timeout <duration>", "time limit for the request and each notification")
+        .default(10_000, "10s").argParser((v) => {
+          const ms = durationOption("--timeout")(v);
+          if (!(ms >= 1 && ms <= 2_147_483_647)) {
+            throw new UsageError(`--timeout: must be between 1ms and 24d, not "${v}"`);
+          }
+          return ms;
+        }),
+    )
+    .option("--json", "print the result as JSON")
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 up, 3 new (never stamped), 4 late (past max-age, within grace), 5 down" +
+        "\n(past grace), 6 unreachable (cannot read, bad answer, or garbage: said which), 2 bad" +
+        "\ninput or the state file cannot be read or written. 1 is never used." +
+        "\nA file's age is measured by this machine's clock; a URL's age is the server's.",
+    )
+    .action(async (source: string, opts: {
+      maxAge: number;
+      grace: number;
+      state?: string;
+      notify?: string;
+      stamp?: string;
+      timeout: number;
+      json?: boolean;
+    }) => {
+      const { watch, watchJson, watchText } = await import("./watch.ts");
+      const sourceFile = /^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? undefined : source;
+      await assertDistinct({ SOURCE: sourceFile, "--state": opts.state, "--stamp": opts.stamp });
+      const result = await watch(source, {
+        maxAgeMs: opts.maxAge,
+        graceMs: opts.grace,
+        timeoutMs: opts.timeout,
+        ...(opts.state !== undefined ? { statePath: opts.state } : {}),
+        ...(opts.notify !== undefined ? { notifyUrl: opts.notify } : {}),
+        ...(opts.stamp !== undefined ? { stampPath: opts.stamp } : {}),
+      });
+      io.out(opts.json ? JSON.stringify(watchJson(result), null, 2) + "\n" : watchText(result));
+      if (result.notify?.error !== undefined) {
+        io.err(
+          `mesh-reconcile: ${result.notify.error}; ${result.notify.owed.length} owed, retried on the next run\n`,
+        );
+      }
+      exitCode = result.exitCode;
+    });
+  // --- end of the remote watcher
+
+  // --- Born covered and the port table (issue 3, parts 5 and 6): `render caddy`, `render
+  // backup`, `port next`. Their modules are imported inside the actions.
+  const render = program.command("render")
+    .description("what the registry's declarations produce: the edge config, the backup list");
+  render.command("caddy")
+    .description("print a Caddyfile with a site block for every declared web address")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .addHelpText(
+      "after",
+      "\nA redirect renders redir to its target, a port reverse_proxy to 127.0.0.1:<first port>," +
+        "\na site's state directory file_server from it. Exit codes: 0 printed, 2 bad registry" +
+        "\nor an address that cannot be rendered (every such entry is named).",
+    )
+    .action(async (opts: { registry: string }) => {
+      const { renderCaddyfile } = await import("./render.ts");
+      const registry = await loadRegistry(opts.registry);
+      io.out(renderCaddyfile(registry, opts.registry));
+    });
+  render.command("backup")
+    .description("list the state directories and databases the registry declares, to back up")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .option("--json", "print the list as JSON")
+    .action(async (opts: { registry: string; json?: boolean }) => {
+      const { backupText, renderBackup } = await import("./render.ts");
+      const plan = renderBackup(await loadRegistry(opts.registry), opts.registry);
+      io.out(opts.json ? JSON.stringify(plan, null, 2) + "\n" : backupText(plan));
+    });
+
+  program.command("port")
+    .description("the port table: the registry is it")
+    .command("next")
+    .description("print the lowest port in the range no entry claims and nothing listens on")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .option("--range <A-B>", "ports to search, inclusive", "8000-8999")
+    .addHelpText(
+      "after",
+      "\nIn use: a listening TCP socket (IPv4 or IPv6) or a port a container of the registry's" +
+        "\naccounts publishes. Exit codes: 0 printed, 2 none free, bad range or registry, or" +
+        "\nsomething could not be observed.",
+    )
+    .action(async (opts: { registry: string; range: string }) => {
+      const { nextPort, parsePortRange } = await import("./ports.ts");
+      let range;
+      try {
+        range = parsePortRange(opts.range);
+      } catch (error) {
+        throw new UsageError(messageOf(error));
+      }
+      const found = await nextPort(await loadRegistry(opts.registry), { range });
+      const failed = found.sources.filter((s) => s.state === "failed");
+      const span = `${range.first}-${range.last}`;
+      if (failed.length > 0) {
+        throw new UsageError(
+          `Cannot tell which ports of ${span} are free: could not observe ${
+            failed.map((s) => `${s.account ? `${s.source}@${s.account}` : s.source} (${s.detail})`)
+              .join(", ")
+          }`,
+        );
+      }
+      if (found.port === undefined) {
+        throw new UsageError(
+          `No free port in ${span}: ${found.claimed.length} claimed by entries, ${found.used.length} in use`,
+        );
+      }
+      io.out(`${found.port}\n`);
+    });
+  // --- end of born covered and the port table
+
+  // --- Batch jobs registered when switched on (issue 3, part 2): ./batch.ts.
+  const batch = program.command("batch")
+    .description("switch a timer-driven job on or off and (un)register it in the same step")
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 done, 1 failed (the message says what was undone and what is left),\n" +
+        "2 refused (nothing was run and nothing was written).",
+    );
+  const batchDone = async (
+    result: Promise<import("./batch.ts").BatchResult>,
+    json: boolean | undefined,
+  ) => {
+    const r = await result;
+    if (json) io.out(JSON.stringify(r, null, 2) + "\n");
+    else {
+      for (const step of r.steps) io.err(`ran: ${step}\n`);
+      (r.outcome === "enabled" || r.outcome === "disabled" ? io.out : io.err)(
+        `${r.outcome}: ${r.message}\n`,
+      );
+    }
+    exitCode = r.outcome === "refused" ? 2 : r.outcome === "failed" ? 1 : 0;
+  };
+  batch.command("enable")
+    .description("systemctl enable --now the timer, then add a batch entry for it")
+    .argument("<name>", "the entry's name")
+    .requiredOption("--timer <unit>", "the timer unit, e.g. publish.timer")
+    .option("--container <name>", "the container the job starts while it runs")
+    .option("--user <account>", "the account whose user manager runs it (default: root, system)")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .option("--json", "print the result as JSON")
+    .action(async (name: string, opts: {
+      timer: string;
+      container?: string;
+      user?: string;
+      registry: string;
+      json?: boolean;
+    }) => {
+      const { batchEnable } = await import("./batch.ts");
+      await batchDone(batchEnable(name, opts), opts.json);
+    });
+  batch.command("disable")
+    .description("systemctl disable --now the entry's timer, then remove the entry")
+    .argument("<name>", "the entry's name")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .option("--json", "print the result as JSON")
+    .action(async (name: string, opts: { registry: string; json?: boolean }) => {
+      const { batchDisable } = await import("./batch.ts");
+      await batchDone(batchDisable(name, opts), opts.json);
+    });
+  // --- end of batch
 
   return { program, exitCode: () => exitCode };
 }

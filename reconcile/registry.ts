@@ -81,15 +81,25 @@ export const SiteEntry = z.strictObject({
 export const BatchEntry = z.strictObject({
   kind: z.literal("batch"),
   timer: z.string().regex(
-    /^[A-Za-z0-9@:._\\-]+\.timer$/,
-    "Must be a systemd timer unit, e.g. publish.timer",
+    // A template without an instance (`foo@.timer`) cannot run, and asking systemd about one
+    // fails the whole call for every other timer.
+    /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.timer$/,
+    "Must be a systemd timer unit, e.g. publish.timer (a template needs an instance: x@y.timer)",
   ),
   container: ContainerName.optional(),
   ...shared,
 });
-/** `kind: daemon`: a non-container process of the machine, such as sshd. */
+/**
+ * `kind: daemon`: a non-container process of the machine, such as sshd. `unit`: the systemd
+ * service that starts it at boot (e.g. `ssh.service`); without it, the unit is found from the
+ * process holding its port.
+ */
 export const DaemonEntry = z.strictObject({
   kind: z.literal("daemon"),
+  unit: z.string().regex(
+    /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.service$/,
+    "Must be a systemd service unit, e.g. ssh.service (a template needs an instance)",
+  ).optional(),
   ...shared,
 });
 

@@ -10,7 +10,17 @@ import type { Check, Direction } from "./compare.ts";
 import type { ReconcileResult } from "./run.ts";
 import { printable } from "../lib/printable.ts";
 
-const CHECKS: Check[] = ["container", "port", "address", "redirect", "certificate"];
+const CHECKS: Check[] = [
+  "container",
+  "port",
+  "address",
+  "redirect",
+  "certificate",
+  "route",
+  "repo",
+  "timer",
+  "boot",
+];
 const DIRECTIONS: Direction[] = ["missing", "rogue"];
 
 /** The JSON form (DESIGN.md's reconcile result contract), as a plain object. */

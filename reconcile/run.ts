@@ -15,9 +15,30 @@ import { observeContainers } from "./observe/containers.ts";
 import { observeSockets } from "./observe/sockets.ts";
 import { observeProxy, probeAddress, type ServedAddress } from "./observe/proxy.ts";
 import type { SourceStatus } from "./observe/source.ts";
+import { compareRoutes } from "./compare_route.ts";
+import { checkRepo, type RepoCheckOptions } from "./repo_check.ts";
+import type { SeenByRepo } from "./repo_seen.ts";
+import { observeTimers, type TimerRequest, timerRequests } from "./observe/timers.ts";
+import { type BootRequest, bootRequest, observeBoot } from "./observe/boot.ts";
 
 /** The value of `--caddy-admin` that says this machine runs no reverse proxy. */
 export const NO_PROXY = "none";
+
+/**
+ * The values of `--boot`: `systemd` (the default) reads what a reboot would produce from systemd;
+ * `none` does not look at it at all, and says so as an `absent` source named `boot`.
+ */
+export const BOOT_VIEWS = ["systemd", "none"] as const;
+/** How what a reboot would produce is read (`--boot`). */
+export type BootView = (typeof BOOT_VIEWS)[number];
+
+/** The source a run with `--boot none` reports, so text and JSON say the boot view was not checked. */
+export const NO_BOOT_SOURCE: SourceStatus = {
+  source: "boot",
+  state: "absent",
+  method: "--boot none",
+  detail: "what a reboot would produce is not checked",
+};
 
 /** Options for {@linkcode observe}. */
 export interface ObserveOptions {
@@ -29,6 +50,10 @@ export interface ObserveOptions {
   runtimes?: ("podman" | "docker")[];
   /** Only probe these addresses (default: every declared one that is served). */
   probe?: (address: ServedAddress) => boolean;
+  /** Timers to ask about (one `systemctl show` per manager); none asked when absent. */
+  timers?: TimerRequest[];
+  /** What the next boot would produce; not observed when absent. */
+  boot?: BootRequest;
 }
 
 /**
@@ -67,14 +92,31 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       : observeProxy(options.caddyAdmin, { timeoutMs }),
   ]);
   const wanted = proxy.addresses.filter(options.probe ?? (() => true));
-  const probes = await mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs }));
+  const [probes, timers, boot] = await Promise.all([
+    mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs })),
+    options.timers && observeTimers(options.timers, { passwd, timeoutMs }),
+    options.boot && observeBoot(options.boot, {
+      passwd,
+      timeoutMs,
+      listeners: sockets.listeners,
+      runtimes: options.runtimes,
+    }),
+  ]);
   return {
     time,
     containers: containers.containers,
     listeners: sockets.listeners,
     addresses: proxy.addresses,
     probes,
-    sources: [...containers.sources, ...sockets.sources, ...proxy.sources],
+    sources: [
+      ...containers.sources,
+      ...sockets.sources,
+      ...proxy.sources,
+      ...timers?.sources ?? [],
+      ...boot?.sources ?? [],
+    ],
+    ...(timers ? { timers: timers.timers } : {}),
+    ...(boot ? { boot: boot.boot } : {}),
   };
 }
 
@@ -99,6 +141,8 @@ export interface ReconcileResult {
   observed: { containers: number; listeners: number; ports: number; addresses: number };
   /** Subprocesses spawned by this run (grows with accounts, not with entries). */
   subprocesses: number;
+  /** With `repo`: first sightings of upstream commits for the caller to keep (not in JSON). */
+  repoSeen?: SeenByRepo;
 }
 
 /** Options for {@linkcode reconcile}. */
@@ -107,6 +151,13 @@ export interface ReconcileOptions extends ObserveOptions {
   registryPath: string;
   /** Certificates expiring within this many milliseconds are findings (default 14 days). */
   certWarnMs?: number;
+  /** Also check the deployment repository (`--repo`; see `./repo_check.ts`). */
+  repo?: RepoCheckOptions;
+  /**
+   * What the next boot would produce: `systemd` (default) observes it; `none` does not (no
+   * subprocess for it, no `boot` finding) and reports {@linkcode NO_BOOT_SOURCE}.
+   */
+  bootView?: BootView;
 }
 
 /** Observes the machine and compares it with `registry`. */
@@ -116,18 +167,32 @@ export async function reconcile(
 ): Promise<ReconcileResult> {
   const before = spawnCount();
   const declared = new Set(Object.values(registry.services).flatMap((e) => e.web ?? []));
-  const observation = await observe(registry.accounts, {
-    ...options,
-    probe: (a) => declared.has(a.host),
-  });
+  const bootView = options.bootView ?? "systemd";
+  if (!(BOOT_VIEWS as readonly string[]).includes(bootView)) {
+    throw new Error(`Unknown boot view "${bootView}": one of ${BOOT_VIEWS.join(", ")}`);
+  }
+  const [observation, repo] = await Promise.all([
+    observe(registry.accounts, {
+      ...options,
+      probe: (a) => declared.has(a.host),
+      timers: timerRequests(registry),
+      boot: bootView === "none" ? undefined : bootRequest(registry),
+    }),
+    options.repo && checkRepo(options.repo, { now: Date.now(), timeoutMs: options.timeoutMs }),
+  ]);
+  if (bootView === "none") observation.sources.push({ ...NO_BOOT_SOURCE });
   const findings = compare(registry, observation, {
     certWarnMs: options.certWarnMs ?? 14 * 86_400_000,
     now: Date.now(),
   });
-  return buildResult(registry, observation, findings, {
+  findings.push(...compareRoutes(registry, observation), ...repo?.findings ?? []);
+  observation.sources.push(...repo?.sources ?? []);
+  const result = buildResult(registry, observation, findings, {
     registryPath: options.registryPath,
     subprocesses: spawnCount() - before,
   });
+  if (repo?.seen) result.repoSeen = repo.seen;
+  return result;
 }
 
 function buildResult(

@@ -7,7 +7,9 @@
  *    address on this machine is rogue, which is what the anti-join says of an undeclared estate.
  *
  * The proxy is asked at localhost:2019 when something answers there; otherwise the demo says
- * so and runs with `--caddy-admin none`.
+ * so and runs with `--caddy-admin none`. On a machine not booted with systemd (sd_booted(3):
+ * `/run/systemd/system` is not a directory) what a reboot would produce cannot be read, and a run
+ * would say so and exit 2: the demo says why and runs with `--boot none`.
  */
 
 import { main } from "../reconcile/main.ts";
@@ -22,6 +24,14 @@ try {
   say("No Caddy admin API answers at localhost:2019: running with --caddy-admin none");
   admin = "none";
 }
+const booted = await Deno.stat("/run/systemd/system").then((i) => i.isDirectory, () => false);
+const boot = booted ? [] : ["--boot", "none"];
+if (!booted) {
+  say(
+    "This machine is not booted with systemd (/run/systemd/system is not a directory), so what " +
+      "a reboot would produce cannot be read: running with --boot none",
+  );
+}
 const dir = await Deno.makeTempDir({ prefix: "mesh-demo-" });
 try {
   const registry = `${dir}/registry.yaml`;
@@ -29,7 +39,8 @@ try {
   let code = await main(["init", "--output", registry, "--caddy-admin", admin]);
   if (code !== 0) Deno.exit(code);
   console.log(await Deno.readTextFile(registry));
-  say(`mesh-reconcile run --registry ${registry} --stamp ${dir}/stamp --caddy-admin ${admin}`);
+  const flags = ["--caddy-admin", admin, ...boot].join(" ");
+  say(`mesh-reconcile run --registry ${registry} --stamp ${dir}/stamp ${flags}`);
   code = await main([
     "run",
     "--registry",
@@ -38,17 +49,21 @@ try {
     `${dir}/stamp`,
     "--caddy-admin",
     admin,
+    ...boot,
   ]);
   console.log(
-    `(exit ${code}; stamp: ${await Deno.readTextFile(`${dir}/stamp`).catch(() => "not written")})`,
+    `(exit ${code}; stamp: ${await Deno.readTextFile(`${dir}/stamp`).then(
+      (s) => s.trimEnd(),
+      () => "not written",
+    )})`,
   );
   const empty = `${dir}/empty.yaml`;
   await Deno.writeTextFile(
     empty,
     "# declares nothing: everything running here is rogue\nversion: 1\naccounts: [root]\nservices: {}\n",
   );
-  say(`mesh-reconcile run --registry ${empty} --caddy-admin ${admin}`);
-  code = await main(["run", "--registry", empty, "--caddy-admin", admin]);
+  say(`mesh-reconcile run --registry ${empty} ${flags}`);
+  code = await main(["run", "--registry", empty, "--caddy-admin", admin, ...boot]);
   console.log(`(exit ${code})`);
 } finally {
   await Deno.remove(dir, { recursive: true });

@@ -110,7 +110,11 @@ export async function observeContainers(
 }
 
 /** argv (and environment) that runs `argv` as `account`: directly for root or oneself. */
-function asAccount(account: Account, argv: string[], env: Record<string, string> = {}): string[] {
+export function asAccount(
+  account: Account,
+  argv: string[],
+  env: Record<string, string> = {},
+): string[] {
   const self = Deno.uid();
   const all = { HOME: account.home, ...env };
   if (account.uid === self) {
@@ -128,7 +132,7 @@ function asAccount(account: Account, argv: string[], env: Record<string, string>
 }
 
 /** A rootless runtime finds its state through the account's runtime directory, where there is one. */
-function rootlessEnv(account: Account): Record<string, string> {
+export function rootlessEnv(account: Account): Record<string, string> {
   if (account.uid === 0) return {};
   const dir = `/run/user/${account.uid}`;
   try {
@@ -223,7 +227,7 @@ async function askPodman(
  * `rootless_storage_path` moves it), the account has never used podman and runs no container.
  * Returns the paths checked, or `undefined` when podman must be asked.
  */
-function neverUsedPodman(account: Account): string | undefined {
+export function neverUsedPodman(account: Account): string | undefined {
   const exists = (p: string) => {
     try {
       Deno.statSync(p);

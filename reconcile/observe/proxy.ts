@@ -15,6 +15,7 @@ import { X509Certificate } from "node:crypto";
 import { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import type { SourceStatus } from "./source.ts";
+import { handlersFor, type ServedHandler } from "./routes.ts";
 
 /** The address a catch-all route (no host matcher) is recorded under. */
 export const ANY_HOST = "*";
@@ -29,6 +30,11 @@ export interface ServedAddress {
   listen: string[];
   /** Whether the server terminates TLS for it. */
   tls: boolean;
+  /**
+   * The handlers that answer for the host in this server (see `./routes.ts`); absent when not
+   * read from a config (an address made by hand).
+   */
+  handlers?: ServedHandler[];
 }
 
 /** What the proxy's config says. */
@@ -170,7 +176,9 @@ function servedAddresses(config: z.output<typeof CaddyConfig>): ServedAddress[] 
     const tls = (srv.tls_connection_policies?.length ?? 0) > 0 ||
       (!srv.automatic_https?.disable && ports.some((p) => p !== httpPort) &&
         qualifying.length > 0);
-    for (const host of hosts) out.push({ host, server, listen, tls });
+    for (const host of hosts) {
+      out.push({ host, server, listen, tls, handlers: handlersFor(srv.routes, host) });
+    }
   }
   return out;
 }

@@ -2,6 +2,8 @@
  * mesh-reconcile end to end, as an operator runs it: the CLI against this machine's real
  * podman, sockets and a real Caddy. The registry starts from `init` of the machine as it was
  * before the test (so the machine's own daemons are declared) and adds the test's fixtures.
+ * Every run passes `--boot none`: this VM is not booted with systemd, so what a reboot would
+ * produce cannot be read here (without it, every run exits 2; boot_test.ts covers both).
  */
 
 import { parse, stringify } from "yaml";
@@ -61,10 +63,11 @@ function has(findings: Finding[], want: Partial<Finding> & { detail?: string }):
   );
 }
 
-function goodSites() {
+/** The good sites; given its entry's port, app.mesh.test proxies to it, as rendered. */
+function goodSites(appPort?: number) {
   return `
 app.mesh.test {
-	respond "app"
+	${appPort === undefined ? 'respond "app"' : `reverse_proxy 127.0.0.1:${appPort}`}
 }
 old.mesh.test {
 	redir https://app.mesh.test{uri} 301
@@ -90,7 +93,7 @@ Deno.test({
       const daemon = Deno.listen({ hostname: "127.0.0.1", port: 0 });
       listeners.push(daemon);
       const daemonPort = (daemon.addr as Deno.NetAddr).port;
-      caddy = await startCaddy(goodSites);
+      caddy = await startCaddy(() => goodSites(svcPort));
       const adminPort = Number(caddy.admin.split(":")[1]);
       const clean: Services = {
         ...machine,
@@ -123,6 +126,8 @@ Deno.test({
         // Caddy's internal CA issues 12-hour certificates: warn only within the last hour.
         const r = await reconcileCli([
           "run",
+          "--boot",
+          "none",
           "--registry",
           registry,
           ...common,
@@ -145,6 +150,8 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 20));
         const r = await reconcileCli([
           "run",
+          "--boot",
+          "none",
           "--registry",
           registry,
           ...common,
@@ -157,7 +164,15 @@ Deno.test({
 
       await t.step("certificates within the warning are findings (default 14 days)", async () => {
         const before = await Deno.readTextFile(stamp);
-        const r = await reconcileCli(["run", "--registry", registry, ...common, "--json"]);
+        const r = await reconcileCli([
+          "run",
+          "--boot",
+          "none",
+          "--registry",
+          registry,
+          ...common,
+          "--json",
+        ]);
         assertEquals(r.code, 1, r.stdout);
         const result = JSON.parse(r.stdout) as JsonResult;
         assert(
@@ -196,7 +211,7 @@ Deno.test({
         notAfter: new Date(Date.now() + 3 * day),
       });
       await reloadCaddy(caddy, () =>
-        `${goodSites()}
+        `${goodSites(svcPort)}
 elsewhere.mesh.test {
 	redir https://app.mesh.test/ 302
 }
@@ -276,6 +291,8 @@ soon.mesh.test {
         const before = await Deno.readTextFile(stamp);
         const r = await reconcileCli([
           "run",
+          "--boot",
+          "none",
           "--registry",
           driftRegistry,
           ...common,
@@ -381,9 +398,19 @@ soon.mesh.test {
 
       await t.step("text and --json say the same findings", async () => {
         const [text, json] = await Promise.all([
-          reconcileCli(["run", "--registry", driftRegistry, "--caddy-admin", caddy!.admin]),
           reconcileCli([
             "run",
+            "--boot",
+            "none",
+            "--registry",
+            driftRegistry,
+            "--caddy-admin",
+            caddy!.admin,
+          ]),
+          reconcileCli([
+            "run",
+            "--boot",
+            "none",
             "--registry",
             driftRegistry,
             "--caddy-admin",
@@ -404,8 +431,26 @@ soon.mesh.test {
         }
         const big = await writeRegistry(`${dir}/big.yaml`, many);
         const [small, large] = await Promise.all([
-          reconcileCli(["run", "--registry", registry, "--caddy-admin", caddy!.admin, "--json"]),
-          reconcileCli(["run", "--registry", big, "--caddy-admin", caddy!.admin, "--json"]),
+          reconcileCli([
+            "run",
+            "--boot",
+            "none",
+            "--registry",
+            registry,
+            "--caddy-admin",
+            caddy!.admin,
+            "--json",
+          ]),
+          reconcileCli([
+            "run",
+            "--boot",
+            "none",
+            "--registry",
+            big,
+            "--caddy-admin",
+            caddy!.admin,
+            "--json",
+          ]),
         ]);
         const a = JSON.parse(small.stdout) as JsonResult;
         const b = JSON.parse(large.stdout) as JsonResult;
@@ -422,6 +467,8 @@ soon.mesh.test {
             const before = await Deno.readTextFile(stamp);
             const r = await reconcileCli([
               "run",
+              "--boot",
+              "none",
               "--registry",
               registry,
               ...common,
@@ -447,7 +494,15 @@ soon.mesh.test {
           await caddy!.stop();
           caddy = undefined;
           const before = await Deno.readTextFile(stamp);
-          const r = await reconcileCli(["run", "--registry", registry, ...common, "--json"]);
+          const r = await reconcileCli([
+            "run",
+            "--boot",
+            "none",
+            "--registry",
+            registry,
+            ...common,
+            "--json",
+          ]);
           assertEquals(r.code, 2, r.stdout + r.stderr);
           const result = JSON.parse(r.stdout) as JsonResult;
           assertEquals(result.status, "unobservable");
@@ -477,7 +532,7 @@ Deno.test({
     const name = uniqueName("adopted");
     let caddy: CaddyFixture | undefined;
     try {
-      caddy = await startCaddy(goodSites);
+      caddy = await startCaddy(() => goodSites());
       await startContainer(name, { publish: [{ host: freePort(), container: 8080 }] });
       const out = `${dir}/registry.yaml`;
       const r = await reconcileCli(["init", "--output", out, "--caddy-admin", caddy.admin]);
@@ -501,6 +556,8 @@ Deno.test({
       assertEquals(forced.code, 0, forced.stderr);
       const run = await reconcileCli([
         "run",
+        "--boot",
+        "none",
         "--registry",
         out,
         "--caddy-admin",
@@ -540,6 +597,8 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
       if (content !== null) await Deno.writeTextFile(`${dir}/${file}`, content);
       const r = await reconcileCli([
         "run",
+        "--boot",
+        "none",
         "--registry",
         `${dir}/${file}`,
         "--stamp",
@@ -552,13 +611,23 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
       assertEquals(r.code, 2, `${file}: ${r.stderr}`);
       for (const e of expected) assertStringIncludes(r.stderr, e);
     }
-    const asDir = await reconcileCli(["run", "--registry", dir, "--caddy-admin", "none"]);
+    const asDir = await reconcileCli([
+      "run",
+      "--boot",
+      "none",
+      "--registry",
+      dir,
+      "--caddy-admin",
+      "none",
+    ]);
     assertEquals(asDir.code, 2);
     assertStringIncludes(asDir.stderr, "is a directory");
     // A stamp in a directory that does not exist is refused before anything runs.
     await Deno.writeTextFile(`${dir}/ok.yaml`, "version: 1\naccounts: [root]\nservices: {}\n");
     const r = await reconcileCli([
       "run",
+      "--boot",
+      "none",
       "--registry",
       `${dir}/ok.yaml`,
       "--stamp",
@@ -573,6 +642,8 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
     assertStringIncludes(r.stderr, "does not exist");
     const same = await reconcileCli([
       "run",
+      "--boot",
+      "none",
       "--registry",
       `${dir}/ok.yaml`,
       "--stamp",
@@ -589,6 +660,8 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
     for (const t of ["0", "0s", "99999999999d"]) {
       const r = await reconcileCli([
         "run",
+        "--boot",
+        "none",
         "--registry",
         `${dir}/ok.yaml`,
         "--timeout",
@@ -599,7 +672,15 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
       assertEquals(r.code, 2, `--timeout ${t}: ${r.stderr}`);
       assertStringIncludes(r.stderr, "--timeout");
     }
-    const bad = await reconcileCli(["run", "--registry", `${dir}/ok.yaml`, "--cert-warn", "soon"]);
+    const bad = await reconcileCli([
+      "run",
+      "--boot",
+      "none",
+      "--registry",
+      `${dir}/ok.yaml`,
+      "--cert-warn",
+      "soon",
+    ]);
     assertEquals(bad.code, 2);
     assertStringIncludes(bad.stderr, "--cert-warn");
     const left = [];
@@ -647,7 +728,17 @@ Deno.test("P: --timeout bounds each command: a hanging runtime is failed, not wa
     await Deno.writeTextFile(`${dir}/r.yaml`, "version: 1\naccounts: [root]\nservices: {}\n");
     const started = Date.now();
     const r = await reconcileCli(
-      ["run", "--registry", `${dir}/r.yaml`, "--caddy-admin", "none", "--timeout", "1s"],
+      [
+        "run",
+        "--boot",
+        "none",
+        "--registry",
+        `${dir}/r.yaml`,
+        "--caddy-admin",
+        "none",
+        "--timeout",
+        "1s",
+      ],
       { PATH: `${dir}:${Deno.env.get("PATH")}` },
     );
     assertEquals(r.code, 2, r.stdout);

@@ -1,0 +1,103 @@
+/**
+ * `run --repo`: observe the deployment repository, then compare ({@linkcode observeRepo},
+ * {@linkcode compareRepo}). Observing changes nothing; the first-seen times to remember are
+ * returned, and the caller (the command line) writes them.
+ *
+ * @module
+ */
+
+import type { Finding } from "./compare.ts";
+import { compareRepo } from "./compare_repo.ts";
+import { observeRepo } from "./observe/repo.ts";
+import type { SourceStatus } from "./observe/source.ts";
+import { dirname, resolve } from "node:path";
+import { loadRepoSeen, repoSeenPath, type SeenByRepo } from "./repo_seen.ts";
+
+/** What `run` is asked to check of the repository. */
+export interface RepoCheckOptions {
+  /** The checkout's top directory (`--repo`). */
+  dir: string;
+  /** Commits waiting longer than this (ms) are a finding (`--behind-days`). */
+  behindMs: number;
+  /** First sightings remembered from earlier runs (see `./repo_seen.ts`). */
+  seen: SeenByRepo;
+}
+
+/** What {@linkcode checkRepo} found. */
+export interface RepoCheck {
+  findings: Finding[];
+  sources: SourceStatus[];
+  /** First sightings to remember; absent when the upstream could not be read. */
+  seen?: SeenByRepo;
+}
+
+/** Observes and compares the repository. Never throws: a failure is a failed source. */
+export async function checkRepo(
+  options: RepoCheckOptions,
+  extra: { now: number; timeoutMs?: number },
+): Promise<RepoCheck> {
+  const repo = await observeRepo(options.dir, { timeoutMs: extra.timeoutMs });
+  const top = repo.top;
+  const compared = compareRepo(repo, {
+    behindMs: options.behindMs,
+    now: extra.now,
+    firstSeen: top === undefined ? {} : options.seen[top] ?? {},
+  });
+  const out: RepoCheck = { findings: compared.findings, sources: repo.sources };
+  if (top !== undefined && compared.firstSeen !== undefined) {
+    out.seen = { ...options.seen, [top]: compared.firstSeen };
+  }
+  return out;
+}
+
+/** What the command line gives for `run --repo`. */
+export interface RepoFlags {
+  /** `--repo`. */
+  repo?: string;
+  /** `--behind-days`, as typed. */
+  behindDays?: string;
+  /** `--state-dir`. */
+  stateDir?: string;
+}
+
+/** `--behind-days` when not given. */
+export const DEFAULT_BEHIND_DAYS = 7;
+
+/**
+ * Reads `run`'s repository flags and the first-seen state they point at, before anything is
+ * observed: `undefined` without `--repo`.
+ *
+ * @param registry the registry's path; its directory is the default state directory.
+ * @returns the options for {@linkcode checkRepo} and the state file to write after the run.
+ * @throws {Error} for `--behind-days` or `--state-dir` without `--repo`, a `--behind-days` that
+ *   is not a number of days (0 to 3650), a state directory that does not exist, or a state file
+ *   that exists and cannot be read.
+ */
+export async function repoCheckFromFlags(
+  flags: RepoFlags,
+  registry: string,
+): Promise<{ options: RepoCheckOptions; seenPath: string } | undefined> {
+  if (flags.repo === undefined) {
+    if (flags.behindDays !== undefined || flags.stateDir !== undefined) {
+      throw new Error(
+        `${flags.behindDays !== undefined ? "--behind-days" : "--state-dir"} needs --repo`,
+      );
+    }
+    return undefined;
+  }
+  const text = flags.behindDays ?? String(DEFAULT_BEHIND_DAYS);
+  const days = /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : NaN;
+  if (!(days >= 0 && days <= 3650)) {
+    throw new Error(`--behind-days: must be a number of days from 0 to 3650, not "${text}"`);
+  }
+  const stateDir = flags.stateDir ?? dirname(resolve(registry));
+  const info = await Deno.stat(stateDir).catch(() => undefined);
+  if (!info?.isDirectory) {
+    throw new Error(`--state-dir: "${stateDir}" is not an existing directory`);
+  }
+  const seenPath = repoSeenPath(stateDir);
+  return {
+    options: { dir: flags.repo, behindMs: days * 86_400_000, seen: await loadRepoSeen(seenPath) },
+    seenPath,
+  };
+}
