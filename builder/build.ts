@@ -10,7 +10,8 @@
 import { join } from "node:path";
 import { CommandError, run } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
-import type { BuildAnswer, BuildRequest } from "../lib/broker.ts";
+import { type BuildAnswer, type BuildRequest, STORE_ADDRESS } from "../lib/broker.ts";
+import { redactUrl } from "../lib/url.ts";
 import { containerRuntime } from "../host/resources/container.ts";
 
 /** How long a git step may take (ms). */
@@ -77,7 +78,7 @@ export async function build(request: BuildRequest, options: BuildOptions): Promi
   let resolved: string | undefined;
   try {
     const store = storeFor(request, options.envStore);
-    if (!/^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._/-]+)?$/.test(store)) {
+    if (!STORE_ADDRESS.test(store)) {
       throw new BuildFailure(`the artifact store address "${store}" is not host[:port][/path]`);
     }
     dir = await Deno.makeTempDir({ dir: options.workDir, prefix: "mesh-build-" });
@@ -140,7 +141,7 @@ export async function build(request: BuildRequest, options: BuildOptions): Promi
       ...base,
       ...(resolved !== undefined ? { resolved } : {}),
       outcome: "failed",
-      reason: messageOf(error).slice(0, 20_000),
+      reason: scrubSource(messageOf(error), request.source).slice(0, 20_000),
       finishedAt: new Date().toISOString(),
     };
   } finally {
@@ -202,4 +203,18 @@ async function firstExisting(dir: string, names: string[]): Promise<string | und
     } catch { /* next */ }
   }
   return undefined;
+}
+
+/** `text` with the source named only as {@linkcode redactUrl} shows it (git echoes URLs). */
+function scrubSource(text: string, source: string): string {
+  let out = text.replaceAll(source, redactUrl(source));
+  try {
+    const password = new URL(source).password;
+    if (password !== "") {
+      for (const form of new Set([password, decodeURIComponent(password)])) {
+        out = out.replaceAll(form, "***");
+      }
+    }
+  } catch { /* not a URL: nothing more to hide */ }
+  return out;
 }

@@ -82,6 +82,8 @@ export async function builderMain(args: string[]): Promise<number> {
     err,
     code: () => code,
     usageCode: 2,
+    // Its whole configuration may come from the environment (MESH_BROKER_URL).
+    runWithoutArguments: (Deno.env.get("MESH_BROKER_URL") ?? "") !== "",
     onError: (error) => {
       err(`mesh-builder: ${messageOf(error)}\n`);
       return 2;

@@ -17,12 +17,14 @@ import {
   BuildAnswer,
   buildReplyKey,
   buildReplyQueue,
-  type BuildRequest,
+  BuildRequest,
   decodeMessage,
   EXCHANGE,
   MessageError,
   nodeNameProblem,
+  STORE_ADDRESS,
 } from "../lib/broker.ts";
+import { redactUrl } from "../lib/url.ts";
 import { run } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { declarationDigest } from "../host/declaration.ts";
@@ -89,11 +91,25 @@ export async function askBuild(
       `Cannot build module "${ask.module}": the artifact store binding has no address (give --store or set MESH_ARTIFACT_STORE); refused rather than letting a builder fall back to anything`,
     );
   }
+  if (!STORE_ADDRESS.test(ask.store.trim())) {
+    throw new InputError(
+      `Cannot build module "${ask.module}": the artifact store "${ask.store}" is not an OCI registry address host[:port][/path]`,
+    );
+  }
+  if (redactUrl(ask.source) !== ask.source) {
+    throw new InputError(
+      `Cannot build module "${ask.module}": the source URL carries a credential, which would be stored and shown (${
+        redactUrl(ask.source)
+      }); give the builder a git credential helper or an SSH key instead`,
+    );
+  }
   const [existing] = await sql<{ origin: string }[]>`
     select origin from modules where name = ${ask.module}`;
-  if (existing?.origin === "shipped") {
+  if (existing !== undefined && existing.origin !== "built") {
     throw new InputError(
-      `Cannot build module "${ask.module}": it is shipped with the control plane; build it under another name`,
+      `Cannot build module "${ask.module}": a ${existing.origin} module of that name exists (${
+        existing.origin === "shipped" ? "it comes with the control plane" : "added by hand"
+      }); a build would replace what it declares: build it under another name`,
     );
   }
   const branch = ask.branch ?? await defaultBranch(ask.source);
@@ -111,6 +127,15 @@ export async function askBuild(
     replyTo: buildReplyKey(ask.asker),
     requestedAt: new Date().toISOString(),
   };
+  // What the builder would refuse (and could not answer) is refused here, at once.
+  const valid = BuildRequest.safeParse(request);
+  if (!valid.success) {
+    throw new InputError(
+      `Cannot build module "${ask.module}": ${
+        valid.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")
+      }`,
+    );
+  }
   await sql.begin(async (tx) => {
     await tx`
       insert into builds (id, module, source, source_branch, commit_asked, artifact_store)
@@ -271,6 +296,19 @@ export async function recordAnswer(
         image = ${answer.image}, digest = ${answer.digest}, builder = ${answer.builder},
         finished_at = ${answer.finishedAt}
       where id = ${answer.id}`;
+    const [current] = await tx<
+      { origin: string; source_commit: string | null; version: number; digest: string }[]
+    >`
+      select origin, source_commit, version, digest from modules where name = ${build.module}
+      for update`;
+    if (current?.origin === "built" && current.source_commit === answer.resolved) {
+      // The same commit again: image digests are not reproducible, so a new digest here is not
+      // a change of content, and would make every node replace its container for nothing.
+      return {
+        answer,
+        module: { version: current.version, digest: current.digest, change: "unchanged" as const },
+      };
+    }
     const module = await upsertBuiltModule(tx, {
       name: build.module,
       image: answer.image,

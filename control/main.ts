@@ -26,7 +26,8 @@ A connection that is not given is refused, never defaulted.
 
 Exit codes:
   0  done
-  1  status: some nodes are not doing what they were told; module build: the build failed
+  1  status: some nodes are not doing what they were told; module build: the build failed;
+     push --behind: some behind nodes could not be pushed (each named, the rest were pushed)
   2  refused: bad input, or a database or broker that does not answer or refuses
      (nothing is half-written: database work runs in transactions)`;
 
@@ -122,10 +123,13 @@ export async function controlMain(args: string[]): Promise<number> {
   brokerCommand.command("setup")
     .description("declare the durable mesh exchange and the shared queues (idempotent)")
     .addOption(brokerOption())
-    .addOption(brokerApiOption())
     .action(async (opts: Connections) => {
       const { setupTopology } = await import("./broker_admin.ts");
-      const made = await setupTopology(endpoints(opts));
+      // Over AMQP only: the management API is not asked.
+      const made = await setupTopology({
+        amqp: need(opts.broker, "broker", "--broker", "MESH_BROKER_URL"),
+        api: "",
+      });
       out(`broker topology in place: ${made.join(", ")}\n`);
     });
 
@@ -246,14 +250,17 @@ export async function controlMain(args: string[]): Promise<number> {
       "control",
     )
     .addOption(
-      new Option("--timeout <duration>", "how long to wait for the answer")
+      new Option("--timeout <duration>", "how long to wait for the answer (>= 1s)")
         .default(30 * 60 * 1000, "30m")
         .argParser((v) => {
+          let ms: number;
           try {
-            return parseDuration(v, { bareUnit: "s" });
+            ms = parseDuration(v, { bareUnit: "s" });
           } catch (error) {
             throw new Refused(`--timeout: ${messageOf(error)}`);
           }
+          if (ms < 1000) throw new Refused(`--timeout: at least 1s, not "${v}"`);
+          return ms;
         }),
     )
     .addOption(databaseOption())
@@ -392,7 +399,11 @@ export async function controlMain(args: string[]): Promise<number> {
           if (p.stuck !== undefined) out(`  ${p.node}: ${p.stuck}\n`);
         }
         for (const s of result.skipped) out(`not pushed to ${s.node}: ${s.why}\n`);
-        if (result.pushed.length === 0) {
+        for (const s of result.unpushable) {
+          err(`mesh-control: cannot push to ${s.node}: ${s.why}\n`);
+        }
+        if (result.unpushable.length > 0) code = 1;
+        if (result.pushed.length === 0 && result.unpushable.length === 0) {
           out(
             `nothing behind: ${
               result.nodes - result.skipped.length
@@ -401,8 +412,11 @@ export async function controlMain(args: string[]): Promise<number> {
         } else {
           out(
             `${verb} to ${result.pushed.length} of ${result.nodes} nodes; ${
-              result.nodes - result.pushed.length - result.skipped.length
-            } not behind\n`,
+              result.nodes - result.pushed.length - result.skipped.length -
+              result.unpushable.length
+            } not behind${
+              result.unpushable.length ? `; ${result.unpushable.length} behind and not pushed` : ""
+            }\n`,
           );
         }
       },

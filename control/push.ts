@@ -8,9 +8,9 @@
  */
 
 import type { ConfirmChannel } from "amqplib";
-import { type Outgoing, publishConfirmed } from "../lib/amqp.ts";
+import { AmqpError, type Outgoing, publishConfirmed } from "../lib/amqp.ts";
 import { formatDuration } from "../lib/duration.ts";
-import { declarationKey, type DeclarationMessage, EXCHANGE } from "../lib/broker.ts";
+import { declarationKey, type DeclarationMessage, EXCHANGE, nodeQueue } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
 import {
   InputError,
@@ -121,7 +121,10 @@ export interface Skipped {
 /** What `push --behind` did: pushed (each with why), and nodes it left with why. */
 export interface BehindResult {
   pushed: Pushed[];
+  /** Nodes with nothing to push (never pushed, no modules). */
   skipped: Skipped[];
+  /** Behind nodes that could not be pushed (modules that do not render, a queue that is gone). */
+  unpushable: Skipped[];
   /** Nodes looked at. */
   nodes: number;
 }
@@ -194,12 +197,17 @@ export async function pushBehind(
 ): Promise<BehindResult> {
   const states = await readNodeStates(sql);
   const renderable = states.filter((s) => s.modules.length > 0 || s.declaration !== undefined);
-  const renders = new Map(
-    (await renderDeclarations(sql, renderable.map((s) => s.name))).map((r) => [r.node, r]),
-  );
+  const { renders, unrenderable } = await renderEach(sql, renderable.map((s) => s.name));
   const behind: { node: NodeState; why: string }[] = [];
   const skipped: Skipped[] = [];
+  const unpushable: Skipped[] = [];
   for (const node of states) {
+    const cannot = unrenderable.get(node.name);
+    if (cannot !== undefined) {
+      // One node whose modules do not combine must not hold back the rest of the fleet.
+      unpushable.push({ node: node.name, why: `its modules do not render: ${cannot}` });
+      continue;
+    }
     const rendered = renders.get(node.name);
     const why = behindReason(node, rendered);
     if (why === undefined) continue;
@@ -232,7 +240,7 @@ export async function pushBehind(
       );
     }
   }
-  const toPush = behind.map((b) => renders.get(b.node.name)!);
+  let toPush = behind.map((b) => renders.get(b.node.name)!);
   let pushed: Pushed[];
   if (options.dryRun || channel === undefined) {
     pushed = toPush.map((r) => ({
@@ -243,7 +251,24 @@ export async function pushBehind(
       pushedAt: now,
     }));
   } else {
-    pushed = await publishRendered(sql, channel, toPush);
+    try {
+      pushed = await publishRendered(sql, channel, toPush);
+    } catch (error) {
+      if (!(error instanceof AmqpError) || !error.unroutable) throw error;
+      // Nothing was recorded (the transaction rolled back). The nodes whose queue is gone are
+      // named; the rest are pushed again, once.
+      const gone = new Set(error.returnedKeys);
+      for (const r of toPush.filter((r) => gone.has(declarationKey(r.node)))) {
+        unpushable.push({
+          node: r.node,
+          why: `its queue ${nodeQueue(r.node)} does not exist on the broker (nothing is bound for ${
+            declarationKey(r.node)
+          })`,
+        });
+      }
+      toPush = toPush.filter((r) => !gone.has(declarationKey(r.node)));
+      pushed = await publishRendered(sql, channel, toPush);
+    }
   }
   const whyOf = new Map(behind.map((b) => [b.node.name, b.why]));
   for (const p of pushed) {
@@ -251,7 +276,35 @@ export async function pushBehind(
     const s = stuck.get(p.node);
     if (s !== undefined) p.stuck = s;
   }
-  return { pushed, skipped, nodes: states.length };
+  return { pushed, skipped, unpushable, nodes: states.length };
+}
+
+/**
+ * Renders each node's declaration; a node whose modules do not render is set apart with why,
+ * instead of failing every other node's.
+ */
+async function renderEach(
+  sql: Sql,
+  names: string[],
+): Promise<{ renders: Map<string, Rendered>; unrenderable: Map<string, string> }> {
+  const unrenderable = new Map<string, string>();
+  try {
+    const all = await renderDeclarations(sql, names);
+    return { renders: new Map(all.map((r) => [r.node, r])), unrenderable };
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+  }
+  const renders = new Map<string, Rendered>();
+  for (const name of names) {
+    try {
+      const [r] = await renderDeclarations(sql, [name]);
+      renders.set(name, r!);
+    } catch (error) {
+      if (!(error instanceof InputError)) throw error;
+      unrenderable.set(name, error.message);
+    }
+  }
+  return { renders, unrenderable };
 }
 
 export { InputError };

@@ -226,14 +226,17 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .option("--json", "print each report as JSON")
     .addOption(stateDir())
     .addOption(
-      new Option("--every <duration>", "reconcile the kept declaration at this interval")
+      new Option("--every <duration>", "reconcile the kept declaration at this interval (>= 1s)")
         .default(15 * 60 * 1000, "15m")
         .argParser((v) => {
+          let ms: number;
           try {
-            return parseDuration(v, { bareUnit: "s" });
+            ms = parseDuration(v, { bareUnit: "s" });
           } catch (error) {
             throw new Refused(`--every: ${messageOf(error)}`);
           }
+          if (ms < 1000) throw new Refused(`--every: at least 1s, not "${v}"`);
+          return ms;
         }),
     )
     .action(

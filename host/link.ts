@@ -249,9 +249,9 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       if (session === s) session = undefined;
       if (!stopping) news("the broker went away; reconciling the kept declaration meanwhile");
     });
-    news(`connected to ${redactUrl(options.broker)}`);
     await serial(flush);
     await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });
+    news(`connected to ${redactUrl(options.broker)}, consuming ${nodeQueue(options.node)}`);
   };
 
   if (kept !== undefined) await serial(() => apply(undefined, "start"));

@@ -16,10 +16,16 @@ import { redactUrl } from "./url.ts";
 export class AmqpError extends Error {
   /** True when the broker accepted the publish but no queue was bound for it (returned). */
   readonly unroutable: boolean;
-  constructor(message: string, options?: ErrorOptions & { unroutable?: boolean }) {
+  /** The routing keys returned as unroutable. */
+  readonly returnedKeys: string[];
+  constructor(
+    message: string,
+    options?: ErrorOptions & { unroutable?: boolean; returnedKeys?: string[] },
+  ) {
     super(message, options);
     this.name = "AmqpError";
     this.unroutable = options?.unroutable ?? false;
+    this.returnedKeys = options?.returnedKeys ?? [];
   }
 }
 
@@ -133,7 +139,7 @@ export async function publishConfirmed(
         `The broker could not route ${returned.length} of ${messages.length} messages (no queue bound for ${
           [...new Set(returned)].slice(0, 5).map((k) => `"${k}"`).join(", ")
         }${returned.length > 5 ? ", ..." : ""})`,
-        { unroutable: true },
+        { unroutable: true, returnedKeys: [...new Set(returned)] },
       );
     }
   } finally {

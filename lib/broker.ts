@@ -196,6 +196,9 @@ export function builderAccount(name: string): string {
   return `builder.${name}`;
 }
 
+/** An artifact store address: an OCI registry `host[:port][/path]`. */
+export const STORE_ADDRESS = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._/-]+)?$/;
+
 /** An artifact store binding: where a build is published. An empty address is refused. */
 export const ArtifactStore = z.strictObject({
   /** The OCI registry, `host[:port]` (images go to `<address>/mesh/<module>`). */

@@ -17,6 +17,8 @@ export interface RunProgramOptions {
   usageCode: number;
   /** Prints `error` and returns its exit code. */
   onError: (error: unknown) => number;
+  /** Run the default action with no arguments (its settings all come from the environment). */
+  runWithoutArguments?: boolean;
 }
 
 /**
@@ -29,7 +31,7 @@ export async function runProgram(
   options: RunProgramOptions,
 ): Promise<number> {
   try {
-    if (args.length === 0) {
+    if (args.length === 0 && !options.runWithoutArguments) {
       options.err(program.helpInformation());
       return options.usageCode;
     }

@@ -17,6 +17,12 @@ export function redactUrl(url: string): string {
     const at = url.lastIndexOf("@");
     return at < 0 ? url : `***${url.slice(at)}`;
   }
+  if (u.host === "" && url.includes("@")) {
+    // Parsed, but not as scheme://user:password@host (`amqp:/u:p@h`, `u:p@h`): whatever stands
+    // between the scheme and the last "@" may be a credential.
+    const scheme = /^[a-z][a-z0-9+.-]*:\/*/i.exec(url)?.[0] ?? "";
+    return `${scheme}***${url.slice(url.lastIndexOf("@"))}`;
+  }
   // A credential may also ride in the query (libpq's `?password=`, `?sslpassword=`).
   let search = u.search;
   if (search !== "") {

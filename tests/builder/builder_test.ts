@@ -221,9 +221,22 @@ Deno.test(
           assertEquals(entry.behind.state, "current");
         },
       );
+
+      await t.step("building the same commit again is not a new version", async () => {
+        const out = await controlCli(
+          ["module", "build", module, "--source", source.origin, "--commit", second],
+          env,
+        );
+        assertEquals(out.code, 0, out.stderr + out.stdout);
+        assertMatch(out.stdout, new RegExp(`module ${module} version 2 \\(unchanged\\)`));
+        const [row] = await inv
+          .sql`select version, source_commit from modules where name = ${module}`;
+        assertEquals([row!.version, row!.source_commit], [2, second]);
+      });
     } finally {
       await builder?.kill();
       await deleteBuilderAccount(endpoints, name).catch(() => {});
+
       await inv.drop();
       await Deno.remove(dir, { recursive: true });
     }
@@ -555,3 +568,64 @@ Deno.test(
     }
   },
 );
+
+Deno.test("module build refuses at once what no builder could take", opts, async (t) => {
+  const inv = await freshInventory();
+  const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+  try {
+    assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+    await Deno.writeTextFile(`${dir}/web.json`, JSON.stringify({ version: 1, resources: [] }));
+    assertEquals((await controlCli(["module", "add", `${dir}/web.json`], inv.env)).code, 0);
+    const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
+    // No builder runs: a request that went out would wait out the timeout instead.
+    const refused = async (args: string[], reason: RegExp, extra: Record<string, string> = {}) => {
+      const out = await controlCli(["module", "build", ...args, "--timeout", "60s"], {
+        ...env,
+        ...extra,
+      });
+      assertEquals(out.code, 2, out.stdout + out.stderr);
+      assertMatch(out.stderr, reason);
+      assertEquals((await inv.sql`select 1 from builds`).length, 0, "a build was recorded");
+      return out;
+    };
+    await t.step("a commit no builder would accept", async () => {
+      await refused(["x", "--source", `${dir}/src`, "--commit", "$(id)"], /commit: /);
+    });
+    await t.step("a source URL carrying a credential (never stored, never shown)", async () => {
+      const out = await refused(
+        ["x", "--source", "https://user:S3cretPW@127.0.0.1:9/x.git", "--commit", "main"],
+        /carries a credential/,
+      );
+      assert(!out.stderr.includes("S3cretPW"), out.stderr);
+    });
+    await t.step("an artifact store that is not a registry address", async () => {
+      await refused(["x", "--source", `${dir}/src`, "--commit", "main"], /is not an OCI registry/, {
+        MESH_ARTIFACT_STORE: "http://127.0.0.1:5000",
+      });
+    });
+    await t.step("a module added by hand is not replaced by a build", async () => {
+      await refused(["web", "--source", `${dir}/src`, "--commit", "main"], /a handed-over module/);
+    });
+  } finally {
+    await inv.drop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mesh-builder runs from its environment alone", opts, async () => {
+  const inv = await freshInventory();
+  const name = uniqueNode("be");
+  let builder: JsonLinesProcess<BuildAnswer> | undefined;
+  try {
+    const url = await issueBuilder(inv, name);
+    builder = spawnJsonLines<BuildAnswer>([`${ROOT}builder/main.ts`], {
+      env: { ...PODMAN_ENV, MESH_BROKER_URL: url },
+    });
+    await waitFor("the builder to connect", () => /connected/.test(builder!.stderr()), 30_000);
+    assert(!builder.stderr().includes(new URL(url).password), "the password was printed");
+  } finally {
+    await builder?.kill();
+    await deleteBuilderAccount(endpoints, name).catch(() => {});
+    await inv.drop();
+  }
+});
