@@ -114,19 +114,55 @@ async function prepare() {
 
 const containerfile = (extra = "") => `FROM ${IMAGE}\nCOPY hello /hello\n${extra}`;
 
+/** What a builder test works in: a migrated inventory with the topology, a source, builders. */
+interface BuildWorld {
+  inv: TestInventory;
+  dir: string;
+  /** A git source with a bare origin (no commits yet). */
+  source: Source;
+  /** Issues a builder account `builder.NAME` and starts mesh-builder with it. */
+  start(name: string, env?: Record<string, string>): Promise<Builder>;
+}
+
+/**
+ * Runs `fn` in a fresh build world and removes all of it afterwards: builders stopped, their
+ * accounts deleted, the inventory dropped, the source removed.
+ */
+async function withBuildWorld(fn: (world: BuildWorld) => Promise<void>): Promise<void> {
+  await prepare();
+  const inv = await freshInventory();
+  const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
+  const started: Builder[] = [];
+  const names: string[] = [];
+  try {
+    assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+    const source = await Source.make(dir);
+    await fn({
+      inv,
+      dir,
+      source,
+      start: async (name, env = {}) => {
+        names.push(name);
+        const builder = startBuilder(await issueBuilder(inv, name), env);
+        started.push(builder);
+        return builder;
+      },
+    });
+  } finally {
+    for (const b of started) await b.kill();
+    for (const n of names) await deleteBuilderAccount(endpoints, n).catch(() => {});
+    await inv.drop();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 Deno.test(
   "the whole path: asked, consumed, built, published, answered, recorded; behind; caught up",
   opts,
   async (t) => {
-    await prepare();
-    const inv = await freshInventory();
-    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-    const name = uniqueNode("b");
-    let builder: Builder | undefined;
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-      builder = startBuilder(await issueBuilder(inv, name));
-      const source = await Source.make(dir);
+    await withBuildWorld(async ({ inv, dir, source, start }) => {
+      const name = uniqueNode("b");
+      await start(name);
       const first = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
       const module = `app-${name}`;
       const fragment = `${dir}/fragment.json`;
@@ -233,13 +269,7 @@ Deno.test(
           .sql`select version, source_commit from modules where name = ${module}`;
         assertEquals([row!.version, row!.source_commit], [2, second]);
       });
-    } finally {
-      await builder?.kill();
-      await deleteBuilderAccount(endpoints, name).catch(() => {});
-
-      await inv.drop();
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 );
 
@@ -247,15 +277,9 @@ Deno.test(
   "a failed build is an answer with the reason, and the request is acknowledged",
   opts,
   async (t) => {
-    await prepare();
-    const inv = await freshInventory();
-    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-    const name = uniqueNode("bf");
-    let builder: Builder | undefined;
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-      builder = startBuilder(await issueBuilder(inv, name));
-      const source = await Source.make(dir);
+    await withBuildWorld(async ({ inv, dir, source, start }) => {
+      const name = uniqueNode("bf");
+      const builder = await start(name);
       const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
       const env = { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY };
       const failing = async (args: string[], reason: RegExp, extraEnv = {}) => {
@@ -297,12 +321,7 @@ Deno.test(
       // After all of that the builder still answers: no redelivery loop.
       assertEquals(builder.lines.length, 4);
       assert(builder.lines.every((a) => a.outcome === "failed"));
-    } finally {
-      await builder?.kill();
-      await deleteBuilderAccount(endpoints, name).catch(() => {});
-      await inv.drop();
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 );
 
@@ -349,16 +368,9 @@ Deno.test(
   "an artifact store binding with no address is refused, never replaced",
   opts,
   async () => {
-    await prepare();
-    const inv = await freshInventory();
-    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-    const name = uniqueNode("bs");
-    let builder: Builder | undefined;
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+    await withBuildWorld(async ({ inv, source, start }) => {
       // The builder's own variable names a working store: it must not be used.
-      builder = startBuilder(await issueBuilder(inv, name), { MESH_ARTIFACT_STORE: REGISTRY });
-      const source = await Source.make(dir);
+      await start(uniqueNode("bs"), { MESH_ARTIFACT_STORE: REGISTRY });
       const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
       const asker = uniqueNode("ask");
       const request: BuildRequest = {
@@ -391,25 +403,13 @@ Deno.test(
       );
       assertEquals(out.code, 2);
       assertMatch(out.stderr, /binding has no address/);
-    } finally {
-      await builder?.kill();
-      await deleteBuilderAccount(endpoints, name).catch(() => {});
-      await inv.drop();
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 );
 
 Deno.test("the asker ignores answers that are not its own", opts, async () => {
-  await prepare();
-  const inv = await freshInventory();
-  const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-  const name = uniqueNode("bc");
-  let builder: Builder | undefined;
-  try {
-    assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-    builder = startBuilder(await issueBuilder(inv, name));
-    const source = await Source.make(dir);
+  await withBuildWorld(async ({ inv, source, start }) => {
+    await start(uniqueNode("bc"));
     const good = await source.commit({ Containerfile: containerfile(), hello: "v1\n" }, "one");
     // A stray answer waits on the asker's reply queue before it asks.
     const asker = uniqueNode("ask");
@@ -444,40 +444,27 @@ Deno.test("the asker ignores answers that are not its own", opts, async () => {
     assertMatch(out.stdout, /built real/);
     assertMatch(out.stderr, /ignored an answer to a build this inventory is not waiting for/);
     assertEquals((await inv.sql`select 1 from modules where name = 'stray'`).length, 0);
-  } finally {
-    await builder?.kill();
-    await deleteBuilderAccount(endpoints, name).catch(() => {});
-    await inv.drop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test(
   "a builder that dies mid-build leaves the request; another completes it",
   opts,
   async () => {
-    await prepare();
-    const inv = await freshInventory();
-    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-    const names = [uniqueNode("k1"), uniqueNode("k2")];
-    const builders: Builder[] = [];
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-      const source = await Source.make(dir);
+    await withBuildWorld(async ({ inv, source, start }) => {
+      const names = [uniqueNode("k1"), uniqueNode("k2")];
       const slow = await source.commit(
         { Containerfile: containerfile("RUN sleep 6\n"), hello: "slow\n" },
         "slow",
       );
-      const first = startBuilder(await issueBuilder(inv, names[0]!));
-      builders.push(first);
+      const first = await start(names[0]!);
       await waitFor("the first builder to connect", () => /connected/.test(first.stderr()));
       const asking = controlCli(
         ["module", "build", "slow", "--source", source.origin, "--commit", slow],
         { ...inv.env, MESH_ARTIFACT_STORE: REGISTRY },
       );
       await waitFor("the first builder to be building", () => /: building /.test(first.stderr()));
-      const second = startBuilder(await issueBuilder(inv, names[1]!));
-      builders.push(second);
+      const second = await start(names[1]!);
       await waitFor("the second builder to connect", () => /connected/.test(second.stderr()));
       await first.kill("SIGKILL");
       const out = await asking;
@@ -488,12 +475,7 @@ Deno.test(
       );
       assertEquals(second.lines.length, 1);
       assertEquals(await buildQueueDepth(), 0);
-    } finally {
-      for (const b of builders) await b.kill();
-      for (const n of names) await deleteBuilderAccount(endpoints, n).catch(() => {});
-      await inv.drop();
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 );
 
@@ -501,23 +483,16 @@ Deno.test(
   "builders share the queue: a busy builder holds one request, the idle one takes the next",
   opts,
   async () => {
-    await prepare();
-    const inv = await freshInventory();
-    const dir = await Deno.makeTempDir({ prefix: "mesh-build-" });
-    const names = [uniqueNode("s1"), uniqueNode("s2")];
-    const builders: Builder[] = [];
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-      const source = await Source.make(dir);
+    await withBuildWorld(async ({ inv, source, start }) => {
+      const names = [uniqueNode("s1"), uniqueNode("s2")];
       const slow = await source.commit(
         { Containerfile: containerfile("RUN sleep 12\n"), hello: "slow\n" },
         "slow",
       );
       const quick = await source.commit({ Containerfile: containerfile(), hello: "q\n" }, "quick");
-      const busy = startBuilder(await issueBuilder(inv, names[0]!));
-      builders.push(busy);
-      const idle = startBuilder(await issueBuilder(inv, names[1]!));
-      builders.push(idle);
+      const busy = await start(names[0]!);
+      const idle = await start(names[1]!);
+      const builders = [busy, idle];
       for (const b of builders) {
         await waitFor("the builders to connect", () => /connected/.test(b.stderr()));
       }
@@ -560,12 +535,7 @@ Deno.test(
       const slowOut = await slowAsk;
       assertEquals(slowOut.code, 0, slowOut.stderr + slowOut.stdout);
       assertMatch(slowOut.stdout, new RegExp(`by ${taker.name.replace(".", "\\.")}`));
-    } finally {
-      for (const b of builders) await b.kill();
-      for (const n of names) await deleteBuilderAccount(endpoints, n).catch(() => {});
-      await inv.drop();
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 );
 
