@@ -23,8 +23,23 @@ const CHECKS: Check[] = [
 ];
 const DIRECTIONS: Direction[] = ["missing", "rogue"];
 
+/** The `--json` form of a run (DESIGN.md, "Reconcile result"): the result without internals. */
+export type ReconcileJson = Pick<
+  ReconcileResult,
+  | "clean"
+  | "status"
+  | "exitCode"
+  | "time"
+  | "registry"
+  | "entries"
+  | "findings"
+  | "sources"
+  | "observed"
+  | "subprocesses"
+>;
+
 /** The JSON form (DESIGN.md's reconcile result contract), as a plain object. */
-export function toJson(result: ReconcileResult): Record<string, unknown> {
+export function toJson(result: ReconcileResult): ReconcileJson {
   return {
     clean: result.clean,
     status: result.status,

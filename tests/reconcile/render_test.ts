@@ -11,20 +11,9 @@ import { handlersFor } from "../../reconcile/observe/routes.ts";
 import { observeProxy } from "../../reconcile/observe/proxy.ts";
 import { compareRoutes } from "../../reconcile/compare_route.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
+import type { Finding } from "../../reconcile/compare.ts";
+import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
-interface Finding {
-  check: string;
-  direction: string;
-  service?: string;
-  subject: string;
-  detail: string;
-}
-interface JsonResult {
-  clean: boolean;
-  status: string;
-  findings: Finding[];
-  sources: { source: string; state: string; detail: string }[];
-}
 type Services = Record<string, Record<string, unknown>>;
 
 function registryText(services: Services): string {

@@ -10,20 +10,8 @@ import { run } from "../../lib/command.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { reconcileCli } from "../support/mod.ts";
 import { parsePorcelainV2 } from "../../reconcile/observe/repo.ts";
-
-interface Finding {
-  check: string;
-  direction: string;
-  service?: string;
-  subject: string;
-  detail: string;
-}
-interface JsonResult {
-  clean: boolean;
-  status: string;
-  findings: Finding[];
-  sources: { source: string; state: string; detail: string }[];
-}
+import type { Finding } from "../../reconcile/compare.ts";
+import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
 const DAY = 86_400_000;
 const IDENTITY = {

@@ -20,21 +20,15 @@ import {
   startContainer,
   uniqueName,
 } from "../support/mod.ts";
+import type { Finding } from "../../reconcile/compare.ts";
+import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
-interface Finding {
-  check: string;
-  direction: string;
-  service?: string;
-  subject: string;
-  detail: string;
-}
-interface JsonResult {
-  clean: boolean;
-  status: string;
-  findings: Finding[];
-  sources: { source: string; state: string; detail: string }[];
-  subprocesses: number;
-  entries: number;
+/**
+ * `mesh-reconcile run --boot none --registry REGISTRY ...`: this VM is not booted with systemd,
+ * so the boot view (which would fail the run) is named off.
+ */
+function runOnThisVm([registry, ...args]: string[], env: Record<string, string> = {}) {
+  return reconcileCli(["run", "--boot", "none", "--registry", registry!, ...args], env);
 }
 
 type Services = Record<string, Record<string, unknown>>;
@@ -124,16 +118,7 @@ Deno.test({
 
       await t.step("a clean run exits 0 and refreshes the stamp and the textfile", async () => {
         // Caddy's internal CA issues 12-hour certificates: warn only within the last hour.
-        const r = await reconcileCli([
-          "run",
-          "--boot",
-          "none",
-          "--registry",
-          registry,
-          ...common,
-          "--cert-warn",
-          "1h",
-        ]);
+        const r = await runOnThisVm([registry, ...common, "--cert-warn", "1h"]);
         assertEquals(r.code, 0, r.stdout + r.stderr);
         assertStringIncludes(r.stdout, "clean:");
         const line = await Deno.readTextFile(stamp);
@@ -148,31 +133,14 @@ Deno.test({
       await t.step("the same run refreshes the stamp again", async () => {
         const before = await Deno.readTextFile(stamp);
         await new Promise((r) => setTimeout(r, 20));
-        const r = await reconcileCli([
-          "run",
-          "--boot",
-          "none",
-          "--registry",
-          registry,
-          ...common,
-          "--cert-warn",
-          "1h",
-        ]);
+        const r = await runOnThisVm([registry, ...common, "--cert-warn", "1h"]);
         assertEquals(r.code, 0, r.stdout);
         assert((await Deno.readTextFile(stamp)) !== before);
       });
 
       await t.step("certificates within the warning are findings (default 14 days)", async () => {
         const before = await Deno.readTextFile(stamp);
-        const r = await reconcileCli([
-          "run",
-          "--boot",
-          "none",
-          "--registry",
-          registry,
-          ...common,
-          "--json",
-        ]);
+        const r = await runOnThisVm([registry, ...common, "--json"]);
         assertEquals(r.code, 1, r.stdout);
         const result = JSON.parse(r.stdout) as JsonResult;
         assert(
@@ -289,17 +257,7 @@ soon.mesh.test {
 
       await t.step("drift: every check, both directions, exit 1, stamp untouched", async () => {
         const before = await Deno.readTextFile(stamp);
-        const r = await reconcileCli([
-          "run",
-          "--boot",
-          "none",
-          "--registry",
-          driftRegistry,
-          ...common,
-          "--json",
-          "--cert-warn",
-          "14d",
-        ]);
+        const r = await runOnThisVm([driftRegistry, ...common, "--json", "--cert-warn", "14d"]);
         assertEquals(r.code, 1, r.stdout + r.stderr);
         const result = JSON.parse(r.stdout) as JsonResult;
         assertEquals([result.clean, result.status], [false, "drift"]);
@@ -398,25 +356,8 @@ soon.mesh.test {
 
       await t.step("text and --json say the same findings", async () => {
         const [text, json] = await Promise.all([
-          reconcileCli([
-            "run",
-            "--boot",
-            "none",
-            "--registry",
-            driftRegistry,
-            "--caddy-admin",
-            caddy!.admin,
-          ]),
-          reconcileCli([
-            "run",
-            "--boot",
-            "none",
-            "--registry",
-            driftRegistry,
-            "--caddy-admin",
-            caddy!.admin,
-            "--json",
-          ]),
+          runOnThisVm([driftRegistry, "--caddy-admin", caddy!.admin]),
+          runOnThisVm([driftRegistry, "--caddy-admin", caddy!.admin, "--json"]),
         ]);
         assertEquals([text.code, json.code], [1, 1]);
         const result = JSON.parse(json.stdout) as JsonResult;
@@ -431,26 +372,8 @@ soon.mesh.test {
         }
         const big = await writeRegistry(`${dir}/big.yaml`, many);
         const [small, large] = await Promise.all([
-          reconcileCli([
-            "run",
-            "--boot",
-            "none",
-            "--registry",
-            registry,
-            "--caddy-admin",
-            caddy!.admin,
-            "--json",
-          ]),
-          reconcileCli([
-            "run",
-            "--boot",
-            "none",
-            "--registry",
-            big,
-            "--caddy-admin",
-            caddy!.admin,
-            "--json",
-          ]),
+          runOnThisVm([registry, "--caddy-admin", caddy!.admin, "--json"]),
+          runOnThisVm([big, "--caddy-admin", caddy!.admin, "--json"]),
         ]);
         const a = JSON.parse(small.stdout) as JsonResult;
         const b = JSON.parse(large.stdout) as JsonResult;
@@ -465,16 +388,7 @@ soon.mesh.test {
           const fake = await fakeProgram("podman", 125, "Error: database is locked");
           try {
             const before = await Deno.readTextFile(stamp);
-            const r = await reconcileCli([
-              "run",
-              "--boot",
-              "none",
-              "--registry",
-              registry,
-              ...common,
-              "--cert-warn",
-              "1h",
-            ], {
+            const r = await runOnThisVm([registry, ...common, "--cert-warn", "1h"], {
               PATH: `${fake}:${Deno.env.get("PATH")}`,
             });
             assertEquals(r.code, 2, r.stdout);
@@ -494,15 +408,7 @@ soon.mesh.test {
           await caddy!.stop();
           caddy = undefined;
           const before = await Deno.readTextFile(stamp);
-          const r = await reconcileCli([
-            "run",
-            "--boot",
-            "none",
-            "--registry",
-            registry,
-            ...common,
-            "--json",
-          ]);
+          const r = await runOnThisVm([registry, ...common, "--json"]);
           assertEquals(r.code, 2, r.stdout + r.stderr);
           const result = JSON.parse(r.stdout) as JsonResult;
           assertEquals(result.status, "unobservable");
@@ -554,17 +460,7 @@ Deno.test({
         caddy.admin,
       ]);
       assertEquals(forced.code, 0, forced.stderr);
-      const run = await reconcileCli([
-        "run",
-        "--boot",
-        "none",
-        "--registry",
-        out,
-        "--caddy-admin",
-        caddy.admin,
-        "--cert-warn",
-        "1h",
-      ]);
+      const run = await runOnThisVm([out, "--caddy-admin", caddy.admin, "--cert-warn", "1h"]);
       assertEquals(run.code, 0, run.stdout);
     } finally {
       await caddy?.stop();
@@ -611,15 +507,7 @@ Deno.test("bad input: exit 2, a message naming file, line and field, nothing wri
       assertEquals(r.code, 2, `${file}: ${r.stderr}`);
       for (const e of expected) assertStringIncludes(r.stderr, e);
     }
-    const asDir = await reconcileCli([
-      "run",
-      "--boot",
-      "none",
-      "--registry",
-      dir,
-      "--caddy-admin",
-      "none",
-    ]);
+    const asDir = await runOnThisVm([dir, "--caddy-admin", "none"]);
     assertEquals(asDir.code, 2);
     assertStringIncludes(asDir.stderr, "is a directory");
     // A stamp in a directory that does not exist is refused before anything runs.
