@@ -38,6 +38,7 @@
 
 import type { ConfirmChannel } from "amqplib";
 import type { Sql } from "../control/db.ts";
+import { cleanup, log, undos } from "./cleanup.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -186,32 +187,6 @@ async function exec(
 
 const deno = (...args: string[]) => [Deno.execPath(), "run", "-A", "--quiet", ...args];
 const control = (...args: string[]) => deno(`${ROOT}control/main.ts`, ...args);
-
-// ---------------------------------------------------------------------------------------------
-// Undo stack
-
-type Undo = { what: string; run: () => Promise<void> };
-const undos: Undo[] = [];
-let cleaning: Promise<void> | undefined;
-
-/** Undoes everything, last made first; runs once even when called again. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const undo of undos.reverse()) {
-      try {
-        await undo.run();
-        log(`cleanup: ${undo.what}`);
-      } catch (error) {
-        log(`cleanup: FAILED ${undo.what}: ${error instanceof Error ? error.message : error}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-function log(line: string) {
-  console.error(`bench: ${line}`);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Samples and tables

@@ -25,6 +25,7 @@
 
 import { Document, isMap, parseDocument } from "yaml";
 import { ensureImage, freePort, IMAGE, ROOT } from "../tests/support/mod.ts";
+import { cleanup, log, undos } from "./cleanup.ts";
 
 const CONTAINERS = 50;
 const SOCKETS = 200;
@@ -122,29 +123,6 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures, each with its undo registered before it is made
-
-type Undo = { what: string; run: () => Promise<void> };
-const undos: Undo[] = [];
-
-let cleaning: Promise<void> | undefined;
-/** Undoes every fixture, last made first; runs once even when called again. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const undo of undos.reverse()) {
-      try {
-        await undo.run();
-        log(`cleanup: ${undo.what}`);
-      } catch (error) {
-        log(`cleanup: FAILED ${undo.what}: ${error instanceof Error ? error.message : error}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-function log(line: string) {
-  console.error(`bench: ${line}`);
-}
 
 async function removeContainers(names: string[], cleanup = false) {
   if (names.length === 0) return;

@@ -11,7 +11,6 @@ import { handlersFor } from "../../reconcile/observe/routes.ts";
 import { observeProxy } from "../../reconcile/observe/proxy.ts";
 import { compareRoutes } from "../../reconcile/compare_route.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
-import type { Finding } from "../../reconcile/compare.ts";
 import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
 type Services = Record<string, Record<string, unknown>>;
