@@ -7,6 +7,7 @@
 
 import { Command, Option } from "commander";
 import { runProgram, untilSignalled } from "../lib/cli.ts";
+import { printable } from "../lib/printable.ts";
 import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
@@ -275,7 +276,9 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
                 opts.json
                   ? JSON.stringify(report) + "\n"
                   : `${report.at} ${report.trigger} generation ${report.generation}: ${report.outcome} ${report.applied} of ${report.total}${
-                    report.problems[0] ? `: ${report.problems[0].message.split("\n")[0]}` : ""
+                    report.problems[0]
+                      ? `: ${printable(report.problems[0].message.split("\n")[0]!)}`
+                      : ""
                   }\n`,
               ),
           });
