@@ -81,7 +81,11 @@ th{position:sticky;top:0;background:#eef1f5;font-size:12px;text-transform:upperc
 tr:last-child td{border-bottom:0}
 tr.attn td:first-child{box-shadow:inset 3px 0 0 var(--bad)}
 tr.soft td:first-child{box-shadow:inset 3px 0 0 #e0a100}
-.name{font-weight:600}
+.name{font-weight:600;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+col.c-node{width:13%}col.c-decl{width:15%}col.c-drift{width:27%}col.c-heard{width:13%}col.c-prob{width:32%}
+table{table-layout:fixed}
+.applied{white-space:nowrap}
+time{white-space:nowrap}
 .sys,.meta{color:var(--mute);font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;white-space:nowrap}
 .badge.bad{background:var(--bad-bg);color:var(--bad)}
@@ -118,12 +122,15 @@ function tile(
   }"><span class="n">${n}</span><span class="w">${h(words)}</span></div>`;
 }
 
-/** A time for people: the ISO instant in `datetime`, UTC minutes and the age at generation. */
-function when(iso: string, generatedAt: string): string {
-  const age = Date.parse(generatedAt) - Date.parse(iso);
+/**
+ * A time for people: the ISO instant in `datetime`, UTC minutes, and how long before the board
+ * was gathered (`ageMs`, or the difference of the two instants when not given).
+ */
+function when(iso: string, generatedAt: string, ageMs?: number): string {
+  const age = ageMs ?? Date.parse(generatedAt) - Date.parse(iso);
   const shown = iso.replace("T", " ").replace(/:\d\d(\.\d+)?Z$/, " UTC");
   return `<time datetime="${h(iso)}" title="${h(iso)}">${h(shown)}</time>${
-    Number.isFinite(age) ? ` <span class="meta">(${h(formatDuration(age))} ago)</span>` : ""
+    Number.isFinite(age) ? ` <span class="meta">· ${h(formatDuration(age))} ago</span>` : ""
   }`;
 }
 
@@ -158,7 +165,7 @@ function driftCell(m: BoardMachine, generatedAt: string): string {
   }
   if (d.ranAt !== undefined) {
     parts.push(
-      `<div class="meta">ran ${when(d.ranAt, generatedAt)}, every ${
+      `<div class="meta">ran ${when(d.ranAt, generatedAt, (d.ageSeconds ?? 0) * 1000)}, every ${
         h(formatDuration((d.intervalSeconds ?? 0) * 1000))
       }</div>`,
     );
@@ -244,6 +251,7 @@ export function boardHtml(board: Board): string {
     }">${alarms}</b> with a drift alarm</p>
 <div id="filter" hidden><label>Show <select>${options}</select></label> <span id="shown">${board.nodes} shown</span></div>
 <table>
+<colgroup><col class="c-node"><col class="c-decl"><col class="c-drift"><col class="c-heard"><col class="c-prob"></colgroup>
 <thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>
 <tbody>
 ${board.machines.map((m) => row(m, generatedAt)).join("\n")}
