@@ -10,7 +10,9 @@
  * - a rogue listener in one host's namespace: the board shows one `port`/`rogue` finding on it,
  *   the other stays clean, and `status` lists it and exits 1;
  * - the other host's mesh-reconcile stopped: its drift turns `stale` (dead-man rule) while its
- *   link goes on reporting.
+ *   link goes on reporting;
+ * - its result file truncated, then larger than the limit: `unreadable` with the path and the
+ *   reason on the board, and the link goes on applying and reporting.
  *
  * @module
  */
@@ -57,6 +59,8 @@ interface DriftOut {
   verdict: string;
   counts: { check: string; direction: string; count: number }[];
   registry?: string;
+  path?: string;
+  problem?: string;
 }
 
 /** Drains reports, then reads the board as JSON. */
@@ -223,6 +227,32 @@ Deno.test(
           .machines.find((x) => x.name === quiet.node)!;
         assertEquals(m.verdict, "ok");
       });
+
+      await t.step(
+        "a truncated, then an oversized result: unreadable, and the link goes on",
+        async () => {
+          const good = await Deno.readTextFile(quiet.result);
+          const reports = quiet.link!.lines.length;
+          await Deno.writeTextFile(quiet.result, good.slice(0, Math.floor(good.length / 2)));
+          const cut = await waitFor("the truncated result on the board", async () => {
+            const b = await board(inv);
+            const d = b.get(quiet.node)!;
+            return d.verdict === "unreadable" ? d : undefined;
+          }, said);
+          assertEquals(cut.path, quiet.result);
+          assert(cut.problem!.includes("truncated"), cut.problem);
+          await Deno.writeTextFile(quiet.result, " ".repeat(4 * 1024 * 1024 + 1));
+          const big = await waitFor("the oversized result on the board", async () => {
+            const d = (await board(inv)).get(quiet.node)!;
+            return d.problem?.includes("larger than") ? d : undefined;
+          }, said);
+          assertEquals(big.verdict, "unreadable");
+          // The link applied and reported each time, and is still running.
+          assert(quiet.link!.lines.length >= reports + 2, said());
+          assertEquals(quiet.link!.exited(), undefined);
+          assert(quiet.link!.lines.slice(reports).every((r) => r.outcome === "applied"));
+        },
+      );
     } finally {
       for (const h of hosts) {
         await stop(h.listener);
