@@ -22,6 +22,9 @@ import { countsWords, DRIFT_VERDICTS, DRIFT_WORDS, type DriftVerdict } from "./d
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */
 export function escapeHtml(text: string): string {
+  // Most machine text needs nothing: one test, no copies.
+  // deno-lint-ignore no-control-regex
+  if (!/[&<>"'\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) return text;
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
     // Control characters (other than tab and newline) would be invisible or break the page.
     // deno-lint-ignore no-control-regex
@@ -100,6 +103,9 @@ ul.problems{margin:0;padding-left:16px}
 ul.problems li{word-break:break-word}
 code{font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f6;padding:0 3px;border-radius:3px;word-break:break-all}
 footer{color:var(--mute);font-size:12px;padding:0 28px 24px}
+details#healthy{margin-top:14px}
+details#healthy>summary{cursor:pointer;padding:8px 0;font-size:15px;color:var(--good)}
+table+details#healthy{margin-top:18px}
 @media print{#filter{display:none}th{position:static}}
 `;
 
@@ -107,6 +113,7 @@ footer{color:var(--mute);font-size:12px;padding:0 28px 24px}
 const SCRIPT = `(function(){var f=document.getElementById("filter");f.hidden=false;
 var s=f.querySelector("select"),rows=document.querySelectorAll("tbody tr");
 s.addEventListener("change",function(){var v=s.value,k=v.split(":");var shown=0;
+var d=document.getElementById("healthy");if(d&&v!=="")d.open=true;
 rows.forEach(function(r){var ok=v===""||(k[0]==="attention"?r.classList.contains("attn")||r.classList.contains("soft"):r.getAttribute("data-"+k[0])===k[1]);
 r.hidden=!ok;if(ok)shown++;});document.getElementById("shown").textContent=shown+" shown";});})();`;
 
@@ -197,6 +204,20 @@ function problemsCell(m: BoardMachine): string {
   return items.length ? `<ul class="problems">${items.join("")}</ul>` : "";
 }
 
+/** Healthy nodes are shown open up to this many; more are a closed section. */
+const OPEN_HEALTHY = 50;
+
+function table(machines: BoardMachine[], generatedAt: string): string {
+  if (machines.length === 0) return "";
+  return `<table>
+<colgroup><col class="c-node"><col class="c-decl"><col class="c-drift"><col class="c-heard"><col class="c-prob"></colgroup>
+<thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>
+<tbody>
+${machines.map((m) => row(m, generatedAt)).join("\n")}
+</tbody>
+</table>`;
+}
+
 function row(m: BoardMachine, generatedAt: string): string {
   const attn = m.verdict === "refused" || m.verdict === "failed" || m.drift.verdict === "drift" ||
     m.drift.verdict === "unreadable";
@@ -242,6 +263,12 @@ export function boardHtml(board: Board): string {
     ),
     ...DRIFT_VERDICTS.map((v) => `<option value="drift:${v}">drift: ${h(DRIFT_WORDS[v])}</option>`),
   ].join("");
+  // The nodes doing what they were told and clean go last, in a section of their own: closed on
+  // a large fleet (a browser then lays out only the rows that need someone), open on a small one.
+  const attention = board.machines.filter((m) =>
+    !(m.verdict === "ok" && m.drift.verdict === "clean")
+  );
+  const healthy = board.machines.filter((m) => m.verdict === "ok" && m.drift.verdict === "clean");
   const body = board.nodes === 0
     ? `<p class="summary">No nodes enrolled.</p>`
     : `<p class="summary" id="summary"><b class="${
@@ -250,13 +277,15 @@ export function boardHtml(board: Board): string {
       alarms ? "bad" : ""
     }">${alarms}</b> with a drift alarm</p>
 <div id="filter" hidden><label>Show <select>${options}</select></label> <span id="shown">${board.nodes} shown</span></div>
-<table>
-<colgroup><col class="c-node"><col class="c-decl"><col class="c-drift"><col class="c-heard"><col class="c-prob"></colgroup>
-<thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>
-<tbody>
-${board.machines.map((m) => row(m, generatedAt)).join("\n")}
-</tbody>
-</table>`;
+${table(attention, generatedAt)}
+${
+      healthy.length === 0
+        ? ""
+        : `<details id="healthy"${healthy.length <= OPEN_HEALTHY ? " open" : ""}>
+<summary><b>${healthy.length}</b> doing what they were told, and clean</summary>
+${table(healthy, generatedAt)}
+</details>`
+    }`;
   return `<!doctype html>
 <html lang="en">
 <head>
