@@ -158,6 +158,9 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       // Refuse unusable output paths before any work, so bad input writes nothing.
       if (opts.stamp !== undefined) await assertWritablePath(opts.stamp);
       if (opts.textfile !== undefined) await assertWritablePath(opts.textfile);
+      if (opts.interval !== undefined && opts.result === undefined) {
+        throw new UsageError("--interval is only used with --result (it goes in the result file)");
+      }
       if (opts.result !== undefined) {
         if (opts.interval === undefined) {
           throw new UsageError(

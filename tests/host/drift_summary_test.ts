@@ -43,7 +43,10 @@ Deno.test("run --result writes the result after a drift run, and the link summar
           assertEquals(r.code, 2, `${bad}: ${r.stderr}`);
           assertStringIncludes(r.stderr, "--interval");
         }
-        assert(!(await Deno.stat(result).then(() => true, () => false)), "a result was written");
+        const alone = await reconcileCli([...base, "--interval", "15m"]);
+      assertEquals(alone.code, 2, alone.stderr);
+      assertStringIncludes(alone.stderr, "--interval is only used with --result");
+      assert(!(await Deno.stat(result).then(() => true, () => false)), "a result was written");
       },
     );
 
