@@ -44,9 +44,9 @@ Deno.test("run --result writes the result after a drift run, and the link summar
           assertStringIncludes(r.stderr, "--interval");
         }
         const alone = await reconcileCli([...base, "--interval", "15m"]);
-      assertEquals(alone.code, 2, alone.stderr);
-      assertStringIncludes(alone.stderr, "--interval is only used with --result");
-      assert(!(await Deno.stat(result).then(() => true, () => false)), "a result was written");
+        assertEquals(alone.code, 2, alone.stderr);
+        assertStringIncludes(alone.stderr, "--interval is only used with --result");
+        assert(!(await Deno.stat(result).then(() => true, () => false)), "a result was written");
       },
     );
 
