@@ -6,7 +6,7 @@
  * socket table of its own as two machines would. Their registry declares nothing for an account
  * that runs no containers, so each is clean until something appears.
  *
- * - both clean on the board;
+ * - both clean on the board; a third, linked with `--reconcile-result none`, is `not checked`;
  * - a rogue listener in one host's namespace: the board shows one `port`/`rogue` finding on it,
  *   the other stays clean, and `status` lists it and exits 1;
  * - the other host's mesh-reconcile stopped: its drift turns `stale` (dead-man rule) while its
@@ -147,7 +147,9 @@ Deno.test(
       await mustRun(inv, ["broker", "setup"]);
       const quiet = await makeHost(base, uniqueNode("drq"));
       const rogue = await makeHost(base, uniqueNode("drr"));
-      hosts.push(quiet, rogue);
+      // A third node runs no mesh-reconcile and says so: "not checked", never clean.
+      const none = await makeHost(base, uniqueNode("drn"));
+      hosts.push(quiet, rogue, none);
       for (const host of hosts) {
         const out = await mustRun(inv, ["node", "enroll", host.node, "--system", "debian"]);
         const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
@@ -161,7 +163,7 @@ Deno.test(
         );
         await mustRun(inv, ["module", "add", module]);
         await mustRun(inv, ["node", "assign", host.node, host.node]);
-        host.reconcile = startReconcile(host);
+        if (host !== none) host.reconcile = startReconcile(host);
         host.link = spawnJsonLines([
           `${ROOT}host/debian.ts`,
           "link",
@@ -172,7 +174,7 @@ Deno.test(
           "--every",
           "10m",
           "--reconcile-result",
-          host.result,
+          host === none ? "none" : host.result,
           "--json",
         ]);
       }
@@ -181,13 +183,25 @@ Deno.test(
         hosts.map((h) => `${h.node}: ${h.link?.stderr()} ${JSON.stringify(h.link?.lines.at(-1))}`)
           .join("\n");
 
-      await t.step("both clean, each from its own result", async () => {
+      await t.step("both clean, each from its own result; the third not checked", async () => {
         const drift = await waitFor("both hosts clean on the board", async () => {
           const b = await board(inv);
-          return hosts.every((h) => b.get(h.node)?.verdict === "clean") ? b : undefined;
+          return [quiet, rogue].every((h) => b.get(h.node)?.verdict === "clean") ? b : undefined;
         }, said);
         assertEquals(drift.get(quiet.node)!.registry, quiet.registry);
         assertEquals(drift.get(rogue.node)!.registry, rogue.registry);
+        // It reported (its declaration applied: ok on the board) and carried no summary.
+        const m = await waitFor("the third node's report on the board", async () => {
+          await mustRun(inv, ["ingest", "--drain"]);
+          const out = await mustRun(inv, ["board", "--json"]);
+          const b = JSON.parse(out.stdout) as {
+            machines: { name: string; verdict: string; drift: DriftOut }[];
+          };
+          const m = b.machines.find((x) => x.name === none.node);
+          return m?.verdict === "ok" ? m : undefined;
+        }, said);
+        assertEquals(m.drift.verdict, "not-checked");
+        assert(none.link!.lines.length > 0 && none.link!.lines.every((r) => r.drift === undefined));
       });
 
       await t.step(
