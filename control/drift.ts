@@ -218,9 +218,10 @@ export function countsWords(counts: readonly FindingCount[]): string {
 
 /** One line for people about a node's drift (machine text escaped). */
 export function driftText(view: DriftView): string {
-  const parts = [`drift: ${view.words}`];
-  if (view.counts.length > 0) parts.push(`(${countsWords(view.counts)})`);
-  if (view.verdict === "stale" && view.last !== undefined) parts.push(`(last result ${view.last})`);
+  let head = `drift: ${view.words}`;
+  if (view.counts.length > 0) head += ` (${countsWords(view.counts)})`;
+  if (view.verdict === "stale" && view.last !== undefined) head += ` (last result ${view.last})`;
+  const parts = [head];
   if (view.ranAt !== undefined) {
     parts.push(
       `ran ${view.ranAt}, ${formatDuration((view.ageSeconds ?? 0) * 1000)} ago, every ${
@@ -231,5 +232,5 @@ export function driftText(view: DriftView): string {
   if (view.registry !== undefined) parts.push(`registry ${view.registry}`);
   if (view.unobserved?.length) parts.push(`could not observe ${view.unobserved.join(", ")}`);
   if (view.path !== undefined) parts.push(`${view.path}: ${view.problem}`);
-  return printable(parts.join(" "));
+  return printable(parts.join("; "));
 }
