@@ -21,12 +21,14 @@ import { assert, assertEquals } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 import { chromium } from "../support/chromium.ts";
 import { controlCli, freshInventory } from "./support.ts";
-import { NODES, seedDriftEstate } from "./drift_estate.ts";
+import { ATTENTION, NODES, seedDriftEstate } from "./drift_estate.ts";
 
 interface Row {
   name: string;
   verdict: string;
   drift: string;
+  /** The rest of the row's opening tag (hidden="" when the filter hid it). */
+  attributes: string;
   html: string;
   cells: string[];
 }
@@ -37,15 +39,16 @@ function rows(dom: string): Row[] {
   const out: Row[] = [];
   for (
     const m of tbody.matchAll(
-      /<tr data-node="([^"]*)" data-verdict="([^"]*)" data-drift="([^"]*)"[^>]*>([^]*?)<\/tr>/g,
+      /<tr data-node="([^"]*)" data-verdict="([^"]*)" data-drift="([^"]*)"([^>]*)>([^]*?)<\/tr>/g,
     )
   ) {
     out.push({
       name: m[1]!,
       verdict: m[2]!,
       drift: m[3]!,
-      html: m[4]!,
-      cells: [...m[4]!.matchAll(/<td[^>]*>([^]*?)<\/td>/g)].map((c) => c[1]!),
+      attributes: m[4]!,
+      html: m[5]!,
+      cells: [...m[5]!.matchAll(/<td[^>]*>([^]*?)<\/td>/g)].map((c) => c[1]!),
     });
   }
   return out;
@@ -139,6 +142,17 @@ Deno.test("board --html renders in Chromium with the JSON's counts, every node, 
         assertEquals(rows(plain).map((r) => r.name), board.machines.map((m) => m.name));
       },
     );
+
+    await t.step("the filter, linked by address, shows only the nodes asked for", async () => {
+      const visible = (dom: string) =>
+        rows(dom).filter((r) => !/ hidden=""/.test(r.attributes)).map((r) => r.name).sort();
+      const stale = await chromium(`file://${page}#drift:stale`, "--dump-dom");
+      assertEquals(visible(stale), [NODES.stale]);
+      const attention = await chromium(`file://${page}#attention`, "--dump-dom");
+      assertEquals(visible(attention), [...ATTENTION].sort());
+      const failed = await chromium(`file://${page}#verdict:failed`, "--dump-dom");
+      assertEquals(visible(failed), [NODES.failed]);
+    });
 
     await t.step("the browser fetched nothing but the page", async () => {
       const netLog = `${dir}/net.json`;
