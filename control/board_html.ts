@@ -18,7 +18,13 @@
 import { formatDuration } from "../lib/duration.ts";
 import type { Board, BoardMachine } from "./report.ts";
 import { type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
-import { countsWords, DRIFT_VERDICTS, DRIFT_WORDS, type DriftVerdict } from "./drift.ts";
+import {
+  countsWords,
+  DRIFT_VERDICTS,
+  DRIFT_WORDS,
+  type DriftVerdict,
+  isDriftAlarm,
+} from "./drift.ts";
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */
 export function escapeHtml(text: string): string {
@@ -110,12 +116,35 @@ table+details#healthy{margin-top:18px}
 `;
 
 /** The filter: shows rows whose verdict matches; with no JavaScript it never appears. */
-const SCRIPT = `(function(){var f=document.getElementById("filter");f.hidden=false;
-var s=f.querySelector("select"),rows=document.querySelectorAll("tbody tr");
-s.addEventListener("change",function(){var v=s.value,k=v.split(":");var shown=0;
-var d=document.getElementById("healthy");if(d&&v!=="")d.open=true;
-rows.forEach(function(r){var ok=v===""||(k[0]==="attention"?r.classList.contains("attn")||r.classList.contains("soft"):r.getAttribute("data-"+k[0])===k[1]);
-r.hidden=!ok;if(ok)shown++;});document.getElementById("shown").textContent=shown+" shown";});})();`;
+const SCRIPT = `(function () {
+  var f = document.getElementById("filter");
+  if (!f) return;
+  f.hidden = false;
+  var s = f.querySelector("select"), rows = document.querySelectorAll("tbody tr");
+  function apply() {
+    var v = s.value, k = v.split(":"), shown = 0, d = document.getElementById("healthy");
+    if (d && v !== "") d.open = true;
+    rows.forEach(function (r) {
+      var ok = v === "" || (k[0] === "attention" ? r.hasAttribute("data-attention")
+        : r.getAttribute("data-" + k[0]) === k[1]);
+      r.hidden = !ok;
+      if (ok) shown++;
+    });
+    document.getElementById("shown").textContent = shown + " shown";
+  }
+  s.addEventListener("change", function () {
+    try {
+      history.replaceState(null, "", s.value ? "#" + s.value : location.pathname);
+    } catch (e) { /* a page opened where the address cannot change: the filter still works */ }
+    apply();
+  });
+  // A filtered view can be linked: board.html#drift:stale
+  var want = decodeURIComponent(location.hash.slice(1));
+  if ([].some.call(s.options, function (o) { return o.value !== "" && o.value === want; })) {
+    s.value = want;
+    apply();
+  }
+})();`;
 
 function tile(
   kind: "declaration" | "drift",
@@ -229,9 +258,10 @@ function row(m: BoardMachine, generatedAt: string): string {
       m.trigger ? `<div class="meta">${h(m.trigger)}</div>` : ""
     }`
     : `<span class="never">never spoke</span>`;
+  const attention = m.verdict !== "ok" || isDriftAlarm(m.drift.verdict);
   return `<tr data-node="${h(m.name)}" data-verdict="${h(m.verdict)}" data-drift="${
     h(m.drift.verdict)
-  }"${attn ? ' class="attn"' : soft ? ' class="soft"' : ""}>
+  }"${attention ? " data-attention" : ""}${attn ? ' class="attn"' : soft ? ' class="soft"' : ""}>
 <td><div class="name">${h(m.name)}</div><div class="sys">${h(m.system)}</div></td>
 <td>${declarationCell(m)}</td>
 <td>${driftCell(m, generatedAt)}</td>
