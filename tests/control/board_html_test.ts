@@ -182,7 +182,7 @@ Deno.test("board --html renders in Chromium with the JSON's counts, every node, 
     await t.step("a screenshot for people", async () => {
       await Deno.mkdir(`${ROOT}bench/out`, { recursive: true });
       const png = `${ROOT}bench/out/board.png`;
-      await chromium(`file://${page}`, `--screenshot=${png}`, { windowSize: "1400,1100" });
+      await chromium(`file://${page}`, `--screenshot=${png}`, { windowSize: "1400,1400" });
       const head = (await Deno.readFile(png)).subarray(0, 8);
       assertEquals([...head], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     });
