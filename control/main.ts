@@ -13,6 +13,7 @@ import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
+import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
 import type { Sql } from "./db.ts";
 import type { BrokerSession } from "../lib/amqp.ts";
@@ -20,7 +21,8 @@ import type { BrokerSession } from "../lib/amqp.ts";
 const EXIT_HELP = `
 Connections (each option also read from the environment; the option wins):
   --database URL    MESH_DATABASE_URL    postgres://user@host:5432/inventory
-  --broker URL      MESH_BROKER_URL      amqp://user:pass@host:5672/vhost
+  --broker URL      MESH_BROKER_URL      amqp://user:pass@host:5672/vhost (repeat it, or
+                                         separate URLs with commas, for a cluster's members)
   --broker-api URL  MESH_BROKER_API_URL  http://user:pass@host:15672 (RabbitMQ management API)
 A connection that is not given is refused, never defaulted.
 
@@ -36,7 +38,7 @@ class Refused extends Error {}
 
 interface Connections {
   database?: string;
-  broker?: string;
+  broker?: string[];
   brokerApi?: string;
 }
 
@@ -52,9 +54,10 @@ export async function controlMain(args: string[]): Promise<number> {
   const databaseOption = () =>
     new Option("--database <url>", "the inventory database").env("MESH_DATABASE_URL");
   const brokerOption = () =>
-    new Option("--broker <url>", "the broker (AMQP), with an administrative account").env(
-      "MESH_BROKER_URL",
-    );
+    new Option(
+      "--broker <url>",
+      "the broker (AMQP), with an administrative account; repeat it (or separate URLs with commas) for each member of a cluster",
+    ).env("MESH_BROKER_URL").argParser(collectBrokerUrls);
   const brokerApiOption = () =>
     new Option("--broker-api <url>", "the broker's management HTTP API").env(
       "MESH_BROKER_API_URL",
@@ -66,6 +69,16 @@ export async function controlMain(args: string[]): Promise<number> {
     }
     return value;
   };
+  const brokers = (opts: Connections): string[] => {
+    if (opts.broker === undefined || opts.broker.length === 0) {
+      throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
+    }
+    try {
+      return brokerUrls(opts.broker);
+    } catch (error) {
+      throw new Refused(`--broker: ${messageOf(error)}`);
+    }
+  };
   const database = async (opts: Connections, requireMigrated = true): Promise<Sql> => {
     const url = need(opts.database, "database", "--database", "MESH_DATABASE_URL");
     const { connectDatabase } = await import("./db.ts");
@@ -73,17 +86,24 @@ export async function controlMain(args: string[]): Promise<number> {
     cleanups.push(() => sql.end({ timeout: 5 }));
     return sql;
   };
-  const broker = async (opts: Connections): Promise<BrokerSession> => {
-    const url = need(opts.broker, "broker", "--broker", "MESH_BROKER_URL");
+  const broker = async (opts: Connections, startAt = 0): Promise<BrokerSession> => {
+    const urls = brokers(opts);
     const { openBroker } = await import("../lib/amqp.ts");
-    const session = await openBroker(url);
+    const session = await openBroker(urls, { startAt });
     cleanups.push(() => session.close());
     return session;
   };
-  const endpoints = (opts: Connections) => ({
-    amqp: need(opts.broker, "broker", "--broker", "MESH_BROKER_URL"),
-    api: need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL"),
-  });
+  // The management API administers users and permissions; over AMQP it is the first member
+  // that answers (a cluster's members share users, permissions and queues).
+  const endpoints = async (opts: Connections) => {
+    const urls = brokers(opts);
+    const api = need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL");
+    if (urls.length === 1) return { amqp: urls[0]!, api, members: urls };
+    const { openBroker } = await import("../lib/amqp.ts");
+    const probe = await openBroker(urls);
+    await probe.close();
+    return { amqp: probe.url, api, members: urls };
+  };
 
   const program = new Command()
     .name("mesh-control")
@@ -120,17 +140,50 @@ export async function controlMain(args: string[]): Promise<number> {
     });
 
   const brokerCommand = program.command("broker").description("broker topology");
+  const queueTypeOption = () =>
+    new Option(
+      "--queue-type <type>",
+      "classic (one broker) or quorum (replicated over a cluster's members)",
+    ).choices(["classic", "quorum"]);
   brokerCommand.command("setup")
     .description("declare the durable mesh exchange and the shared queues (idempotent)")
+    .addOption(queueTypeOption().default("classic"))
     .addOption(brokerOption())
-    .action(async (opts: Connections) => {
-      const { setupTopology } = await import("./broker_admin.ts");
+    .action(async (opts: Connections & { queueType: "classic" | "quorum" }) => {
+      const { setupQueues } = await import("./topology.ts");
       // Over AMQP only: the management API is not asked.
-      const made = await setupTopology({
-        amqp: need(opts.broker, "broker", "--broker", "MESH_BROKER_URL"),
-        api: "",
-      });
+      const made = await setupQueues(brokers(opts), opts.queueType);
       out(`broker topology in place: ${made.join(", ")}\n`);
+    });
+  brokerCommand.command("convert")
+    .description(
+      "convert the shared queues and every node queue to another type, moving waiting messages (idempotent; finishes a conversion that stopped)",
+    )
+    .addOption(queueTypeOption().makeOptionMandatory())
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (opts: Connections & { queueType: "classic" | "quorum" }) => {
+      const { convertTopology } = await import("./topology.ts");
+      const done = await convertTopology(
+        {
+          amqp: brokers(opts),
+          api: need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL"),
+        },
+        opts.queueType,
+        {
+          onQueue: (c) =>
+            out(
+              `converted ${c.queue} from ${c.from} to ${c.to} (${c.moved} message${
+                c.moved === 1 ? "" : "s"
+              } moved)\n`,
+            ),
+        },
+      );
+      out(
+        done.length === 0
+          ? `every mesh queue is already ${opts.queueType}\n`
+          : `converted ${done.length} queue${done.length === 1 ? "" : "s"} to ${opts.queueType}\n`,
+      );
     });
 
   const node = program.command("node").description("nodes and their modules");
@@ -147,25 +200,35 @@ export async function controlMain(args: string[]): Promise<number> {
       const { nodeNameProblem } = await import("../lib/broker.ts");
       const bad = nodeNameProblem(name);
       if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
-      const ends = endpoints(opts);
+      const ends = await endpoints(opts);
       const sql = await database(opts);
       const { insertNode } = await import("./inventory.ts");
       const { createNodeAccount, deleteNodeAccount } = await import("./broker_admin.ts");
-      let account: { url: string } | undefined;
+      // The node's queue takes the type of the topology it joins (that of mesh.reports).
+      const { existingQueueType } = await import("./topology.ts");
+      const { REPORTS_QUEUE } = await import("../lib/broker.ts");
+      const queueType = await existingQueueType(ends.amqp, REPORTS_QUEUE) ?? "classic";
+      let account: { url: string; account: string; password: string } | undefined;
       try {
         await sql.begin(async (tx) => {
           await insertNode(tx, name, opts.system);
-          account = await createNodeAccount(ends, name);
+          account = await createNodeAccount(ends, name, { queueType });
         });
       } catch (error) {
         // The database rolled back; an account made before the commit failed is removed.
         if (account !== undefined) await deleteNodeAccount(ends, name).catch(() => {});
         throw error;
       }
+      // With several members, the node gets each one's URL with its account (comma-separated,
+      // as mesh-host link --broker and MESH_BROKER_URL take them).
+      const { withCredential } = await import("../lib/broker_urls.ts");
+      const url = ends.members.length === 1
+        ? account!.url
+        : ends.members.map((m) => withCredential(m, account!.account, account!.password)).join(
+          ",",
+        );
       out(
-        `enrolled ${name} (${opts.system}); its broker URL, shown this once and kept nowhere else:\n${
-          account!.url
-        }\n`,
+        `enrolled ${name} (${opts.system}); its broker URL, shown this once and kept nowhere else:\n${url}\n`,
       );
     });
   node.command("assign")
@@ -326,7 +389,12 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerApiOption())
     .action(async (name: string, opts: Connections) => {
       const { createBuilderAccount } = await import("./broker_admin.ts");
-      const account = await createBuilderAccount(endpoints(opts), name);
+      const ends = await endpoints(opts);
+      const account = await createBuilderAccount(ends, name);
+      const { withCredential } = await import("../lib/broker_urls.ts");
+      account.url = ends.members.length === 1
+        ? account.url
+        : ends.members.map((m) => withCredential(m, account.account, account.password)).join(",");
       out(
         `issued ${account.account}; its broker URL, shown this once and kept nowhere else:\n${account.url}\n`,
       );
@@ -376,21 +444,44 @@ export async function controlMain(args: string[]): Promise<number> {
           );
           return;
         }
-        let session: BrokerSession | undefined;
-        if (!opts.dryRun) {
-          session = await broker(opts);
-          // Reports waiting on the broker first: acting on stale ones would push to nodes
-          // that already caught up.
-          const { ingestReports } = await import("./ingest.ts");
-          await ingestReports(sql, session.channel, {
-            drain: true,
-            onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
-          });
+        // A member lost during the push rolls its transaction back (nothing recorded, see
+        // publishRendered): the push is made again through the next member, once per member.
+        const members = opts.dryRun ? 1 : brokers(opts).length;
+        let result: Awaited<ReturnType<typeof push.pushBehind>> | undefined;
+        let startAt = 0;
+        for (let attempt = 1; result === undefined; attempt++) {
+          let session: BrokerSession | undefined;
+          try {
+            if (!opts.dryRun) {
+              session = await broker(opts, startAt);
+              // Reports waiting on the broker first: acting on stale ones would push to nodes
+              // that already caught up.
+              const { ingestReports } = await import("./ingest.ts");
+              await ingestReports(sql, session.channel, {
+                drain: true,
+                onDrop: (d) =>
+                  err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+              });
+            }
+            result = await push.pushBehind(sql, session?.channel, {
+              stuckAfter: opts.stuckAfter,
+              dryRun: opts.dryRun,
+            });
+          } catch (error) {
+            const { AmqpError } = await import("../lib/amqp.ts");
+            const lost = error instanceof AmqpError && !error.unroutable ||
+              /channel|connection|closed|socket/i.test(messageOf(error)) &&
+                session !== undefined;
+            if (!lost || attempt >= members + 1 || session === undefined) throw error;
+            err(
+              `mesh-control: lost the broker ${redactUrl(session.url)} during the push (${
+                messageOf(error)
+              }); nothing was recorded, pushing again\n`,
+            );
+            startAt = session.member + 1;
+            await session.close();
+          }
         }
-        const result = await push.pushBehind(sql, session?.channel, {
-          stuckAfter: opts.stuckAfter,
-          dryRun: opts.dryRun,
-        });
         const verb = opts.dryRun ? "would push" : "pushed";
         for (const p of result.pushed) {
           out(
@@ -456,27 +547,57 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerOption())
     .action(async (opts: Connections & { drain?: boolean }) => {
       const sql = await database(opts);
-      const session = await broker(opts);
       const { ingestReports } = await import("./ingest.ts");
+      const total = { ingested: 0, dropped: 0, duplicates: 0 };
+      let startAt = 0;
       await untilSignalled(async (signal) => {
-        const closed = new Promise<never>((_, reject) =>
-          session.connection.once(
-            "close",
-            () => reject(new Refused("The broker closed the connection")),
-          )
-        );
-        const result = await Promise.race([
-          ingestReports(sql, session.channel, {
-            drain: opts.drain,
-            signal,
-            onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
-          }),
-          closed,
-        ]);
+        // A member that goes away is left for the next one (the reports it held unacknowledged
+        // are delivered again there; a report recorded already is recorded once).
+        for (let lost = 0;;) {
+          const session = await broker(opts, startAt);
+          const stop = new AbortController();
+          const onAbort = () => stop.abort();
+          signal.addEventListener("abort", onAbort);
+          let closed = false;
+          session.connection.once("close", () => {
+            closed = true;
+            stop.abort();
+          });
+          let result: Awaited<ReturnType<typeof ingestReports>> | undefined;
+          try {
+            result = await ingestReports(sql, session.channel, {
+              drain: opts.drain,
+              signal: stop.signal,
+              onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+            });
+          } catch (error) {
+            if (!closed && !/closed/i.test(messageOf(error))) throw error;
+          } finally {
+            signal.removeEventListener("abort", onAbort);
+          }
+          if (result !== undefined) {
+            total.ingested += result.ingested;
+            total.dropped += result.dropped.length;
+            total.duplicates += result.duplicates;
+          }
+          if (!closed) break;
+          if (signal.aborted) break;
+          lost++;
+          if (lost > brokers(opts).length) {
+            throw new Refused("The broker closed the connection, on every member in turn");
+          }
+          err(
+            `mesh-control: the broker ${
+              redactUrl(session.url)
+            } closed the connection; going on with the next member\n`,
+          );
+          startAt = session.member + 1;
+          await session.close();
+        }
         out(
-          `ingested ${result.ingested} report${result.ingested === 1 ? "" : "s"}${
-            result.dropped.length ? `; dropped ${result.dropped.length}` : ""
-          }\n`,
+          `ingested ${total.ingested} report${total.ingested === 1 ? "" : "s"}${
+            total.dropped ? `; dropped ${total.dropped}` : ""
+          }${total.duplicates ? `; ${total.duplicates} delivered again, recorded once` : ""}\n`,
         );
       });
     });
