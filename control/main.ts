@@ -513,32 +513,75 @@ export async function controlMain(args: string[]): Promise<number> {
       },
     );
 
-  const boardAction =
-    (kind: "status" | "board") => async (opts: Connections & { json?: boolean }) => {
-      const sql = await database(opts);
-      const { readNodeStates } = await import("./inventory.ts");
-      const report = await import("./report.ts");
-      // One read; both forms are rendered from it.
-      const board = report.gatherBoard(await readNodeStates(sql));
-      if (kind === "board") {
-        out(opts.json ? report.boardJson(board) : report.boardText(board));
-      } else {
-        out(opts.json ? report.statusJson(board) : report.statusText(board));
-        code = report.behindMachines(board).length > 0 ? 1 : 0;
-      }
-    };
-  program.command("status")
-    .description(
-      "the nodes not doing what they were told: refused, failed, outstanding, never spoke",
-    )
-    .option("--json", "print as JSON")
-    .addOption(databaseOption())
-    .action(boardAction("status"));
-  program.command("board")
-    .description("every node: what it was told, what it last said, how much applied")
-    .option("--json", "print as JSON")
-    .addOption(databaseOption())
-    .action(boardAction("board"));
+  const boardAction = (kind: "status" | "board") =>
+  async (
+    opts: Connections & { json?: boolean; databaseRead?: string; maxLag: number },
+  ) => {
+    // Reads only: from the standby when one is given (every write goes to the primary).
+    let sql: Sql;
+    let source: import("./read_source.ts").ReadSource = { kind: "primary" };
+    let sourceText = "";
+    if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
+      const standby = await import("./read_source.ts");
+      const read = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
+      cleanups.push(() => read.sql.end({ timeout: 5 }));
+      sql = read.sql;
+      source = read.source;
+      sourceText = standby.sourceText(source);
+    } else {
+      sql = await database(opts);
+    }
+    const { readNodeStates } = await import("./inventory.ts");
+    const report = await import("./report.ts");
+    // One read; both forms are rendered from it.
+    const board = report.gatherBoard(await readNodeStates(sql));
+    const json = (text: string) =>
+      source.kind === "primary"
+        ? text
+        : JSON.stringify({ ...JSON.parse(text), readFrom: source }, null, 2) + "\n";
+    if (kind === "board") {
+      out(opts.json ? json(report.boardJson(board)) : sourceText + report.boardText(board));
+    } else {
+      out(opts.json ? json(report.statusJson(board)) : sourceText + report.statusText(board));
+      code = report.behindMachines(board).length > 0 ? 1 : 0;
+    }
+  };
+  const readOptions = (command: Command) =>
+    command
+      .addOption(
+        new Option(
+          "--database-read <url>",
+          "read from this PostgreSQL hot standby instead (the board says how old its data is)",
+        ).env("MESH_DATABASE_READ_URL"),
+      )
+      .addOption(
+        new Option(
+          "--max-lag <duration>",
+          "with --database-read: a replay lag beyond this is said to make the data stale",
+        )
+          .default(60_000, "60s")
+          .argParser((v) => {
+            try {
+              return parseDuration(v, { bareUnit: "s" });
+            } catch (error) {
+              throw new Refused(`--max-lag: ${messageOf(error)}`);
+            }
+          }),
+      );
+  readOptions(
+    program.command("status")
+      .description(
+        "the nodes not doing what they were told: refused, failed, outstanding, never spoke",
+      )
+      .option("--json", "print as JSON")
+      .addOption(databaseOption()),
+  ).action(boardAction("status"));
+  readOptions(
+    program.command("board")
+      .description("every node: what it was told, what it last said, how much applied")
+      .option("--json", "print as JSON")
+      .addOption(databaseOption()),
+  ).action(boardAction("board"));
 
   program.command("ingest")
     .description("record reports from the broker in the inventory (runs until stopped)")
