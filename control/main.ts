@@ -583,6 +583,39 @@ export async function controlMain(args: string[]): Promise<number> {
       .addOption(databaseOption()),
   ).action(boardAction("board"));
 
+  program.command("prune")
+    .description(
+      "delete reports received longer ago than --keep, except each node's latest (bounds the inventory's growth)",
+    )
+    .addOption(
+      new Option("--keep <duration>", "keep reports this recent (>= 1h; e.g. 14d)")
+        .makeOptionMandatory()
+        .argParser((v) => {
+          let ms: number;
+          try {
+            ms = parseDuration(v, { bareUnit: "d" });
+          } catch (error) {
+            throw new Refused(`--keep: ${messageOf(error)}`);
+          }
+          if (ms < 3600_000) throw new Refused(`--keep: at least 1h, not "${v}"`);
+          return ms;
+        }),
+    )
+    .option("--dry-run", "count what would be deleted, delete nothing")
+    .addOption(databaseOption())
+    .action(async (opts: Connections & { keep: number; dryRun?: boolean }) => {
+      const sql = await database(opts);
+      const { pruneReports } = await import("./retention.ts");
+      const pruned = await pruneReports(sql, opts.keep, { dryRun: opts.dryRun });
+      out(
+        `${opts.dryRun ? "would delete" : "deleted"} ${pruned.deleted} report${
+          pruned.deleted === 1 ? "" : "s"
+        } received before ${pruned.before} (each node's latest is kept); ${pruned.kept} ${
+          opts.dryRun ? "would be " : ""
+        }left\n`,
+      );
+    });
+
   program.command("ingest")
     .description("record reports from the broker in the inventory (runs until stopped)")
     .option("--drain", "stop once the reports queue is empty")
