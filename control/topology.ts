@@ -161,7 +161,10 @@ export interface Converted {
   /** The type it had (`absent` when only a temporary queue was left by a stopped conversion). */
   from: QueueType | "absent";
   to: QueueType;
-  /** Messages moved into the temporary queue and back (each confirmed before acknowledged). */
+  /**
+   * Messages that waited and are now in the converted queue (each moved into the temporary queue
+   * and back, confirmed before acknowledged each time).
+   */
   moved: number;
 }
 
@@ -222,8 +225,8 @@ export async function convertTopology(
           (ch) => ch.bindQueue(temp, EXCHANGE, queue.binding),
         );
         await step(`unbind "${name}"`, (ch) => ch.unbindQueue(name, EXCHANGE, queue.binding));
-        moved += await move(conn, member, action, name);
-        await step(`delete "${name}"`, (ch) => ch.deleteQueue(name, { ifEmpty: true }));
+        await move(conn, member, action, name);
+        await deleteEmptied(conn, member, action, name);
       }
       await declareTyped(conn, member, action, queue, type);
       await step(
@@ -233,7 +236,7 @@ export async function convertTopology(
       if (types.has(temp) || (current !== undefined && current !== type)) {
         await step(`unbind "${temp}"`, (ch) => ch.unbindQueue(temp, EXCHANGE, queue.binding));
         moved += await move(conn, member, action, temp);
-        await step(`delete "${temp}"`, (ch) => ch.deleteQueue(temp, { ifEmpty: true }));
+        await deleteEmptied(conn, member, action, temp);
       }
       const converted = { queue: name, from, to: type, moved };
       done.push(converted);
@@ -295,6 +298,33 @@ async function move(
   return moved;
 }
 
+/**
+ * Deletes `queue` after checking that it holds no ready message (quorum queues do not take
+ * `if-empty` on delete; the queue is unbound by then, so nothing arrives between the two).
+ */
+async function deleteEmptied(
+  conn: ChannelModel,
+  member: string,
+  action: string,
+  queue: string,
+): Promise<void> {
+  const { messageCount } = await declare(
+    conn,
+    member,
+    action,
+    `check "${queue}"`,
+    (ch) => ch.checkQueue(queue),
+  );
+  if (messageCount > 0) {
+    throw new BrokerError(
+      `${action}: "${queue}" still holds ${messageCount} messages after they were moved on ${
+        redactUrl(member)
+      } (something published to it directly); it was not deleted: run the command again`,
+    );
+  }
+  await declare(conn, member, action, `delete "${queue}"`, (ch) => ch.deleteQueue(queue));
+}
+
 /** Declares `queue` durable with the arguments of `type`, explaining a refusal of the type. */
 async function declareTyped(
   conn: ChannelModel,
@@ -313,9 +343,10 @@ async function declareTyped(
   } catch (error) {
     const text = brokerMessage(error);
     const shown = redactUrl(member);
+    // RabbitMQ 3.10 says "received 'quorum' but current is 'classic'" (or "... the value
+    // 'quorum' of type 'longstr'", or "current is none" for an untyped classic queue).
     const inequivalent =
-      /inequivalent arg 'x-queue-type'.*?(?:current is (?:the value '(\w+)'|none))/
-        .exec(text);
+      /inequivalent arg 'x-queue-type'.*?current is (?:none|(?:the value )?'(\w+)')/.exec(text);
     if (inequivalent) {
       const existing = inequivalent[1] ?? "classic";
       throw new BrokerError(
