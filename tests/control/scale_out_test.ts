@@ -178,6 +178,10 @@ Deno.test(
         const again = await mustRun(inv, ["broker", "convert", "--queue-type", "quorum"]);
         assertMatch(again.stdout, /every mesh queue is already quorum/);
         await mustRun(inv, ["broker", "setup", "--queue-type", "quorum"]);
+        // A node enrolled now gets a queue of the topology's type.
+        const late = uniqueNode("qc");
+        await mustRun(inv, ["node", "enroll", late, "--system", "debian"]);
+        assertEquals((await queueTypes(cluster.members[0]!.api)).get(nodeQueue(late)), "quorum");
         // The report delivered twice is recorded once.
         const ingest = await mustRun(inv, ["ingest", "--drain"]);
         assertMatch(ingest.stdout, /ingested 1 report; 1 delivered again, recorded once/);
