@@ -334,14 +334,21 @@ async function declareTyped(
   type: QueueType,
 ): Promise<void> {
   const ch = await conn.createChannel();
-  ch.on("error", () => {});
+  // A broker may end the channel (or the connection) instead of answering the declaration: what
+  // it said then arrives as an error event, not as the rejection.
+  let said: unknown;
+  ch.on("error", (error: unknown) => said ??= error);
+  conn.on("error", (error: unknown) => said ??= error);
   try {
     await ch.assertQueue(queue.name, {
       durable: true,
       arguments: queueArguments(queue.kind, type),
     });
   } catch (error) {
-    const text = brokerMessage(error);
+    await new Promise((r) => setTimeout(r, 50));
+    const text = said !== undefined && /no reply will be forthcoming|closed/i.test(messageOf(error))
+      ? `${brokerMessage(error)} (${brokerMessage(said)})`
+      : brokerMessage(error);
     const shown = redactUrl(member);
     // RabbitMQ 3.10 says "received 'quorum' but current is 'classic'" (or "... the value
     // 'quorum' of type 'longstr'", or "current is none" for an untyped classic queue).

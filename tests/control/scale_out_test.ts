@@ -294,3 +294,40 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "a broker that answers but refuses quorum queues is named with what it said",
+  opts,
+  async () => {
+    // A member booted without the quorum_queue feature flag, as a broker without quorum queues.
+    const broker = await startRabbitCluster({
+      members: 1,
+      featureFlags: [
+        "implicit_default_bindings",
+        "virtual_host_metadata",
+        "maintenance_mode_status",
+        "user_limits",
+      ],
+    });
+    try {
+      const out = await controlCli(["broker", "setup", "--queue-type", "quorum"], {
+        MESH_BROKER_URL: broker.urls[0]!,
+      });
+      assertEquals(out.code, 2, out.stdout + out.stderr);
+      assertMatch(
+        out.stderr,
+        /the broker at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:\d+ refused a quorum queue "mesh\.reports": .*the corresponding feature flag is disabled/,
+      );
+      assertEquals(out.stdout, "");
+      // Nothing after the refusal was declared; classic still works there.
+      const types = await queueTypes(broker.members[0]!.api);
+      assert(!types.has("mesh.reports") && !types.has("mesh.build"), [...types.keys()].join());
+      const classic = await controlCli(["broker", "setup", "--queue-type", "classic"], {
+        MESH_BROKER_URL: broker.urls[0]!,
+      });
+      assertEquals(classic.code, 0, classic.stderr);
+    } finally {
+      await broker.remove();
+    }
+  },
+);
