@@ -452,9 +452,11 @@ export async function controlMain(args: string[]): Promise<number> {
         let startAt = 0;
         for (let attempt = 1; result === undefined; attempt++) {
           let session: BrokerSession | undefined;
+          let closed = false;
           try {
             if (!opts.dryRun) {
               session = await broker(opts, startAt);
+              session.connection.once("close", () => closed = true);
               // Reports waiting on the broker first: acting on stale ones would push to nodes
               // that already caught up.
               const { ingestReports } = await import("./ingest.ts");
@@ -469,11 +471,9 @@ export async function controlMain(args: string[]): Promise<number> {
               dryRun: opts.dryRun,
             });
           } catch (error) {
-            const { AmqpError } = await import("../lib/amqp.ts");
-            const lost = error instanceof AmqpError && !error.unroutable ||
-              /channel|connection|closed|socket/i.test(messageOf(error)) &&
-                session !== undefined;
-            if (!lost || attempt >= members + 1 || session === undefined) throw error;
+            // Only a lost connection is failed over; a refusal or a nack is the answer.
+            if (session !== undefined && !closed) await new Promise((r) => setTimeout(r, 200));
+            if (!closed || attempt >= members + 1 || session === undefined) throw error;
             err(
               `mesh-control: lost the broker ${redactUrl(session.url)} during the push (${
                 messageOf(error)
