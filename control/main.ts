@@ -172,12 +172,14 @@ export async function controlMain(args: string[]): Promise<number> {
         },
         opts.queueType,
         {
-          onQueue: (c) =>
+          onQueue: (c) => {
+            const moved = `${c.moved} message${c.moved === 1 ? "" : "s"} moved`;
             out(
-              `converted ${c.queue} from ${c.from} to ${c.to} (${c.moved} message${
-                c.moved === 1 ? "" : "s"
-              } moved)\n`,
-            ),
+              c.from === c.to
+                ? `finished converting ${c.queue} to ${c.to} (${moved} back from ${c.queue}.migrating)\n`
+                : `converted ${c.queue} from ${c.from} to ${c.to} (${moved})\n`,
+            );
+          },
         },
       );
       out(

@@ -182,6 +182,41 @@ Deno.test(
         const late = uniqueNode("qc");
         await mustRun(inv, ["node", "enroll", late, "--system", "debian"]);
         assertEquals((await queueTypes(cluster.members[0]!.api)).get(nodeQueue(late)), "quorum");
+        // A conversion that stopped half-way (a temporary queue left holding a message) is
+        // finished by running it again.
+        const admin = await openBroker(cluster.urls);
+        try {
+          const temp = "mesh.build.migrating";
+          await admin.channel.assertQueue(temp, {
+            durable: true,
+            arguments: { "x-queue-type": "quorum" },
+          });
+          await admin.channel.bindQueue(temp, EXCHANGE, "build.request");
+          await admin.channel.unbindQueue("mesh.build", EXCHANGE, "build.request");
+          await publishConfirmed(admin.channel, [{
+            exchange: EXCHANGE,
+            routingKey: "build.request",
+            body: new TextEncoder().encode("{}"),
+          }]);
+          await admin.channel.unbindQueue(temp, EXCHANGE, "build.request");
+          await admin.channel.bindQueue("mesh.build", EXCHANGE, "build.request");
+        } finally {
+          await admin.close();
+        }
+        const resumed = await mustRun(inv, ["broker", "convert", "--queue-type", "quorum"]);
+        assertMatch(
+          resumed.stdout,
+          /finished converting mesh\.build to quorum \(1 message moved back from mesh\.build\.migrating\)/,
+        );
+        const left = await queueTypes(cluster.members[0]!.api);
+        assert(!left.has("mesh.build.migrating"), [...left.keys()].join());
+        const check = await openBroker(cluster.urls);
+        try {
+          assertEquals((await check.channel.checkQueue("mesh.build")).messageCount, 1);
+          await check.channel.purgeQueue("mesh.build");
+        } finally {
+          await check.close();
+        }
         // The report delivered twice is recorded once.
         const ingest = await mustRun(inv, ["ingest", "--drain"]);
         assertMatch(ingest.stdout, /ingested 1 report; 1 delivered again, recorded once/);
