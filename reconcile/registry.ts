@@ -8,7 +8,7 @@
 
 import { z } from "zod";
 import { isMap, isScalar, LineCounter, type Node, parseDocument } from "yaml";
-import { messageOf } from "../lib/atomic.ts";
+import { messageOf, readRegularFileLimited } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
 
 export { formatPath };
@@ -20,6 +20,12 @@ const ACCOUNT = /^[a-z_][a-z0-9_-]*\$?$/;
 const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** A DNS host name (lowercase), optionally a leading `*.` wildcard label. */
 const HOST = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/**
+ * The largest registry read, in bytes (16 MiB; a registry of a thousand entries is well under
+ * 1 MiB). A larger file, or a device that never ends, is refused rather than read into memory.
+ */
+export const MAX_REGISTRY_BYTES = 16 * 1024 * 1024;
 
 /** An entry's name, also the key of the `services` map. */
 export const EntryName = z.string().regex(NAME, "Must be letters, digits, '.', '_' or '-'");
@@ -275,20 +281,22 @@ export function formatProblem(file: string, p: RegistryProblem): string {
 /**
  * Reads and validates a registry file.
  *
- * @throws {RegistryError} when the file is missing, is a directory, is not UTF-8 text, is not
- *   valid YAML, or breaks the schema; every problem is listed with its line and column.
+ * @throws {RegistryError} when the file is missing, is not a regular file (a directory, a FIFO,
+ *   a device: refused before it is opened, so nothing blocks), is larger than
+ *   {@linkcode MAX_REGISTRY_BYTES}, is not UTF-8 text, is not valid YAML, or breaks the schema; every problem is listed with its line and column.
  */
 export async function loadRegistry(file: string): Promise<Registry> {
   let text: string;
   try {
-    const info = await Deno.stat(file);
-    if (info.isDirectory) throw new Error("it is a directory");
-    text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(file));
+    const bytes = await readRegularFileLimited(file, MAX_REGISTRY_BYTES);
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (cause) {
     const why = cause instanceof Deno.errors.NotFound
       ? "no such file"
       : cause instanceof TypeError && /encoded data/i.test(cause.message)
       ? "it is not UTF-8 text"
+      : cause instanceof RangeError
+      ? `it is larger than ${MAX_REGISTRY_BYTES} bytes (16 MiB)`
       : messageOf(cause);
     throw new RegistryError(file, [{
       path: "",
