@@ -56,3 +56,99 @@ Deno.test("a registry larger than the limit is refused after the limit, never re
     assertEquals((await loadRegistry(big)).accounts, ["root"]);
   });
 });
+
+async function git(cwd: string, args: string[]) {
+  const out = await new Deno.Command("git", { args, cwd }).output();
+  assert(out.success, new TextDecoder().decode(out.stderr));
+}
+
+/** The refusal's words: where the registry is, which checkout, and the flag that accepts it. */
+function refusedInCheckout(r: { code: number; stderr: string }, top: string) {
+  assertEquals(r.code, 2, r.stderr);
+  assert(r.stderr.includes(`inside the git work tree "${top}"`), r.stderr);
+  assert(r.stderr.includes("--registry-in-checkout"), r.stderr);
+}
+
+Deno.test("a registry inside a git work tree is refused by run, batch and init unless named so", async () => {
+  await inTemp(async (dir) => {
+    const top = `${dir}/deploy`;
+    await git(dir, ["init", "-q", "-b", "main", top]);
+    await Deno.mkdir(`${top}/etc`);
+    const registry = `${top}/etc/registry.yaml`;
+    await Deno.writeTextFile(registry, REGISTRY);
+    const run = ["run", "--registry", registry, "--caddy-admin", "none", "--boot", "none"];
+    refusedInCheckout(await reconcileCli(run), top);
+    // batch enable is refused before anything runs (no systemctl on this VM would answer)
+    refusedInCheckout(
+      await reconcileCli([
+        "batch",
+        "enable",
+        "job",
+        "--timer",
+        "job.timer",
+        "--registry",
+        registry,
+      ]),
+      top,
+    );
+    refusedInCheckout(await reconcileCli(["batch", "disable", "job", "--registry", registry]), top);
+    refusedInCheckout(
+      await reconcileCli(["init", "--output", `${top}/new.yaml`, "--caddy-admin", "none"]),
+      top,
+    );
+    assertEquals(await Deno.stat(`${top}/new.yaml`).then(() => true, () => false), false);
+    // named on purpose: it runs (this VM's own sockets make it drift, not refused)
+    const named = await reconcileCli([...run, "--registry-in-checkout"]);
+    assert(named.code === 0 || named.code === 1, named.stderr);
+    assert(!named.stderr.includes("work tree"), named.stderr);
+    // reading it is not where the incident happens: check-registry validates a checkout's copy
+    assertEquals((await reconcileCli(["check-registry", registry])).code, 0);
+  });
+});
+
+Deno.test("a registry in a linked worktree (.git is a file) or reached through a symlink is refused", async () => {
+  await inTemp(async (dir) => {
+    const top = `${dir}/deploy`;
+    await git(dir, ["init", "-q", "-b", "main", top]);
+    await git(top, [
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@t",
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "x",
+    ]);
+    const linked = `${dir}/linked`;
+    await git(top, ["worktree", "add", "-q", linked]);
+    await Deno.writeTextFile(`${linked}/registry.yaml`, REGISTRY);
+    const run = ["run", "--caddy-admin", "none", "--boot", "none", "--registry"];
+    refusedInCheckout(await reconcileCli([...run, `${linked}/registry.yaml`]), linked);
+    await Deno.mkdir(`${dir}/state`);
+    await Deno.symlink(`${linked}/registry.yaml`, `${dir}/state/registry.yaml`);
+    refusedInCheckout(await reconcileCli([...run, `${dir}/state/registry.yaml`]), linked);
+  });
+});
+
+Deno.test("a registry inside --repo is refused naming --repo", async () => {
+  await inTemp(async (dir) => {
+    const top = `${dir}/deploy`;
+    await git(dir, ["init", "-q", "-b", "main", top]);
+    await Deno.writeTextFile(`${top}/registry.yaml`, REGISTRY);
+    const r = await reconcileCli([
+      "run",
+      "--registry",
+      `${top}/registry.yaml`,
+      "--repo",
+      top,
+      "--caddy-admin",
+      "none",
+      "--boot",
+      "none",
+    ]);
+    assertEquals(r.code, 2, r.stderr);
+    assert(r.stderr.includes(`inside --repo "${top}"`), r.stderr);
+  });
+});
