@@ -259,6 +259,15 @@ function certificateFindings(
       })`,
     });
   }
+  const starts = Date.parse(cert.notBefore) - options.now;
+  if (starts > 0) {
+    out.push({
+      ...base,
+      detail: `the certificate for ${probe.host} is not valid yet: its validity starts in ${
+        formatDuration(starts)
+      } (at ${cert.notBefore}), and a client refuses it until then`,
+    });
+  }
   const left = Date.parse(cert.notAfter) - options.now;
   if (left <= 0) {
     out.push({ ...base, detail: `the certificate for ${probe.host} expired at ${cert.notAfter}` });
