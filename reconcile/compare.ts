@@ -7,7 +7,11 @@
 
 import { formatDuration } from "../lib/duration.ts";
 import type { Registry } from "./registry.ts";
-import type { ObservedContainer } from "./observe/containers.ts";
+import {
+  type LeftoverContainer,
+  leftoverState,
+  type ObservedContainer,
+} from "./observe/containers.ts";
 import type { Listener } from "./observe/sockets.ts";
 import { type AddressProbe, ANY_HOST, type ServedAddress } from "./observe/proxy.ts";
 import type { SourceStatus } from "./observe/source.ts";
@@ -19,6 +23,8 @@ import { compareBoot } from "./compare_boot.ts";
 /** The checks a finding can come from. */
 export type Check =
   | "container"
+  // a container that exists and does not run, which no entry claims
+  | "leftover"
   | "port"
   | "address"
   | "redirect"
@@ -53,6 +59,8 @@ export interface Observation {
   /** When the observation started, ISO 8601. */
   time: string;
   containers: ObservedContainer[];
+  /** Containers that exist and do not run (absent: not observed, e.g. by `init`). */
+  leftovers?: LeftoverContainer[];
   listeners: Listener[];
   /** Served addresses; only meaningful when the `caddy` source was observed. */
   addresses: ServedAddress[];
@@ -103,14 +111,30 @@ export function compare(
       c.account === entry.user && c.name === entry.container
     );
     if (!running) {
+      const there = observation.leftovers?.find((c) =>
+        c.account === entry.user && c.name === entry.container
+      );
       findings.push({
         check: "container",
         direction: "missing",
         service: name,
         subject: `${entry.user}/${entry.container}`,
-        detail: `container "${entry.container}" of account ${entry.user} is not running`,
+        detail: `container "${entry.container}" of account ${entry.user} is not running${
+          there ? ` (it exists: ${leftoverState(there)})` : ""
+        }`,
       });
     }
+  }
+  for (const c of observation.leftovers ?? []) {
+    if (claimed.has(`${c.account}/${c.name}`)) continue;
+    findings.push({
+      check: "leftover",
+      direction: "rogue",
+      subject: `${c.account}/${c.name}`,
+      detail: `container "${c.name}" (${c.image}, ${c.runtime}) of account ${c.account} ` +
+        `exists and is not running (${leftoverState(c)}), and no entry claims it: remove it, ` +
+        `or declare it`,
+    });
   }
   for (const c of observation.containers) {
     if (claimed.has(`${c.account}/${c.name}`)) continue;

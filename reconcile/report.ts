@@ -12,6 +12,7 @@ import { printable } from "../lib/printable.ts";
 
 const CHECKS: Check[] = [
   "container",
+  "leftover",
   "port",
   "address",
   "redirect",

@@ -105,6 +105,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   return {
     time,
     containers: containers.containers,
+    leftovers: containers.leftovers,
     listeners: sockets.listeners,
     addresses: proxy.addresses,
     probes,

@@ -318,7 +318,7 @@ Deno.test("a real dockerd's containers are observed; a stopped one is absent, a 
       assertEquals(seen.sources.length, 1);
       const status = seen.sources[0]!;
       assertEquals([status.source, status.account, status.state], ["docker", "root", "failed"]);
-      assertEquals(status.method, `env DOCKER_HOST=${host} docker ps --quiet --no-trunc`);
+      assertEquals(status.method, `env DOCKER_HOST=${host} docker ps --all --quiet --no-trunc`);
       assertStringIncludes(status.detail, "exited with code 1");
       assertStringIncludes(status.detail, `Cannot connect to the Docker daemon at ${host}`);
     });
