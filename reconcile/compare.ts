@@ -175,6 +175,10 @@ export function compare(
           });
           continue;
         }
+        if (entry.kind === "daemon" && entry.user !== undefined) {
+          const f = daemonOwnerFinding(name, entry.user, port, seen.listeners);
+          if (f) findings.push(f);
+        }
         const container = "container" in entry ? entry.container : undefined;
         if (
           container !== undefined && seen.containers.length > 0 &&
@@ -336,6 +340,41 @@ function redirectFinding(
     return { ...base, detail: `${probe.host} redirects to ${got}, not to ${target}` };
   }
   return undefined;
+}
+
+/**
+ * A daemon declared to run as `user` must hold its port as that account: satisfied when any
+ * process holding the port's sockets runs as `user` (a master and its workers may differ), or,
+ * when no process was found, when the socket belongs to it.
+ */
+function daemonOwnerFinding(
+  service: string,
+  user: string,
+  port: number,
+  listeners: Listener[],
+): Finding | undefined {
+  if (listeners.length === 0) return undefined; // published by a container: compared elsewhere
+  const owners = listeners.flatMap((l) =>
+    l.processes.length > 0
+      ? l.processes.map((p) => p.user ?? (p.uid === undefined ? undefined : `uid ${p.uid}`))
+      : [l.user ?? `uid ${l.uid}`]
+  );
+  if (owners.includes(user)) return undefined;
+  const holders = listeners.flatMap((l) =>
+    l.processes.length > 0
+      ? l.processes.map((p) =>
+        `${p.command}[${p.pid}] as ${p.user ?? (p.uid === undefined ? "?" : `uid ${p.uid}`)}`
+      )
+      : [`a socket of ${l.user ?? `uid ${l.uid}`} (no process found)`]
+  );
+  return {
+    check: "port",
+    direction: "missing",
+    service,
+    subject: String(port),
+    detail: `port ${port} is held by ${[...new Set(holders)].join(", ")}, not as ${user} ` +
+      `(the entry's user)`,
+  };
 }
 
 function describeHolders(listeners: Listener[], containers: ObservedContainer[]): string {
