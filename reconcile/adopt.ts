@@ -7,7 +7,7 @@
  */
 
 import { Document } from "yaml";
-import type { Observation } from "./compare.ts";
+import type { Observation } from "./finding.ts";
 import { ANY_HOST } from "./observe/proxy.ts";
 import { parseRegistry } from "./registry.ts";
 

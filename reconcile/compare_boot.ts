@@ -27,7 +27,7 @@
  * @module
  */
 
-import type { Finding, Observation } from "./compare.ts";
+import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type BootObservation, type BootUnit, containerOf } from "./observe/boot.ts";
 import type { UnitFileState } from "./observe/systemd.ts";

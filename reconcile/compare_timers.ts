@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { Finding, Observation } from "./compare.ts";
+import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type ObservedTimer, timerAccount } from "./observe/timers.ts";
 import type { ACTIVE_STATES, LOAD_STATES, UnitFileState } from "./observe/systemd.ts";

@@ -6,22 +6,13 @@
  * @module
  */
 
-import type { Check, Direction } from "./compare.ts";
+import { CHECKS as CHECK_TABLE } from "./compare.ts";
+import type { Check, Direction } from "./finding.ts";
 import type { ReconcileResult } from "./run.ts";
 import { printable } from "../lib/printable.ts";
 
-const CHECKS: Check[] = [
-  "container",
-  "leftover",
-  "port",
-  "address",
-  "redirect",
-  "certificate",
-  "route",
-  "repo",
-  "timer",
-  "boot",
-];
+/** The checks, in the table's order: every one gets its textfile lines, findings or not. */
+const CHECKS: Check[] = CHECK_TABLE.map((row) => row.check);
 const DIRECTIONS: Direction[] = ["missing", "rogue"];
 
 /** The `--json` form of a run (DESIGN.md, "Reconcile result"): the result without internals. */
