@@ -16,6 +16,7 @@ import {
   REPORTS_QUEUE,
 } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
+import { recordDrift } from "./drift.ts";
 
 /** A report not recorded, and why. */
 export interface Dropped {
@@ -159,11 +160,13 @@ async function insertBatch(
       ),
     );
     const rows = [];
+    const accepted: ReportMessage[] = [];
     for (const { report, key } of reports) {
       if (!known.has(report.node)) {
         drop(key, `node "${report.node}" is not enrolled`);
         continue;
       }
+      accepted.push(report);
       rows.push({
         node: report.node,
         generation: report.generation,
@@ -188,6 +191,7 @@ async function insertBatch(
         node text, generation integer, digest text, outcome text, applied integer,
         total integer, trigger text, problems text, changes text, host_version text,
         reported_at text)`;
+    await recordDrift(tx, accepted);
     result.ingested += rows.length;
   });
 }

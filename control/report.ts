@@ -12,6 +12,16 @@
 import { printable } from "../lib/printable.ts";
 import type { NodeState } from "./inventory.ts";
 import { classify, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
+import {
+  DRIFT_VERDICTS,
+  DRIFT_WORDS,
+  driftText,
+  type DriftVerdict,
+  type DriftView,
+  isDriftAlarm,
+  judgeDrift,
+  type StoredDrift,
+} from "./drift.ts";
 
 /** One machine on the board. Optional fields are absent, never null. */
 export interface BoardMachine {
@@ -40,6 +50,8 @@ export interface BoardMachine {
   trigger?: string;
   /** The last report's problems (empty when none or when it never spoke). */
   problems: { id?: string; path?: string; message: string }[];
+  /** The drift verdict from the node's latest mesh-reconcile result (./drift.ts). */
+  drift: DriftView;
 }
 
 /** Everything status and board say, gathered once. */
@@ -50,16 +62,31 @@ export interface Board {
   nodes: number;
   /** Nodes per verdict (every verdict present, 0 when none). */
   counts: Record<Verdict, number>;
+  /** Nodes per drift verdict (every drift verdict present, 0 when none). */
+  driftCounts: Record<DriftVerdict, number>;
   /** Every node, the ones not doing what they were told first. */
   machines: BoardMachine[];
 }
 
-/** Builds the board from one read of the node states. */
-export function gatherBoard(states: NodeState[], now: Date = new Date()): Board {
+/**
+ * Builds the board from one read of the node states and of their drift summaries
+ * (`readDrift`; a node without one is "not checked").
+ */
+export function gatherBoard(
+  states: NodeState[],
+  now: Date = new Date(),
+  drift: ReadonlyMap<string, StoredDrift> = new Map(),
+): Board {
   const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
+  const driftCounts = Object.fromEntries(DRIFT_VERDICTS.map((v) => [v, 0])) as Record<
+    DriftVerdict,
+    number
+  >;
   const machines = states.map((node) => {
     const { verdict, applied, total } = classify(node);
     counts[verdict]++;
+    const driftView = judgeDrift(drift.get(node.name), now);
+    driftCounts[driftView.verdict]++;
     const machine: BoardMachine = {
       name: node.name,
       system: node.system,
@@ -69,6 +96,7 @@ export function gatherBoard(states: NodeState[], now: Date = new Date()): Board 
       total,
       modules: node.modules,
       problems: [],
+      drift: driftView,
     };
     if (node.declaration !== undefined) {
       machine.generation = node.declaration.generation;
@@ -91,13 +119,25 @@ export function gatherBoard(states: NodeState[], now: Date = new Date()): Board 
     return machine;
   });
   const rank = (v: Verdict) => VERDICTS.indexOf(v);
-  machines.sort((a, b) => rank(a.verdict) - rank(b.verdict) || a.name.localeCompare(b.name));
-  return { generatedAt: now.toISOString(), nodes: states.length, counts, machines };
+  const driftRank = (v: DriftVerdict) => DRIFT_VERDICTS.indexOf(v);
+  machines.sort((a, b) =>
+    rank(a.verdict) - rank(b.verdict) || driftRank(a.drift.verdict) - driftRank(b.drift.verdict) ||
+    a.name.localeCompare(b.name)
+  );
+  return { generatedAt: now.toISOString(), nodes: states.length, counts, driftCounts, machines };
 }
 
-/** The nodes not doing what they were told. */
+/** The nodes not doing what they were told (by their declaration verdict). */
 export function behindMachines(board: Board): BoardMachine[] {
   return board.machines.filter((m) => m.verdict !== "ok");
+}
+
+/**
+ * The nodes `status` lists and exits 1 for: not doing what they were told, or whose drift verdict
+ * is an alarm (drift, unobservable, unreadable, stale).
+ */
+export function attentionMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => m.verdict !== "ok" || isDriftAlarm(m.drift.verdict));
 }
 
 /** `board --json`. */
@@ -107,13 +147,15 @@ export function boardJson(board: Board): string {
 
 /** `status --json`: the same machines as the board, only those not doing what they were told. */
 export function statusJson(board: Board): string {
-  const machines = behindMachines(board);
+  const machines = attentionMachines(board);
   return JSON.stringify(
     {
       generatedAt: board.generatedAt,
       nodes: board.nodes,
-      behind: machines.length,
+      behind: behindMachines(board).length,
+      drifting: board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length,
       counts: board.counts,
+      driftCounts: board.driftCounts,
       machines,
     },
     null,
@@ -130,6 +172,7 @@ function line(m: BoardMachine): string {
     parts.push(`reported ${m.lastReportAt} about gen ${m.reportedGeneration} (${m.trigger})`);
   }
   let out = printable(parts.join(" ").trimEnd());
+  out += `\n${"".padEnd(21)}${driftText(m.drift)}`;
   const p = m.problems[0];
   if (p !== undefined && (m.verdict === "refused" || m.verdict === "failed")) {
     // The problem text comes from the node: escaped, so it cannot forge lines.
@@ -144,22 +187,35 @@ function countsLine(board: Board): string {
   return VERDICTS.map((v) => `${board.counts[v]} ${VERDICT_WORDS[v]}`).join(", ");
 }
 
+function driftCountsLine(board: Board): string {
+  return `drift: ${
+    DRIFT_VERDICTS.map((v) => `${board.driftCounts[v]} ${DRIFT_WORDS[v]}`).join(", ")
+  }`;
+}
+
 /** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
 export function statusText(board: Board): string {
   if (board.nodes === 0) return "no nodes enrolled\n";
-  const machines = behindMachines(board);
+  const machines = attentionMachines(board);
+  const behind = behindMachines(board).length;
+  const drifting = board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length;
   if (machines.length === 0) {
-    return `all ${board.nodes} nodes are doing what they were told (${countsLine(board)})\n`;
+    return `all ${board.nodes} nodes are doing what they were told (${
+      countsLine(board)
+    }); no drift alarm (${driftCountsLine(board)})\n`;
   }
-  return `${machines.length} of ${board.nodes} nodes are not doing what they were told (${
+  return `${behind} of ${board.nodes} nodes are not doing what they were told (${
     countsLine(board)
-  })\n` + machines.map(line).join("\n") + "\n";
+  }); ${drifting} with a drift alarm (${driftCountsLine(board)})\n` +
+    machines.map(line).join("\n") + "\n";
 }
 
 /** `board`: every node, the ones not doing what they were told first. */
 export function boardText(board: Board): string {
   if (board.nodes === 0) return `board at ${board.generatedAt}: no nodes enrolled\n`;
-  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}\n` +
+  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}; ${
+    driftCountsLine(board)
+  }\n` +
     board.machines.map((m) =>
       line(m) + (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
     ).join("\n") + "\n";

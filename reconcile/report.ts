@@ -10,10 +10,20 @@ import { CHECKS as CHECK_TABLE } from "./compare.ts";
 import type { Check, Direction } from "./finding.ts";
 import type { ReconcileResult } from "./run.ts";
 import { printable } from "../lib/printable.ts";
+import {
+  CHECKS as DRIFT_CHECKS,
+  DIRECTIONS as DRIFT_DIRECTIONS,
+  RESULT_FILE_VERSION,
+  type ResultFile,
+} from "../lib/drift.ts";
 
 /** The checks, in the table's order: every one gets its textfile lines, findings or not. */
-const CHECKS: Check[] = CHECK_TABLE.map((row) => row.check);
-const DIRECTIONS: Direction[] = ["missing", "rogue"];
+const CHECKS: readonly Check[] = CHECK_TABLE.map((row) => row.check);
+const DIRECTIONS: readonly Direction[] = DRIFT_DIRECTIONS;
+// The result file's schema (lib/drift.ts) names the same checks and directions: the two
+// assignments below fail to type-check when its lists and the types part ways.
+const _everyCheck: readonly (typeof DRIFT_CHECKS)[number][] = [] as Check[];
+const _everyDirection: readonly (typeof DRIFT_DIRECTIONS)[number][] = [] as Direction[];
 
 /** The `--json` form of a run (DESIGN.md, "Reconcile result"): the result without internals. */
 export type ReconcileJson = Pick<
@@ -44,6 +54,16 @@ export function toJson(result: ReconcileResult): ReconcileJson {
     observed: result.observed,
     subprocesses: result.subprocesses,
   };
+}
+
+/**
+ * The `--result` file: the JSON form with the file's version and the interval the run is repeated
+ * at (`lib/drift.ts`, {@linkcode ResultFile}), for the node's link to summarise.
+ *
+ * @param intervalSeconds how often the run is repeated (its timer or mesh-every), in seconds.
+ */
+export function toResultFile(result: ReconcileResult, intervalSeconds: number): ResultFile {
+  return { version: RESULT_FILE_VERSION, intervalSeconds, ...toJson(result) };
 }
 
 /** One line summing the run up, as the stamp and the text form's first line say it. */

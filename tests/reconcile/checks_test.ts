@@ -8,6 +8,7 @@ import { CheckDefect, type CheckRow, CHECKS, walkChecks } from "../../reconcile/
 import type { Check, Observation } from "../../reconcile/finding.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
 import { ROOT } from "../support/mod.ts";
+import { CHECKS as RESULT_FILE_CHECKS } from "../../lib/drift.ts";
 
 /** Every check, named once: a new check that is not in the table fails to type check here. */
 const EVERY: Record<Check, true> = {
@@ -25,6 +26,8 @@ const EVERY: Record<Check, true> = {
 
 Deno.test("the table has every check once, each saying what it observes and can find", () => {
   assertEquals(CHECKS.map((r) => r.check).sort(), Object.keys(EVERY).sort());
+  // The result file the link carries (lib/drift.ts) accepts a finding of every check.
+  assertEquals([...RESULT_FILE_CHECKS].sort(), Object.keys(EVERY).sort());
   for (const row of CHECKS) {
     assert(row.observes.length > 0, `${row.check} observes nothing`);
     const directions = Object.keys(row.findings);
