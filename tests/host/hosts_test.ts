@@ -278,27 +278,39 @@ Deno.test("android's unreachable appliers throw unsupported rather than answer",
   }
 });
 
-Deno.test("deno task hosts: where denort cannot be fetched it stops naming DENORT_BIN; a runtime that does not run is refused", async () => {
-  const env = { ...Deno.env.toObject() };
-  delete env.DENORT_BIN;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
-    env,
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stderr = new TextDecoder().decode(out.stderr);
-  if (out.success) return; // this machine can download denort: the hosts were built and probed
-  assertStringIncludes(stderr, "DENORT_BIN");
-  const fake = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
-    env: { ...env, DENORT_BIN: "/bin/true" },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assertEquals(fake.success, false);
-  assertStringIncludes(new TextDecoder().decode(fake.stderr), "was written but does not run");
-  await Deno.remove(`${ROOT}dist`, { recursive: true }).catch(() => {});
+Deno.test("deno task hosts: a runtime that does not run is refused and removed; bad arguments are refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const build = (args: string[], env: Record<string, string> = {}) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`, ...args],
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const native = Deno.build.arch;
+    const fake = await build(["--system", "debian", "--arch", native, "--out", dir], {
+      DENORT_BIN: "/bin/true",
+    });
+    assertEquals(fake.code, 1);
+    assertStringIncludes(new TextDecoder().decode(fake.stderr), "was written but does not run");
+    assertEquals(
+      await Deno.stat(`${dir}/mesh-host-debian-${native}`).then(() => true, () => false),
+      false,
+    );
+    for (
+      const [args, says] of [
+        [["--system", "solaris"], "--system solaris is not a system"],
+        [["--arch", "mips"], "--arch mips is not an architecture"],
+        [["--out", "dist"], "--out must be an absolute path"],
+        [["--bogus"], "bogus"],
+      ] as const
+    ) {
+      const r = await build([...args]);
+      assertEquals(r.code, 2, args.join(" "));
+      assertStringIncludes(new TextDecoder().decode(r.stderr), says);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

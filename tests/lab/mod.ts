@@ -8,7 +8,8 @@
  *
  * Root filesystems are cached under {@linkcode LAB_CACHE} between runs (rebuilt only when
  * missing or incomplete). Deno and the checkout are bind-mounted in, so the host under test is
- * this project's own code running on that machine. Also: a local OCI registry (Debian
+ * this project's own code running on that machine; a `bare` machine has neither (no Deno, no
+ * checkout), for proving that one copied file is the whole install. Also: a local OCI registry (Debian
  * `docker-registry` on 127.0.0.1:5000) and the busybox image pushed there, pinned by digest.
  *
  * @module
@@ -135,8 +136,8 @@ export interface LabMachine {
   kind: LabKind;
   /** The podman container's name. */
   name: string;
-  /** Where the checkout is mounted inside (read-only). */
-  checkout: string;
+  /** Where the checkout is mounted inside (read-only); `undefined` on a bare machine. */
+  checkout: string | undefined;
   /** Runs `argv` inside the machine; fails as {@linkcode run} does. */
   exec(
     argv: string[],
@@ -144,7 +145,12 @@ export interface LabMachine {
   ): Promise<
     { code: number | null; stdout: string; stderr: string }
   >;
-  /** Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`. */
+  /** Copies a file of this VM into the machine at `dest` (`podman cp`). */
+  copyIn(source: string, dest: string): Promise<void>;
+  /**
+   * Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`.
+   * @throws {Error} on a bare machine, which has no Deno and no checkout.
+   */
   host(entry: string, args: string[], options?: { allowFailure?: boolean }): Promise<
     { code: number | null; stdout: string; stderr: string }
   >;
@@ -155,17 +161,38 @@ export interface LabMachine {
 /** The label every lab machine carries. */
 export const LAB_LABEL = "mesh.lab=1";
 
+/** Options for {@linkcode bootLab}. */
+export interface BootOptions {
+  /** The container's name (default: `mesh-lab-<kind>-<random>`). */
+  name?: string;
+  /** No Deno, no checkout and no Deno cache mounted in: the machine has only its Debian. */
+  bare?: boolean;
+  /** Extra `podman run` arguments (e.g. `--publish`), before the image. */
+  runArgs?: string[];
+}
+
 /**
  * Boots a lab machine of `kind` and waits until its init says it is up (systemd: `running` or
  * `degraded` from `is-system-running --wait`; OpenRC: the `default` runlevel reached).
  */
-export async function bootLab(kind: LabKind, options: { name?: string } = {}): Promise<LabMachine> {
+export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise<LabMachine> {
   const image = await ensureLabImage(kind);
   const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
-  const deno = await Deno.realPath(Deno.execPath());
-  const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
-  await Deno.mkdir(denoDir, { recursive: true });
-  const checkout = "/mesh";
+  const checkout = options.bare ? undefined : "/mesh";
+  const mounts: string[] = [];
+  if (checkout !== undefined) {
+    const deno = await Deno.realPath(Deno.execPath());
+    const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
+    await Deno.mkdir(denoDir, { recursive: true });
+    mounts.push(
+      "-v",
+      `${deno}:/usr/local/bin/deno:ro`,
+      "-v",
+      `${ROOT}:${checkout}:ro`,
+      "-v",
+      `${denoDir}:/root/.cache/deno`,
+    );
+  }
   await run([
     "podman",
     "run",
@@ -181,12 +208,8 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
     "--privileged",
     "--network",
     "host",
-    "-v",
-    `${deno}:/usr/local/bin/deno:ro`,
-    "-v",
-    `${ROOT}:${checkout}:ro`,
-    "-v",
-    `${denoDir}:/root/.cache/deno`,
+    ...mounts,
+    ...(options.runArgs ?? []),
     image,
     "/sbin/init",
   ]);
@@ -201,7 +224,15 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
         timeoutMs: opts.timeoutMs ?? 300_000,
       });
     },
+    async copyIn(source, dest) {
+      await run(["podman", "cp", source, `${name}:${dest}`], { timeoutMs: 300_000 });
+    },
     async host(entry, args, opts = {}) {
+      if (checkout === undefined) {
+        throw new Error(
+          `Lab machine ${name} is bare: it has no Deno and no checkout to run ${entry}`,
+        );
+      }
       return await machine.exec(
         ["deno", "run", "-A", "--quiet", `${checkout}/${entry}`, ...args],
         opts,
