@@ -14,6 +14,21 @@ import { confirmSystem, parseOsRelease, WrongSystemError } from "../../systems/m
 
 const read = (system: string) => Deno.readTextFileSync(`${ROOT}bundles/substrate-${system}.lock`);
 
+/**
+ * The debian bundle with only its directory and file resources, their paths moved under `dir`:
+ * the rest (the runtime package, containers, actions) would act on this VM itself. The whole
+ * bundle is applied in the lab (tests/host/substrate_lab_test.ts).
+ */
+function debianLayoutUnder(dir: string): string {
+  const bundle = JSON.parse(read("debian")) as {
+    declaration: { resources: { type: string }[] };
+  };
+  bundle.declaration.resources = bundle.declaration.resources.filter((r) =>
+    r.type === "directory" || r.type === "file"
+  );
+  return JSON.stringify(bundle).replaceAll('"/', `"${dir}/`);
+}
+
 Deno.test("a host built for no system refuses everything, naming the hosts that exist", async () => {
   for (const args of [["apply", "x.json"], ["inventory"], []]) {
     const r = await cli("host/main.ts", args);
@@ -113,9 +128,9 @@ Deno.test("no bundle and an empty bundle are different errors; android says why 
 Deno.test("what `bundle` validates is exactly what `reconcile` applies", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    // The debian bundle as carried, with its paths moved under a temporary root so the test
-    // does not touch /etc; the same text goes through both commands' path.
-    const text = read("debian").replaceAll('"/', `"${dir}/`);
+    // The debian bundle's layout, with its paths moved under a temporary root so the test does
+    // not touch /etc; the same text goes through both commands' path.
+    const text = debianLayoutUnder(dir);
     const bundle = await loadBundle(text, "debian");
     const shown = await applyDeclaration(bundle.declaration, {
       system: debian,
@@ -183,7 +198,7 @@ Deno.test("reconcile --every stands aside (exit 0) when its executable is replac
   // A host entry of its own, so that replacing it does not touch the real ones.
   const entry = `${ROOT}host/_identity_probe_${crypto.randomUUID().slice(0, 8)}.ts`;
   const dir = await Deno.makeTempDir();
-  const bundle = read("debian").replaceAll('"/', `"${dir}/`);
+  const bundle = debianLayoutUnder(dir);
   await Deno.writeTextFile(`${dir}/bundle.lock`, bundle);
   const source =
     `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +

@@ -2,11 +2,12 @@
  * launcher.sh end to end in the systemd lab machine, with the real host:
  *
  * 1. launcher.sh and packaging/mesh-host.service installed as the README says; MESH_LIB holds
- *    `mesh-host-0.1.0` (a wrapper running this checkout's host/debian.ts) and `mesh-host`
+ *    `mesh-host-0.1.0` (a wrapper running this checkout's debian host, carrying the layout part of
+ *    the Debian bundle: tests/launcher/layout_host.ts) and `mesh-host`
  *    points at it; `systemctl start mesh-host`; the host completes a reconcile (known-good 0.1.0).
  * 2. `mesh-host-0.2.0` exits 1 at start; `mesh-host` is repointed to it and the unit restarted
  *    (the running host cannot stand aside by itself here: it watches its own main module,
- *    /mesh/host/debian.ts, read-only in the lab, and a repointed symlink does not replace it).
+ *    /mesh/tests/launcher/layout_host.ts, read-only in the lab, and a repointed symlink does not replace it).
  *    After three failures the launcher repoints to 0.1.0, which completes a reconcile:
  *    known-good 0.1.0, the counter removed.
  * 3. `mesh-host-0.3.0` exits 0 on its first three starts (a host standing aside three times),
@@ -51,7 +52,7 @@ async function until(m: LabMachine, what: string, probe: () => Promise<boolean>,
 
 const WRAPPER = `#!/bin/sh
 export HOME=/root DENO_DIR=/root/.cache/deno
-exec deno run -A --quiet /mesh/host/debian.ts "$@"
+exec deno run -A --quiet /mesh/tests/launcher/layout_host.ts "$@"
 `;
 const BROKEN = `#!/bin/sh
 echo x >>/var/lib/mesh/starts-0.2.0
