@@ -450,12 +450,12 @@ export function debianBundle(images: SubstrateImages): unknown {
           command: [
             "sh",
             "-c",
-            `${env}${
-              waitFor(
-                "the broker (RabbitMQ in mesh-broker)",
-                `podman run --rm --network host -e MESH_BROKER_URL -e MESH_BROKER_API_URL ${images.control} broker check`,
-              )
-            }`,
+            // Ports that accept are the cheap wait (each mesh-control run copies its image's root
+            // on vfs storage); the verify, run after it, asks the broker itself.
+            waitFor(
+              "the broker (RabbitMQ in mesh-broker)",
+              `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
+            ),
           ],
           verify: ["sh", "-c", control("broker check")],
         },
