@@ -142,7 +142,9 @@ systemctl restart mesh-host`,
         m,
         "the upgraded host running",
         async () =>
-          (await m.exec(["pgrep", "-f", "/mesh/host/debian.ts"], { allowFailure: true })).code ===
+          (await m.exec(["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts"], {
+            allowFailure: true,
+          })).code ===
             0,
       );
       await new Promise((r) => setTimeout(r, 3_000));
@@ -153,7 +155,8 @@ systemctl restart mesh-host`,
       assertStringIncludes(said, "exited cleanly (standing aside)");
 
       // 4. A clean stop through the launcher.
-      const host = (await m.exec(["pgrep", "-f", "/mesh/host/debian.ts"])).stdout.trim();
+      const host = (await m.exec(["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts"])).stdout
+        .trim();
       assert(/^\d+$/.test(host), `one host process: ${host}`);
       await sh(m, "systemctl stop mesh-host");
       assertEquals(
@@ -162,9 +165,12 @@ systemctl restart mesh-host`,
         "inactive",
       );
       assertEquals((await sh(m, "systemctl show -p Result --value mesh-host")).trim(), "success");
-      const left = await m.exec(["pgrep", "-f", "/mesh/host/debian.ts|launcher.sh"], {
-        allowFailure: true,
-      });
+      const left = await m.exec(
+        ["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts|launcher.sh"],
+        {
+          allowFailure: true,
+        },
+      );
       assertEquals(left.stdout.trim(), "", "no stray process");
       said = await journal(m);
       assertStringIncludes(said, `received SIGTERM; passing SIGTERM to pid ${host} and waiting`);
