@@ -414,7 +414,7 @@ export function debianBundle(images: SubstrateImages): unknown {
             `${
               waitFor(
                 "the store (PostgreSQL in mesh-store)",
-                "podman exec -u postgres mesh-store pg_isready -q",
+                "podman exec -u postgres mesh-store pg_isready",
               )
             }; ` +
             `podman exec -u postgres mesh-store psql -X -q -At -d postgres -c "select 1 from pg_database where datname = 'inventory'" | grep -q 1 || ` +
