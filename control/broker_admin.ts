@@ -162,6 +162,49 @@ export async function setupTopology(
 }
 
 /**
+ * Asks the broker itself whether it works: an authenticated AMQP connection (a channel opened
+ * with the given account), the management API answering `GET /api/overview` with that API's
+ * credential, and with `topology` the exchange and shared queues that {@linkcode setupTopology}
+ * declares (checked passively: nothing is created).
+ *
+ * @returns one line per thing that answered, e.g. `AMQP: authenticated as "mesh" at ...`.
+ * @throws {BrokerError} naming the first thing that did not answer and why.
+ */
+export async function checkBroker(
+  endpoints: BrokerEndpoints,
+  options: BrokerOptions & { topology?: boolean } = {},
+): Promise<string[]> {
+  const action = "Cannot check the broker";
+  const target = parseAmqp(endpoints.amqp, action);
+  const lines = await withChannel(target, action, options, async (ch, step) => {
+    const said = [`AMQP: authenticated as ${JSON.stringify(target.username)} at ${target.shown}`];
+    if (options.topology) {
+      await step(`find exchange "${EXCHANGE}"`, () => ch.checkExchange(EXCHANGE));
+      said.push(`exchange ${EXCHANGE} exists`);
+      for (const queue of [REPORTS_QUEUE, BUILD_QUEUE]) {
+        await step(`find queue "${queue}"`, () => ch.checkQueue(queue));
+        said.push(`queue ${queue} exists`);
+      }
+    }
+    return said;
+  });
+  const api = parseApi(endpoints.api, action);
+  const { body } = await request(api, "GET", "/api/overview", {
+    action,
+    expect: [200],
+    options,
+  });
+  const version = body as { rabbitmq_version?: unknown; product_version?: unknown } | undefined;
+  const named = typeof version?.product_version === "string"
+    ? version.product_version
+    : typeof version?.rabbitmq_version === "string"
+    ? version.rabbitmq_version
+    : "version not said";
+  lines.push(`management API answering at ${api.show("/api/overview")} (${named})`);
+  return lines;
+}
+
+/**
  * Creates the broker account of `node`: declares the node's queue ({@linkcode nodeQueue}, durable,
  * holding only the latest declaration) bound to {@linkcode EXCHANGE} with
  * {@linkcode declarationKey}, creates the user with a fresh random password and no tags, and sets

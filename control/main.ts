@@ -195,6 +195,19 @@ export async function controlMain(args: string[]): Promise<number> {
       );
     });
 
+  brokerCommand.command("check")
+    .description(
+      "ask the broker whether it works: an authenticated AMQP connection and the management API answering",
+    )
+    .option("--topology", "also find the mesh exchange and the shared queues (declares nothing)")
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (opts: Connections & { topology?: boolean }) => {
+      const { checkBroker } = await import("./broker_admin.ts");
+      const said = await checkBroker(endpoints(opts), { topology: opts.topology === true });
+      for (const line of said) out(`${line}\n`);
+    });
+
   const node = program.command("node").description("nodes and their modules");
   node.command("enroll")
     .description(

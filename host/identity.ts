@@ -18,11 +18,14 @@ export interface FileIdentity {
 }
 
 /**
- * The file this process runs from: the compiled binary (`Deno.execPath()`), or for
- * `deno run` the main module's file.
+ * The file this process runs from: the compiled binary (`Deno.execPath()`); for a one-file
+ * executable (scripts/onefile.ts) the file it was started from, which its launcher script passes
+ * in `MESH_EXECUTABLE` (an absolute path); or for `deno run` the main module's file.
  */
 export function executablePath(): string {
   if (Deno.build.standalone) return Deno.execPath();
+  const packed = Deno.env.get("MESH_EXECUTABLE");
+  if (packed !== undefined && packed.startsWith("/")) return packed;
   const main = new URL(Deno.mainModule);
   return main.protocol === "file:" ? decodeURIComponent(main.pathname) : Deno.execPath();
 }

@@ -4,9 +4,8 @@
  * The runtime is detected once per process, by asking each one something only a working runtime
  * can answer: `docker info --format '{{.ServerVersion}}'` and
  * `podman info --format '{{.Version.Version}}'` (one probe cannot find both: podman has no
- * `ServerVersion`). When both answer, docker is used: its daemon starts `unless-stopped`
- * containers again at boot, while podman's `podman-restart.service` starts only containers whose
- * policy is `always`. When neither answers, the resource fails naming both and what each said; a
+ * `ServerVersion`). When both answer, docker is used (its daemon brings containers back at boot
+ * without another unit having to be enabled). When neither answers, the resource fails naming both and what each said; a
  * failed detection is not kept, so a runtime installed later in the same process is found.
  *
  * A container is identified by the label `mesh.declaration=sha256:<hex>`, the digest of its
@@ -16,7 +15,7 @@
  * a container's configuration is fixed when it is created. A container without the label was
  * not created by this host and is never touched: the resource fails naming it. After creating
  * or starting a container the host reads it back: running, its label, restart policy
- * `unless-stopped`, and still running (not restarted) a moment later. Running is not working,
+ * {@linkcode RESTART_POLICY} (`always`), and still running (not restarted) a moment later. Running is not working,
  * but a container that is not running has certainly failed.
  *
  * Removal (the resource left the declaration) takes only a container carrying the label and the
@@ -42,8 +41,15 @@ export type ContainerResource = z.output<typeof Container>;
 export const DECLARATION_LABEL = "mesh.declaration";
 /** The label carrying the id of the resource a container was created for. */
 export const ID_LABEL = "mesh.id";
-/** The restart policy every container is created with. */
-export const RESTART_POLICY = "unless-stopped";
+/**
+ * The restart policy every container is created with: `always`, the one policy both runtimes
+ * bring back at boot. podman 4.3's `podman-restart.service` (`podman start --all --filter
+ * restart-policy=always`) starts only `always` containers, where docker's daemon starts `always`
+ * and `unless-stopped` alike. A container stopped by hand is started again by the next reconcile
+ * either way (it is declared running), so `unless-stopped` bought nothing. A container created
+ * with another policy (by an earlier host: `unless-stopped`) is replaced once.
+ */
+export const RESTART_POLICY = "always";
 /** How long a container created or started must stay up before it counts as running. */
 export const SETTLE_MS = 1000;
 /** How long a runtime probe may take before it counts as not answering. */
@@ -113,8 +119,8 @@ async function detectRuntime(): Promise<Runtime> {
   const others = said.filter((s) => s !== first).map((s) =>
     s.answered
       ? `${s.program} ${s.version} answered too; docker is preferred because its daemon starts ` +
-        `${RESTART_POLICY} containers again at boot, and podman-restart.service starts only ` +
-        `those with policy always`
+        `${RESTART_POLICY} containers again at boot by itself, where podman needs ` +
+        `podman-restart.service enabled`
       : `${s.program} did not answer (${s.said})`
   );
   return {
@@ -336,7 +342,7 @@ async function logsTail(runtime: Runtime, id: string): Promise<string> {
 
 /**
  * Reads back the container named `name` after it was created or started: it must be running,
- * carry `digest`, have restart policy `unless-stopped`, and still be running without having
+ * carry `digest`, have restart policy {@linkcode RESTART_POLICY}, and still be running without having
  * been restarted after {@linkcode SETTLE_MS}.
  */
 async function readBack(

@@ -307,3 +307,59 @@ Deno.test("push --behind with nothing behind says so and pushes nothing", async 
     await inv.drop();
   }
 });
+
+Deno.test("broker check asks the broker itself: an authenticated AMQP connection, the management API, and with --topology what setup declares", async () => {
+  const vhost = `mesh-check-${crypto.randomUUID().slice(0, 8)}`;
+  const api = (path: string, method: string, body?: unknown) =>
+    fetch(`http://127.0.0.1:15672${path}`, {
+      method,
+      headers: {
+        authorization: `Basic ${btoa("guest:guest")}`,
+        "content-type": "application/json",
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (r) => {
+      await r.body?.cancel();
+      assert(r.ok, `${method} ${path}: ${r.status}`);
+    });
+  await api(`/api/vhosts/${vhost}`, "PUT");
+  try {
+    await api(`/api/permissions/${vhost}/guest`, "PUT", {
+      configure: ".*",
+      write: ".*",
+      read: ".*",
+    });
+    const env = {
+      MESH_BROKER_URL: `amqp://guest:guest@127.0.0.1:5672/${vhost}`,
+      MESH_BROKER_API_URL: "http://guest:guest@127.0.0.1:15672",
+    };
+    const plain = await controlCli(["broker", "check"], env);
+    assertEquals(plain.code, 0, plain.stderr);
+    assertStringIncludes(plain.stdout, 'AMQP: authenticated as "guest"');
+    assertStringIncludes(plain.stdout, "management API answering");
+    // Nothing is declared by a check: the topology is missing until setup.
+    const before = await controlCli(["broker", "check", "--topology"], env);
+    assertEquals(before.code, 2, before.stdout);
+    assertStringIncludes(before.stderr, 'could not find exchange "mesh"');
+    assertEquals((await controlCli(["broker", "setup"], env)).code, 0);
+    const after = await controlCli(["broker", "check", "--topology"], env);
+    assertEquals(after.code, 0, after.stderr);
+    assertStringIncludes(after.stdout, "queue mesh.reports exists");
+    // A refused credential on either side is named, the password never shown.
+    const badAmqp = await controlCli(["broker", "check"], {
+      ...env,
+      MESH_BROKER_URL: `amqp://guest:wrong-secret@127.0.0.1:5672/${vhost}`,
+    });
+    assertEquals(badAmqp.code, 2);
+    assertStringIncludes(badAmqp.stderr, 'refused the credential of "guest"');
+    const badApi = await controlCli(["broker", "check"], {
+      ...env,
+      MESH_BROKER_API_URL: "http://guest:wrong-secret@127.0.0.1:15672",
+    });
+    assertEquals(badApi.code, 2);
+    assertStringIncludes(badApi.stderr, "/api/overview");
+    for (const r of [badAmqp, badApi]) assert(!r.stderr.includes("wrong-secret"));
+  } finally {
+    await api(`/api/vhosts/${vhost}`, "DELETE");
+  }
+});

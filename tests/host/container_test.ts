@@ -28,6 +28,8 @@ import {
   containerRuntime,
   DECLARATION_LABEL,
   ID_LABEL,
+  RESTART_POLICY,
+  runArgv,
   type Runtime,
 } from "../../host/resources/container.ts";
 import { actionApplier } from "../../host/resources/action.ts";
@@ -211,7 +213,7 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
   }
 });
 
-Deno.test("created from the pinned digest, unless-stopped and labelled; then unchanged", async () => {
+Deno.test("created from the pinned digest, restart always and labelled; then unchanged", async () => {
   await withFixture(async (f) => {
     const name = f.name();
     const decl = [await f.container("web", name, { env: { GREETING: "hello" } })];
@@ -222,7 +224,7 @@ Deno.test("created from the pinned digest, unless-stopped and labelled; then unc
     assert(c, "the container exists");
     assert(c.State.Running, c.State.Status);
     assertEquals(c.Config.Image, await image());
-    assertEquals(c.HostConfig.RestartPolicy.Name, "unless-stopped");
+    assertEquals(c.HostConfig.RestartPolicy.Name, "always");
     assert(/^sha256:[0-9a-f]{64}$/.test(c.Config.Labels?.[DECLARATION_LABEL] ?? ""));
     assertEquals(c.Config.Labels?.[ID_LABEL], "web");
     assert(c.Config.Env.includes("GREETING=hello"));
@@ -415,4 +417,30 @@ Deno.test("an image not pinned by digest is refused by the schema and by the app
   } catch (error) {
     assertStringIncludes((error as Error).message, "is not pinned by digest");
   }
+});
+
+Deno.test("migration: a container an earlier host created unless-stopped is replaced once with always", async () => {
+  await withFixture(async (f) => {
+    const name = f.name();
+    const decl = [await f.container("web", name)];
+    // Created exactly as the earlier host did (same label digest), with its restart policy.
+    const first = await f.apply(decl);
+    assertEquals(first.outcome, "applied", problems(first));
+    const runtime = await containerRuntime();
+    const digest = (await inspect(name))!.Config.Labels![DECLARATION_LABEL]!;
+    await removeContainer(name);
+    const argv = runArgv(runtime, decl[0] as Parameters<typeof runArgv>[1], digest);
+    const at = argv.indexOf(RESTART_POLICY);
+    assertEquals(argv[at - 1], "--restart");
+    argv[at] = "unless-stopped";
+    await run(argv);
+    const old = (await inspect(name))!;
+    assertEquals(old.HostConfig.RestartPolicy.Name, "unless-stopped");
+    const migrated = await f.apply(decl);
+    assertEquals(change(migrated, "web"), "updated", problems(migrated));
+    const now = (await inspect(name))!;
+    assertEquals(now.HostConfig.RestartPolicy.Name, "always");
+    assert(now.Id !== old.Id, "replaced, not changed in place");
+    assertEquals(change(await f.apply(decl), "web"), "unchanged");
+  });
 });

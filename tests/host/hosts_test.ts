@@ -14,6 +14,21 @@ import { confirmSystem, parseOsRelease, WrongSystemError } from "../../systems/m
 
 const read = (system: string) => Deno.readTextFileSync(`${ROOT}bundles/substrate-${system}.lock`);
 
+/**
+ * The debian bundle with only its directory and file resources, their paths moved under `dir`:
+ * the rest (the runtime package, containers, actions) would act on this VM itself. The whole
+ * bundle is applied in the lab (tests/host/substrate_lab_test.ts).
+ */
+function debianLayoutUnder(dir: string): string {
+  const bundle = JSON.parse(read("debian")) as {
+    declaration: { resources: { type: string }[] };
+  };
+  bundle.declaration.resources = bundle.declaration.resources.filter((r) =>
+    r.type === "directory" || r.type === "file"
+  );
+  return JSON.stringify(bundle).replaceAll('"/', `"${dir}/`);
+}
+
 Deno.test("a host built for no system refuses everything, naming the hosts that exist", async () => {
   for (const args of [["apply", "x.json"], ["inventory"], []]) {
     const r = await cli("host/main.ts", args);
@@ -113,9 +128,9 @@ Deno.test("no bundle and an empty bundle are different errors; android says why 
 Deno.test("what `bundle` validates is exactly what `reconcile` applies", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    // The debian bundle as carried, with its paths moved under a temporary root so the test
-    // does not touch /etc; the same text goes through both commands' path.
-    const text = read("debian").replaceAll('"/', `"${dir}/`);
+    // The debian bundle's layout, with its paths moved under a temporary root so the test does
+    // not touch /etc; the same text goes through both commands' path.
+    const text = debianLayoutUnder(dir);
     const bundle = await loadBundle(text, "debian");
     const shown = await applyDeclaration(bundle.declaration, {
       system: debian,
@@ -183,7 +198,7 @@ Deno.test("reconcile --every stands aside (exit 0) when its executable is replac
   // A host entry of its own, so that replacing it does not touch the real ones.
   const entry = `${ROOT}host/_identity_probe_${crypto.randomUUID().slice(0, 8)}.ts`;
   const dir = await Deno.makeTempDir();
-  const bundle = read("debian").replaceAll('"/', `"${dir}/`);
+  const bundle = debianLayoutUnder(dir);
   await Deno.writeTextFile(`${dir}/bundle.lock`, bundle);
   const source =
     `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +
@@ -278,27 +293,39 @@ Deno.test("android's unreachable appliers throw unsupported rather than answer",
   }
 });
 
-Deno.test("deno task hosts: where denort cannot be fetched it stops naming DENORT_BIN; a runtime that does not run is refused", async () => {
-  const env = { ...Deno.env.toObject() };
-  delete env.DENORT_BIN;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
-    env,
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stderr = new TextDecoder().decode(out.stderr);
-  if (out.success) return; // this machine can download denort: the hosts were built and probed
-  assertStringIncludes(stderr, "DENORT_BIN");
-  const fake = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`],
-    env: { ...env, DENORT_BIN: "/bin/true" },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assertEquals(fake.success, false);
-  assertStringIncludes(new TextDecoder().decode(fake.stderr), "was written but does not run");
-  await Deno.remove(`${ROOT}dist`, { recursive: true }).catch(() => {});
+Deno.test("deno task hosts: a runtime that does not run is refused and removed; bad arguments are refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const build = (args: string[], env: Record<string, string> = {}) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--quiet", `${ROOT}scripts/build_hosts.ts`, ...args],
+        env,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const native = Deno.build.arch;
+    const fake = await build(["--system", "debian", "--arch", native, "--out", dir], {
+      DENORT_BIN: "/bin/true",
+    });
+    assertEquals(fake.code, 1);
+    assertStringIncludes(new TextDecoder().decode(fake.stderr), "was written but does not run");
+    assertEquals(
+      await Deno.stat(`${dir}/mesh-host-debian-${native}`).then(() => true, () => false),
+      false,
+    );
+    for (
+      const [args, says] of [
+        [["--system", "solaris"], "--system solaris is not a system"],
+        [["--arch", "mips"], "--arch mips is not an architecture"],
+        [["--out", "dist"], "--out must be an absolute path"],
+        [["--bogus"], "bogus"],
+      ] as const
+    ) {
+      const r = await build([...args]);
+      assertEquals(r.code, 2, args.join(" "));
+      assertStringIncludes(new TextDecoder().decode(r.stderr), says);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -138,7 +138,7 @@ for (const kind of ["systemd", "openrc"] as const) {
           "--format",
           "{{.State.Running}} {{.HostConfig.RestartPolicy.Name}}",
         ]);
-        assertEquals(inspect.stdout.trim(), "true unless-stopped");
+        assertEquals(inspect.stdout.trim(), "true always");
         assertEquals(
           (await m.exec(["podman", "exec", "meshweb", "cat", "/tmp/ready"])).stdout,
           "ready\n",

@@ -8,7 +8,8 @@
  *
  * Root filesystems are cached under {@linkcode LAB_CACHE} between runs (rebuilt only when
  * missing or incomplete). Deno and the checkout are bind-mounted in, so the host under test is
- * this project's own code running on that machine. Also: a local OCI registry (Debian
+ * this project's own code running on that machine; a `bare` machine has neither (no Deno, no
+ * checkout), for proving that one copied file is the whole install. Also: a local OCI registry (Debian
  * `docker-registry` on 127.0.0.1:5000) and the busybox image pushed there, pinned by digest.
  *
  * @module
@@ -135,8 +136,8 @@ export interface LabMachine {
   kind: LabKind;
   /** The podman container's name. */
   name: string;
-  /** Where the checkout is mounted inside (read-only). */
-  checkout: string;
+  /** Where the checkout is mounted inside (read-only); `undefined` on a bare machine. */
+  checkout: string | undefined;
   /** Runs `argv` inside the machine; fails as {@linkcode run} does. */
   exec(
     argv: string[],
@@ -144,7 +145,12 @@ export interface LabMachine {
   ): Promise<
     { code: number | null; stdout: string; stderr: string }
   >;
-  /** Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`. */
+  /** Copies a file of this VM into the machine at `dest` (`podman cp`). */
+  copyIn(source: string, dest: string): Promise<void>;
+  /**
+   * Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`.
+   * @throws {Error} on a bare machine, which has no Deno and no checkout.
+   */
   host(entry: string, args: string[], options?: { allowFailure?: boolean }): Promise<
     { code: number | null; stdout: string; stderr: string }
   >;
@@ -155,17 +161,41 @@ export interface LabMachine {
 /** The label every lab machine carries. */
 export const LAB_LABEL = "mesh.lab=1";
 
+/** Options for {@linkcode bootLab}. */
+export interface BootOptions {
+  /** The container's name (default: `mesh-lab-<kind>-<random>`). */
+  name?: string;
+  /** No Deno, no checkout and no Deno cache mounted in: the machine has only its Debian. */
+  bare?: boolean;
+  /**
+   * The podman network (default `host`: the VM's, where the lab registry is 127.0.0.1:5000). A
+   * machine on `bridge` has its own addresses and ports (see {@linkcode labAddress}).
+   */
+  network?: string;
+}
+
 /**
  * Boots a lab machine of `kind` and waits until its init says it is up (systemd: `running` or
  * `degraded` from `is-system-running --wait`; OpenRC: the `default` runlevel reached).
  */
-export async function bootLab(kind: LabKind, options: { name?: string } = {}): Promise<LabMachine> {
+export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise<LabMachine> {
   const image = await ensureLabImage(kind);
   const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
-  const deno = await Deno.realPath(Deno.execPath());
-  const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
-  await Deno.mkdir(denoDir, { recursive: true });
-  const checkout = "/mesh";
+  const checkout = options.bare ? undefined : "/mesh";
+  const mounts: string[] = [];
+  if (checkout !== undefined) {
+    const deno = await Deno.realPath(Deno.execPath());
+    const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME") ?? "/root"}/.cache/deno`;
+    await Deno.mkdir(denoDir, { recursive: true });
+    mounts.push(
+      "-v",
+      `${deno}:/usr/local/bin/deno:ro`,
+      "-v",
+      `${ROOT}:${checkout}:ro`,
+      "-v",
+      `${denoDir}:/root/.cache/deno`,
+    );
+  }
   await run([
     "podman",
     "run",
@@ -180,13 +210,8 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
     // Privileged for podman inside; the VM's network, so 127.0.0.1:5000 is the lab registry.
     "--privileged",
     "--network",
-    "host",
-    "-v",
-    `${deno}:/usr/local/bin/deno:ro`,
-    "-v",
-    `${ROOT}:${checkout}:ro`,
-    "-v",
-    `${denoDir}:/root/.cache/deno`,
+    options.network ?? "host",
+    ...mounts,
     image,
     "/sbin/init",
   ]);
@@ -201,7 +226,15 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
         timeoutMs: opts.timeoutMs ?? 300_000,
       });
     },
+    async copyIn(source, dest) {
+      await run(["podman", "cp", source, `${name}:${dest}`], { timeoutMs: 300_000 });
+    },
     async host(entry, args, opts = {}) {
+      if (checkout === undefined) {
+        throw new Error(
+          `Lab machine ${name} is bare: it has no Deno and no checkout to run ${entry}`,
+        );
+      }
       return await machine.exec(
         ["deno", "run", "-A", "--quiet", `${checkout}/${entry}`, ...args],
         opts,
@@ -212,27 +245,62 @@ export async function bootLab(kind: LabKind, options: { name?: string } = {}): P
     },
   };
   try {
-    const started = Date.now();
-    for (;;) {
-      const probe = kind === "systemd"
-        ? await machine.exec(["systemctl", "is-system-running", "--wait"], {
-          allowFailure: true,
-          timeoutMs: 60_000,
-        })
-        : await machine.exec(["cat", "/run/openrc/softlevel"], { allowFailure: true });
-      const said = probe.stdout.trim();
-      if (kind === "systemd" && (said === "running" || said === "degraded")) break;
-      if (kind === "openrc" && said === "default") break;
-      if (Date.now() - started > 60_000) {
-        throw new Error(`Lab machine ${name} did not come up: ${said || probe.stderr.trim()}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitForInit(machine);
   } catch (error) {
     await machine.destroy();
     throw error;
   }
   return machine;
+}
+
+/**
+ * Waits until the machine's init says it is up (systemd: `running` or `degraded` from
+ * `is-system-running --wait`; OpenRC: the `default` runlevel reached), at most a minute.
+ *
+ * @throws {Error} "Lab machine NAME did not come up: ..." after a minute.
+ */
+export async function waitForInit(machine: LabMachine): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    const probe = machine.kind === "systemd"
+      ? await machine.exec(["systemctl", "is-system-running", "--wait"], {
+        allowFailure: true,
+        timeoutMs: 60_000,
+      })
+      : await machine.exec(["cat", "/run/openrc/softlevel"], { allowFailure: true });
+    const said = probe.stdout.trim();
+    if (machine.kind === "systemd" && (said === "running" || said === "degraded")) return;
+    if (machine.kind === "openrc" && said === "default") return;
+    if (Date.now() - started > 60_000) {
+      throw new Error(
+        `Lab machine ${machine.name} did not come up: ${said || probe.stderr.trim()}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * Reboots a lab machine: its container is restarted (the init stops everything and boots
+ * again; what is on its disk stays), and this waits for its init as {@linkcode bootLab} does.
+ */
+export async function rebootLab(machine: LabMachine): Promise<void> {
+  await run(["podman", "restart", "-t", "30", machine.name], { timeoutMs: 180_000 });
+  await waitForInit(machine);
+}
+
+/** The address of a lab machine booted on a podman network other than `host`. */
+export async function labAddress(machine: LabMachine): Promise<string> {
+  const out = await run([
+    "podman",
+    "inspect",
+    machine.name,
+    "--format",
+    "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+  ]);
+  const address = out.stdout.trim().split(/\s+/)[0];
+  if (!address) throw new Error(`Lab machine ${machine.name} has no address of its own`);
+  return address;
 }
 
 /** The local OCI registry's address. */
@@ -328,4 +396,55 @@ export async function runningLabs(): Promise<string[]> {
     "{{.Names}}",
   ]);
   return out.stdout.split("\n").filter(Boolean);
+}
+
+/**
+ * Makes the lab registry reachable from a machine on the `bridge` network: a TCP forwarder in
+ * this process from the bridge's gateway (port 5000) to {@linkcode REGISTRY}, and in the machine a
+ * registries.conf mirror for `127.0.0.1:5000` at that gateway, so images pinned as
+ * `127.0.0.1:5000/...@sha256:...` are pulled from the same registry. Returns the function that
+ * stops the forwarder.
+ */
+export async function registryForBridge(machine: LabMachine): Promise<() => void> {
+  const gateway = (await run([
+    "podman",
+    "network",
+    "inspect",
+    "podman",
+    "--format",
+    "{{range .Subnets}}{{.Gateway}}{{end}}",
+  ])).stdout.trim();
+  const port = Number(REGISTRY.split(":")[1]);
+  const listener = Deno.listen({ hostname: gateway, port });
+  const open = new Set<Deno.Conn>();
+  (async () => {
+    for await (const conn of listener) {
+      open.add(conn);
+      (async () => {
+        try {
+          const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+          open.add(upstream);
+          await Promise.allSettled([
+            conn.readable.pipeTo(upstream.writable),
+            upstream.readable.pipeTo(conn.writable),
+          ]);
+          open.delete(upstream);
+        } catch { /* a connection that failed is the client's error to see */ }
+        open.delete(conn);
+      })();
+    }
+  })().catch(() => {});
+  await machine.exec([
+    "sh",
+    "-c",
+    `printf '[[registry]]\\nlocation = "${REGISTRY}"\\ninsecure = true\\n\\n[[registry.mirror]]\\nlocation = "${gateway}:${port}"\\ninsecure = true\\n' > /etc/containers/registries.conf.d/50-mesh-lab.conf`,
+  ]);
+  return () => {
+    listener.close();
+    for (const c of open) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
+  };
 }

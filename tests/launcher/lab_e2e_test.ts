@@ -2,11 +2,12 @@
  * launcher.sh end to end in the systemd lab machine, with the real host:
  *
  * 1. launcher.sh and packaging/mesh-host.service installed as the README says; MESH_LIB holds
- *    `mesh-host-0.1.0` (a wrapper running this checkout's host/debian.ts) and `mesh-host`
+ *    `mesh-host-0.1.0` (a wrapper running this checkout's debian host, carrying the layout part of
+ *    the Debian bundle: tests/launcher/layout_host.ts) and `mesh-host`
  *    points at it; `systemctl start mesh-host`; the host completes a reconcile (known-good 0.1.0).
  * 2. `mesh-host-0.2.0` exits 1 at start; `mesh-host` is repointed to it and the unit restarted
  *    (the running host cannot stand aside by itself here: it watches its own main module,
- *    /mesh/host/debian.ts, read-only in the lab, and a repointed symlink does not replace it).
+ *    /mesh/tests/launcher/layout_host.ts, read-only in the lab, and a repointed symlink does not replace it).
  *    After three failures the launcher repoints to 0.1.0, which completes a reconcile:
  *    known-good 0.1.0, the counter removed.
  * 3. `mesh-host-0.3.0` exits 0 on its first three starts (a host standing aside three times),
@@ -51,7 +52,7 @@ async function until(m: LabMachine, what: string, probe: () => Promise<boolean>,
 
 const WRAPPER = `#!/bin/sh
 export HOME=/root DENO_DIR=/root/.cache/deno
-exec deno run -A --quiet /mesh/host/debian.ts "$@"
+exec deno run -A --quiet /mesh/tests/launcher/layout_host.ts "$@"
 `;
 const BROKEN = `#!/bin/sh
 echo x >>/var/lib/mesh/starts-0.2.0
@@ -141,7 +142,9 @@ systemctl restart mesh-host`,
         m,
         "the upgraded host running",
         async () =>
-          (await m.exec(["pgrep", "-f", "/mesh/host/debian.ts"], { allowFailure: true })).code ===
+          (await m.exec(["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts"], {
+            allowFailure: true,
+          })).code ===
             0,
       );
       await new Promise((r) => setTimeout(r, 3_000));
@@ -152,7 +155,8 @@ systemctl restart mesh-host`,
       assertStringIncludes(said, "exited cleanly (standing aside)");
 
       // 4. A clean stop through the launcher.
-      const host = (await m.exec(["pgrep", "-f", "/mesh/host/debian.ts"])).stdout.trim();
+      const host = (await m.exec(["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts"])).stdout
+        .trim();
       assert(/^\d+$/.test(host), `one host process: ${host}`);
       await sh(m, "systemctl stop mesh-host");
       assertEquals(
@@ -161,9 +165,12 @@ systemctl restart mesh-host`,
         "inactive",
       );
       assertEquals((await sh(m, "systemctl show -p Result --value mesh-host")).trim(), "success");
-      const left = await m.exec(["pgrep", "-f", "/mesh/host/debian.ts|launcher.sh"], {
-        allowFailure: true,
-      });
+      const left = await m.exec(
+        ["pgrep", "-f", "/mesh/tests/launcher/layout_host.ts|launcher.sh"],
+        {
+          allowFailure: true,
+        },
+      );
       assertEquals(left.stdout.trim(), "", "no stray process");
       said = await journal(m);
       assertStringIncludes(said, `received SIGTERM; passing SIGTERM to pid ${host} and waiting`);

@@ -1,0 +1,61 @@
+/**
+ * One file is the whole install: a bare lab machine (systemd, no Deno, no checkout mounted)
+ * gets the one-file debian host copied in and nothing else, and it works there: it detects the
+ * machine, applies a declaration convergently and shows the bundle it carries.
+ */
+
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import "../support/mod.ts";
+import { oneFileHost } from "../support/onefile.ts";
+import { bootLab } from "../lab/mod.ts";
+
+Deno.test("one file copied onto a bare Debian machine is the whole install", async () => {
+  const file = await oneFileHost("debian");
+  const m = await bootLab("systemd", { bare: true });
+  try {
+    // Bare: no Deno anywhere, no checkout.
+    const deno = await m.exec(["sh", "-c", "command -v deno || ls /mesh"], { allowFailure: true });
+    assert(deno.code !== 0, `the machine has Deno or a checkout: ${deno.stdout}`);
+    await m.copyIn(file, "/usr/local/sbin/mesh-host");
+    // It detects the machine it is on (its init, its package manager, its container runtime).
+    const inventory = await m.exec(["mesh-host", "inventory", "--json"]);
+    assertStringIncludes(inventory.stdout, "systemd");
+    // It applies a declaration, convergently: the second apply changes nothing. (The carried
+    // bundle raises the whole substrate, which binds ports this host-network machine shares with
+    // the VM: that is tests/host/substrate_lab_test.ts, on a machine with its own address.)
+    const declaration = JSON.stringify({
+      version: 1,
+      resources: [
+        { id: "d", type: "directory", path: "/srv/onefile", mode: "0750" },
+        { id: "f", type: "file", path: "/srv/onefile/hello", mode: "0640", content: "hello\n" },
+        { id: "p", type: "package", package: "podman" },
+      ],
+    });
+    await m.exec(["sh", "-c", 'printf %s "$1" > /root/d.json', "sh", declaration]);
+    const first = await m.exec(["mesh-host", "apply", "/root/d.json", "--json"], {
+      allowFailure: true,
+    });
+    assertEquals(first.code, 0, first.stderr + first.stdout);
+    const r1 = JSON.parse(first.stdout) as { outcome: string; changes: { change: string }[] };
+    assertEquals(r1.outcome, "applied");
+    assert(r1.changes.some((c) => c.change === "created"), first.stdout);
+    const second = await m.exec(["mesh-host", "apply", "/root/d.json", "--json"]);
+    const r2 = JSON.parse(second.stdout) as { outcome: string; changes: { change: string }[] };
+    assertEquals(r2.changes.filter((c) => c.change !== "unchanged"), []);
+    assertEquals((await m.exec(["stat", "-c", "%a", "/srv/onefile/hello"])).stdout.trim(), "640");
+    assertStringIncludes((await m.exec(["cat", "/var/lib/mesh/host/known-good"])).stdout, ".");
+    // It shows the bundle it carries (what reconcile would do), changing nothing.
+    const shown = await m.exec(["mesh-host", "bundle"]);
+    assertStringIncludes(shown.stdout, "bundle substrate-debian");
+    assertStringIncludes(shown.stdout, "dry run");
+    // It runs from the cache it unpacked, under /var/lib/mesh.
+    const cached = await m.exec([
+      "sh",
+      "-c",
+      "ls /var/lib/mesh/runtime/runtime /var/lib/mesh/runtime/program",
+    ]);
+    assert(/[0-9a-f]{64}/.test(cached.stdout), cached.stdout);
+  } finally {
+    await m.destroy();
+  }
+});

@@ -1,0 +1,234 @@
+/**
+ * The one-file host (scripts/onefile.ts), run as a process on this VM: argv, exit codes and
+ * signals are the program's own; it unpacks once into a content-addressed cache and verifies
+ * what it unpacked; it refuses, naming why, when it cannot unpack.
+ */
+
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
+import { oneFileHost } from "../support/onefile.ts";
+
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+
+async function runFile(
+  path: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(path, { args, env, stdout: "piped", stderr: "piped" })
+    .output();
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a content-addressed cache", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  const env = { MESH_RUNTIME_CACHE: `${dir}/cache` };
+  try {
+    const help = await runFile(file, ["--help"], env);
+    assertEquals(help.code, 0, help.stderr);
+    assertStringIncludes(help.stdout, "Usage: mesh-host-debian");
+    const [runtime] = [...Deno.readDirSync(`${dir}/cache/runtime`)].map((e) => e.name);
+    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].map((e) => e.name);
+    assert(runtime && /^[0-9a-f]{64}$/.test(runtime), `runtime dir ${runtime}`);
+    assert(program && /^[0-9a-f]{64}$/.test(program), `program dir ${program}`);
+    // The directories are named by the digest of what is in them.
+    const sum = async (path: string) =>
+      decode(
+        (await new Deno.Command("sha256sum", { args: [path], stdout: "piped" }).output()).stdout,
+      ).split(" ")[0];
+    assertEquals(await sum(`${dir}/cache/runtime/${runtime}/deno`), runtime);
+    assertEquals(await sum(`${dir}/cache/program/${program}/main.js`), program);
+    const mtime = Deno.statSync(`${dir}/cache/runtime/${runtime}/deno`).mtime?.getTime();
+
+    // argv reaches the program word for word, and its exit codes are its own.
+    const unknown = await runFile(file, ["no such", "command"], env);
+    assertEquals(unknown.code, 2);
+    assertStringIncludes(unknown.stderr, "unknown command 'no such'");
+    await Deno.writeTextFile(`${dir}/bad decl.json`, '{"version": 1, "resources": [{"id": 1}]}');
+    const refused = await runFile(file, [
+      "apply",
+      `${dir}/bad decl.json`,
+      "--state-dir",
+      `${dir}/state`,
+    ], env);
+    assertEquals(refused.code, 2, refused.stderr + refused.stdout);
+    assertStringIncludes(refused.stdout + refused.stderr, "resources[0]");
+    const owned = await runFile(file, ["owned", "--json", "--state-dir", `${dir}/state`], env);
+    assertEquals(owned.code, 0, owned.stderr);
+
+    // A program file changed in the cache is noticed and unpacked again, not run.
+    await Deno.writeTextFile(`${dir}/cache/program/${program}/main.js`, "Deno.exit(42);\n");
+    const again = await runFile(file, ["--help"], env);
+    assertEquals(again.code, 0, again.stderr);
+    assertEquals(await sum(`${dir}/cache/program/${program}/main.js`), program);
+    // The runtime was not unpacked a second time.
+    assertEquals(Deno.statSync(`${dir}/cache/runtime/${runtime}/deno`).mtime?.getTime(), mtime);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the process a caller starts is the program itself: signals reach it", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  try {
+    // The link retries an unreachable broker until it is stopped; SIGTERM stops it cleanly (0).
+    const child = new Deno.Command(file, {
+      args: [
+        "link",
+        "--broker",
+        "amqp://n:p@127.0.0.1:1/%2F",
+        "--node",
+        "onefile-probe",
+        "--state-dir",
+        `${dir}/state`,
+      ],
+      env: { MESH_RUNTIME_CACHE: `${dir}/cache` },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const started = Date.now();
+    let exe = "";
+    for (;;) {
+      exe = await Deno.readLink(`/proc/${child.pid}/exe`).catch(() => "");
+      if (exe.endsWith("/deno")) break;
+      assert(Date.now() - started < 60_000, `pid ${child.pid} never became the runtime (${exe})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert(exe.startsWith(`${dir}/cache/runtime/`), `pid ${child.pid} runs ${exe}`);
+    // Wait until the program itself is up (it says so on stderr), then stop it.
+    const reader = child.stderr.getReader();
+    let said = "";
+    while (!said.includes("retrying")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      said += decode(value);
+    }
+    child.kill("SIGTERM");
+    reader.releaseLock();
+    const status = await child.status;
+    assertEquals([status.code, status.signal], [0, null], said);
+    await child.stdout.cancel();
+    await child.stderr.cancel();
+
+    // A signal the program does not handle ends it, and the caller sees that signal.
+    const killed = new Deno.Command(file, {
+      args: ["link", "--broker", "amqp://n:p@127.0.0.1:1/%2F", "--node", "onefile-probe"],
+      env: { MESH_RUNTIME_CACHE: `${dir}/cache` },
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    await new Promise((r) => setTimeout(r, 300));
+    killed.kill("SIGKILL");
+    const k = await killed.status;
+    assertEquals(k.signal, "SIGKILL");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a one-file host that cannot unpack refuses with exit 3, naming why, and runs nothing", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  try {
+    // No writable cache.
+    await Deno.writeTextFile(`${dir}/not-a-dir`, "");
+    const blocked = await runFile(file, ["--help"], {
+      MESH_RUNTIME_CACHE: `${dir}/not-a-dir/cache`,
+    });
+    assertEquals(blocked.code, 3, blocked.stderr);
+    assertEquals(blocked.stdout, "");
+    assertStringIncludes(blocked.stderr, `cannot create the cache directory "${dir}/not-a-dir`);
+    assertStringIncludes(blocked.stderr, "MESH_RUNTIME_CACHE");
+    const relative = await runFile(file, ["--help"], { MESH_RUNTIME_CACHE: "cache" });
+    assertEquals(relative.code, 3);
+    assertStringIncludes(relative.stderr, "must be an absolute path");
+
+    // A truncated file: the program segment is cut short.
+    const bytes = await Deno.readFile(file);
+    await Deno.writeFile(`${dir}/truncated`, bytes.subarray(0, bytes.length - 1000), {
+      mode: 0o755,
+    });
+    const truncated = await runFile(`${dir}/truncated`, ["--help"], {
+      MESH_RUNTIME_CACHE: `${dir}/cache`,
+    });
+    assertEquals(truncated.code, 3, truncated.stderr);
+    assertStringIncludes(truncated.stderr, "cannot unpack the program");
+    assertStringIncludes(truncated.stderr, "damaged or truncated");
+
+    // A damaged file whose gzip still decodes: the digest catches it. The last bytes of the
+    // program segment are gzip's CRC and size; flipping a byte of the deflate stream in a stored
+    // block would pass gzip only by luck, so the recorded digest is changed instead.
+    const text = decode(bytes.subarray(0, 4096));
+    const sha = /program_sha=([0-9a-f]{64})/.exec(text)![1]!;
+    const forged = new TextEncoder().encode(
+      text.replace(`program_sha=${sha}`, `program_sha=${"0".repeat(64)}`),
+    );
+    const copy = bytes.slice();
+    copy.set(forged.subarray(0, 4096), 0);
+    await Deno.writeFile(`${dir}/damaged`, copy, { mode: 0o755 });
+    const damaged = await runFile(`${dir}/damaged`, ["--help"], {
+      MESH_RUNTIME_CACHE: `${dir}/cache`,
+    });
+    assertEquals(damaged.code, 3, damaged.stderr);
+    assertStringIncludes(damaged.stderr, `does not have the sha256 ${"0".repeat(64)}`);
+    assertEquals(
+      await Deno.stat(`${dir}/cache/program/${"0".repeat(64)}`).then(() => true, () => false),
+      false,
+      "nothing unverified is left in the cache",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a one-file host stands aside when the file it was started from is replaced", async () => {
+  const built = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  try {
+    // The file's own path is what is watched, not the runtime in the cache (which does not
+    // change when the file is replaced).
+    await Deno.copyFile(built, `${dir}/mesh-host`);
+    const child = new Deno.Command("./mesh-host", {
+      args: [
+        "link",
+        "--broker",
+        "amqp://n:p@127.0.0.1:1/%2F",
+        "--node",
+        "onefile-probe",
+        "--every",
+        "1s",
+        "--state-dir",
+        `${dir}/state`,
+      ],
+      cwd: dir,
+      env: { MESH_RUNTIME_CACHE: `${dir}/cache` },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stderr.getReader();
+    let said = "";
+    while (!said.includes("retrying")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      said += decode(value);
+    }
+    await Deno.copyFile(built, `${dir}/mesh-host.new`);
+    await Deno.rename(`${dir}/mesh-host.new`, `${dir}/mesh-host`);
+    // A host that misses the replacement would run forever: stopped after a minute, it fails.
+    const guard = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      said += decode(value);
+    }
+    const status = await child.status;
+    clearTimeout(guard);
+    await child.stdout.cancel();
+    assertEquals([status.code, status.signal], [0, null], said);
+    assertMatch(said, /the executable "[^"]*\/mesh-host" was replaced/);
+    assertStringIncludes(said, `the executable "${dir}/`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

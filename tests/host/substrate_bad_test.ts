@@ -1,0 +1,129 @@
+/**
+ * The Debian bundle against bad input, on a bare OpenRC lab machine (its own network address, no
+ * Deno, no checkout; the one-file host copied in): an image the registry lacks fails naming it and
+ * nothing after it runs; a store container that runs but does not answer fails the next step's
+ * verify with the reason; then the carried bundle, reconciled on that same machine, resumes and
+ * converges with OpenRC, and a second reconcile changes nothing.
+ *
+ * The broken variants are the carried bundle's own declaration with one resource changed,
+ * applied with `mesh-host apply` (a local file is trusted input, as the bundle is).
+ */
+
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { ROOT } from "../support/mod.ts";
+import { oneFileHost } from "../support/onefile.ts";
+import { bootLab, type LabMachine, registryForBridge } from "../lab/mod.ts";
+import { ensureSubstrateImages } from "../support/substrate.ts";
+
+interface Result {
+  outcome: string;
+  applied: number;
+  total: number;
+  changes: { id: string; change: string }[];
+  problems: { id?: string; message: string }[];
+}
+
+interface Resource {
+  id: string;
+  type: string;
+  image?: string;
+  args?: string[];
+  command?: string[];
+  [key: string]: unknown;
+}
+
+async function hostRun(
+  m: LabMachine,
+  args: string[],
+): Promise<Result & { code: number | null; raw: string }> {
+  const r = await m.exec(["mesh-host", ...args, "--json"], {
+    allowFailure: true,
+    timeoutMs: 900_000,
+  });
+  try {
+    return { ...(JSON.parse(r.stdout) as Result), code: r.code, raw: r.stdout + r.stderr };
+  } catch {
+    throw new Error(
+      `mesh-host ${args.join(" ")} printed no result (exit ${r.code}): ${r.stdout}\n${r.stderr}`,
+    );
+  }
+}
+
+async function applyVariant(
+  m: LabMachine,
+  change: (resources: Resource[]) => void,
+): Promise<Result & { code: number | null; raw: string }> {
+  const bundle = JSON.parse(await Deno.readTextFile(`${ROOT}bundles/substrate-debian.lock`)) as {
+    declaration: { version: 1; resources: Resource[] };
+  };
+  change(bundle.declaration.resources);
+  await m.exec([
+    "sh",
+    "-c",
+    'printf %s "$1" > /root/variant.json',
+    "sh",
+    JSON.stringify(bundle.declaration),
+  ]);
+  return await hostRun(m, ["apply", "/root/variant.json"]);
+}
+
+Deno.test({
+  name:
+    "the debian bundle on OpenRC: a missing image, a store that does not answer, then it resumes and converges",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await ensureSubstrateImages();
+    const file = await oneFileHost("debian");
+    const m = await bootLab("openrc", { bare: true, network: "bridge" });
+    const stopForwarder = await registryForBridge(m);
+    try {
+      await m.copyIn(file, "/usr/local/sbin/mesh-host");
+      const ids = (r: Result) => r.changes.map((c) => c.id);
+
+      // 1. The store pins an image the registry lacks.
+      const missing = `127.0.0.1:5000/mesh-postgres@sha256:${"0".repeat(64)}`;
+      const bad = await applyVariant(m, (rs) => {
+        rs.find((r) => r.id === "store")!.image = missing;
+      });
+      assertEquals([bad.code, bad.outcome], [1, "failed"], bad.raw);
+      const problem = bad.problems.find((p) => p.id === "store");
+      assert(problem, bad.raw);
+      assertStringIncludes(problem.message, missing);
+      // Nothing after it ran: no database step, no broker.
+      for (const id of ["inventory-database", "inventory-schema", "broker", "broker-topology"]) {
+        assert(!ids(bad).includes(id), `${id} ran after the failed store: ${bad.raw}`);
+      }
+      const running = await m.exec(["podman", "ps", "-a", "--format", "{{.Names}}"]);
+      assertEquals(running.stdout.trim(), "", "no container was created");
+
+      // 2. The store runs but does not answer: the next step's verify fails with the reason.
+      const silent = await applyVariant(m, (rs) => {
+        const store = rs.find((r) => r.id === "store")!;
+        store.args = [...(store.args ?? []), "--entrypoint", "sleep"];
+        store.command = ["infinity"];
+      });
+      assertEquals([silent.code, silent.outcome], [1, "failed"], silent.raw);
+      assertEquals(silent.changes.find((c) => c.id === "store")?.change, "created");
+      const why = silent.problems.find((p) => p.id === "inventory-database");
+      assert(why, silent.raw);
+      assertStringIncludes(why.message, "did not answer");
+      assertStringIncludes(why.message, "/var/run/postgresql");
+
+      // 3. The carried bundle resumes and converges, with OpenRC; then nothing changes.
+      const good = await hostRun(m, ["reconcile"]);
+      assertEquals([good.code, good.outcome], [0, "applied"], good.raw);
+      assertEquals(good.changes.find((c) => c.id === "store")?.change, "updated");
+      const again = await hostRun(m, ["reconcile"]);
+      assertEquals(again.changes.filter((c) => c.change !== "unchanged"), [], again.raw);
+      assertEquals(
+        (await m.exec(["cat", "/run/openrc/softlevel"])).stdout.trim(),
+        "default",
+        "the machine runs OpenRC",
+      );
+    } finally {
+      stopForwarder();
+      await m.destroy();
+    }
+  },
+});

@@ -1,0 +1,44 @@
+/**
+ * The one-file host (scripts/onefile.ts) for tests: built once per test process by the real
+ * `deno task hosts` for this machine's architecture (the compiled form when `DENORT_BIN` is set), into `dist/test/` (ignored by git).
+ *
+ * @module
+ */
+
+import { run } from "../../lib/command.ts";
+import { ROOT } from "./mod.ts";
+
+const built = new Map<string, Promise<string>>();
+
+/** This machine's architecture in `uname -m` spelling. */
+export const NATIVE_ARCH = Deno.build.arch;
+
+/**
+ * Builds (once per process) the one-file host of `system` for this machine and returns its path.
+ *
+ * @throws {CommandError} when the build fails.
+ */
+export function oneFileHost(system = "debian"): Promise<string> {
+  let path = built.get(system);
+  if (path === undefined) {
+    path = (async () => {
+      const out = `${ROOT}dist/test`;
+      await run([
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--quiet",
+        `${ROOT}scripts/build_hosts.ts`,
+        "--system",
+        system,
+        "--arch",
+        NATIVE_ARCH,
+        "--out",
+        out,
+      ], { timeoutMs: 15 * 60_000 });
+      return `${out}/mesh-host-${system}-${NATIVE_ARCH}`;
+    })();
+    built.set(system, path);
+  }
+  return path;
+}
