@@ -204,8 +204,14 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerApiOption())
     .action(async (opts: Connections & { topology?: boolean }) => {
       const { checkBroker } = await import("./broker_admin.ts");
-      const said = await checkBroker(endpoints(opts), { topology: opts.topology === true });
-      for (const line of said) out(`${line}\n`);
+      // Every member is asked: a cluster works only when each member a program may fail over to
+      // answers (the first that does not is the refusal).
+      const urls = brokers(opts);
+      const api = need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL");
+      for (const amqp of urls) {
+        const said = await checkBroker({ amqp, api }, { topology: opts.topology === true });
+        for (const line of said) out(`${line}\n`);
+      }
     });
 
   const node = program.command("node").description("nodes and their modules");
