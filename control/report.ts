@@ -9,14 +9,27 @@
  * @module
  */
 
+import { formatDuration } from "../lib/duration.ts";
 import { printable } from "../lib/printable.ts";
 import type { NodeState } from "./inventory.ts";
-import { classify, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
+import {
+  type Clock,
+  type DeclarationVerdict,
+  isAlarm,
+  judge,
+  type NodeKind,
+  SILENCE_INTERVALS,
+  type Verdict,
+  VERDICT_WORDS,
+  VERDICTS,
+} from "./state.ts";
 
 /** One machine on the board. Optional fields are absent, never null. */
 export interface BoardMachine {
   name: string;
   system: string;
+  /** `server` (silence is an alarm) or `episodic` (away is no alarm). */
+  kind: NodeKind;
   verdict: Verdict;
   /** The verdict in words ("never spoke"). */
   words: string;
@@ -34,8 +47,19 @@ export interface BoardMachine {
   pushedAt?: string;
   /** The generation the last report is about (absent for a node that never spoke). */
   reportedGeneration?: number;
-  /** When the last report arrived (absent for a node that never spoke). */
+  /**
+   * When the control plane received the last report: when the node was last heard (absent for a
+   * node that never spoke). The node's own clock is never used.
+   */
   lastReportAt?: string;
+  /** The reconcile interval the last report stated, in ms (absent for a node that never spoke). */
+  intervalMs?: number;
+  /** False when the last report stated no interval and the link's default was assumed. */
+  intervalStated?: boolean;
+  /** How long after `lastReportAt` the node is still heard, in ms (the silence rule). */
+  quietAllowedMs?: number;
+  /** What its reports say, for a node whose verdict is `silent` or `away` (e.g. `ok`). */
+  said?: DeclarationVerdict;
   /** Why the last report was made (absent for a node that never spoke). */
   trigger?: string;
   /** The last report's problems (empty when none or when it never spoke). */
@@ -48,21 +72,27 @@ export interface Board {
   generatedAt: string;
   /** Nodes enrolled. */
   nodes: number;
+  /** The grace of the silence rule, in ms: allowed quiet = 2 intervals + this. */
+  graceMs: number;
   /** Nodes per verdict (every verdict present, 0 when none). */
   counts: Record<Verdict, number>;
   /** Every node, the ones not doing what they were told first. */
   machines: BoardMachine[];
 }
 
-/** Builds the board from one read of the node states. */
-export function gatherBoard(states: NodeState[], now: Date = new Date()): Board {
+/**
+ * Builds the board from one read of the node states, judging silence at `clock.now` (the
+ * inventory database's clock: {@linkcode readClock}).
+ */
+export function gatherBoard(states: NodeState[], clock: Clock): Board {
   const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
   const machines = states.map((node) => {
-    const { verdict, applied, total } = classify(node);
+    const { verdict, said, applied, total, presence } = judge(node, clock);
     counts[verdict]++;
     const machine: BoardMachine = {
       name: node.name,
       system: node.system,
+      kind: node.kind,
       verdict,
       words: VERDICT_WORDS[verdict],
       applied,
@@ -82,6 +112,12 @@ export function gatherBoard(states: NodeState[], now: Date = new Date()): Board 
       machine.reportedGeneration = node.report.generation;
       machine.lastReportAt = node.report.receivedAt.toISOString();
       machine.trigger = node.report.trigger;
+      if (presence !== undefined) {
+        machine.intervalMs = presence.intervalMs;
+        machine.intervalStated = presence.intervalStated;
+        machine.quietAllowedMs = presence.allowedMs;
+      }
+      if (verdict === "silent" || verdict === "away") machine.said = said;
       machine.problems = node.report.problems.map((p) => ({
         ...(p.id !== undefined ? { id: p.id } : {}),
         ...(p.path !== undefined ? { path: p.path } : {}),
@@ -92,12 +128,18 @@ export function gatherBoard(states: NodeState[], now: Date = new Date()): Board 
   });
   const rank = (v: Verdict) => VERDICTS.indexOf(v);
   machines.sort((a, b) => rank(a.verdict) - rank(b.verdict) || a.name.localeCompare(b.name));
-  return { generatedAt: now.toISOString(), nodes: states.length, counts, machines };
+  return {
+    generatedAt: clock.now.toISOString(),
+    nodes: states.length,
+    graceMs: clock.graceMs,
+    counts,
+    machines,
+  };
 }
 
-/** The nodes not doing what they were told. */
+/** The nodes not doing what they were told (every verdict but `ok` and `away`). */
 export function behindMachines(board: Board): BoardMachine[] {
-  return board.machines.filter((m) => m.verdict !== "ok");
+  return board.machines.filter((m) => isAlarm(m.verdict));
 }
 
 /** `board --json`. */
@@ -105,25 +147,36 @@ export function boardJson(board: Board): string {
   return JSON.stringify(board, null, 2) + "\n";
 }
 
-/** `status --json`: the same machines as the board, only those not doing what they were told. */
+/**
+ * The machines status lists: those not doing what they were told, then the episodic nodes that
+ * are away (listed with when they were last heard, not counted as behind).
+ */
+export function statusMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => m.verdict !== "ok");
+}
+
+/**
+ * `status --json`: the same machines as the board, only those not doing what they were told
+ * (`behind` counts them) and those away.
+ */
 export function statusJson(board: Board): string {
-  const machines = behindMachines(board);
   return JSON.stringify(
     {
       generatedAt: board.generatedAt,
       nodes: board.nodes,
-      behind: machines.length,
+      behind: behindMachines(board).length,
+      graceMs: board.graceMs,
       counts: board.counts,
-      machines,
+      machines: statusMachines(board),
     },
     null,
     2,
   ) + "\n";
 }
 
-function line(m: BoardMachine): string {
+function line(m: BoardMachine, board: Board): string {
   const how = `${m.applied} of ${m.total}`;
-  const parts = [m.name.padEnd(20), m.words.padEnd(12), how.padEnd(10)];
+  const parts = [m.name.padEnd(20), m.words.padEnd(12), how.padEnd(10), m.kind.padEnd(8)];
   if (m.generation !== undefined) parts.push(`gen ${m.generation}`.padEnd(8));
   else parts.push("never pushed".padEnd(8));
   if (m.lastReportAt !== undefined) {
@@ -137,7 +190,27 @@ function line(m: BoardMachine): string {
     out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
     if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
   }
+  if (m.verdict === "silent" || m.verdict === "away" || m.said !== undefined) {
+    out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
+  }
   return out;
+}
+
+/** Why a node is silent or away: last heard, the rule, what it said, what waits for it. */
+function quietLine(m: BoardMachine, board: Board): string {
+  const interval = formatDuration(m.intervalMs!);
+  const allowed = formatDuration(m.quietAllowedMs!);
+  const quiet = formatDuration(Date.parse(board.generatedAt) - Date.parse(m.lastReportAt!));
+  const rule = `reports every ${interval}${
+    m.intervalStated ? "" : " (assumed: its reports state none)"
+  }, heard for ${allowed} after (${SILENCE_INTERVALS} intervals + ${
+    formatDuration(board.graceMs)
+  } grace)`;
+  const said = m.said === "outstanding"
+    ? `generation ${m.generation} pushed ${m.pushedAt} is waiting for it`
+    : `its last report said ${VERDICT_WORDS[m.said!]}`;
+  const alarm = m.verdict === "away" ? "; episodic, no alarm" : "";
+  return `last heard ${m.lastReportAt}, quiet ${quiet}; ${rule}; ${said}${alarm}`;
 }
 
 function countsLine(board: Board): string {
@@ -147,13 +220,19 @@ function countsLine(board: Board): string {
 /** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
 export function statusText(board: Board): string {
   if (board.nodes === 0) return "no nodes enrolled\n";
-  const machines = behindMachines(board);
-  if (machines.length === 0) {
-    return `all ${board.nodes} nodes are doing what they were told (${countsLine(board)})\n`;
+  const behind = behindMachines(board).length;
+  const listed = statusMachines(board);
+  const lines = listed.map((m) => line(m, board)).join("\n");
+  if (behind === 0) {
+    return listed.length === 0
+      ? `all ${board.nodes} nodes are doing what they were told (${countsLine(board)})\n`
+      : `all ${board.nodes} nodes are doing what they were told or are away (episodic, no alarm) (${
+        countsLine(board)
+      })\n${lines}\n`;
   }
-  return `${machines.length} of ${board.nodes} nodes are not doing what they were told (${
+  return `${behind} of ${board.nodes} nodes are not doing what they were told (${
     countsLine(board)
-  })\n` + machines.map(line).join("\n") + "\n";
+  })\n${lines}\n`;
 }
 
 /** `board`: every node, the ones not doing what they were told first. */
@@ -161,6 +240,7 @@ export function boardText(board: Board): string {
   if (board.nodes === 0) return `board at ${board.generatedAt}: no nodes enrolled\n`;
   return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}\n` +
     board.machines.map((m) =>
-      line(m) + (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
+      line(m, board) +
+      (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
     ).join("\n") + "\n";
 }

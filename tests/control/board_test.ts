@@ -529,7 +529,7 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
     assertEquals(boardJ.code, 0, boardJ.stderr);
     const board = json(boardJ, "board --json");
     assertEquals([board.nodes, board.machines], [0, []]);
-    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0]);
+    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0]);
     assertEquals([...walk(board)].filter((n) => n.value === null), []);
   } finally {
     await inv.drop();

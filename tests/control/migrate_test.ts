@@ -64,6 +64,7 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
       "declarations",
       "modules",
       "nodes",
+      "removals",
       "reports",
       "schema_migrations",
     ]);
