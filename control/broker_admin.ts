@@ -365,13 +365,17 @@ export async function deleteNodeAccount(
   const userPath = `/api/users/${encodeURIComponent(node)}`;
 
   const exists = await requireNodeAccount(api, amqpTarget, node, action, options);
+  const open = await userConnections(api, node, { action, options });
   if (exists) await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
-  // The account is gone first, so nothing closed now can come back with it.
-  const connections = await closeUserConnections(api, node, {
+  // The account is gone first, so nothing closed now can come back with it. (RabbitMQ closes a
+  // deleted user's connections itself, "user ... is deleted"; they are closed here whatever the
+  // broker does, and asked about until none is left.)
+  const closed = await closeUserConnections(api, node, {
     action,
     options,
     reason: options.reason ?? `mesh-control: the broker account of node ${node} was deleted`,
   });
+  const connections = new Set([...open, ...closed]).size;
 
   const queue = nodeQueue(node);
   await withChannel(amqpTarget, action, options, async (ch, step) => {
@@ -420,11 +424,11 @@ export async function rotateNodePassword(
   const account = { account: node, password, url: amqpTarget.urlFor(node, password) };
   let connections: number;
   try {
-    connections = await closeUserConnections(api, node, {
+    connections = (await closeUserConnections(api, node, {
       action,
       options,
       reason: options.reason ?? `mesh-control: the credential of node ${node} was rotated`,
-    });
+    })).length;
   } catch (error) {
     throw new RotationIncomplete(
       `${
@@ -476,6 +480,7 @@ export async function revokeBuilderAccount(
   const api = parseApi(endpoints.api, action);
   const userPath = `/api/users/${encodeURIComponent(account)}`;
   const user = await request(api, "GET", userPath, { action, expect: [200, 404], options });
+  const open = await userConnections(api, account, { action, options });
   if (user.status === 200) {
     await requireAccountShape(api, amqpTarget, account, builderPermissions(), user.body, {
       action,
@@ -484,12 +489,12 @@ export async function revokeBuilderAccount(
     });
     await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
   }
-  const connections = await closeUserConnections(api, account, {
+  const closed = await closeUserConnections(api, account, {
     action,
     options,
     reason: `mesh-control: builder ${name} was revoked`,
   });
-  return { account: user.status === 200, connections };
+  return { account: user.status === 200, connections: new Set([...open, ...closed]).size };
 }
 
 /**
@@ -582,7 +587,7 @@ async function userConnections(
  * with `X-Reason`, which the client receives in its CONNECTION_FORCED close), then asks again
  * until none is listed: the API's list trails the broker by a moment, both ways.
  *
- * @returns how many connections were closed.
+ * @returns the names of the connections closed here.
  * @throws {BrokerError} when the API refuses, or connections are still listed after
  *   {@linkcode CLOSE_SETTLE_MS}.
  */
@@ -590,12 +595,12 @@ async function closeUserConnections(
   api: ApiTarget,
   user: string,
   how: { action: string; options: BrokerOptions; reason: string },
-): Promise<number> {
+): Promise<string[]> {
   const closed = new Set<string>();
   const deadline = Date.now() + CLOSE_SETTLE_MS;
   for (;;) {
     const open = await userConnections(api, user, how);
-    if (open.length === 0) return closed.size;
+    if (open.length === 0) return [...closed];
     for (const name of open) {
       await request(api, "DELETE", `/api/connections/${encodeURIComponent(name)}`, {
         action: how.action,
