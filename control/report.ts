@@ -58,7 +58,12 @@ export interface BoardMachine {
   intervalStated?: boolean;
   /** How long after `lastReportAt` the node is still heard, in ms (the silence rule). */
   quietAllowedMs?: number;
-  /** What its reports say, for a node whose verdict is `silent` or `away` (e.g. `ok`). */
+  /** True when it has been quiet longer than `quietAllowedMs` (absent for a node that never spoke). */
+  overdue?: boolean;
+  /**
+   * What its reports say, for a node quiet for longer than allowed (`silent`, `away`, or an
+   * episodic node away whose reports said `refused` or `failed`).
+   */
   said?: DeclarationVerdict;
   /** Why the last report was made (absent for a node that never spoke). */
   trigger?: string;
@@ -116,8 +121,9 @@ export function gatherBoard(states: NodeState[], clock: Clock): Board {
         machine.intervalMs = presence.intervalMs;
         machine.intervalStated = presence.intervalStated;
         machine.quietAllowedMs = presence.allowedMs;
+        machine.overdue = presence.overdue;
+        if (presence.overdue) machine.said = said;
       }
-      if (verdict === "silent" || verdict === "away") machine.said = said;
       machine.problems = node.report.problems.map((p) => ({
         ...(p.id !== undefined ? { id: p.id } : {}),
         ...(p.path !== undefined ? { path: p.path } : {}),
@@ -190,7 +196,7 @@ function line(m: BoardMachine, board: Board): string {
     out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
     if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
   }
-  if (m.verdict === "silent" || m.verdict === "away" || m.said !== undefined) {
+  if (m.overdue) {
     out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
   }
   return out;
