@@ -12,11 +12,10 @@
  */
 
 import { connect } from "amqplib";
-import type { ChannelModel, ConsumeMessage } from "amqplib";
+import type { ChannelModel } from "amqplib";
 import { Buffer } from "node:buffer";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import {
-  BUILD_QUEUE,
   BUILD_REQUEST_KEY,
   EXCHANGE,
   nodeQueue,
