@@ -36,7 +36,23 @@ export {
   type ReconcileResult,
   type RunStatus,
 } from "./reconcile/run.ts";
-export { stampLine, summaryLine, toJson, toText, toTextfile } from "./reconcile/report.ts";
+export {
+  stampLine,
+  summaryLine,
+  toJson,
+  toResultFile,
+  toText,
+  toTextfile,
+} from "./reconcile/report.ts";
+export {
+  countFindings,
+  DriftSummary,
+  type FindingCount,
+  MAX_RESULT_BYTES,
+  RESULT_FILE_VERSION,
+  ResultFile,
+  summarise,
+} from "./lib/drift.ts";
 export { adoptRegistry } from "./reconcile/adopt.ts";
 export {
   batchDisable,

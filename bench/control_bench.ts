@@ -482,6 +482,49 @@ async function seedStatus(sql: Sql): Promise<void> {
   };
 }
 
+/**
+ * Drift summaries for the status fixture's nodes, as ingest stores them (`node_drift`), by
+ * `i % 50`: 0 drift (1 port/rogue, 2 container/missing), 1 unobservable, 2 unreadable, 3 stale
+ * (ran 3 hours ago, every 15 minutes), 4-5 not checked (no row), the rest clean; the nodes that
+ * never spoke have none.
+ */
+async function seedDrift(sql: Sql): Promise<void> {
+  const base = new Date().toISOString();
+  await sql.unsafe(`
+    insert into node_drift (node, summary, reported_at, received_at)
+    select format('node-%s', lpad(i::text, 5, '0')),
+      case
+        when i % 50 = 2 then jsonb_build_object('status', 'unreadable',
+          'path', '/var/lib/mesh/reconcile/result.json',
+          'problem', 'not UTF-8 JSON (truncated?): Unexpected end of JSON input')
+        else jsonb_build_object(
+          'status', case i % 50 when 0 then 'drift' when 1 then 'unobservable' else 'clean' end,
+          'ranAt', to_char(('${base}'::timestamptz - case when i % 50 = 3 then interval '3 hours'
+            else interval '4 minutes' end) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+          'intervalSeconds', 900,
+          'registry', '/var/lib/mesh/reconcile/registry.yaml',
+          'entries', 12,
+          'findings', case when i % 50 = 0 then
+            '[{"check":"container","direction":"missing","count":2},{"check":"port","direction":"rogue","count":1}]'::jsonb
+            else '[]'::jsonb end)
+          || case when i % 50 = 1 then '{"unobserved":["podman@root"]}'::jsonb
+             else '{}'::jsonb end
+      end,
+      '${base}'::timestamptz - interval '1 minute', '${base}'::timestamptz - interval '1 minute'
+    from generate_series(1, ${STATUS_NODES}) i
+    where i % 50 not in (4, 5)`);
+  await sql.unsafe("analyze node_drift");
+}
+
+const EXPECTED_DRIFT_COUNTS = {
+  "drift": STATUS_NODES / 50,
+  "unobservable": STATUS_NODES / 50,
+  "unreadable": STATUS_NODES / 50,
+  "stale": STATUS_NODES / 50,
+  "not-checked": (STATUS_NODES / 50) * 2 + NEVER_SPOKE,
+  "clean": STATUS_NODES * 44 / 50,
+};
+
 const seedFacts: {
   status?: {
     nodes: number;
@@ -514,7 +557,11 @@ async function partStatus(runs: number, dir: string) {
   log("part 1: status and board over 10,000 nodes x 100 reports");
   const db = await makeDatabase("status");
   await seedStatus(db.sql);
+  await seedDrift(db.sql);
   const env = { MESH_DATABASE_URL: db.url };
+  const page = `${dir}/board.html`;
+  const emptyPage = `${dir}/empty.html`;
+  await Deno.writeTextFile(emptyPage, "<!doctype html><title>empty</title>\n");
 
   // readNodeStates' own SQL, captured from postgres.js.
   const postgres = await postgresModule();
@@ -577,6 +624,30 @@ async function partStatus(runs: number, dir: string) {
       samplesMs: [],
       peer: "psql query",
     },
+    {
+      label: "board --html",
+      what: "`mesh-control board --html FILE` (the same gathered board, as one page)",
+      samplesMs: [],
+      peer: "board --json",
+    },
+    {
+      label: "chromium, empty page",
+      what: "headless `chromium --dump-dom` of a one-line page (browser start-up)",
+      samplesMs: [],
+    },
+    {
+      label: "chromium, board page",
+      what: "headless `chromium --dump-dom` of the 10,100-node page (parse, script, layout)",
+      samplesMs: [],
+      peer: "chromium, empty page",
+    },
+  ];
+  const chromium = (file: string) => [
+    "sh",
+    "-c",
+    'p=$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$p" --dump-dom "file://$1" 2>/dev/null | wc -c; s=$?; rm -rf "$p"; exit $s',
+    "chromium",
+    file,
   ];
   const argv: Record<string, string[]> = {
     "deno (empty file)": deno(emptyFile),
@@ -596,6 +667,9 @@ async function partStatus(runs: number, dir: string) {
     ],
     "status": control("status"),
     "board --json": control("board", "--json"),
+    "board --html": control("board", "--html", page),
+    "chromium, empty page": chromium(emptyPage),
+    "chromium, board page": chromium(page),
   };
   const facts: Record<string, string> = {};
   for (let i = 0; i <= runs; i++) {
@@ -613,7 +687,10 @@ async function partStatus(runs: number, dir: string) {
       }
       if (row.label === "status") {
         const first = out.stdout.split("\n")[0] ?? "";
-        if (!first.startsWith(`${EXPECTED_BEHIND} of ${STATUS_NODES + NEVER_SPOKE} nodes`)) {
+        if (
+          !first.startsWith(`${EXPECTED_BEHIND} of ${STATUS_NODES + NEVER_SPOKE} nodes`) ||
+          !first.includes(`; ${STATUS_NODES * 4 / 50} with a drift alarm`)
+        ) {
           throw new Error(`status said: ${first}`);
         }
         facts.status = first;
@@ -630,6 +707,27 @@ async function partStatus(runs: number, dir: string) {
         }
         facts.boardBytes = String(out.stdout.length);
         facts.counts = JSON.stringify(board.counts);
+        const drift = (JSON.parse(out.stdout) as { driftCounts: Record<string, number> })
+          .driftCounts;
+        if (JSON.stringify(drift) !== JSON.stringify(EXPECTED_DRIFT_COUNTS)) {
+          throw new Error(`board --json: drift counts ${JSON.stringify(drift)}`);
+        }
+        facts.driftCounts = JSON.stringify(drift);
+      }
+      if (row.label === "board --html") {
+        const html = await Deno.readTextFile(page);
+        const rows = html.match(/<tr data-node=/g)?.length ?? 0;
+        if (rows !== STATUS_NODES + NEVER_SPOKE) throw new Error(`board --html: ${rows} rows`);
+        facts.pageBytes = String(new TextEncoder().encode(html).length);
+        const gz = new Blob([html]).stream().pipeThrough(new CompressionStream("gzip"));
+        facts.pageGzipBytes = String((await new Response(gz).arrayBuffer()).byteLength);
+      }
+      if (row.label === "chromium, board page") {
+        const domBytes = Number(out.stdout.trim());
+        if (!(domBytes > Number(facts.pageBytes ?? 0) / 2)) {
+          throw new Error(`chromium dumped ${domBytes} bytes of the board page`);
+        }
+        facts.domBytes = String(domBytes);
       }
       if (i > 0) row.samplesMs.push(out.ms);
     }
@@ -651,12 +749,21 @@ async function partStatus(runs: number, dir: string) {
     },
     {
       label: "gatherBoard",
-      what: "read the database clock + judge (classify, silence) + sort (localeCompare)",
+      what: "read the database clock + judge (classify, silence) + judge drift + sort",
       samplesMs: [],
     },
     { label: "statusText", what: "render `status`", samplesMs: [] },
     { label: "boardJson", what: "render `board --json`", samplesMs: [] },
+    { label: "readDrift", what: "the node_drift read, 10,000 summaries parsed", samplesMs: [] },
+    {
+      label: "boardHtml",
+      what: "render `board --html` (the same board)",
+      samplesMs: [],
+      peer: "boardJson",
+    },
   ];
+  const { readDrift } = await import("../control/drift.ts");
+  const { boardHtml } = await import("../control/board_html.ts");
   const noJit = postgres(db.url, { max: 1, onnotice: () => {}, connection: { jit: "off" } });
   try {
     for (let i = 0; i <= runs; i++) {
@@ -665,19 +772,26 @@ async function partStatus(runs: number, dir: string) {
       const t1 = performance.now();
       await readNodeStates(noJit);
       const t1b = performance.now();
+      const t1c = performance.now();
+      const drift = await readDrift(db.sql);
+      const t1d = performance.now();
       const board = report.gatherBoard(states, {
         now: await readClock(db.sql),
         graceMs: DEFAULT_GRACE_MS,
-      });
+      }, drift);
       const t2 = performance.now();
       report.statusText(board);
       const t3 = performance.now();
       report.boardJson(board);
       const t4 = performance.now();
+      boardHtml(board);
+      const t5 = performance.now();
       if (i === 0) continue;
+      breakdown[5]!.samplesMs.push(t1d - t1c);
+      breakdown[6]!.samplesMs.push(t5 - t4);
       breakdown[0]!.samplesMs.push(t1 - t0);
       breakdown[1]!.samplesMs.push(t1b - t1);
-      breakdown[2]!.samplesMs.push(t2 - t1b);
+      breakdown[2]!.samplesMs.push(t2 - t1d);
       breakdown[3]!.samplesMs.push(t3 - t2);
       breakdown[4]!.samplesMs.push(t4 - t3);
     }
@@ -1508,7 +1622,9 @@ async function main() {
         s?.seconds.toFixed(1)
       } s (reports ${s?.reportsSize}, reports_node_last ${s?.indexSize}). ` +
       `Counts: ${p.facts.counts}. \`status\` prints ${p.facts.statusBytes} bytes ` +
-      `(first line: "${p.facts.status}"), \`board --json\` ${p.facts.boardBytes} bytes.`,
+      `(first line: "${p.facts.status}"), \`board --json\` ${p.facts.boardBytes} bytes. ` +
+      `Drift counts: ${p.facts.driftCounts}. \`board --html\` writes a page of ${p.facts.pageBytes} ` +
+      `bytes (${p.facts.pageGzipBytes} gzipped); Chromium's DOM of it is ${p.facts.domBytes} bytes.`,
       "",
       table(p.rows),
       "",

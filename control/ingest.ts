@@ -16,6 +16,7 @@ import {
   REPORTS_QUEUE,
 } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
+import { recordDrift } from "./drift.ts";
 
 /** A report not recorded, and why. */
 export interface Dropped {
@@ -166,6 +167,7 @@ async function insertBatch(
         .map((r) => [r.name, r.removed_at]),
     );
     const rows = [];
+    const accepted: ReportMessage[] = [];
     for (const { report, key } of reports) {
       if (!known.has(report.node)) {
         const when = removed.get(report.node);
@@ -177,6 +179,7 @@ async function insertBatch(
         );
         continue;
       }
+      accepted.push(report);
       rows.push({
         node: report.node,
         generation: report.generation,
@@ -203,6 +206,7 @@ async function insertBatch(
         node text, generation integer, digest text, outcome text, applied integer,
         total integer, trigger text, problems text, changes text, host_version text,
         interval_ms integer, reported_at text)`;
+    await recordDrift(tx, accepted);
     result.ingested += rows.length;
   });
 }

@@ -10,7 +10,13 @@
 
 import { Command, Option } from "commander";
 import { runProgram, untilSignalled } from "../lib/cli.ts";
-import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
+import {
+  assertWritablePath,
+  messageOf,
+  readFileLimited,
+  writeAll,
+  writeFileAtomic,
+} from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
@@ -557,19 +563,43 @@ export async function controlMain(args: string[]): Promise<number> {
     );
 
   const boardAction =
-    (kind: "status" | "board") => async (opts: Connections & { json?: boolean; grace: number }) => {
+    (kind: "status" | "board") =>
+    async (opts: Connections & { json?: boolean; html?: string; grace: number }) => {
+      if (opts.html !== undefined) {
+        // A page that cannot be written is refused before anything is read.
+        try {
+          await assertWritablePath(opts.html);
+        } catch (error) {
+          throw new Refused(`--html: ${messageOf(error)}`);
+        }
+      }
       const sql = await database(opts);
       const { readClock, readNodeStates } = await import("./inventory.ts");
+      const { readDrift } = await import("./drift.ts");
       const report = await import("./report.ts");
-      // One read; both forms are rendered from it. Silence is judged on the database's clock,
-      // the one that stamped each report's receipt, read after the states.
-      const states = await readNodeStates(sql);
-      const board = report.gatherBoard(states, { now: await readClock(sql), graceMs: opts.grace });
+      // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
+      // database's clock, the one that stamped each report's receipt, read after the states.
+      const [states, drift] = await Promise.all([readNodeStates(sql), readDrift(sql)]);
+      const board = report.gatherBoard(
+        states,
+        { now: await readClock(sql), graceMs: opts.grace },
+        drift,
+      );
       if (kind === "board") {
-        out(opts.json ? report.boardJson(board) : report.boardText(board));
+        if (opts.html !== undefined) {
+          const { boardHtml } = await import("./board_html.ts");
+          try {
+            await writeFileAtomic(opts.html, boardHtml(board));
+          } catch (error) {
+            throw new Refused(messageOf(error));
+          }
+          out(`wrote the board of ${board.nodes} nodes to ${opts.html}\n`);
+        }
+        if (opts.json) out(report.boardJson(board));
+        else if (opts.html === undefined) out(report.boardText(board));
       } else {
         out(opts.json ? report.statusJson(board) : report.statusText(board));
-        code = report.behindMachines(board).length > 0 ? 1 : 0;
+        code = report.attentionMachines(board).length > 0 ? 1 : 0;
       }
     };
   const graceOption = () =>
@@ -587,7 +617,7 @@ export async function controlMain(args: string[]): Promise<number> {
       });
   program.command("status")
     .description(
-      "the nodes not doing what they were told: refused, failed, silent, outstanding, never spoke; and episodic nodes away",
+      "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away (no alarm)",
     )
     .option("--json", "print as JSON")
     .addOption(graceOption())
@@ -595,10 +625,14 @@ export async function controlMain(args: string[]): Promise<number> {
     .action(boardAction("status"));
   program.command("board")
     .description(
-      "every node: its kind, what it was told, what it last said, how much applied, when last heard",
+      "every node: its kind, what it was told, what it last said, how much applied, when last heard, and its drift verdict",
     )
     .option("--json", "print as JSON")
     .addOption(graceOption())
+    .option(
+      "--html <file>",
+      "also write the board as one self-contained HTML page (atomically) to this file",
+    )
     .addOption(databaseOption())
     .action(boardAction("board"));
 

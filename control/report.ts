@@ -23,6 +23,16 @@ import {
   VERDICT_WORDS,
   VERDICTS,
 } from "./state.ts";
+import {
+  DRIFT_VERDICTS,
+  DRIFT_WORDS,
+  driftText,
+  type DriftVerdict,
+  type DriftView,
+  isDriftAlarm,
+  judgeDrift,
+  type StoredDrift,
+} from "./drift.ts";
 
 /** One machine on the board. Optional fields are absent, never null. */
 export interface BoardMachine {
@@ -69,6 +79,8 @@ export interface BoardMachine {
   trigger?: string;
   /** The last report's problems (empty when none or when it never spoke). */
   problems: { id?: string; path?: string; message: string }[];
+  /** The drift verdict from the node's latest mesh-reconcile result (./drift.ts). */
+  drift: DriftView;
 }
 
 /** Everything status and board say, gathered once. */
@@ -81,19 +93,33 @@ export interface Board {
   graceMs: number;
   /** Nodes per verdict (every verdict present, 0 when none). */
   counts: Record<Verdict, number>;
+  /** Nodes per drift verdict (every drift verdict present, 0 when none). */
+  driftCounts: Record<DriftVerdict, number>;
   /** Every node, the ones not doing what they were told first. */
   machines: BoardMachine[];
 }
 
 /**
- * Builds the board from one read of the node states, judging silence at `clock.now` (the
- * inventory database's clock: {@linkcode readClock}).
+ * Builds the board from one read of the node states and of their drift summaries
+ * (`readDrift`; a node without one is "not checked"), judging silence at `clock.now` (the
+ * inventory database's clock: `readClock`).
  */
-export function gatherBoard(states: NodeState[], clock: Clock): Board {
+export function gatherBoard(
+  states: NodeState[],
+  clock: Clock,
+  drift: ReadonlyMap<string, StoredDrift> = new Map(),
+): Board {
+  const now = clock.now;
   const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
+  const driftCounts = Object.fromEntries(DRIFT_VERDICTS.map((v) => [v, 0])) as Record<
+    DriftVerdict,
+    number
+  >;
   const machines = states.map((node) => {
     const { verdict, said, applied, total, presence } = judge(node, clock);
     counts[verdict]++;
+    const driftView = judgeDrift(drift.get(node.name), now);
+    driftCounts[driftView.verdict]++;
     const machine: BoardMachine = {
       name: node.name,
       system: node.system,
@@ -104,6 +130,7 @@ export function gatherBoard(states: NodeState[], clock: Clock): Board {
       total,
       modules: node.modules,
       problems: [],
+      drift: driftView,
     };
     if (node.declaration !== undefined) {
       machine.generation = node.declaration.generation;
@@ -133,19 +160,43 @@ export function gatherBoard(states: NodeState[], clock: Clock): Board {
     return machine;
   });
   const rank = (v: Verdict) => VERDICTS.indexOf(v);
-  machines.sort((a, b) => rank(a.verdict) - rank(b.verdict) || a.name.localeCompare(b.name));
+  const driftRank = (v: DriftVerdict) => DRIFT_VERDICTS.indexOf(v);
+  machines.sort((a, b) =>
+    rank(a.verdict) - rank(b.verdict) || driftRank(a.drift.verdict) - driftRank(b.drift.verdict) ||
+    a.name.localeCompare(b.name)
+  );
   return {
-    generatedAt: clock.now.toISOString(),
+    generatedAt: now.toISOString(),
     nodes: states.length,
     graceMs: clock.graceMs,
     counts,
+    driftCounts,
     machines,
   };
 }
 
-/** The nodes not doing what they were told (every verdict but `ok` and `away`). */
+/**
+ * The nodes not doing what they were told (by their declaration verdict; every verdict but `ok`
+ * and `away`).
+ */
 export function behindMachines(board: Board): BoardMachine[] {
   return board.machines.filter((m) => isAlarm(m.verdict));
+}
+
+/**
+ * The nodes `status` exits 1 for: not doing what they were told, or whose drift verdict is an
+ * alarm (drift, unobservable, unreadable, stale). An episodic node `away` is not one of them.
+ */
+export function attentionMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => isAlarm(m.verdict) || isDriftAlarm(m.drift.verdict));
+}
+
+/**
+ * The nodes `status` lists: those of {@linkcode attentionMachines}, and the episodic nodes away
+ * (with when they were last heard; no alarm).
+ */
+export function statusMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => m.verdict !== "ok" || isDriftAlarm(m.drift.verdict));
 }
 
 /** `board --json`. */
@@ -154,26 +205,21 @@ export function boardJson(board: Board): string {
 }
 
 /**
- * The machines status lists: those not doing what they were told, then the episodic nodes that
- * are away (listed with when they were last heard, not counted as behind).
- */
-export function statusMachines(board: Board): BoardMachine[] {
-  return board.machines.filter((m) => m.verdict !== "ok");
-}
-
-/**
  * `status --json`: the same machines as the board, only those not doing what they were told
- * (`behind` counts them) and those away.
+ * (`behind` counts them), with a drift alarm, or away.
  */
 export function statusJson(board: Board): string {
+  const machines = statusMachines(board);
   return JSON.stringify(
     {
       generatedAt: board.generatedAt,
       nodes: board.nodes,
       behind: behindMachines(board).length,
       graceMs: board.graceMs,
+      drifting: board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length,
       counts: board.counts,
-      machines: statusMachines(board),
+      driftCounts: board.driftCounts,
+      machines,
     },
     null,
     2,
@@ -189,6 +235,7 @@ function line(m: BoardMachine, board: Board): string {
     parts.push(`reported ${m.lastReportAt} about gen ${m.reportedGeneration} (${m.trigger})`);
   }
   let out = printable(parts.join(" ").trimEnd());
+  out += `\n${"".padEnd(21)}${driftText(m.drift)}`;
   const p = m.problems[0];
   if (p !== undefined && (m.verdict === "refused" || m.verdict === "failed")) {
     // The problem text comes from the node: escaped, so it cannot forge lines.
@@ -196,9 +243,7 @@ function line(m: BoardMachine, board: Board): string {
     out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
     if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
   }
-  if (m.overdue) {
-    out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
-  }
+  if (m.overdue) out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
   return out;
 }
 
@@ -223,28 +268,41 @@ function countsLine(board: Board): string {
   return VERDICTS.map((v) => `${board.counts[v]} ${VERDICT_WORDS[v]}`).join(", ");
 }
 
+function driftCountsLine(board: Board): string {
+  return `drift: ${
+    DRIFT_VERDICTS.map((v) => `${board.driftCounts[v]} ${DRIFT_WORDS[v]}`).join(", ")
+  }`;
+}
+
 /** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
 export function statusText(board: Board): string {
   if (board.nodes === 0) return "no nodes enrolled\n";
+  const machines = statusMachines(board);
   const behind = behindMachines(board).length;
-  const listed = statusMachines(board);
-  const lines = listed.map((m) => line(m, board)).join("\n");
-  if (behind === 0) {
-    return listed.length === 0
-      ? `all ${board.nodes} nodes are doing what they were told (${countsLine(board)})\n`
-      : `all ${board.nodes} nodes are doing what they were told or are away (episodic, no alarm) (${
-        countsLine(board)
-      })\n${lines}\n`;
+  const drifting = board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length;
+  if (machines.length === 0) {
+    return `all ${board.nodes} nodes are doing what they were told (${
+      countsLine(board)
+    }); no drift alarm (${driftCountsLine(board)})\n`;
+  }
+  const lines = machines.map((m) => line(m, board)).join("\n") + "\n";
+  if (behind === 0 && drifting === 0) {
+    // Only episodic nodes away: listed, no alarm.
+    return `all ${board.nodes} nodes are doing what they were told or are away (episodic, no alarm) (${
+      countsLine(board)
+    }); no drift alarm (${driftCountsLine(board)})\n` + lines;
   }
   return `${behind} of ${board.nodes} nodes are not doing what they were told (${
     countsLine(board)
-  })\n${lines}\n`;
+  }); ${drifting} with a drift alarm (${driftCountsLine(board)})\n` + lines;
 }
 
 /** `board`: every node, the ones not doing what they were told first. */
 export function boardText(board: Board): string {
   if (board.nodes === 0) return `board at ${board.generatedAt}: no nodes enrolled\n`;
-  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}\n` +
+  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}; ${
+    driftCountsLine(board)
+  }\n` +
     board.machines.map((m) =>
       line(m, board) +
       (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")

@@ -18,6 +18,7 @@ import { executableIdentity, replacedSince } from "./identity.ts";
 import { applyText, ownedText } from "./render.ts";
 import { Store, StoreError } from "./store.ts";
 import { VERSION } from "./version.ts";
+import { DEFAULT_RESULT_PATH } from "../lib/drift.ts";
 import { confirmSystem, type System, WrongSystemError } from "../systems/mod.ts";
 
 /** Exit code: applied. */
@@ -243,9 +244,21 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
           return ms;
         }),
     )
+    .option(
+      "--reconcile-result <file>",
+      `mesh-reconcile's result file, summarised into each report; "none" when this node runs no mesh-reconcile`,
+      DEFAULT_RESULT_PATH,
+    )
     .action(
       async (
-        opts: { broker?: string; node?: string; json?: boolean; stateDir: string; every: number },
+        opts: {
+          broker?: string;
+          node?: string;
+          json?: boolean;
+          stateDir: string;
+          every: number;
+          reconcileResult: string;
+        },
       ) => {
         if (!opts.broker) {
           throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
@@ -271,6 +284,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             version: VERSION,
             every: opts.every,
             retry: 2000,
+            ...(opts.reconcileResult === "none" ? {} : { reconcileResult: opts.reconcileResult }),
             signal,
             replaced: () => replacedSince(start),
             onNews: (line) => err(`mesh-host link: ${line}\n`),
@@ -282,7 +296,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
                     report.problems[0]
                       ? `: ${printable(report.problems[0].message.split("\n")[0]!)}`
                       : ""
-                  }\n`,
+                  }${report.drift ? `; drift ${report.drift.status}` : ""}\n`,
               ),
           });
           if (how.reason === "replaced") {

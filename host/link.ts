@@ -34,6 +34,7 @@ import { sleep } from "../lib/cli.ts";
 import { applyBytes, type ApplyResult, recordKnownGood } from "./apply.ts";
 import { declarationDigest } from "./declaration.ts";
 import { StoreError } from "./store.ts";
+import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import type { System } from "../systems/mod.ts";
 
 /** The link's directory inside the state directory. */
@@ -65,7 +66,15 @@ export interface LinkOptions {
   onNews?: (line: string) => void;
   /** Checked at every interval: a reason to stand aside (the binary was replaced), or undefined. */
   replaced?: () => string | undefined;
+  /**
+   * mesh-reconcile's result file: summarised into every report (`drift`), and a new result brings
+   * the next interval forward so the drift travels when it is found. Absent: reports carry none.
+   */
+  reconcileResult?: string;
 }
+
+/** How often the link looks whether a new reconcile result appeared (ms). */
+const RESULT_LOOK_EVERY = 2000;
 
 /** Why the link stopped. */
 export type LinkStop =
@@ -88,6 +97,9 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   }
   const news = (line: string) => options.onNews?.(line);
   let kept = await readKept(join(dir, KEPT_FILE));
+  const resultWatch = options.reconcileResult === undefined
+    ? undefined
+    : new ResultWatch(options.reconcileResult);
   let session: BrokerSession | undefined;
   let stopping = false;
   let fatal: unknown;
@@ -151,6 +163,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         }
       }
     }
+    const drift = resultWatch &&
+      await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
     const report: ReportMessage = {
       kind: "report",
       node: options.node,
@@ -169,6 +183,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         ...(p.path !== undefined ? { path: p.path } : {}),
         message: p.message,
       })),
+      ...(drift ? { drift } : {}),
     };
     await journal(outbox, report);
     options.onApplied?.(report);
@@ -269,6 +284,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   let retry = options.retry;
   let nextConnect = 0;
   let nextInterval = Date.now() + options.every;
+  let nextResultLook = Date.now() + RESULT_LOOK_EVERY;
   try {
     for (;;) {
       if (fatal !== undefined) throw fatal;
@@ -283,6 +299,12 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
           nextConnect = Date.now() + retry;
           retry = Math.min(retry * 2, 60_000);
         }
+      }
+      if (resultWatch !== undefined && kept !== undefined && now >= nextResultLook) {
+        // A new reconcile result: report now (through the interval's apply, which changes
+        // nothing on a converged machine) rather than at the next interval.
+        if (await resultWatch.changed()) nextInterval = now;
+        nextResultLook = now + RESULT_LOOK_EVERY;
       }
       if (now >= nextInterval) {
         const why = options.replaced?.();

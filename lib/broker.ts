@@ -11,6 +11,7 @@
 
 import { z } from "zod";
 import { formatPath } from "./json_path.ts";
+import { DriftSummary } from "./drift.ts";
 
 /** The one durable topic exchange everything is published to. */
 export const EXCHANGE = "mesh";
@@ -137,6 +138,11 @@ export const ReportMessage = z.strictObject({
     change: z.enum(["created", "updated", "unchanged", "removed", "forgotten"]),
   })).max(100_000),
   problems: z.array(ReportProblem).max(10_000),
+  /**
+   * The node's latest mesh-reconcile result, summarised (lib/drift.ts); absent when the node's
+   * link reads none (`--reconcile-result none`, or a host older than the field).
+   */
+  drift: DriftSummary.optional(),
 });
 /** What a node reports after an apply. */
 export type ReportMessage = z.infer<typeof ReportMessage>;

@@ -12,7 +12,7 @@ import { assertWritablePath, messageOf, writeAll, writeFileAtomic } from "../lib
 import { parseDuration } from "../lib/duration.ts";
 import { adoptRegistry } from "./adopt.ts";
 import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
-import { lastCleanFrom, stampLine, toJson, toText, toTextfile } from "./report.ts";
+import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "./report.ts";
 import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
 import { repoCheckFromFlags } from "./repo_check.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
@@ -74,6 +74,24 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .option("--stamp <path>", "file refreshed (atomically) only after a clean run")
     .option("--textfile <path>", "node_exporter textfile written (atomically) after each run")
     .option(
+      "--result <path>",
+      "JSON result written (atomically) after each run, for the node's link (needs --interval)",
+    )
+    .addOption(
+      new Option(
+        "--interval <duration>",
+        "how often this run is repeated by its timer or mesh-every (e.g. 15m); goes in --result",
+      ).argParser((v) => {
+        const ms = durationOption("--interval")(v);
+        if (!(ms >= 1000 && ms <= 366 * 86_400_000) || ms % 1000 !== 0) {
+          throw new UsageError(
+            `--interval: whole seconds between 1s and 366d, not "${v}"`,
+          );
+        }
+        return ms / 1000;
+      }),
+    )
+    .option(
       "--caddy-admin <addr>",
       `Caddy admin API address, or "${NO_PROXY}" when this machine runs no proxy`,
       "localhost:2019",
@@ -120,6 +138,8 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       json?: boolean;
       stamp?: string;
       textfile?: string;
+      result?: string;
+      interval?: number;
       caddyAdmin: string;
       boot: BootView;
       certWarn: number;
@@ -138,10 +158,22 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       // Refuse unusable output paths before any work, so bad input writes nothing.
       if (opts.stamp !== undefined) await assertWritablePath(opts.stamp);
       if (opts.textfile !== undefined) await assertWritablePath(opts.textfile);
+      if (opts.interval !== undefined && opts.result === undefined) {
+        throw new UsageError("--interval is only used with --result (it goes in the result file)");
+      }
+      if (opts.result !== undefined) {
+        if (opts.interval === undefined) {
+          throw new UsageError(
+            "--result needs --interval (how often this run is repeated), so that whoever reads the result can tell a late one",
+          );
+        }
+        await assertWritablePath(opts.result);
+      }
       await assertDistinct({
         "--registry": opts.registry,
         "--stamp": opts.stamp,
         "--textfile": opts.textfile,
+        "--result": opts.result,
       });
       const result = await reconcile(registry, {
         registryPath: opts.registry,
@@ -155,6 +187,13 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       if (opts.textfile !== undefined) {
         const previous = await Deno.readTextFile(opts.textfile).catch(() => undefined);
         await writeFileAtomic(opts.textfile, toTextfile(result, lastCleanFrom(previous)));
+      }
+      if (opts.result !== undefined) {
+        // After every run, clean or not: the link carries the verdict, whatever it is.
+        await writeFileAtomic(
+          opts.result,
+          JSON.stringify(toResultFile(result, opts.interval!)) + "\n",
+        );
       }
       if (result.clean && opts.stamp !== undefined) {
         await writeFileAtomic(opts.stamp, stampLine(result));

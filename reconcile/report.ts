@@ -9,19 +9,19 @@
 import type { Check, Direction } from "./compare.ts";
 import type { ReconcileResult } from "./run.ts";
 import { printable } from "../lib/printable.ts";
+import {
+  CHECKS as DRIFT_CHECKS,
+  DIRECTIONS as DRIFT_DIRECTIONS,
+  RESULT_FILE_VERSION,
+  type ResultFile,
+} from "../lib/drift.ts";
 
-const CHECKS: Check[] = [
-  "container",
-  "port",
-  "address",
-  "redirect",
-  "certificate",
-  "route",
-  "repo",
-  "timer",
-  "boot",
-];
-const DIRECTIONS: Direction[] = ["missing", "rogue"];
+// One list of checks and directions, shared with the result file's schema (lib/drift.ts); the
+// two assignments below fail to type-check when the lists and the types part ways.
+const CHECKS: readonly Check[] = DRIFT_CHECKS;
+const DIRECTIONS: readonly Direction[] = DRIFT_DIRECTIONS;
+const _everyCheck: readonly (typeof DRIFT_CHECKS)[number][] = [] as Check[];
+const _everyDirection: readonly (typeof DRIFT_DIRECTIONS)[number][] = [] as Direction[];
 
 /** The `--json` form of a run (DESIGN.md, "Reconcile result"): the result without internals. */
 export type ReconcileJson = Pick<
@@ -52,6 +52,16 @@ export function toJson(result: ReconcileResult): ReconcileJson {
     observed: result.observed,
     subprocesses: result.subprocesses,
   };
+}
+
+/**
+ * The `--result` file: the JSON form with the file's version and the interval the run is repeated
+ * at (`lib/drift.ts`, {@linkcode ResultFile}), for the node's link to summarise.
+ *
+ * @param intervalSeconds how often the run is repeated (its timer or mesh-every), in seconds.
+ */
+export function toResultFile(result: ReconcileResult, intervalSeconds: number): ResultFile {
+  return { version: RESULT_FILE_VERSION, intervalSeconds, ...toJson(result) };
 }
 
 /** One line summing the run up, as the stamp and the text form's first line say it. */

@@ -6,7 +6,7 @@
 set -eu
 
 DENO_VERSION=2.9.6
-PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap docker-registry pacman-package-manager nftables"
+PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap docker-registry pacman-package-manager nftables chromium"
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
@@ -39,18 +39,41 @@ if [ -n "$missing" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
 fi
 
-# The services the control-plane tests talk to (DESIGN.md, "Real components"): PostgreSQL on
-# 127.0.0.1:5432 and RabbitMQ on 127.0.0.1:5672 with its management API on 15672. A machine of
-# this kind has both installed; they may have stopped, and the management plugin is off by default.
-for tool in pg_ctlcluster pg_isready rabbitmq-server rabbitmqctl rabbitmq-plugins curl; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		say "$tool is missing: this machine lacks PostgreSQL or RabbitMQ, which the control-plane tests need"
-		exit 1
+# The services the control-plane tests talk to (docs/testing.md): PostgreSQL on 127.0.0.1:5432
+# with trust authentication for local TCP connections, and RabbitMQ on 127.0.0.1:5672 (guest) with
+# its management API on 15672. Installed from Debian's packages when missing.
+services=""
+command -v pg_ctlcluster >/dev/null 2>&1 || services="$services postgresql"
+command -v rabbitmq-server >/dev/null 2>&1 || services="$services rabbitmq-server"
+command -v curl >/dev/null 2>&1 || services="$services curl"
+if [ -n "$services" ]; then
+	say "installing the services the tests need:$services"
+	apt-get update -qq >&2
+	# Where systemd is not init the packages cannot start their services; they are started
+	# below either way.
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $services >&2
+fi
+cluster_version=$(ls /etc/postgresql 2>/dev/null | sort -n | tail -n 1)
+if [ -z "$cluster_version" ]; then
+	say "PostgreSQL is installed but has no cluster under /etc/postgresql"
+	exit 1
+fi
+hba=/etc/postgresql/$cluster_version/main/pg_hba.conf
+# The suite connects as postgres over TCP without a password.
+if ! grep -Eq '^host[[:space:]]+all[[:space:]]+all[[:space:]]+127\.0\.0\.1/32[[:space:]]+trust' "$hba"; then
+	say "allowing trust authentication from 127.0.0.1 in $hba"
+	tmp="$hba.mesh-tmp"
+	{ printf '# added by mesh scripts/bootstrap.sh: the test suite connects over loopback\n'
+	  printf 'host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n'
+	  cat "$hba"; } > "$tmp"
+	chown --reference="$hba" "$tmp" && chmod --reference="$hba" "$tmp" && mv "$tmp" "$hba"
+	if pg_isready -q -h 127.0.0.1 -p 5432; then
+		pg_ctlcluster --skip-systemctl-redirect "$cluster_version" main reload >&2
 	fi
-done
+fi
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 	say "starting PostgreSQL"
-	pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start >&2
+	pg_ctlcluster --skip-systemctl-redirect "$cluster_version" main start >&2
 fi
 if ! rabbitmqctl -q status >/dev/null 2>&1; then
 	say "starting RabbitMQ"

@@ -63,6 +63,7 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
       "builds",
       "declarations",
       "modules",
+      "node_drift",
       "nodes",
       "removals",
       "reports",

@@ -29,6 +29,7 @@ import { WatchStateFile, type WebhookBody } from "../../reconcile/watch.ts";
 
 const LIB = "/usr/lib/mesh";
 const STAMP = "/var/lib/mesh/reconcile/stamp";
+const RESULT = "/var/lib/mesh/reconcile/result.json";
 const WATCH_STATE = "/var/lib/mesh/reconcile-watch/state.json";
 
 async function sh(m: LabMachine, script: string): Promise<string> {
@@ -171,8 +172,10 @@ systemctl enable --now mesh-reconcile-stamp.service mesh-reconcile.timer mesh-re
       // The unit's command line, with the variables of /etc/default/mesh-reconcile expanded.
       assertEquals(
         (await read(m, "/run/mesh-reconcile.argv"))?.trim().split("\n").at(-1),
-        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --caddy-admin none`,
+        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --result ${RESULT} --interval 15m --caddy-admin none`,
       );
+      // The result is written after every run, drift included, for the node's link.
+      assertEquals(JSON.parse((await read(m, RESULT)) ?? "{}").status, "drift");
       assertStringIncludes(said, "drift: ");
       assertStringIncludes(said, "(--caddy-admin none)");
       assertEquals(await read(m, STAMP), undefined, "no stamp after a run that found drift");
@@ -320,8 +323,9 @@ rc-service mesh-reconcile-watch start`,
       );
       assertEquals(
         (await read(m, "/run/mesh-reconcile.argv"))?.trim().split("\n").at(-1),
-        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --caddy-admin none --boot none`,
+        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --result ${RESULT} --interval 2s --caddy-admin none --boot none`,
       );
+      assertEquals(JSON.parse((await read(m, RESULT)) ?? "{}").intervalSeconds, 2);
       assertEquals(await read(m, STAMP), undefined);
       // The watcher's loop, as nobody, on its own: never stamped is new.
       await until("new notified", () => Promise.resolve(states().includes("new")), 60_000, logs);
