@@ -22,6 +22,7 @@ import {
   MessageError,
 } from "../lib/broker.ts";
 import { AmqpError, type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
+import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
 import { runProgram, sleep, untilSignalled } from "../lib/cli.ts";
 import { build, STORE_VARIABLE } from "./build.ts";
@@ -48,22 +49,24 @@ export async function builderMain(args: string[]): Promise<number> {
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err })
     .addOption(
-      new Option("--broker <url>", "the builder's own broker URL (mesh-control builder issue)")
-        .env("MESH_BROKER_URL"),
+      new Option(
+        "--broker <url>",
+        "the builder's own broker URL (mesh-control builder issue); repeat it (or separate URLs with commas) for each member of a cluster",
+      ).env("MESH_BROKER_URL").argParser(collectBrokerUrls),
     )
     .option("--name <name>", "the builder's name in answers (default: the URL's account)")
     .option("--work-dir <dir>", "where sources are checked out (default: the temporary directory)")
-    .action(async (opts: { broker?: string; name?: string; workDir?: string }) => {
-      if (!opts.broker) {
+    .action(async (opts: { broker?: string[]; name?: string; workDir?: string }) => {
+      if (!opts.broker || opts.broker.length === 0) {
         throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
       }
-      const brokerUrl = opts.broker;
-      let account: string;
+      let brokerUrl: string[];
       try {
-        account = decodeURIComponent(new URL(opts.broker).username);
-      } catch {
-        throw new Refused("--broker is not a URL");
+        brokerUrl = brokerUrls(opts.broker);
+      } catch (error) {
+        throw new Refused(`--broker: ${messageOf(error)}`);
       }
+      const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
       const name = opts.name ?? account;
       await untilSignalled((signal) =>
         serve({
@@ -95,7 +98,8 @@ class Refused extends Error {}
 
 /** Options for {@linkcode serve}. */
 export interface ServeOptions {
-  broker: string;
+  /** The builder's broker URL; several are the members of one cluster (failed over). */
+  broker: string | readonly string[];
   name: string;
   workDir?: string;
   signal: AbortSignal;
@@ -113,10 +117,11 @@ export interface ServeOptions {
 export async function serve(options: ServeOptions): Promise<void> {
   let retry = 1000;
   let first = true;
+  let startAt = 0;
   while (!options.signal.aborted) {
     let session: BrokerSession;
     try {
-      session = await openBroker(options.broker);
+      session = await openBroker(options.broker, { startAt });
     } catch (error) {
       if (first) throw error;
       options.say(`${messageOf(error)}; retrying in ${Math.round(retry / 1000)} s`);
@@ -126,7 +131,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     }
     first = false;
     retry = 1000;
-    options.say(`connected to ${redactUrl(options.broker)} as ${options.name}`);
+    startAt = session.member + 1;
+    options.say(`connected to ${redactUrl(session.url)} as ${options.name}`);
     await consume(session, options);
     await session.close();
   }

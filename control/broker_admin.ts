@@ -178,7 +178,10 @@ export async function setupTopology(
 export async function createNodeAccount(
   endpoints: BrokerEndpoints,
   node: string,
-  options: BrokerOptions = {},
+  options: BrokerOptions & {
+    /** The node queue's type, that of the topology it joins (default: classic, untyped). */
+    queueType?: "classic" | "quorum";
+  } = {},
 ): Promise<NodeAccount> {
   const action = `Cannot create broker account ${JSON.stringify(node)}`;
   const problem = nodeNameProblem(node);
@@ -190,7 +193,14 @@ export async function createNodeAccount(
     prepare: async (ch, step) => {
       await step(
         `declare queue "${queue}"`,
-        () => ch.assertQueue(queue, { durable: true, arguments: { ...NODE_QUEUE_ARGUMENTS } }),
+        () =>
+          ch.assertQueue(queue, {
+            durable: true,
+            arguments: {
+              ...NODE_QUEUE_ARGUMENTS,
+              ...(options.queueType === "quorum" ? { "x-queue-type": "quorum" } : {}),
+            },
+          }),
       );
       await step(
         `bind queue "${queue}" to "${EXCHANGE}" with "${declarationKey(node)}"`,

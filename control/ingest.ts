@@ -2,7 +2,9 @@
  * Reports from the broker into the inventory: consume `mesh.reports`, check each report against
  * its routing key (the broker lets a node publish only under its own), insert in batches and
  * acknowledge a batch only after its transaction committed, so a report is never lost between
- * the two.
+ * the two. A report delivered twice (a lost acknowledgement, a lost publisher confirm, a broker
+ * member failing over) is recorded once: its identity is the sha256 of its bytes (the link sends
+ * its journaled file unchanged), unique per node (migration 0005_scale_out).
  *
  * @module
  */
@@ -28,6 +30,8 @@ export interface Dropped {
 export interface IngestResult {
   ingested: number;
   dropped: Dropped[];
+  /** Reports delivered again that were recorded already (acknowledged, not recorded twice). */
+  duplicates: number;
 }
 
 /** Options for {@linkcode ingestReports}. */
@@ -60,7 +64,7 @@ export async function ingestReports(
   options: IngestOptions = {},
 ): Promise<IngestResult> {
   const batchSize = options.batch ?? 500;
-  const result: IngestResult = { ingested: 0, dropped: [] };
+  const result: IngestResult = { ingested: 0, dropped: [], duplicates: 0 };
   // Nothing waiting: a drain is done before it starts.
   if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) return result;
   await channel.prefetch(batchSize * 2);
@@ -124,7 +128,7 @@ async function insertBatch(
   result: IngestResult,
   onDrop: IngestOptions["onDrop"],
 ): Promise<void> {
-  const reports: { report: ReportMessage; key: string }[] = [];
+  const reports: { report: ReportMessage; key: string; identity: string }[] = [];
   const drop = (routingKey: string, reason: string) => {
     const dropped = { routingKey, reason };
     result.dropped.push(dropped);
@@ -149,7 +153,7 @@ async function insertBatch(
       drop(key, `the report names node "${report.node}" but was published as "${node}"`);
       continue;
     }
-    reports.push({ report, key });
+    reports.push({ report, key, identity: await bodyIdentity(message.content) });
   }
   if (reports.length === 0) return;
   await sql.begin(async (tx) => {
@@ -167,8 +171,8 @@ async function insertBatch(
         .map((r) => [r.name, r.removed_at]),
     );
     const rows = [];
-    const accepted: ReportMessage[] = [];
-    for (const { report, key } of reports) {
+    const accepted: { report: ReportMessage; identity: string }[] = [];
+    for (const { report, key, identity } of reports) {
       if (!known.has(report.node)) {
         const when = removed.get(report.node);
         drop(
@@ -179,7 +183,7 @@ async function insertBatch(
         );
         continue;
       }
-      accepted.push(report);
+      accepted.push({ report, identity });
       rows.push({
         node: report.node,
         generation: report.generation,
@@ -193,20 +197,33 @@ async function insertBatch(
         host_version: report.hostVersion,
         interval_ms: report.intervalMs ?? null,
         reported_at: report.at,
+        identity,
       });
     }
     if (rows.length === 0) return;
-    await tx`
+    const inserted = await tx`
       insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
-        changes, host_version, interval_ms, reported_at)
+        changes, host_version, interval_ms, reported_at, identity)
       select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
         x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
-        x.reported_at::timestamptz
+        x.reported_at::timestamptz,
+        decode(x.identity, 'hex')
       from json_to_recordset(${JSON.stringify(rows)}::text::json) as x(
         node text, generation integer, digest text, outcome text, applied integer,
         total integer, trigger text, problems text, changes text, host_version text,
-        interval_ms integer, reported_at text)`;
-    await recordDrift(tx, accepted);
-    result.ingested += rows.length;
+        interval_ms integer, reported_at text, identity text)
+      on conflict (node, identity) where identity is not null do nothing
+      returning encode(identity, 'hex') as identity`;
+    result.ingested += inserted.count;
+    result.duplicates += rows.length - inserted.count;
+    // A report delivered again says nothing new: its drift summary must not look fresh again.
+    const fresh = new Set(inserted.map((r) => r.identity as string));
+    await recordDrift(tx, accepted.filter((a) => fresh.has(a.identity)).map((a) => a.report));
   });
+}
+
+/** A report's identity: the sha256 of its message body, as hex. */
+export async function bodyIdentity(body: Uint8Array): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -19,6 +19,7 @@ import {
 } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
+import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
 import { DEFAULT_GRACE_MS } from "./state.ts";
 import type { Sql } from "./db.ts";
@@ -27,8 +28,10 @@ import type { BrokerSession } from "../lib/amqp.ts";
 const EXIT_HELP = `
 Connections (each option also read from the environment; the option wins):
   --database URL    MESH_DATABASE_URL    postgres://user@host:5432/inventory
-  --broker URL      MESH_BROKER_URL      amqp://user:pass@host:5672/vhost
+  --broker URL      MESH_BROKER_URL      amqp://user:pass@host:5672/vhost (repeat it, or
+                                         separate URLs with commas, for a cluster's members)
   --broker-api URL  MESH_BROKER_API_URL  http://user:pass@host:15672 (RabbitMQ management API)
+  --database-read URL  MESH_DATABASE_READ_URL  a hot standby status and board read from
 A connection that is not given is refused, never defaulted.
 
 Exit codes:
@@ -44,7 +47,7 @@ class Refused extends Error {}
 
 interface Connections {
   database?: string;
-  broker?: string;
+  broker?: string[];
   brokerApi?: string;
 }
 
@@ -60,9 +63,10 @@ export async function controlMain(args: string[]): Promise<number> {
   const databaseOption = () =>
     new Option("--database <url>", "the inventory database").env("MESH_DATABASE_URL");
   const brokerOption = () =>
-    new Option("--broker <url>", "the broker (AMQP), with an administrative account").env(
-      "MESH_BROKER_URL",
-    );
+    new Option(
+      "--broker <url>",
+      "the broker (AMQP), with an administrative account; repeat it (or separate URLs with commas) for each member of a cluster",
+    ).env("MESH_BROKER_URL").argParser(collectBrokerUrls);
   const brokerApiOption = () =>
     new Option("--broker-api <url>", "the broker's management HTTP API").env(
       "MESH_BROKER_API_URL",
@@ -74,6 +78,16 @@ export async function controlMain(args: string[]): Promise<number> {
     }
     return value;
   };
+  const brokers = (opts: Connections): string[] => {
+    if (opts.broker === undefined || opts.broker.length === 0) {
+      throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
+    }
+    try {
+      return brokerUrls(opts.broker);
+    } catch (error) {
+      throw new Refused(`--broker: ${messageOf(error)}`);
+    }
+  };
   const database = async (opts: Connections, requireMigrated = true): Promise<Sql> => {
     const url = need(opts.database, "database", "--database", "MESH_DATABASE_URL");
     const { connectDatabase } = await import("./db.ts");
@@ -81,17 +95,24 @@ export async function controlMain(args: string[]): Promise<number> {
     cleanups.push(() => sql.end({ timeout: 5 }));
     return sql;
   };
-  const broker = async (opts: Connections): Promise<BrokerSession> => {
-    const url = need(opts.broker, "broker", "--broker", "MESH_BROKER_URL");
+  const broker = async (opts: Connections, startAt = 0): Promise<BrokerSession> => {
+    const urls = brokers(opts);
     const { openBroker } = await import("../lib/amqp.ts");
-    const session = await openBroker(url);
+    const session = await openBroker(urls, { startAt });
     cleanups.push(() => session.close());
     return session;
   };
-  const endpoints = (opts: Connections) => ({
-    amqp: need(opts.broker, "broker", "--broker", "MESH_BROKER_URL"),
-    api: need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL"),
-  });
+  // The management API administers users and permissions; over AMQP it is the first member
+  // that answers (a cluster's members share users, permissions and queues).
+  const endpoints = async (opts: Connections) => {
+    const urls = brokers(opts);
+    const api = need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL");
+    if (urls.length === 1) return { amqp: urls[0]!, api, members: urls };
+    const { openBroker } = await import("../lib/amqp.ts");
+    const probe = await openBroker(urls);
+    await probe.close();
+    return { amqp: probe.url, api, members: urls };
+  };
 
   const program = new Command()
     .name("mesh-control")
@@ -128,17 +149,52 @@ export async function controlMain(args: string[]): Promise<number> {
     });
 
   const brokerCommand = program.command("broker").description("broker topology");
+  const queueTypeOption = () =>
+    new Option(
+      "--queue-type <type>",
+      "classic (one broker) or quorum (replicated over a cluster's members)",
+    ).choices(["classic", "quorum"]);
   brokerCommand.command("setup")
     .description("declare the durable mesh exchange and the shared queues (idempotent)")
+    .addOption(queueTypeOption().default("classic"))
     .addOption(brokerOption())
-    .action(async (opts: Connections) => {
-      const { setupTopology } = await import("./broker_admin.ts");
+    .action(async (opts: Connections & { queueType: "classic" | "quorum" }) => {
+      const { setupQueues } = await import("./topology.ts");
       // Over AMQP only: the management API is not asked.
-      const made = await setupTopology({
-        amqp: need(opts.broker, "broker", "--broker", "MESH_BROKER_URL"),
-        api: "",
-      });
+      const made = await setupQueues(brokers(opts), opts.queueType);
       out(`broker topology in place: ${made.join(", ")}\n`);
+    });
+  brokerCommand.command("convert")
+    .description(
+      "convert the shared queues and every node queue to another type, moving waiting messages (idempotent; finishes a conversion that stopped)",
+    )
+    .addOption(queueTypeOption().makeOptionMandatory())
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (opts: Connections & { queueType: "classic" | "quorum" }) => {
+      const { convertTopology } = await import("./topology.ts");
+      const done = await convertTopology(
+        {
+          amqp: brokers(opts),
+          api: need(opts.brokerApi, "broker API", "--broker-api", "MESH_BROKER_API_URL"),
+        },
+        opts.queueType,
+        {
+          onQueue: (c) => {
+            const moved = `${c.moved} message${c.moved === 1 ? "" : "s"} moved`;
+            out(
+              c.from === c.to
+                ? `finished converting ${c.queue} to ${c.to} (${moved} back from ${c.queue}.migrating)\n`
+                : `converted ${c.queue} from ${c.from} to ${c.to} (${moved})\n`,
+            );
+          },
+        },
+      );
+      out(
+        done.length === 0
+          ? `every mesh queue is already ${opts.queueType}\n`
+          : `converted ${done.length} queue${done.length === 1 ? "" : "s"} to ${opts.queueType}\n`,
+      );
     });
 
   const node = program.command("node").description("nodes and their modules");
@@ -159,27 +215,39 @@ export async function controlMain(args: string[]): Promise<number> {
       const { nodeNameProblem } = await import("../lib/broker.ts");
       const bad = nodeNameProblem(name);
       if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
-      const ends = endpoints(opts);
+      const ends = await endpoints(opts);
       const sql = await database(opts);
       const { insertNode } = await import("./inventory.ts");
       const { createNodeAccount, deleteNodeAccount } = await import("./broker_admin.ts");
-      let account: { url: string } | undefined;
+      // The node's queue takes the type of the topology it joins (that of mesh.reports).
+      const { existingQueueType } = await import("./topology.ts");
+      const { REPORTS_QUEUE } = await import("../lib/broker.ts");
+      const queueType = await existingQueueType(ends.amqp, REPORTS_QUEUE) ?? "classic";
+      let account: { url: string; account: string; password: string } | undefined;
       try {
         await sql.begin(async (tx) => {
           await insertNode(tx, name, opts.system, {
             kind: opts.episodic ? "episodic" : "server",
           });
-          account = await createNodeAccount(ends, name);
+          account = await createNodeAccount(ends, name, { queueType });
         });
       } catch (error) {
         // The database rolled back; an account made before the commit failed is removed.
         if (account !== undefined) await deleteNodeAccount(ends, name).catch(() => {});
         throw error;
       }
+      // With several members, the node gets each one's URL with its account (comma-separated,
+      // as mesh-host link --broker and MESH_BROKER_URL take them).
+      const { withCredential } = await import("../lib/broker_urls.ts");
+      const url = ends.members.length === 1
+        ? account!.url
+        : ends.members.map((m) => withCredential(m, account!.account, account!.password)).join(
+          ",",
+        );
       out(
         `enrolled ${name} (${opts.system}, ${
           opts.episodic ? "episodic" : "server"
-        }); its broker URL, shown this once and kept nowhere else:\n${account!.url}\n`,
+        }); its broker URL, shown this once and kept nowhere else:\n${url}\n`,
       );
     });
   node.command("assign")
@@ -233,7 +301,7 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerOption())
     .addOption(brokerApiOption())
     .action(async (name: string, opts: Connections) => {
-      const ends = endpoints(opts);
+      const ends = await endpoints(opts);
       const sql = await database(opts);
       const { removeNode } = await import("./leave.ts");
       const r = await removeNode(sql, ends, name);
@@ -262,16 +330,21 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerOption())
     .addOption(brokerApiOption())
     .action(async (name: string, opts: Connections) => {
-      const ends = endpoints(opts);
+      const ends = await endpoints(opts);
       const sql = await database(opts);
       const { rotateNode } = await import("./leave.ts");
       const { RotationIncomplete } = await import("./broker_admin.ts");
       try {
         const r = await rotateNode(sql, ends, name);
+        // With several members, each one's URL with the new credential (as enroll prints them).
+        const { withCredential } = await import("../lib/broker_urls.ts");
+        const url = ends.members.length === 1
+          ? r.url
+          : ends.members.map((m) => withCredential(m, r.account, r.password)).join(",");
         out(
           `rotated the credential of ${name}: the old one is refused, ${r.connections} open connection${
             r.connections === 1 ? "" : "s"
-          } closed; its new broker URL, shown this once and kept nowhere else:\n${r.url}\n`,
+          } closed; its new broker URL, shown this once and kept nowhere else:\n${url}\n`,
         );
       } catch (error) {
         if (error instanceof RotationIncomplete) {
@@ -434,7 +507,12 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerApiOption())
     .action(async (name: string, opts: Connections) => {
       const { createBuilderAccount } = await import("./broker_admin.ts");
-      const account = await createBuilderAccount(endpoints(opts), name);
+      const ends = await endpoints(opts);
+      const account = await createBuilderAccount(ends, name);
+      const { withCredential } = await import("../lib/broker_urls.ts");
+      account.url = ends.members.length === 1
+        ? account.url
+        : ends.members.map((m) => withCredential(m, account.account, account.password)).join(",");
       out(
         `issued ${account.account}; its broker URL, shown this once and kept nowhere else:\n${account.url}\n`,
       );
@@ -449,7 +527,7 @@ export async function controlMain(args: string[]): Promise<number> {
     .action(async (name: string, opts: Connections) => {
       const { revokeBuilderAccount } = await import("./broker_admin.ts");
       const { builderAccount } = await import("../lib/broker.ts");
-      const r = await revokeBuilderAccount(endpoints(opts), name);
+      const r = await revokeBuilderAccount(await endpoints(opts), name);
       const closed = `${r.connections} open connection${r.connections === 1 ? "" : "s"} closed`;
       if (!r.account && r.connections === 0) {
         throw new Refused(
@@ -509,21 +587,44 @@ export async function controlMain(args: string[]): Promise<number> {
           );
           return;
         }
-        let session: BrokerSession | undefined;
-        if (!opts.dryRun) {
-          session = await broker(opts);
-          // Reports waiting on the broker first: acting on stale ones would push to nodes
-          // that already caught up.
-          const { ingestReports } = await import("./ingest.ts");
-          await ingestReports(sql, session.channel, {
-            drain: true,
-            onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
-          });
+        // A member lost during the push rolls its transaction back (nothing recorded, see
+        // publishRendered): the push is made again through the next member, once per member.
+        const members = opts.dryRun ? 1 : brokers(opts).length;
+        let result: Awaited<ReturnType<typeof push.pushBehind>> | undefined;
+        let startAt = 0;
+        for (let attempt = 1; result === undefined; attempt++) {
+          let session: BrokerSession | undefined;
+          let closed = false;
+          try {
+            if (!opts.dryRun) {
+              session = await broker(opts, startAt);
+              session.connection.once("close", () => closed = true);
+              // Reports waiting on the broker first: acting on stale ones would push to nodes
+              // that already caught up.
+              const { ingestReports } = await import("./ingest.ts");
+              await ingestReports(sql, session.channel, {
+                drain: true,
+                onDrop: (d) =>
+                  err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+              });
+            }
+            result = await push.pushBehind(sql, session?.channel, {
+              stuckAfter: opts.stuckAfter,
+              dryRun: opts.dryRun,
+            });
+          } catch (error) {
+            // Only a lost connection is failed over; a refusal or a nack is the answer.
+            if (session !== undefined && !closed) await new Promise((r) => setTimeout(r, 200));
+            if (!closed || attempt >= members + 1 || session === undefined) throw error;
+            err(
+              `mesh-control: lost the broker ${redactUrl(session.url)} during the push (${
+                messageOf(error)
+              }); nothing was recorded, pushing again\n`,
+            );
+            startAt = session.member + 1;
+            await session.close();
+          }
         }
-        const result = await push.pushBehind(sql, session?.channel, {
-          stuckAfter: opts.stuckAfter,
-          dryRun: opts.dryRun,
-        });
         const verb = opts.dryRun ? "would push" : "pushed";
         for (const p of result.pushed) {
           out(
@@ -562,46 +663,70 @@ export async function controlMain(args: string[]): Promise<number> {
       },
     );
 
-  const boardAction =
-    (kind: "status" | "board") =>
-    async (opts: Connections & { json?: boolean; html?: string; grace: number }) => {
+  const boardAction = (kind: "status" | "board") =>
+  async (
+    opts: Connections & {
+      json?: boolean;
+      html?: string;
+      databaseRead?: string;
+      maxLag: number;
+      grace: number;
+    },
+  ) => {
+    if (opts.html !== undefined) {
+      // A page that cannot be written is refused before anything is read.
+      try {
+        await assertWritablePath(opts.html);
+      } catch (error) {
+        throw new Refused(`--html: ${messageOf(error)}`);
+      }
+    }
+    // Reads only: from the standby when one is given (every write goes to the primary).
+    let sql: Sql;
+    let source: import("./read_source.ts").ReadSource = { kind: "primary" };
+    let sourceText = "";
+    if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
+      const standby = await import("./read_source.ts");
+      const read = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
+      cleanups.push(() => read.sql.end({ timeout: 5 }));
+      sql = read.sql;
+      source = read.source;
+      sourceText = standby.sourceText(source);
+    } else {
+      sql = await database(opts);
+    }
+    const { readClock, readNodeStates } = await import("./inventory.ts");
+    const { readDrift } = await import("./drift.ts");
+    const report = await import("./report.ts");
+    // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
+    // database's clock (the one that stamped each report's receipt), read after the states.
+    const [states, drift] = await Promise.all([readNodeStates(sql), readDrift(sql)]);
+    const board = report.gatherBoard(
+      states,
+      { now: await readClock(sql), graceMs: opts.grace },
+      drift,
+    );
+    const json = (text: string) =>
+      source.kind === "primary"
+        ? text
+        : JSON.stringify({ ...JSON.parse(text), readFrom: source }, null, 2) + "\n";
+    if (kind === "board") {
       if (opts.html !== undefined) {
-        // A page that cannot be written is refused before anything is read.
+        const { boardHtml } = await import("./board_html.ts");
         try {
-          await assertWritablePath(opts.html);
+          await writeFileAtomic(opts.html, boardHtml(board));
         } catch (error) {
-          throw new Refused(`--html: ${messageOf(error)}`);
+          throw new Refused(messageOf(error));
         }
+        out(`wrote the board of ${board.nodes} nodes to ${opts.html}\n`);
       }
-      const sql = await database(opts);
-      const { readClock, readNodeStates } = await import("./inventory.ts");
-      const { readDrift } = await import("./drift.ts");
-      const report = await import("./report.ts");
-      // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
-      // database's clock, the one that stamped each report's receipt, read after the states.
-      const [states, drift] = await Promise.all([readNodeStates(sql), readDrift(sql)]);
-      const board = report.gatherBoard(
-        states,
-        { now: await readClock(sql), graceMs: opts.grace },
-        drift,
-      );
-      if (kind === "board") {
-        if (opts.html !== undefined) {
-          const { boardHtml } = await import("./board_html.ts");
-          try {
-            await writeFileAtomic(opts.html, boardHtml(board));
-          } catch (error) {
-            throw new Refused(messageOf(error));
-          }
-          out(`wrote the board of ${board.nodes} nodes to ${opts.html}\n`);
-        }
-        if (opts.json) out(report.boardJson(board));
-        else if (opts.html === undefined) out(report.boardText(board));
-      } else {
-        out(opts.json ? report.statusJson(board) : report.statusText(board));
-        code = report.attentionMachines(board).length > 0 ? 1 : 0;
-      }
-    };
+      if (opts.json) out(json(report.boardJson(board)));
+      else if (opts.html === undefined) out(sourceText + report.boardText(board));
+    } else {
+      out(opts.json ? json(report.statusJson(board)) : sourceText + report.statusText(board));
+      code = report.attentionMachines(board).length > 0 ? 1 : 0;
+    }
+  };
   const graceOption = () =>
     new Option(
       "--grace <duration>",
@@ -615,26 +740,82 @@ export async function controlMain(args: string[]): Promise<number> {
           throw new Refused(`--grace: ${messageOf(error)}`);
         }
       });
-  program.command("status")
+  const readOptions = (command: Command) =>
+    command
+      .addOption(graceOption())
+      .addOption(
+        new Option(
+          "--database-read <url>",
+          "read from this PostgreSQL hot standby instead (the board says how old its data is)",
+        ).env("MESH_DATABASE_READ_URL"),
+      )
+      .addOption(
+        new Option(
+          "--max-lag <duration>",
+          "with --database-read: a replay lag beyond this is said to make the data stale",
+        )
+          .default(60_000, "60s")
+          .argParser((v) => {
+            try {
+              return parseDuration(v, { bareUnit: "s" });
+            } catch (error) {
+              throw new Refused(`--max-lag: ${messageOf(error)}`);
+            }
+          }),
+      );
+  readOptions(
+    program.command("status")
+      .description(
+        "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away (no alarm)",
+      )
+      .option("--json", "print as JSON")
+      .addOption(databaseOption()),
+  ).action(boardAction("status"));
+  readOptions(
+    program.command("board")
+      .description(
+        "every node: its kind, what it was told, what it last said, how much applied, when last heard, and its drift verdict",
+      )
+      .option("--json", "print as JSON")
+      .option(
+        "--html <file>",
+        "also write the board as one self-contained HTML page (atomically) to this file",
+      )
+      .addOption(databaseOption()),
+  ).action(boardAction("board"));
+
+  program.command("prune")
     .description(
-      "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away (no alarm)",
+      "delete reports received longer ago than --keep, except each node's latest (bounds the inventory's growth)",
     )
-    .option("--json", "print as JSON")
-    .addOption(graceOption())
+    .addOption(
+      new Option("--keep <duration>", "keep reports this recent (>= 1h; e.g. 14d)")
+        .makeOptionMandatory()
+        .argParser((v) => {
+          let ms: number;
+          try {
+            ms = parseDuration(v, { bareUnit: "d" });
+          } catch (error) {
+            throw new Refused(`--keep: ${messageOf(error)}`);
+          }
+          if (ms < 3600_000) throw new Refused(`--keep: at least 1h, not "${v}"`);
+          return ms;
+        }),
+    )
+    .option("--dry-run", "count what would be deleted, delete nothing")
     .addOption(databaseOption())
-    .action(boardAction("status"));
-  program.command("board")
-    .description(
-      "every node: its kind, what it was told, what it last said, how much applied, when last heard, and its drift verdict",
-    )
-    .option("--json", "print as JSON")
-    .addOption(graceOption())
-    .option(
-      "--html <file>",
-      "also write the board as one self-contained HTML page (atomically) to this file",
-    )
-    .addOption(databaseOption())
-    .action(boardAction("board"));
+    .action(async (opts: Connections & { keep: number; dryRun?: boolean }) => {
+      const sql = await database(opts);
+      const { pruneReports } = await import("./retention.ts");
+      const pruned = await pruneReports(sql, opts.keep, { dryRun: opts.dryRun });
+      out(
+        `${opts.dryRun ? "would delete" : "deleted"} ${pruned.deleted} report${
+          pruned.deleted === 1 ? "" : "s"
+        } received before ${pruned.before} (each node's latest is kept); ${pruned.kept} ${
+          opts.dryRun ? "would be " : ""
+        }left\n`,
+      );
+    });
 
   program.command("ingest")
     .description("record reports from the broker in the inventory (runs until stopped)")
@@ -643,27 +824,57 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(brokerOption())
     .action(async (opts: Connections & { drain?: boolean }) => {
       const sql = await database(opts);
-      const session = await broker(opts);
       const { ingestReports } = await import("./ingest.ts");
+      const total = { ingested: 0, dropped: 0, duplicates: 0 };
+      let startAt = 0;
       await untilSignalled(async (signal) => {
-        const closed = new Promise<never>((_, reject) =>
-          session.connection.once(
-            "close",
-            () => reject(new Refused("The broker closed the connection")),
-          )
-        );
-        const result = await Promise.race([
-          ingestReports(sql, session.channel, {
-            drain: opts.drain,
-            signal,
-            onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
-          }),
-          closed,
-        ]);
+        // A member that goes away is left for the next one (the reports it held unacknowledged
+        // are delivered again there; a report recorded already is recorded once).
+        for (let lost = 0;;) {
+          const session = await broker(opts, startAt);
+          const stop = new AbortController();
+          const onAbort = () => stop.abort();
+          signal.addEventListener("abort", onAbort);
+          let closed = false;
+          session.connection.once("close", () => {
+            closed = true;
+            stop.abort();
+          });
+          let result: Awaited<ReturnType<typeof ingestReports>> | undefined;
+          try {
+            result = await ingestReports(sql, session.channel, {
+              drain: opts.drain,
+              signal: stop.signal,
+              onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+            });
+          } catch (error) {
+            if (!closed && !/closed/i.test(messageOf(error))) throw error;
+          } finally {
+            signal.removeEventListener("abort", onAbort);
+          }
+          if (result !== undefined) {
+            total.ingested += result.ingested;
+            total.dropped += result.dropped.length;
+            total.duplicates += result.duplicates;
+          }
+          if (!closed) break;
+          if (signal.aborted) break;
+          lost++;
+          if (lost > brokers(opts).length) {
+            throw new Refused("The broker closed the connection, on every member in turn");
+          }
+          err(
+            `mesh-control: the broker ${
+              redactUrl(session.url)
+            } closed the connection; going on with the next member\n`,
+          );
+          startAt = session.member + 1;
+          await session.close();
+        }
         out(
-          `ingested ${result.ingested} report${result.ingested === 1 ? "" : "s"}${
-            result.dropped.length ? `; dropped ${result.dropped.length}` : ""
-          }\n`,
+          `ingested ${total.ingested} report${total.ingested === 1 ? "" : "s"}${
+            total.dropped ? `; dropped ${total.dropped}` : ""
+          }${total.duplicates ? `; ${total.duplicates} delivered again, recorded once` : ""}\n`,
         );
       });
     });

@@ -6,6 +6,7 @@
  */
 
 import { Command, Option } from "commander";
+import { collectBrokerUrls } from "../lib/broker_urls.ts";
 import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { printable } from "../lib/printable.ts";
 import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
@@ -221,9 +222,10 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       "the link to the control plane: apply declarations from the node's queue, report each result, and reconcile the kept declaration at an interval even while the broker is away",
     )
     .addOption(
-      new Option("--broker <url>", "the node's broker URL, with its own credential").env(
-        "MESH_BROKER_URL",
-      ),
+      new Option(
+        "--broker <url>",
+        "the node's broker URL, with its own credential; repeat it (or separate URLs with commas) for each member of a cluster",
+      ).env("MESH_BROKER_URL").argParser(collectBrokerUrls),
     )
     .option("--node <name>", "the node's name (default: the broker URL's account)")
     .option("--json", "print each report as JSON")
@@ -252,7 +254,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .action(
       async (
         opts: {
-          broker?: string;
+          broker?: string[];
           node?: string;
           json?: boolean;
           stateDir: string;
@@ -260,16 +262,18 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
           reconcileResult: string;
         },
       ) => {
-        if (!opts.broker) {
+        if (!opts.broker || opts.broker.length === 0) {
           throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
         }
-        const brokerUrl = opts.broker;
-        let account = "";
+        const { brokerUrls } = await import("../lib/broker_urls.ts");
+        let brokerUrl: string[];
         try {
-          account = decodeURIComponent(new URL(opts.broker).username);
-        } catch {
-          throw new Refused("--broker is not a URL");
+          brokerUrl = brokerUrls(opts.broker);
+        } catch (error) {
+          throw new Refused(`--broker: ${messageOf(error)}`);
         }
+        // Every member carries the node's own account: the first names it.
+        const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
         const node = opts.node ?? account;
         const { nodeNameProblem } = await import("../lib/broker.ts");
         const bad = nodeNameProblem(node);

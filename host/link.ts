@@ -47,8 +47,11 @@ export const OUTBOX_DIR = "outbox";
 /** Options for {@linkcode runLink}. */
 export interface LinkOptions {
   system: System;
-  /** The node's broker URL, with its own credential. */
-  broker: string;
+  /**
+   * The node's broker URL, with its own credential; several are the members of one cluster
+   * (the link fails over between them, starting after the member it lost).
+   */
+  broker: string | readonly string[];
   /** The node's name (its queue and routing key); the URL's account name by default. */
   node: string;
   stateDir: string;
@@ -247,13 +250,16 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     });
   };
 
+  // After losing a member, the next connect starts with the member after it.
+  let startAt = 0;
   const connect = async (): Promise<void> => {
-    const s = await openBroker(options.broker);
+    const s = await openBroker(options.broker, { startAt });
     try {
       await s.channel.checkQueue(nodeQueue(options.node));
       await s.channel.prefetch(1);
     } catch (error) {
       await s.close();
+      startAt = s.member + 1;
       throw new Error(
         `Cannot use queue "${nodeQueue(options.node)}" (is the node enrolled?): ${
           messageOf(error)
@@ -263,6 +269,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     session = s;
     s.connection.once("close", (error?: unknown) => {
       if (session === s) session = undefined;
+      startAt = s.member + 1;
       if (stopping) return;
       // A connection the broker closed on purpose (the node removed, its credential rotated)
       // says why; that is news, not just "went away".
@@ -276,7 +283,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     });
     await serial(flush);
     await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });
-    news(`connected to ${redactUrl(options.broker)}, consuming ${nodeQueue(options.node)}`);
+    news(`connected to ${redactUrl(s.url)}, consuming ${nodeQueue(options.node)}`);
   };
 
   if (kept !== undefined) await serial(() => apply(undefined, "start"));

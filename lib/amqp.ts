@@ -4,6 +4,11 @@
  * and a refusal or an unroutable message is an error of that publish, not a channel close found
  * later. Loaded only by the commands that talk to the broker.
  *
+ * Several URLs are the members of one RabbitMQ cluster: every program (the host's link, the
+ * control plane, the builder) connects through {@linkcode openBroker}, which takes the first
+ * member that answers, and reconnects through it again (starting after the member it lost) when
+ * its connection goes. This is the one failover implementation of the project.
+ *
  * @module
  */
 
@@ -11,6 +16,9 @@ import { type ChannelModel, type ConfirmChannel, connect, type Options } from "a
 import { Buffer } from "node:buffer";
 import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
+import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
+
+export { brokerUrls, collectBrokerUrls, withCredential } from "./broker_urls.ts";
 
 /** The broker cannot be reached, refused us, or refused or could not route a publish. */
 export class AmqpError extends Error {
@@ -33,24 +41,64 @@ export class AmqpError extends Error {
 export interface BrokerSession {
   connection: ChannelModel;
   channel: ConfirmChannel;
+  /** The member this session is connected to (one of the URLs given, password included). */
+  url: string;
+  /** Its position in the list given to {@linkcode openBroker} (0 for a single URL). */
+  member: number;
   /** Closes the channel and the connection; never throws. */
   close(): Promise<void>;
 }
 
 /** Options for {@linkcode openBroker}. */
 export interface OpenOptions {
-  /** Seconds to wait for the connection (default 5). */
+  /** Seconds to wait for each member's connection (default 5). */
   timeoutSeconds?: number;
   /** Heartbeat in seconds (default 15), so a vanished broker is noticed. */
   heartbeat?: number;
+  /**
+   * The member to try first (an index into the URLs, default 0); the others follow in order,
+   * wrapping round. A program that lost its member passes the next one, so it does not knock
+   * on the door that just closed.
+   */
+  startAt?: number;
 }
 
 /**
- * Opens a connection and a confirm channel to `url` (`amqp://user:pass@host:port/vhost`).
+ * Opens a connection and a confirm channel to the first of `urls` that answers
+ * (`amqp://user:pass@host:port/vhost`; several are the members of one cluster, tried from
+ * `options.startAt` round the list). A single URL behaves as before.
  *
- * @throws {AmqpError} naming the broker when it does not answer or refuses the credential.
+ * @throws {AmqpError} naming every member tried and why each failed (passwords redacted), when
+ *   none answers or every one refuses the credential.
  */
-export async function openBroker(url: string, options: OpenOptions = {}): Promise<BrokerSession> {
+export async function openBroker(
+  urls: string | readonly string[],
+  options: OpenOptions = {},
+): Promise<BrokerSession> {
+  let list: string[];
+  try {
+    list = brokerUrls(urls);
+  } catch (error) {
+    if (error instanceof BrokerUrlError) throw new AmqpError(error.message);
+    throw error;
+  }
+  const start = ((options.startAt ?? 0) % list.length + list.length) % list.length;
+  const failures: string[] = [];
+  for (let k = 0; k < list.length; k++) {
+    const member = (start + k) % list.length;
+    try {
+      return await openOne(list[member]!, member, options);
+    } catch (error) {
+      if (list.length === 1) throw error;
+      failures.push(messageOf(error));
+    }
+  }
+  throw new AmqpError(
+    `Cannot connect to any of the ${list.length} brokers: ${failures.join("; ")}`,
+  );
+}
+
+async function openOne(url: string, member: number, options: OpenOptions): Promise<BrokerSession> {
   let connection: ChannelModel;
   try {
     const parsed = new URL(url);
@@ -77,6 +125,8 @@ export async function openBroker(url: string, options: OpenOptions = {}): Promis
   return {
     connection,
     channel,
+    url,
+    member,
     close: async () => {
       await channel.close().catch(() => {});
       await connection.close().catch(() => {});

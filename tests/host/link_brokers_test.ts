@@ -1,0 +1,150 @@
+/**
+ * `mesh-host link` given several broker URLs (a cluster's members): it connects through the first
+ * member that answers, keeps reconciling and journaling with every member down (saying so once per
+ * back-off, naming each member, no password), and refuses URLs that are not AMQP URLs, naming them.
+ */
+
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
+import { cli, ROOT, spawnJsonLines } from "../support/mod.ts";
+import { declarationKey, type DeclarationMessage, EXCHANGE } from "../../lib/broker.ts";
+import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
+import { declarationDigest } from "../../host/declaration.ts";
+import { createNodeAccount, deleteNodeAccount, setupTopology } from "../../control/broker_admin.ts";
+import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
+
+const opts = { sanitizeResources: false, sanitizeOps: false };
+const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
+
+async function declaration(node: string, path: string, content: string) {
+  const text = JSON.stringify({
+    version: 1,
+    resources: [{ id: "f", type: "file", path, content, mode: "0644" }],
+  });
+  const message: DeclarationMessage = {
+    kind: "declaration",
+    node,
+    generation: 1,
+    digest: await declarationDigest(text),
+    pushedAt: new Date().toISOString(),
+    declaration: text,
+  };
+  return message;
+}
+
+async function runLink(
+  args: string[],
+  until: (reports: Record<string, unknown>[], stderr: string) => boolean,
+) {
+  const link = spawnJsonLines<Record<string, unknown>>([
+    `${ROOT}host/debian.ts`,
+    "link",
+    "--json",
+    ...args,
+  ]);
+  const deadline = Date.now() + 60_000;
+  while (
+    !until(link.lines, link.stderr()) && link.exited() === undefined && Date.now() < deadline
+  ) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const status = await link.kill();
+  return { code: status.code, reports: link.lines, stderr: link.stderr() };
+}
+
+Deno.test("link with several brokers, all of them down", opts, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-brokers-" });
+  const node = "all-down";
+  try {
+    await Deno.mkdir(`${dir}/state/link`, { recursive: true });
+    await Deno.writeTextFile(
+      `${dir}/state/link/declaration.json`,
+      JSON.stringify(await declaration(node, `${dir}/f`, "kept\n")),
+    );
+    await Deno.writeTextFile(`${dir}/f`, "drifted\n");
+    const run = await runLink(
+      [
+        "--broker",
+        `amqp://${node}:secret-one@127.0.0.1:1/%2F`,
+        "--broker",
+        `amqp://${node}:secret-two@127.0.0.1:2/%2F`,
+        "--state-dir",
+        `${dir}/state`,
+        "--every",
+        "1s",
+      ],
+      (r, stderr) => r.length >= 4 && stderr.split("Cannot connect to any").length > 2,
+    );
+    // Reconciled meanwhile, as with one broker.
+    assertEquals(await Deno.readTextFile(`${dir}/f`), "kept\n");
+    assertEquals(run.reports[0]!.trigger, "start");
+    assert(run.reports.slice(1).every((r) => r.trigger === "interval"));
+    let journaled = 0;
+    for await (const _ of Deno.readDir(`${dir}/state/link/outbox`)) journaled++;
+    assertEquals(journaled, run.reports.length, "every report made is journaled");
+    // Said once per back-off (2 s, then 4 s...), naming every member, never a password.
+    const said = run.stderr.split("\n").filter((l) => l.includes("Cannot connect"));
+    assert(said.length >= 2, run.stderr);
+    for (const line of said) {
+      assertMatch(
+        line,
+        /Cannot connect to any of the 2 brokers: Cannot connect to broker "amqp:\/\/all-down:\*\*\*@127\.0\.0\.1:1\/%2F": .*; Cannot connect to broker "amqp:\/\/all-down:\*\*\*@127\.0\.0\.1:2\/%2F": .*; retrying in \d+ s$/,
+      );
+    }
+    assertEquals(
+      said.map((l) => /retrying in (\d+) s/.exec(l)![1]).slice(0, 2),
+      ["2", "4"],
+    );
+    assert(!run.stderr.includes("secret-"), "a password was printed");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("link with several brokers: the first that answers is used", opts, async () => {
+  await setupTopology(endpoints);
+  const node = uniqueNode("two");
+  const account = await createNodeAccount(endpoints, node);
+  const dir = await Deno.makeTempDir({ prefix: "mesh-brokers-" });
+  try {
+    const session = await openBroker([`amqp://guest:guest@127.0.0.1:1/%2F`, BROKER_URL]);
+    try {
+      // The administrative session failed over too: member 2 of 2.
+      assertEquals(session.member, 1);
+      await publishConfirmed(session.channel, [{
+        exchange: EXCHANGE,
+        routingKey: declarationKey(node),
+        body: new TextEncoder().encode(
+          JSON.stringify(await declaration(node, `${dir}/f`, "pushed\n")),
+        ),
+      }]);
+    } finally {
+      await session.close();
+    }
+    const down = account.url.replace(/@127\.0\.0\.1:5672\//, "@127.0.0.1:1/");
+    const run = await runLink(
+      ["--broker", `${down},${account.url}`, "--state-dir", `${dir}/state`, "--every", "1h"],
+      (r) => r.some((x) => x.trigger === "push"),
+    );
+    assertEquals(await Deno.readTextFile(`${dir}/f`), "pushed\n");
+    assertMatch(run.stderr, /connected to amqp:\/\/[^:]+:\*\*\*@127\.0\.0\.1:5672\//);
+  } finally {
+    await deleteNodeAccount(endpoints, node).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("link: broker URLs that are not AMQP URLs are refused, each named", opts, async () => {
+  const run = await cli("host/debian.ts", [
+    "link",
+    "--broker",
+    "amqp://n:pw@127.0.0.1:5672/%2F,http://n:pw@example.invalid/,not a url",
+    "--state-dir",
+    "/tmp/mesh-none",
+  ]);
+  assertEquals(run.code, 2);
+  assertMatch(
+    run.stderr,
+    /--broker: Cannot use the broker URLs: broker 2 \("http:\/\/n:\*\*\*@example\.invalid\/"\) is not an amqp:\/\/ or amqps:\/\/ URL \(http:\); broker 3 \("not a url"\) is not a URL/,
+  );
+  assert(!run.stderr.includes(":pw@"), run.stderr);
+});
