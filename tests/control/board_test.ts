@@ -517,7 +517,7 @@ Deno.test("board and status over an inventory with a node in every state", async
       const { blocks } = textBlocks(statusT.stdout);
       // The away node is listed (with when it was last heard), after the alarms, not behind.
       assertEquals([...blocks.keys()].sort(), [...NOT_OK, AWAY].sort(), statusT.stdout);
-      assertEquals(statusT.stdout.trimEnd().split("\n").at(-2)!.split(/\s+/)[0], AWAY);
+      assertEquals(textBlocks(statusT.stdout).order.at(-1), AWAY);
       for (const [name, words] of Object.entries(expected)) {
         const line = blocks.get(name)!.line;
         assert(
