@@ -37,6 +37,10 @@ function startLink(url: string, stateDir: string): LinkProcess {
     stateDir,
     "--every",
     "1s",
+    // No mesh-reconcile runs for these nodes: their reports carry no drift summary, so the board
+    // judges their declarations and their silence alone.
+    "--reconcile-result",
+    "none",
     "--json",
   ]);
 }
