@@ -699,13 +699,14 @@ export async function controlMain(args: string[]): Promise<number> {
     const { readDrift } = await import("./drift.ts");
     const report = await import("./report.ts");
     // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
-    // database's clock (the one that stamped each report's receipt), read after the states.
-    const [states, drift] = await Promise.all([readNodeStates(sql), readDrift(sql)]);
-    const board = report.gatherBoard(
-      states,
-      { now: await readClock(sql), graceMs: opts.grace },
-      drift,
-    );
+    // database's clock (the one that stamped each report's receipt), read alongside: a clock read
+    // a moment before a report's receipt judges that node quiet for 0 s, never silent.
+    const [states, drift, now] = await Promise.all([
+      readNodeStates(sql),
+      readDrift(sql),
+      readClock(sql),
+    ]);
+    const board = report.gatherBoard(states, { now, graceMs: opts.grace }, drift);
     const json = (text: string) =>
       source.kind === "primary"
         ? text
