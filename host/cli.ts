@@ -9,7 +9,7 @@ import { Command, Option } from "commander";
 import { collectBrokerUrls } from "../lib/broker_urls.ts";
 import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { printable } from "../lib/printable.ts";
-import { messageOf, readFileLimited, writeAll } from "../lib/atomic.ts";
+import { messageOf, readRegularFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { MAX_INTERVAL_MS } from "../lib/broker.ts";
 import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
@@ -103,7 +103,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .action(async (file: string, opts: { dryRun?: boolean; json?: boolean; stateDir: string }) => {
       let bytes: Uint8Array;
       try {
-        bytes = await readFileLimited(file, MAX_DECLARATION_BYTES);
+        bytes = await readRegularFileLimited(file, MAX_DECLARATION_BYTES);
       } catch (error) {
         throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
       }

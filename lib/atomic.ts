@@ -119,6 +119,32 @@ export function writeAll(stream: typeof Deno.stdout | typeof Deno.stderr, text: 
 }
 
 /**
+ * What a path that is not a regular file is, in words ("a directory", "a FIFO", "a character
+ * device", ...), from its `stat`.
+ */
+export function fileKindOf(info: Deno.FileInfo): string {
+  if (info.isDirectory) return "a directory";
+  if (info.isFifo) return "a FIFO";
+  if (info.isCharDevice) return "a character device";
+  if (info.isBlockDevice) return "a block device";
+  if (info.isSocket) return "a socket";
+  return info.isFile ? "a regular file" : "not a regular file";
+}
+
+/**
+ * Reads a whole regular file of at most `limit` bytes. Anything else (a FIFO, whose open blocks
+ * until a writer comes; a device that never ends; a directory) is refused before it is opened.
+ *
+ * @throws {TypeError} saying what the path is when it is not a regular file (symlinks are
+ *   followed); {@linkcode readFileLimited}'s errors otherwise.
+ */
+export async function readRegularFileLimited(path: string, limit: number): Promise<Uint8Array> {
+  const info = await Deno.stat(path);
+  if (!info.isFile) throw new TypeError(`it is ${fileKindOf(info)}, not a regular file`);
+  return await readFileLimited(path, limit);
+}
+
+/**
  * Reads a whole file of at most `limit` bytes; a larger one (or a device that never ends) is
  * refused after `limit + 1` bytes rather than read into memory.
  *

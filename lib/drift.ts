@@ -28,6 +28,7 @@ export const DEFAULT_RESULT_PATH = "/var/lib/mesh/reconcile/result.json";
 /** The checks a finding can come from (mesh-reconcile's `Check`). */
 export const CHECKS = [
   "container",
+  "leftover",
   "port",
   "address",
   "redirect",

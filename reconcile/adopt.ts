@@ -7,7 +7,7 @@
  */
 
 import { Document } from "yaml";
-import type { Observation } from "./compare.ts";
+import type { Observation } from "./finding.ts";
 import { ANY_HOST } from "./observe/proxy.ts";
 import { parseRegistry } from "./registry.ts";
 
@@ -66,7 +66,14 @@ export function adoptRegistry(observation: Observation, options: AdoptOptions): 
   for (const l of [...observation.listeners].sort((a, b) => a.port - b.port)) {
     if (claimed.has(l.port)) continue;
     const command = l.processes[0]?.command;
-    const user = l.user ?? `uid-${l.uid}`;
+    // The account its process runs as, as `run` compares a daemon's user: the socket's owner
+    // when a holder runs as it (a root master with workers), else the first holder's.
+    const holders = l.processes.map((p) => p.user);
+    const user = (l.processes.length === 0 || holders.includes(l.user)
+      ? l.user
+      : holders.find((u) =>
+        u !== undefined
+      )) ?? `uid-${l.uid}`;
     const key = command ? `${command}\0${user}` : `port-${l.port}\0${user}`;
     const d = daemons.get(key) ?? { user, ports: new Set() };
     d.ports.add(l.port);

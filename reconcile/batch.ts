@@ -30,7 +30,8 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { formatArgv, run } from "../lib/command.ts";
 import { loadRegistry, parseRegistry, RegistryError } from "./registry.ts";
 import { addEntry, RegistryEditError, removeEntry } from "./registry_edit.ts";
-import { gradeTimer, TIMER_BOOT_WORDS, TIMER_LOAD_WORDS } from "./compare_timers.ts";
+import { gradeTimer, NOT_PULLED, TIMER_BOOT_WORDS, TIMER_LOAD_WORDS } from "./compare_timers.ts";
+import { aliasOnlyReason, readInstallSection } from "../lib/unit_install.ts";
 import { type ObservedTimer, observeTimers, timerAccount } from "./observe/timers.ts";
 import {
   type Manager,
@@ -95,7 +96,7 @@ export async function batchEnable(name: string, options: BatchEnableOptions): Pr
     const account = timerAccount({ user: options.user });
     const manager = await managerFor(account);
     const before = await showTimer(manager, options.timer, timeoutMs);
-    const refusal = enableRefusal(before);
+    const refusal = enableRefusal(before) ?? await enableStartsNothing(before);
     if (refusal !== undefined) throw new Refused(refusal);
 
     const enable = systemctlArgv(manager, ["enable", "--now", "--", options.timer]);
@@ -276,11 +277,34 @@ async function showTimer(manager: Manager, timer: string, timeoutMs: number) {
   return t;
 }
 
+/**
+ * For a disabled timer: would `systemctl enable` link it into anything? An `[Install]` with only
+ * `Alias=` makes enable exit 0, start nothing at boot, and read `enabled`: refused before it runs.
+ */
+async function enableStartsNothing(t: ObservedTimer): Promise<string | undefined> {
+  if (t.unitFile !== "disabled" || !t.fragmentPath) return undefined;
+  if ((t.pulledBy?.length ?? 0) > 0) return undefined; // already wanted by another unit
+  let install;
+  try {
+    install = await readInstallSection(t.fragmentPath, t.dropInPaths ?? "");
+  } catch (error) {
+    return `cannot tell whether enabling ${t.unit} starts it at boot: ${messageOf(error)}`;
+  }
+  const reason = aliasOnlyReason(t.unit, install);
+  return reason === undefined
+    ? undefined
+    : `${reason}; give it WantedBy=timers.target to register it`;
+}
+
 /** Why `enable --now` of `t` is refused before it runs, or `undefined` to go ahead. */
 export function enableRefusal(t: ObservedTimer): string | undefined {
   const load = TIMER_LOAD_WORDS[t.load as keyof typeof TIMER_LOAD_WORDS];
   if (load !== undefined) return `${t.unit} is ${load}`;
   if (t.id !== t.unit) return `${t.unit} is an alias of ${t.id}: register ${t.id} itself`;
+  if (t.unitFile === "enabled" && t.pulledBy?.length === 0) {
+    return `${t.unit} is ${NOT_PULLED}; register a timer whose [Install] section names ` +
+      `WantedBy=timers.target`;
+  }
   if (t.unitFile === "enabled" || t.unitFile === "disabled") return undefined;
   return `${t.unit} is ${
     TIMER_BOOT_WORDS[t.unitFile as UnitFileState] ?? t.unitFile

@@ -1,324 +1,179 @@
 /**
- * The anti-join: what the registry says should exist against what was observed, both ways,
- * per check. Pure: it takes the observation and returns findings, and never asks anything.
+ * The anti-join: what the registry says should exist against what was observed, both ways. Every
+ * check has the same shape, one row of {@linkcode CHECKS}: what it observes (the sources whose
+ * answers it reads), how it compares (a pure function of the registry and the observation), and
+ * the findings it can make (by direction, each with what it means). {@linkcode compare} walks the
+ * table in order; a finding a row did not declare is a defect of this program, not drift.
+ *
+ * The shapes the checks share are in `./finding.ts`; each check's comparison is in its own
+ * module and none imports another or this one.
  *
  * @module
  */
 
-import { formatDuration } from "../lib/duration.ts";
+import type { CompareOptions, Direction, Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
-import type { ObservedContainer } from "./observe/containers.ts";
-import type { Listener } from "./observe/sockets.ts";
-import { type AddressProbe, ANY_HOST, type ServedAddress } from "./observe/proxy.ts";
-import type { SourceStatus } from "./observe/source.ts";
-import type { ObservedTimer } from "./observe/timers.ts";
-import type { BootObservation } from "./observe/boot.ts";
+import { compareContainers, compareLeftovers } from "./compare_containers.ts";
+import { comparePorts } from "./compare_ports.ts";
+import { compareAddresses, compareCertificates, compareRedirects } from "./compare_web.ts";
 import { compareTimers } from "./compare_timers.ts";
 import { compareBoot } from "./compare_boot.ts";
+import { compareRoutes } from "./compare_route.ts";
+import { compareRepoCheck } from "./compare_repo.ts";
 
-/** The checks a finding can come from. */
-export type Check =
-  | "container"
-  | "port"
-  | "address"
-  | "redirect"
-  | "certificate"
-  // the deployment repository (./compare_repo.ts); a served route unlike the rendered one
-  // (./compare_route.ts)
-  | "repo"
-  | "route"
-  // a batch entry's timer (./compare_timers.ts); what the next boot would produce
-  // (./compare_boot.ts)
-  | "timer"
-  | "boot";
+export type { Check, CompareOptions, Direction, Finding, Observation } from "./finding.ts";
 
-/** Which side of the anti-join a finding is on. */
-export type Direction = "missing" | "rogue";
-
-/** One difference between the registry and the machine (DESIGN.md, "Reconcile result"). */
-export interface Finding {
-  check: Check;
-  /** `missing`: declared and not there (or not healthy); `rogue`: there and not declared. */
-  direction: Direction;
-  /** The registry entry it belongs to; absent for rogue findings, which no entry claims. */
-  service?: string;
-  /** What the finding is about: a container (`account/name`), a port, an address. */
-  subject: string;
-  /** One sentence for people. */
-  detail: string;
+/** One check: what it observes, how it compares, and the findings it can make. */
+export interface CheckRow {
+  /** The name findings carry (`check`). */
+  check: Finding["check"];
+  /**
+   * What it observes: the sources (as `sources` names them) whose answers it reads. A failed one
+   * is not compared, since missing data is not evidence; the check itself decides how narrowly
+   * (per account, per runtime).
+   */
+  observes: readonly string[];
+  /** The findings it can make, by direction, each with what it means. */
+  findings: Readonly<Partial<Record<Direction, string>>>;
+  /** How it compares: pure, never asks anything. */
+  compare(registry: Registry, observation: Observation, options: CompareOptions): Finding[];
 }
 
-/** Everything observed, with how each source answered. */
-export interface Observation {
-  /** When the observation started, ISO 8601. */
-  time: string;
-  containers: ObservedContainer[];
-  listeners: Listener[];
-  /** Served addresses; only meaningful when the `caddy` source was observed. */
-  addresses: ServedAddress[];
-  /** One probe per declared served address. */
-  probes: AddressProbe[];
-  sources: SourceStatus[];
-  /** The declared timers, when asked (`timers` sources); absent: timers are not compared. */
-  timers?: ObservedTimer[];
-  /** What the next boot would produce, when asked; absent: boot is not compared. */
-  boot?: BootObservation;
-}
+/** Every check, in the order {@linkcode compare} walks them (and findings come out). */
+export const CHECKS: readonly CheckRow[] = [
+  {
+    check: "container",
+    observes: ["podman", "docker"],
+    findings: {
+      missing: "a declared container (service, or site with one) is not running in its account",
+      rogue: "a running container no entry claims",
+    },
+    compare: compareContainers,
+  },
+  {
+    check: "leftover",
+    observes: ["podman", "docker"],
+    findings: {
+      rogue: "a container that exists and is not running (created, exited, paused), unclaimed",
+    },
+    compare: compareLeftovers,
+  },
+  {
+    check: "port",
+    observes: ["sockets", "podman", "docker"],
+    findings: {
+      missing: "a declared port nothing listens on, published by another container, or held " +
+        "by no process of the daemon's user",
+      rogue: "a listening port no entry claims, named with its process or container",
+    },
+    compare: comparePorts,
+  },
+  {
+    // Before `address`: a TLS address that does not answer is a certificate finding.
+    check: "certificate",
+    observes: ["caddy"],
+    findings: {
+      missing: "the certificate presented for a declared name is not valid yet, expired, for " +
+        "another name, or expiring within the warning; or its TLS listener does not answer",
+    },
+    compare: compareCertificates,
+  },
+  {
+    check: "address",
+    observes: ["caddy"],
+    findings: {
+      missing: "a declared address the proxy does not serve, or whose listener does not answer",
+      rogue: "a served address (or catch-all) no entry declares",
+    },
+    compare: compareAddresses,
+  },
+  {
+    check: "redirect",
+    observes: ["caddy"],
+    findings: { missing: "a declared redirect that does not redirect, or redirects elsewhere" },
+    compare: compareRedirects,
+  },
+  {
+    check: "timer",
+    observes: ["timers"],
+    findings: {
+      missing: "a batch entry's timer that does not exist, is not enabled for boot (pulled in), " +
+        "is not active, or has no next trigger",
+    },
+    compare: compareTimers,
+  },
+  {
+    check: "boot",
+    observes: ["boot-units", "boot-podman", "boot-docker", "quadlet"],
+    findings: {
+      missing: "a declared container or daemon that nothing would start again after a reboot",
+      rogue: "an unclaimed container that a reboot would bring back",
+    },
+    compare: compareBoot,
+  },
+  {
+    check: "route",
+    observes: ["caddy"],
+    findings: {
+      missing: "a served declared address whose handler, upstream, root or redirect target is " +
+        "not what render caddy renders",
+    },
+    compare: compareRoutes,
+  },
+  {
+    check: "repo",
+    observes: ["repo", "deploy-map"],
+    findings: {
+      missing: "a deployed file unlike the deploy map; commits waiting past --behind-days; no " +
+        "upstream",
+      rogue: "an uncommitted edit in the checkout; a local commit the upstream lacks",
+    },
+    compare: compareRepoCheck,
+  },
+];
 
-/** Options for {@linkcode compare}. */
-export interface CompareOptions {
-  /** Certificates expiring within this many milliseconds are findings. */
-  certWarnMs: number;
-  /** "Now" for certificate expiry, in ms since the epoch. */
-  now: number;
+/** A finding a check did not declare: a defect of this program, never reported as drift. */
+export class CheckDefect extends Error {
+  override name = "CheckDefect";
 }
 
 /**
- * Compares `registry` with `observation`. A check whose source failed is not compared (its
- * absence of data is not evidence); the caller reports the failed source instead.
+ * Compares `registry` with `observation`: every row of {@linkcode CHECKS}, in order. A check
+ * whose source failed is not compared (its absence of data is not evidence); the caller reports
+ * the failed source instead.
+ *
+ * @throws {CheckDefect} when a row returns a finding of another check or of a direction it does
+ *   not declare.
  */
 export function compare(
   registry: Registry,
   observation: Observation,
   options: CompareOptions,
 ): Finding[] {
-  const findings: Finding[] = [];
-  const failed = (source: string, account?: string) =>
-    observation.sources.some((s) =>
-      s.source === source && s.state === "failed" &&
-      (account === undefined || s.account === account)
-    );
-  const entries = Object.entries(registry.services);
-
-  // Containers, per account.
-  const claimed = new Map<string, string>();
-  for (const [name, entry] of entries) {
-    if (!("container" in entry) || entry.container === undefined || entry.user === undefined) {
-      continue;
-    }
-    claimed.set(`${entry.user}/${entry.container}`, name);
-    if (entry.kind === "batch") continue; // runs only while its job does: graded by its timer
-    if (failed("podman", entry.user) || failed("docker", entry.user)) continue;
-    const running = observation.containers.some((c) =>
-      c.account === entry.user && c.name === entry.container
-    );
-    if (!running) {
-      findings.push({
-        check: "container",
-        direction: "missing",
-        service: name,
-        subject: `${entry.user}/${entry.container}`,
-        detail: `container "${entry.container}" of account ${entry.user} is not running`,
-      });
-    }
-  }
-  for (const c of observation.containers) {
-    if (claimed.has(`${c.account}/${c.name}`)) continue;
-    findings.push({
-      check: "container",
-      direction: "rogue",
-      subject: `${c.account}/${c.name}`,
-      detail:
-        `container "${c.name}" (${c.image}, ${c.runtime}) runs in account ${c.account} and no entry claims it`,
-    });
-  }
-
-  // Ports: listening sockets and published container ports, matched to containers through the
-  // runtime's port map.
-  if (!failed("sockets")) {
-    const listening = new Map<number, { listeners: Listener[]; containers: ObservedContainer[] }>();
-    const at = (port: number) => {
-      let v = listening.get(port);
-      if (!v) listening.set(port, v = { listeners: [], containers: [] });
-      return v;
-    };
-    for (const l of observation.listeners) at(l.port).listeners.push(l);
-    for (const c of observation.containers) {
-      for (const p of c.ports) if (p.protocol === "tcp") at(p.hostPort).containers.push(c);
-    }
-    const owner = new Map<number, string>();
-    for (const [name, entry] of entries) {
-      for (const port of entry.port ?? []) {
-        owner.set(port, name);
-        const seen = listening.get(port);
-        if (!seen) {
-          findings.push({
-            check: "port",
-            direction: "missing",
-            service: name,
-            subject: String(port),
-            detail: `port ${port} is not listening`,
-          });
-          continue;
-        }
-        const container = "container" in entry ? entry.container : undefined;
-        if (
-          container !== undefined && seen.containers.length > 0 &&
-          !seen.containers.some((c) => c.name === container && c.account === entry.user)
-        ) {
-          findings.push({
-            check: "port",
-            direction: "missing",
-            service: name,
-            subject: String(port),
-            detail: `port ${port} is published by ${
-              seen.containers.map((c) => `container "${c.name}" of account ${c.account}`).join(", ")
-            }, not by "${container}"`,
-          });
-        }
-      }
-    }
-    for (const [port, seen] of [...listening].sort((a, b) => a[0] - b[0])) {
-      if (owner.has(port)) continue;
-      findings.push({
-        check: "port",
-        direction: "rogue",
-        subject: String(port),
-        detail: `port ${port} listens (${
-          describeHolders(seen.listeners, seen.containers)
-        }) and no entry claims it`,
-      });
-    }
-  }
-
-  // Web addresses, certificates and redirects.
-  if (!failed("caddy")) {
-    const served = new Map<string, ServedAddress>();
-    for (const a of observation.addresses) if (!served.has(a.host)) served.set(a.host, a);
-    const declared = new Map<string, string>();
-    for (const [name, entry] of entries) {
-      for (const address of entry.web ?? []) {
-        declared.set(address, name);
-        const s = served.get(address);
-        if (!s) {
-          findings.push({
-            check: "address",
-            direction: "missing",
-            service: name,
-            subject: address,
-            detail: `${
-              address === ANY_HOST ? "a catch-all route" : address
-            } is not served by the proxy`,
-          });
-          continue;
-        }
-        const probe = observation.probes.find((p) => p.host === address);
-        if (probe === undefined || address === ANY_HOST || address.startsWith("*.")) continue;
-        if (probe.error !== undefined) {
-          findings.push({
-            check: s.tls ? "certificate" : "address",
-            direction: "missing",
-            service: name,
-            subject: address,
-            detail:
-              `${address} is configured but does not answer at ${probe.target}: ${probe.error}`,
-          });
-          continue;
-        }
-        if (s.tls && probe.certificate) findings.push(...certificateFindings(name, probe, options));
-        if (entry.kind === "site" && entry.redirect !== undefined) {
-          const f = redirectFinding(name, probe, entry.redirect, s.tls);
-          if (f) findings.push(f);
-        }
-      }
-    }
-    for (const [host, s] of served) {
-      if (declared.has(host)) continue;
-      findings.push({
-        check: "address",
-        direction: "rogue",
-        subject: host,
-        detail: `${
-          host === ANY_HOST ? "a catch-all route (any host name)" : host
-        } is served (server ${s.server} on ${s.listen.join(", ")}) and no entry declares it`,
-      });
-    }
-  }
-  findings.push(...compareTimers(registry, observation), ...compareBoot(registry, observation));
-  return findings;
+  return walkChecks(CHECKS, registry, observation, options);
 }
 
-function certificateFindings(
-  service: string,
-  probe: AddressProbe,
+/**
+ * Walks `table` as {@linkcode compare} walks {@linkcode CHECKS}.
+ *
+ * @throws {CheckDefect} when a row returns a finding it does not declare.
+ */
+export function walkChecks(
+  table: readonly CheckRow[],
+  registry: Registry,
+  observation: Observation,
   options: CompareOptions,
 ): Finding[] {
-  const cert = probe.certificate!;
-  const out: Finding[] = [];
-  const base = {
-    check: "certificate" as const,
-    direction: "missing" as const,
-    service,
-    subject: probe.host,
-  };
-  if (!cert.coversName) {
-    out.push({
-      ...base,
-      detail: `the certificate presented for ${probe.host} does not cover it (it names ${
-        cert.subjectAltName || cert.subject || "nothing"
-      })`,
-    });
-  }
-  const left = Date.parse(cert.notAfter) - options.now;
-  if (left <= 0) {
-    out.push({ ...base, detail: `the certificate for ${probe.host} expired at ${cert.notAfter}` });
-  } else if (left <= options.certWarnMs) {
-    out.push({
-      ...base,
-      detail: `the certificate for ${probe.host} expires in ${
-        formatDuration(left)
-      } (at ${cert.notAfter}), within the ${formatDuration(options.certWarnMs)} warning`,
-    });
-  }
-  return out;
-}
-
-function redirectFinding(
-  service: string,
-  probe: AddressProbe,
-  target: string,
-  tls: boolean,
-): Finding | undefined {
-  const base = {
-    check: "redirect" as const,
-    direction: "missing" as const,
-    service,
-    subject: probe.host,
-  };
-  const status = probe.status ?? 0;
-  if (status < 300 || status > 399 || probe.location === undefined) {
-    return {
-      ...base,
-      detail: `${probe.host} answers ${status} instead of redirecting to ${target}`,
-    };
-  }
-  const asked = `${tls ? "https" : "http"}://${probe.host}/`;
-  let got: string;
-  try {
-    got = new URL(probe.location, asked).href;
-  } catch {
-    got = probe.location;
-  }
-  if (got !== new URL(target).href) {
-    return { ...base, detail: `${probe.host} redirects to ${got}, not to ${target}` };
-  }
-  return undefined;
-}
-
-function describeHolders(listeners: Listener[], containers: ObservedContainer[]): string {
-  const parts: string[] = [];
-  for (const c of containers) parts.push(`container "${c.name}" of account ${c.account}`);
-  const procs = new Map<string, Set<string>>();
-  for (const l of listeners) {
-    const who = `${
-      l.processes.length > 0
-        ? l.processes.map((p) => `${p.command}[${p.pid}]`).join(", ")
-        : "no process found"
-    } as ${l.user ?? `uid ${l.uid}`}`;
-    const set = procs.get(who) ?? new Set();
-    set.add(l.family === 6 ? `[${l.address}]` : l.address);
-    procs.set(who, set);
-  }
-  for (const [who, addresses] of procs) parts.push(`${[...addresses].join(", ")}: ${who}`);
-  return parts.join("; ");
+  return table.flatMap((row) => {
+    const found = row.compare(registry, observation, options);
+    for (const f of found) {
+      if (f.check !== row.check || row.findings[f.direction] === undefined) {
+        throw new CheckDefect(
+          `Check "${row.check}" made a finding it does not declare: ${f.check} ${f.direction} ` +
+            `${f.subject}`,
+        );
+      }
+    }
+    return found;
+  });
 }

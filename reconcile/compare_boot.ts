@@ -15,8 +15,9 @@
  * - the quadlet generator would create a unit that runs it and links it into a target.
  * For a rootless account all of these also need its user manager to start at boot (linger).
  *
- * A unit starts at boot when its unit file state is `enabled`; a `static`, `indirect` or
- * `generated` one when some unit wants, requires or triggers it (`WantedBy=`, `RequiredBy=`,
+ * A unit starts at boot when its unit file state is `enabled` and some unit wants, requires or
+ * triggers it (an `[Install]` holding only `Alias=` reads `enabled` too, and nothing starts it);
+ * a `static`, `indirect` or `generated` one when some unit wants, requires or triggers it (`WantedBy=`, `RequiredBy=`,
  * `TriggeredBy=` as systemd has them loaded; one level, not followed further). Every other state
  * is said in its own words. The bounded set compared is containers and declared daemons: the
  * machine's other enabled units (getty, cron, apt's timers) are not the registry's business.
@@ -26,7 +27,7 @@
  * @module
  */
 
-import type { Finding, Observation } from "./compare.ts";
+import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type BootObservation, type BootUnit, containerOf } from "./observe/boot.ts";
 import type { UnitFileState } from "./observe/systemd.ts";
@@ -55,7 +56,15 @@ export function startsAtBoot(unit: BootUnit): { starts: boolean; why: string } {
   }
   const word = BOOT_WORDS[unit.unitFile as UnitFileState];
   const name = unit.id !== unit.unit && unit.id ? `${unit.unit} (${unit.id})` : unit.unit;
-  if (word === "starts") return { starts: true, why: `${name} is enabled` };
+  if (word === "starts") {
+    // `enabled` is also what an [Install] holding only Alias= reads: something must pull it in.
+    const by = [...unit.wantedBy, ...unit.requiredBy, ...unit.triggeredBy];
+    return by.length > 0 ? { starts: true, why: `${name} is enabled` } : {
+      starts: false,
+      why: `${name} is enabled, but nothing wants, requires or triggers it (its [Install] ` +
+        `section names no target, only Alias= say), so nothing starts it at boot`,
+    };
+  }
   if (word === "if-pulled") {
     const by = [...unit.wantedBy, ...unit.requiredBy, ...unit.triggeredBy];
     return by.length > 0

@@ -22,9 +22,11 @@
 
 import { formatDuration } from "../lib/duration.ts";
 import { printable } from "../lib/printable.ts";
-import type { Finding } from "./compare.ts";
+import type { CompareOptions, Finding, Observation } from "./finding.ts";
 import type { DeployCheck, RepoObservation, StatusEntry } from "./observe/repo.ts";
 import { DEPLOY_MAP_FILE } from "./deploy_map.ts";
+import type { SeenByRepo } from "./repo_seen.ts";
+import type { Registry } from "./registry.ts";
 
 /** Options for {@linkcode compareRepo}. */
 export interface CompareRepoOptions {
@@ -292,4 +294,45 @@ function deployFindings(c: DeployCheck): Finding[] {
     out.push(one(`${what} has mode ${octal(d.mode)}, the deploy map says ${octal(e.mode)}${why}`));
   }
   return out;
+}
+
+/** The first sightings remembered for the observed checkout, or none. */
+function firstSeenOf(repo: RepoObservation, options: CompareOptions): Record<string, number> {
+  return repo.top === undefined ? {} : options.repo?.seen[repo.top] ?? {};
+}
+
+/**
+ * Check `repo` as a row of the table: the observed repository (`run --repo`) compared with the
+ * first sightings in `options.repo`; no findings when the repository was not observed.
+ */
+export function compareRepoCheck(
+  _registry: Registry,
+  observation: Observation,
+  options: CompareOptions,
+): Finding[] {
+  if (observation.repo === undefined || options.repo === undefined) return [];
+  return compareRepo(observation.repo, {
+    behindMs: options.repo.behindMs,
+    now: options.now,
+    firstSeen: firstSeenOf(observation.repo, options),
+  }).findings;
+}
+
+/**
+ * The first sightings to keep after a run (every checkout remembered, this one's updated), or
+ * undefined when the upstream could not be read (then what was remembered stays as it was).
+ */
+export function repoSeenAfter(
+  observation: Observation,
+  options: CompareOptions,
+): SeenByRepo | undefined {
+  const repo = observation.repo;
+  if (repo === undefined || options.repo === undefined || repo.top === undefined) return undefined;
+  const compared = compareRepo(repo, {
+    behindMs: options.repo.behindMs,
+    now: options.now,
+    firstSeen: firstSeenOf(repo, options),
+  });
+  if (compared.firstSeen === undefined) return undefined;
+  return { ...options.repo.seen, [repo.top]: compared.firstSeen };
 }

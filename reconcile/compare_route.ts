@@ -18,7 +18,7 @@
  * @module
  */
 
-import type { Finding, Observation } from "./compare.ts";
+import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type RenderedRoute, routeOf } from "./render.ts";
 import type { ServedHandler } from "./observe/routes.ts";

@@ -1,6 +1,7 @@
 /**
  * A `batch` entry is graded by its timer, never by its container: the timer must exist, be
- * enabled for boot, be active, and have a next trigger scheduled. The service it triggers is
+ * enabled for boot (`enabled` and pulled in by some unit: `enabled` alone is also what an
+ * `[Install]` holding only `Alias=` reads), be active, and have a next trigger scheduled. The service it triggers is
  * legitimately `static` (a timer-triggered service has no [Install] section of its own) and is
  * never asserted enabled. Pure: it reads the observation and returns findings with check `timer`.
  *
@@ -11,7 +12,7 @@
  * @module
  */
 
-import type { Finding, Observation } from "./compare.ts";
+import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type ObservedTimer, timerAccount } from "./observe/timers.ts";
 import type { ACTIVE_STATES, LOAD_STATES, UnitFileState } from "./observe/systemd.ts";
@@ -42,6 +43,15 @@ export const TIMER_BOOT_WORDS: Record<UnitFileState, string | undefined> = {
   transient: "transient: created at runtime (systemd-run) and gone at the next boot",
   bad: "bad: systemd cannot read its unit file",
 };
+
+/**
+ * An `enabled` timer that no unit wants, requires or upholds: `systemctl enable` of a unit whose
+ * `[Install]` holds only `Alias=` exits 0 and makes only the alias, and `UnitFileState` reads
+ * `enabled`, yet nothing starts it at boot.
+ */
+export const NOT_PULLED =
+  "enabled, but nothing wants or requires it (WantedBy=, RequiredBy= and UpheldBy= are empty: " +
+  "its [Install] section names no target, only Alias= say), so nothing starts it at boot";
 
 /** What each load state says (`undefined`: loaded enough to be graded by its unit file state). */
 export const TIMER_LOAD_WORDS: Record<(typeof LOAD_STATES)[number], string | undefined> = {
@@ -89,6 +99,7 @@ export function gradeTimer(t: ObservedTimer): string[] {
   else {
     const boot = TIMER_BOOT_WORDS[t.unitFile as UnitFileState];
     if (boot !== undefined) problems.push(boot);
+    else if (t.unitFile === "enabled" && t.pulledBy?.length === 0) problems.push(NOT_PULLED);
   }
   const active = TIMER_ACTIVE_WORDS[t.active as keyof typeof TIMER_ACTIVE_WORDS];
   if (active !== undefined) problems.push(active);

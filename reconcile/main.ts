@@ -15,6 +15,11 @@ import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
 import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "./report.ts";
 import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
 import { repoCheckFromFlags } from "./repo_check.ts";
+import {
+  assertRegistryOutsideCode,
+  IN_CHECKOUT_FLAG,
+  RegistryPlaceError,
+} from "./registry_place.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
 
 /** Exit code: clean. */
@@ -25,6 +30,9 @@ export const EXIT_DRIFT = 1;
 export const EXIT_UNOBSERVABLE = 2;
 
 class UsageError extends Error {}
+
+const IN_CHECKOUT_HELP =
+  "accept a registry inside a git work tree or --repo (refused otherwise: a deployment can overwrite it)";
 
 /** Refuses output paths that are the same file as another path given (the registry, say). */
 async function assertDistinct(paths: Record<string, string | undefined>): Promise<void> {
@@ -133,6 +141,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       "--state-dir <dir>",
       "with --repo: keep first sightings of upstream commits here (default: the registry's)",
     )
+    .option(IN_CHECKOUT_FLAG, IN_CHECKOUT_HELP)
     .action(async (opts: {
       registry: string;
       json?: boolean;
@@ -147,8 +156,12 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       repo?: string;
       behindDays?: string;
       stateDir?: string;
+      registryInCheckout?: boolean;
     }) => {
       const registry = await loadRegistry(opts.registry);
+      if (!opts.registryInCheckout) {
+        await assertRegistryOutsideCode(opts.registry, { repo: opts.repo });
+      }
       let repo;
       try {
         repo = await repoCheckFromFlags(opts, opts.registry);
@@ -235,11 +248,19 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       "root",
     )
     .option("--caddy-admin <addr>", `Caddy admin API address, or "${NO_PROXY}"`, "localhost:2019")
+    .option(IN_CHECKOUT_FLAG, IN_CHECKOUT_HELP)
     .action(
-      async (opts: { output?: string; force?: boolean; accounts: string; caddyAdmin: string }) => {
+      async (opts: {
+        output?: string;
+        force?: boolean;
+        accounts: string;
+        caddyAdmin: string;
+        registryInCheckout?: boolean;
+      }) => {
         const accounts = opts.accounts.split(",").map((s) => s.trim()).filter(Boolean);
         if (accounts.length === 0) throw new UsageError("--accounts: name at least one account");
         if (opts.output !== undefined) {
+          if (!opts.registryInCheckout) await assertRegistryOutsideCode(opts.output);
           await assertWritablePath(opts.output);
           if (!opts.force && await Deno.stat(opts.output).then(() => true, () => false)) {
             throw new UsageError(
@@ -486,13 +507,16 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .option("--user <account>", "the account whose user manager runs it (default: root, system)")
     .requiredOption("--registry <file>", "the registry (YAML, version 1)")
     .option("--json", "print the result as JSON")
+    .option(IN_CHECKOUT_FLAG, IN_CHECKOUT_HELP)
     .action(async (name: string, opts: {
       timer: string;
       container?: string;
       user?: string;
       registry: string;
       json?: boolean;
+      registryInCheckout?: boolean;
     }) => {
+      if (!opts.registryInCheckout) await assertRegistryOutsideCode(opts.registry);
       const { batchEnable } = await import("./batch.ts");
       await batchDone(batchEnable(name, opts), opts.json);
     });
@@ -501,7 +525,13 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .argument("<name>", "the entry's name")
     .requiredOption("--registry <file>", "the registry (YAML, version 1)")
     .option("--json", "print the result as JSON")
-    .action(async (name: string, opts: { registry: string; json?: boolean }) => {
+    .option(IN_CHECKOUT_FLAG, IN_CHECKOUT_HELP)
+    .action(async (name: string, opts: {
+      registry: string;
+      json?: boolean;
+      registryInCheckout?: boolean;
+    }) => {
+      if (!opts.registryInCheckout) await assertRegistryOutsideCode(opts.registry);
       const { batchDisable } = await import("./batch.ts");
       await batchDone(batchDisable(name, opts), opts.json);
     });
@@ -533,7 +563,10 @@ export async function main(args: string[]): Promise<number> {
       ) return 0;
       return EXIT_UNOBSERVABLE; // commander already printed what was wrong
     }
-    if (error instanceof RegistryError || error instanceof UsageError) {
+    if (
+      error instanceof RegistryError || error instanceof UsageError ||
+      error instanceof RegistryPlaceError
+    ) {
       io.err(`mesh-reconcile: ${error.message}\n`);
     } else {
       io.err(`mesh-reconcile: ${messageOf(error)}\n`);

@@ -8,7 +8,7 @@
 
 import { z } from "zod";
 import { isMap, isScalar, LineCounter, type Node, parseDocument } from "yaml";
-import { messageOf } from "../lib/atomic.ts";
+import { messageOf, readRegularFileLimited } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
 
 export { formatPath };
@@ -21,12 +21,28 @@ const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** A DNS host name (lowercase), optionally a leading `*.` wildcard label. */
 const HOST = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
+/**
+ * The largest registry read, in bytes (16 MiB; a registry of a thousand entries is well under
+ * 1 MiB). A larger file, or a device that never ends, is refused rather than read into memory.
+ */
+export const MAX_REGISTRY_BYTES = 16 * 1024 * 1024;
+
 /** An entry's name, also the key of the `services` map. */
 export const EntryName = z.string().regex(NAME, "Must be letters, digits, '.', '_' or '-'");
 /** A Linux account name. */
 export const AccountName = z.string().regex(ACCOUNT, "Must be a Linux account name");
 /** A TCP port, 1 to 65535. */
-export const Port = z.number().int("Must be a whole number").min(1).max(65535);
+export const Port = z.number({
+  error: (issue) =>
+    issue.code === "invalid_type"
+      ? `Must be a port number, 1 to 65535${
+        Array.isArray(issue.input) ? "" : ", or a list of them"
+      } (not ${JSON.stringify(issue.input) ?? String(issue.input)})`
+      : undefined,
+}).int("Must be a whole number").min(1, "Must be a port number, 1 to 65535").max(
+  65535,
+  "Must be a port number, 1 to 65535",
+);
 /**
  * A web address: the host name the reverse proxy serves (lowercase; `*.` wildcard allowed), or
  * `*` for a catch-all route that answers any host name.
@@ -63,6 +79,13 @@ const shared = {
   /** Free text; the place to write why an entry that looks removable is not. */
   note: z.string().optional(),
 };
+
+/**
+ * The fields every kind shares, not strict: an entry whose `kind` is invalid or missing is still
+ * checked on these, so a bad kind does not hide its other problems (the fields only some kinds
+ * have cannot be judged without one).
+ */
+const SharedFields = z.object(shared);
 
 /** `kind: service`: a container service. Its container must be running. */
 export const ServiceEntry = z.strictObject({
@@ -102,6 +125,8 @@ export const DaemonEntry = z.strictObject({
   ).optional(),
   ...shared,
 });
+
+const ENTRY_KINDS: readonly string[] = ["service", "site", "batch", "daemon"];
 
 /** One registry entry: a discriminated union on `kind`. */
 export const Entry = z.discriminatedUnion("kind", [
@@ -275,20 +300,22 @@ export function formatProblem(file: string, p: RegistryProblem): string {
 /**
  * Reads and validates a registry file.
  *
- * @throws {RegistryError} when the file is missing, is a directory, is not UTF-8 text, is not
- *   valid YAML, or breaks the schema; every problem is listed with its line and column.
+ * @throws {RegistryError} when the file is missing, is not a regular file (a directory, a FIFO,
+ *   a device: refused before it is opened, so nothing blocks), is larger than
+ *   {@linkcode MAX_REGISTRY_BYTES}, is not UTF-8 text, is not valid YAML, or breaks the schema; every problem is listed with its line and column.
  */
 export async function loadRegistry(file: string): Promise<Registry> {
   let text: string;
   try {
-    const info = await Deno.stat(file);
-    if (info.isDirectory) throw new Error("it is a directory");
-    text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(file));
+    const bytes = await readRegularFileLimited(file, MAX_REGISTRY_BYTES);
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (cause) {
     const why = cause instanceof Deno.errors.NotFound
       ? "no such file"
       : cause instanceof TypeError && /encoded data/i.test(cause.message)
       ? "it is not UTF-8 text"
+      : cause instanceof RangeError
+      ? `it is larger than ${MAX_REGISTRY_BYTES} bytes (16 MiB)`
       : messageOf(cause);
     throw new RegistryError(file, [{
       path: "",
@@ -315,7 +342,10 @@ export function parseRegistry(text: string, file = "<registry>"): Registry {
       path: "",
       line: pos.line,
       column: pos.col,
-      message: error.message.split("\n")[0]!,
+      message: error.code === "MULTIPLE_DOCS"
+        ? "The registry must be one YAML document, and another one starts here (a '---' line " +
+          "separates documents): merge them or remove it"
+        : error.message.split("\n")[0]!,
     });
   }
   if (problems.length > 0) throw new RegistryError(file, problems);
@@ -327,9 +357,7 @@ export function parseRegistry(text: string, file = "<registry>"): Registry {
   }
   const parsed = Registry.safeParse(data);
   if (parsed.success) return parsed.data;
-  const issues: { code: string; path: PropertyKey[]; message: string; keys?: string[] }[] = [
-    ...parsed.error.issues,
-  ];
+  const issues = withKindless(data, flattenUnions(data, parsed.error.issues));
   const key = (path: PropertyKey[], message: string) =>
     `${formatPath(path as (string | number)[])}\0${message}`;
   const already = new Set(issues.map((i) => key(i.path, i.message)));
@@ -359,6 +387,52 @@ export function parseRegistry(text: string, file = "<registry>"): Registry {
   }
   problems.sort((a, b) => a.line - b.line || a.column - b.column);
   throw new RegistryError(file, problems);
+}
+
+/** An issue as {@linkcode parseRegistry} places it. */
+interface Issue {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  keys?: string[];
+  errors?: Issue[][];
+}
+
+/**
+ * A one-or-many field that fails both ways says only "Invalid input"; its problems are those of
+ * the branch the input has the shape of (a list: the list's items; anything else: the single
+ * value), placed under the field's path.
+ */
+function flattenUnions(data: unknown, issues: readonly Issue[]): Issue[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== "invalid_union" || issue.errors?.length !== 2) return [issue];
+    let input: unknown = data;
+    for (const k of issue.path) input = (input as Record<PropertyKey, unknown> | undefined)?.[k];
+    const branch = issue.errors[Array.isArray(input) ? 1 : 0]!;
+    if (branch.length === 0) return [issue];
+    return flattenUnions(data, branch.map((i) => ({ ...i, path: [...issue.path, ...i.path] })));
+  });
+}
+
+/**
+ * Adds, for each entry whose `kind` is invalid or missing, the problems of the fields every kind
+ * shares ({@linkcode SharedFields}), so fixing the kind does not reveal more.
+ */
+function withKindless(data: unknown, issues: Issue[]): Issue[] {
+  const services = (data as { services?: unknown } | null)?.services;
+  if (typeof services !== "object" || services === null || Array.isArray(services)) return issues;
+  const out = [...issues];
+  for (const [name, entry] of Object.entries(services)) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const kind = (entry as { kind?: unknown }).kind;
+    if (typeof kind === "string" && ENTRY_KINDS.includes(kind)) continue;
+    const shared = SharedFields.safeParse(entry);
+    if (shared.success) continue;
+    for (const i of flattenUnions(entry, shared.error.issues)) {
+      out.push({ ...i, path: ["services", name, ...i.path] });
+    }
+  }
+  return out;
 }
 
 function hintFor(data: unknown, path: (string | number)[]): string {

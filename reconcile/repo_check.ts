@@ -1,15 +1,12 @@
 /**
- * `run --repo`: observe the deployment repository, then compare ({@linkcode observeRepo},
- * {@linkcode compareRepo}). Observing changes nothing; the first-seen times to remember are
- * returned, and the caller (the command line) writes them.
+ * `run --repo`: the flags and the first sightings they point at, read before anything is
+ * observed. The repository is observed with the machine (`./run.ts`, `./observe/repo.ts`) and
+ * compared as the `repo` row of the check table (`./compare.ts`, `./compare_repo.ts`); the
+ * first-seen times to remember come back in the result, and the command line writes them.
  *
  * @module
  */
 
-import type { Finding } from "./compare.ts";
-import { compareRepo } from "./compare_repo.ts";
-import { observeRepo } from "./observe/repo.ts";
-import type { SourceStatus } from "./observe/source.ts";
 import { dirname, resolve } from "node:path";
 import { loadRepoSeen, repoSeenPath, type SeenByRepo } from "./repo_seen.ts";
 
@@ -21,33 +18,6 @@ export interface RepoCheckOptions {
   behindMs: number;
   /** First sightings remembered from earlier runs (see `./repo_seen.ts`). */
   seen: SeenByRepo;
-}
-
-/** What {@linkcode checkRepo} found. */
-export interface RepoCheck {
-  findings: Finding[];
-  sources: SourceStatus[];
-  /** First sightings to remember; absent when the upstream could not be read. */
-  seen?: SeenByRepo;
-}
-
-/** Observes and compares the repository. Never throws: a failure is a failed source. */
-export async function checkRepo(
-  options: RepoCheckOptions,
-  extra: { now: number; timeoutMs?: number },
-): Promise<RepoCheck> {
-  const repo = await observeRepo(options.dir, { timeoutMs: extra.timeoutMs });
-  const top = repo.top;
-  const compared = compareRepo(repo, {
-    behindMs: options.behindMs,
-    now: extra.now,
-    firstSeen: top === undefined ? {} : options.seen[top] ?? {},
-  });
-  const out: RepoCheck = { findings: compared.findings, sources: repo.sources };
-  if (top !== undefined && compared.firstSeen !== undefined) {
-    out.seen = { ...options.seen, [top]: compared.firstSeen };
-  }
-  return out;
 }
 
 /** What the command line gives for `run --repo`. */
@@ -68,7 +38,7 @@ export const DEFAULT_BEHIND_DAYS = 7;
  * observed: `undefined` without `--repo`.
  *
  * @param registry the registry's path; its directory is the default state directory.
- * @returns the options for {@linkcode checkRepo} and the state file to write after the run.
+ * @returns the options for `reconcile`'s `repo` and the state file to write after the run.
  * @throws {Error} for `--behind-days` or `--state-dir` without `--repo`, a `--behind-days` that
  *   is not a number of days (0 to 3650), a state directory that does not exist, or a state file
  *   that exists and cannot be read.

@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { Check, Direction } from "./compare.ts";
+import { CHECKS as CHECK_TABLE } from "./compare.ts";
+import type { Check, Direction } from "./finding.ts";
 import type { ReconcileResult } from "./run.ts";
 import { printable } from "../lib/printable.ts";
 import {
@@ -16,10 +17,11 @@ import {
   type ResultFile,
 } from "../lib/drift.ts";
 
-// One list of checks and directions, shared with the result file's schema (lib/drift.ts); the
-// two assignments below fail to type-check when the lists and the types part ways.
-const CHECKS: readonly Check[] = DRIFT_CHECKS;
+/** The checks, in the table's order: every one gets its textfile lines, findings or not. */
+const CHECKS: readonly Check[] = CHECK_TABLE.map((row) => row.check);
 const DIRECTIONS: readonly Direction[] = DRIFT_DIRECTIONS;
+// The result file's schema (lib/drift.ts) names the same checks and directions: the two
+// assignments below fail to type-check when its lists and the types part ways.
 const _everyCheck: readonly (typeof DRIFT_CHECKS)[number][] = [] as Check[];
 const _everyDirection: readonly (typeof DRIFT_DIRECTIONS)[number][] = [] as Direction[];
 

@@ -10,14 +10,16 @@ import { readAccounts } from "../lib/accounts.ts";
 import { spawnCount } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
 import type { Registry } from "./registry.ts";
-import { compare, type Finding, type Observation } from "./compare.ts";
+import { compare } from "./compare.ts";
+import type { CompareOptions, Finding, Observation } from "./finding.ts";
 import { observeContainers } from "./observe/containers.ts";
 import { observeSockets } from "./observe/sockets.ts";
 import { observeProxy, probeAddress, type ServedAddress } from "./observe/proxy.ts";
 import type { SourceStatus } from "./observe/source.ts";
-import { compareRoutes } from "./compare_route.ts";
-import { checkRepo, type RepoCheckOptions } from "./repo_check.ts";
+import { repoSeenAfter } from "./compare_repo.ts";
+import type { RepoCheckOptions } from "./repo_check.ts";
 import type { SeenByRepo } from "./repo_seen.ts";
+import { observeRepo } from "./observe/repo.ts";
 import { observeTimers, type TimerRequest, timerRequests } from "./observe/timers.ts";
 import { type BootRequest, bootRequest, observeBoot } from "./observe/boot.ts";
 
@@ -52,18 +54,29 @@ export interface ObserveOptions {
   probe?: (address: ServedAddress) => boolean;
   /** Timers to ask about (one `systemctl show` per manager); none asked when absent. */
   timers?: TimerRequest[];
-  /** What the next boot would produce; not observed when absent. */
-  boot?: BootRequest;
+  /**
+   * What the next boot would produce; not observed when absent; `"none"`: not observed, and
+   * said as {@linkcode NO_BOOT_SOURCE}.
+   */
+  boot?: BootRequest | "none";
+  /** The deployment repository's checkout (`run --repo`); not observed when absent. */
+  repoDir?: string;
 }
 
 /**
  * Observes the machine: containers of each of `accounts`, listening sockets, the proxy's served
- * addresses, and a probe of each served address `options.probe` selects. Never throws for a
- * source that cannot be asked; that source is `failed` in `sources`.
+ * addresses, a probe of each served address `options.probe` selects, the timers and boot view
+ * asked for, and the deployment repository with `repoDir`: everything the check table of
+ * `./compare.ts` compares. Never throws for a source that cannot be asked; that source is
+ * `failed` in `sources`.
  */
 export async function observe(accounts: string[], options: ObserveOptions): Promise<Observation> {
   const time = new Date().toISOString();
   const timeoutMs = options.timeoutMs ?? 30_000;
+  // The repository is observed alongside the machine (it asks git only, never throws).
+  const repo = options.repoDir === undefined
+    ? undefined
+    : observeRepo(options.repoDir, { timeoutMs: options.timeoutMs });
   let passwd;
   try {
     passwd = await readAccounts();
@@ -74,8 +87,22 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       method: "read /etc/passwd",
       detail: messageOf(error),
     }];
-    return { time, containers: [], listeners: [], addresses: [], probes: [], sources };
+    const repoObserved = await repo;
+    return {
+      time,
+      containers: [],
+      listeners: [],
+      addresses: [],
+      probes: [],
+      sources: [
+        ...sources,
+        ...(options.boot === "none" ? [{ ...NO_BOOT_SOURCE }] : []),
+        ...repoObserved?.sources ?? [],
+      ],
+      ...(repoObserved ? { repo: repoObserved } : {}),
+    };
   }
+  const bootAsked = options.boot === "none" ? undefined : options.boot;
   const [containers, sockets, proxy] = await Promise.all([
     observeContainers(accounts, { passwd, timeoutMs, runtimes: options.runtimes }),
     observeSockets({ passwd }),
@@ -95,16 +122,18 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   const [probes, timers, boot] = await Promise.all([
     mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs })),
     options.timers && observeTimers(options.timers, { passwd, timeoutMs }),
-    options.boot && observeBoot(options.boot, {
+    bootAsked && observeBoot(bootAsked, {
       passwd,
       timeoutMs,
       listeners: sockets.listeners,
       runtimes: options.runtimes,
     }),
   ]);
+  const repoObserved = await repo;
   return {
     time,
     containers: containers.containers,
+    leftovers: containers.leftovers,
     listeners: sockets.listeners,
     addresses: proxy.addresses,
     probes,
@@ -114,9 +143,12 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       ...proxy.sources,
       ...timers?.sources ?? [],
       ...boot?.sources ?? [],
+      ...(options.boot === "none" ? [{ ...NO_BOOT_SOURCE }] : []),
+      ...repoObserved?.sources ?? [],
     ],
     ...(timers ? { timers: timers.timers } : {}),
     ...(boot ? { boot: boot.boot } : {}),
+    ...(repoObserved ? { repo: repoObserved } : {}),
   };
 }
 
@@ -171,27 +203,25 @@ export async function reconcile(
   if (!(BOOT_VIEWS as readonly string[]).includes(bootView)) {
     throw new Error(`Unknown boot view "${bootView}": one of ${BOOT_VIEWS.join(", ")}`);
   }
-  const [observation, repo] = await Promise.all([
-    observe(registry.accounts, {
-      ...options,
-      probe: (a) => declared.has(a.host),
-      timers: timerRequests(registry),
-      boot: bootView === "none" ? undefined : bootRequest(registry),
-    }),
-    options.repo && checkRepo(options.repo, { now: Date.now(), timeoutMs: options.timeoutMs }),
-  ]);
-  if (bootView === "none") observation.sources.push({ ...NO_BOOT_SOURCE });
-  const findings = compare(registry, observation, {
+  const observation = await observe(registry.accounts, {
+    ...options,
+    probe: (a) => declared.has(a.host),
+    timers: timerRequests(registry),
+    boot: bootView === "none" ? "none" : bootRequest(registry),
+    ...(options.repo ? { repoDir: options.repo.dir } : {}),
+  });
+  const compareOptions: CompareOptions = {
     certWarnMs: options.certWarnMs ?? 14 * 86_400_000,
     now: Date.now(),
-  });
-  findings.push(...compareRoutes(registry, observation), ...repo?.findings ?? []);
-  observation.sources.push(...repo?.sources ?? []);
+    ...(options.repo ? { repo: { behindMs: options.repo.behindMs, seen: options.repo.seen } } : {}),
+  };
+  const findings = compare(registry, observation, compareOptions);
   const result = buildResult(registry, observation, findings, {
     registryPath: options.registryPath,
     subprocesses: spawnCount() - before,
   });
-  if (repo?.seen) result.repoSeen = repo.seen;
+  const seen = repoSeenAfter(observation, compareOptions);
+  if (seen) result.repoSeen = seen;
   return result;
 }
 

@@ -56,12 +56,26 @@ import { basename } from "node:path";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import { type Applier, type ApplyContext, type Converged, ResourceError } from "../applier.ts";
 import type { Service } from "../declaration.ts";
+import { aliasOnlyReason, readInstallSection } from "../../lib/unit_install.ts";
 
 /** A `service` resource. */
 export type ServiceResource = z.output<typeof Service>;
 
 /** The properties read for every unit, in one `systemctl show` call. */
 export const SHOW_PROPERTIES = ["Id", "LoadState", "ActiveState", "SubState", "UnitFileState"];
+
+/**
+ * Also asked, read when printed: what pulls the unit in (an `enabled` unit that nothing wants,
+ * requires or upholds starts nothing at boot: an `[Install]` with only `Alias=`), and where its
+ * unit file and drop-ins are (to read what enabling it would link it into).
+ */
+export const PULL_PROPERTIES = [
+  "WantedBy",
+  "RequiredBy",
+  "UpheldBy",
+  "FragmentPath",
+  "DropInPaths",
+];
 
 /**
  * Directories systemd loads system units from (systemd.unit(5), "System Unit Search Path"): a
@@ -94,6 +108,11 @@ export interface UnitState {
   sub: string;
   /** `UnitFileState`; empty when systemd has no unit file state for it. */
   unitFile: string;
+  /** The units that want, require or uphold it (`WantedBy`, `RequiredBy`, `UpheldBy`). */
+  pulledBy?: string[];
+  /** `FragmentPath` and `DropInPaths`: its unit file and drop-ins. */
+  fragmentPath?: string;
+  dropInPaths?: string;
 }
 
 /** What the applier keeps in the apply's cache. */
@@ -245,6 +264,7 @@ export function parseShow(stdout: string, units: string[], argv: string[]): Map<
     const missing = SHOW_PROPERTIES.filter((p) => !props.has(p));
     if (missing.length > 0) throw fail(`block ${i + 1} lacks ${missing.join(", ")}`);
     const unit = units[i]!;
+    const pulls = ["WantedBy", "RequiredBy", "UpheldBy"].filter((p) => props.has(p));
     states.set(unit, {
       unit,
       id: props.get("Id")!,
@@ -252,6 +272,11 @@ export function parseShow(stdout: string, units: string[], argv: string[]): Map<
       active: props.get("ActiveState")!,
       sub: props.get("SubState")!,
       unitFile: props.get("UnitFileState")!,
+      ...(pulls.length > 0
+        ? { pulledBy: pulls.flatMap((p) => props.get(p)!.split(/\s+/).filter(Boolean)) }
+        : {}),
+      ...(props.has("FragmentPath") ? { fragmentPath: props.get("FragmentPath")! } : {}),
+      ...(props.has("DropInPaths") ? { dropInPaths: props.get("DropInPaths")! } : {}),
     });
   });
   return states;
@@ -267,7 +292,7 @@ async function query(context: ApplyContext): Promise<Map<string, UnitState>> {
     "systemctl",
     "show",
     "--no-pager",
-    `--property=${SHOW_PROPERTIES.join(",")}`,
+    `--property=${[...SHOW_PROPERTIES, ...PULL_PROPERTIES].join(",")}`,
     "--",
     ...units,
   ];
@@ -380,6 +405,9 @@ function bootAction(s: UnitState, want: "enabled" | "disabled" | undefined): str
   }
   const boot = bootOf(s);
   if (want === "enabled") {
+    if (boot.boot === "enabled" && !boot.runtime && s.pulledBy?.length === 0) {
+      throw new ResourceError(notPulled(s));
+    }
     if (boot.boot === "enabled") return boot.runtime ? ["enable"] : undefined;
     if (boot.masked) {
       throw new ResourceError(
@@ -391,6 +419,38 @@ function bootAction(s: UnitState, want: "enabled" | "disabled" | undefined): str
   }
   if (boot.boot === "disabled") return undefined;
   return boot.runtime ? ["disable", "--runtime"] : ["disable"];
+}
+
+/** An enabled unit that nothing pulls in: enabled in word only. */
+function notPulled(s: UnitState): string {
+  return `Unit "${s.unit}" is enabled (UnitFileState=${s.unitFile}) but nothing wants or ` +
+    `requires it (systemctl show says WantedBy=, RequiredBy= and UpheldBy= are empty for ` +
+    `${s.id}): its [Install] section names no target (only Alias=, say), so nothing starts it ` +
+    `at boot. Give it WantedBy=multi-user.target (or the target that should start it)`;
+}
+
+/**
+ * Before `systemctl enable`: would enabling link the unit into anything? An `[Install]` with
+ * only `Alias=` makes `enable` exit 0 and start nothing at boot, so the resource fails first.
+ */
+async function assertEnablePulls(s: UnitState): Promise<void> {
+  if (s.fragmentPath === undefined || s.fragmentPath === "") return; // nothing to read: read back
+  let reason: string | undefined;
+  try {
+    reason = aliasOnlyReason(s.id, await readInstallSection(s.fragmentPath, s.dropInPaths ?? ""));
+  } catch (error) {
+    throw new ResourceError(
+      `Cannot tell whether enabling "${s.unit}" starts it at boot: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+    );
+  }
+  if (reason !== undefined) {
+    throw new ResourceError(
+      `Unit "${s.unit}" cannot be enabled for boot: ${reason}. Give it WantedBy=multi-user.target ` +
+        `(or the target that should start it)`,
+    );
+  }
 }
 
 /** What has to be done to the running state, or nothing. */
@@ -430,6 +490,9 @@ async function verify(resource: ServiceResource, context: ApplyContext): Promise
         `Unit "${resource.unit}" is declared boot ${resource.boot}, but after systemctl ran ` +
           `${said}`,
       );
+    }
+    if (resource.boot === "enabled" && s.pulledBy?.length === 0) {
+      throw new ResourceError(notPulled(s));
     }
   }
   const running = Object.hasOwn(ACTIVE_STATES, s.active) ? ACTIVE_STATES[s.active] : undefined;
@@ -486,6 +549,7 @@ export const systemdServiceApplier: Applier<ServiceResource, UnitState> = {
     // half-converged.
     requireLoadable(s);
     const boot = bootAction(s, resource.boot);
+    if (boot?.[0] === "enable") await assertEnablePulls(s);
     const runs = runAction(s, resource.state);
     if (boot === undefined && runs === undefined) {
       return { change: changed ? "updated" : "unchanged", created: false };

@@ -1,12 +1,13 @@
 /**
- * Running containers, asked per account: there is no global view, so every account listed in
+ * Containers, asked per account (running ones, and the leftovers that exist without running): there is no global view, so every account listed in
  * the registry is asked separately, each runtime once (podman, and docker where its daemon
  * answers). Rootless accounts are asked as that account.
  *
- * Formats read: `podman ps --format json` (podman 4.x: an array of objects with `Names`,
- * `Image`, `Labels`, `Ports[{host_ip, host_port, container_port, range, protocol}]`, `State`);
- * `docker inspect` (Docker Engine API ContainerJSON: `Name`, `Config.Image`, `Config.Labels`,
- * `NetworkSettings.Ports{"80/tcp": [{HostIp, HostPort}]}`, `State.Status`).
+ * Formats read: `podman ps --all --format json` (podman 4.x: an array of objects with `Names`,
+ * `Image`, `Labels`, `Ports[{host_ip, host_port, container_port, range, protocol}]`, `State`,
+ * `ExitCode`); `docker inspect` (Docker Engine API ContainerJSON: `Name`, `Config.Image`,
+ * `Config.Labels`, `NetworkSettings.Ports{"80/tcp": [{HostIp, HostPort}]}`, `State.Status`,
+ * `State.ExitCode`).
  *
  * @module
  */
@@ -39,10 +40,32 @@ export interface ObservedContainer {
   ports: PublishedPort[];
 }
 
+/**
+ * A container that exists and does not run: `created` (never started: what a reboot leaves of
+ * a `--rm` container), `exited`, `paused`, `stopped`, ... in its runtime's words. Its ports are
+ * configured, not published: nothing forwards them.
+ */
+export interface LeftoverContainer extends ObservedContainer {
+  /** The runtime's state word, lowercase (`created`, `exited`, `paused`, ...). */
+  state: string;
+  /** The exit code, for an `exited` container. */
+  exitCode?: number;
+}
+
 /** What {@linkcode observeContainers} found, and how each runtime answered per account. */
 export interface ContainerObservation {
+  /** Running containers. */
   containers: ObservedContainer[];
+  /** Containers that exist and do not run. */
+  leftovers: LeftoverContainer[];
   sources: SourceStatus[];
+}
+
+/** A leftover's state in words: `created`, `exited with code 137`, `paused`. */
+export function leftoverState(c: LeftoverContainer): string {
+  return c.state === "exited" && c.exitCode !== undefined
+    ? `exited with code ${c.exitCode}`
+    : c.state;
 }
 
 /** Options for {@linkcode observeContainers}. */
@@ -68,13 +91,14 @@ const PodmanPs = z.array(z.object({
     protocol: z.string(),
   })).nullish(),
   State: z.string(),
+  ExitCode: z.number().int().optional(),
 }));
 
 const DockerInspect = z.array(z.object({
   Id: z.string(),
   Name: z.string(),
   Config: z.object({ Image: z.string(), Labels: z.record(z.string(), z.string()).nullish() }),
-  State: z.object({ Status: z.string() }),
+  State: z.object({ Status: z.string(), ExitCode: z.number().int().optional() }),
   NetworkSettings: z.object({
     Ports: z.record(
       z.string(),
@@ -105,6 +129,7 @@ export async function observeContainers(
   );
   return {
     containers: results.flatMap((r) => r.containers),
+    leftovers: results.flatMap((r) => r.leftovers),
     sources: results.flatMap((r) => r.sources),
   };
 }
@@ -146,7 +171,7 @@ async function askPodman(
   passwd: Map<string, Account>,
   timeoutMs: number,
 ): Promise<ContainerObservation> {
-  const method = "podman ps --format json";
+  const method = "podman ps --all --format json";
   const status = (state: SourceStatus["state"], detail: string): SourceStatus => ({
     source: "podman",
     account: accountName,
@@ -155,12 +180,17 @@ async function askPodman(
     detail,
   });
   if (findProgram("podman") === undefined) {
-    return { containers: [], sources: [status("absent", "podman is not installed (not on PATH)")] };
+    return {
+      containers: [],
+      leftovers: [],
+      sources: [status("absent", "podman is not installed (not on PATH)")],
+    };
   }
   const account = passwd.get(accountName);
   if (account === undefined) {
     return {
       containers: [],
+      leftovers: [],
       sources: [status("failed", `account "${accountName}" does not exist in /etc/passwd`)],
     };
   }
@@ -170,13 +200,18 @@ async function askPodman(
     // observing must not change the machine, and an account with no storage runs nothing.
     return {
       containers: [],
+      leftovers: [],
       sources: [{
         ...status("observed", `0 running: the account has never used podman (${unused})`),
         method: `stat ${unused}`,
       }],
     };
   }
-  const argv = asAccount(account, ["podman", "ps", "--format", "json"], rootlessEnv(account));
+  const argv = asAccount(
+    account,
+    ["podman", "ps", "--all", "--format", "json"],
+    rootlessEnv(account),
+  );
   try {
     const out = await run(argv, { timeoutMs });
     // podman can exit 0 and still say something went wrong (e.g. no subuid range): keep it.
@@ -188,9 +223,8 @@ async function askPodman(
         `unexpected output of ${formatArgv(argv)}: ${parsed.error.issues[0]?.message}`,
       );
     }
-    const containers = parsed.data
-      .filter((c) => c.State === "running")
-      .map((c): ObservedContainer => ({
+    const all = parsed.data
+      .map((c): LeftoverContainer => ({
         account: accountName,
         runtime: "podman",
         name: c.Names[0]!,
@@ -205,21 +239,38 @@ async function askPodman(
             protocol: p.protocol,
           }))
         ),
+        state: c.State.toLowerCase(),
+        ...(c.State === "exited" && c.ExitCode !== undefined ? { exitCode: c.ExitCode } : {}),
       }));
+    const { containers, leftovers } = splitRunning(all);
     return {
       containers,
+      leftovers,
       sources: [
         status(
           "observed",
-          `${containers.length} running${
+          `${containers.length} running${leftovers.length > 0 ? `, ${leftovers.length} not` : ""}${
             said.length > 0 ? `; podman said: ${said.join("; ")}` : ""
           }`,
         ),
       ],
     };
   } catch (error) {
-    return { containers: [], sources: [status("failed", messageOf(error))] };
+    return { containers: [], leftovers: [], sources: [status("failed", messageOf(error))] };
   }
+}
+
+/** Running containers (without their state) and leftovers. */
+function splitRunning(all: LeftoverContainer[]): Omit<ContainerObservation, "sources"> {
+  const containers: ObservedContainer[] = [];
+  const leftovers: LeftoverContainer[] = [];
+  for (const c of all) {
+    if (c.state === "running") {
+      const { state: _state, exitCode: _code, ...running } = c;
+      containers.push(running);
+    } else leftovers.push(c);
+  }
+  return { containers, leftovers };
 }
 
 /**
@@ -267,6 +318,7 @@ async function askDocker(
   if (findProgram("docker") === undefined) {
     return {
       containers: [],
+      leftovers: [],
       sources: [status("absent", "docker ps", "docker is not installed (not on PATH)")],
     };
   }
@@ -274,6 +326,7 @@ async function askDocker(
   if (account === undefined) {
     return {
       containers: [],
+      leftovers: [],
       sources: [
         status("failed", "docker ps", `account "${accountName}" does not exist in /etc/passwd`),
       ],
@@ -291,35 +344,54 @@ async function askDocker(
       if (!Deno.statSync(socket).isSocket) {
         return {
           containers: [],
+          leftovers: [],
           sources: [status("absent", `stat ${socket}`, `${socket} is not a socket`)],
         };
       }
     } catch {
       return {
         containers: [],
+        leftovers: [],
         sources: [status("absent", `stat ${socket}`, `no docker daemon socket at ${socket}`)],
       };
     }
   }
   const env = { DOCKER_HOST: host };
-  const psArgv = asAccount(account, ["docker", "ps", "--quiet", "--no-trunc"], env);
+  const psArgv = asAccount(account, ["docker", "ps", "--all", "--quiet", "--no-trunc"], env);
   try {
     const ps = await run(psArgv, { timeoutMs });
     const ids = ps.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
     if (ids.length === 0) {
-      return { containers: [], sources: [status("observed", formatArgv(psArgv), "0 running")] };
+      return {
+        containers: [],
+        leftovers: [],
+        sources: [status("observed", formatArgv(psArgv), "0 running")],
+      };
     }
     const inspectArgv = asAccount(account, ["docker", "inspect", ...ids], env);
     const inspect = await run(inspectArgv, { timeoutMs });
-    const containers = parseDockerInspect(inspect.stdout, accountName);
+    const { containers, leftovers } = splitRunning(
+      parseDockerInspectAll(inspect.stdout, accountName),
+    );
     return {
       containers,
-      sources: [status("observed", "docker ps; docker inspect", `${containers.length} running`)],
+      leftovers,
+      sources: [
+        status(
+          "observed",
+          "docker ps --all; docker inspect",
+          `${containers.length} running${leftovers.length > 0 ? `, ${leftovers.length} not` : ""}`,
+        ),
+      ],
     };
   } catch (error) {
     // A socket nobody answers is a daemon that should be there (its containers may still run:
     // containerd-shim outlives a killed dockerd), so it is failed, never absent.
-    return { containers: [], sources: [status("failed", formatArgv(psArgv), messageOf(error))] };
+    return {
+      containers: [],
+      leftovers: [],
+      sources: [status("failed", formatArgv(psArgv), messageOf(error))],
+    };
   }
 }
 
@@ -330,11 +402,20 @@ async function askDocker(
  * @throws {Error} when the output is not that shape.
  */
 export function parseDockerInspect(text: string, account: string): ObservedContainer[] {
+  return splitRunning(parseDockerInspectAll(text, account)).containers;
+}
+
+/**
+ * Parses `docker inspect` output into every container of `account`, with its state.
+ *
+ * @throws {Error} when the output is not that shape.
+ */
+export function parseDockerInspectAll(text: string, account: string): LeftoverContainer[] {
   const parsed = DockerInspect.safeParse(JSON.parse(text));
   if (!parsed.success) {
     throw new Error(`Cannot read docker inspect output: ${parsed.error.issues[0]?.message}`);
   }
-  return parsed.data.filter((c) => c.State.Status === "running").map((c) => ({
+  return parsed.data.map((c) => ({
     account,
     runtime: "docker" as const,
     name: c.Name.replace(/^\//, ""),
@@ -350,5 +431,9 @@ export function parseDockerInspect(text: string, account: string): ObservedConta
         protocol: protocol ?? "tcp",
       }));
     }),
+    state: c.State.Status.toLowerCase(),
+    ...(c.State.Status === "exited" && c.State.ExitCode !== undefined
+      ? { exitCode: c.State.ExitCode }
+      : {}),
   }));
 }

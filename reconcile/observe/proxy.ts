@@ -14,6 +14,7 @@ import type { TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
+import { findProgram } from "../../lib/accounts.ts";
 import type { SourceStatus } from "./source.ts";
 import { handlersFor, type ServedHandler } from "./routes.ts";
 
@@ -97,6 +98,9 @@ const CaddyConfig = z.object({
   }).loose().optional(),
 }).loose().nullable();
 
+/** How a refused connection reads in Deno's fetch errors (`Connection refused (os error 111)`). */
+const REFUSED = /connection refused|ECONNREFUSED/i;
+
 /** Normalises `localhost:2019` or `http://host:port` to the admin API's base URL. */
 export function adminUrl(admin: string): string {
   return /^https?:\/\//.test(admin) ? admin.replace(/\/+$/, "") : `http://${admin}`;
@@ -105,7 +109,9 @@ export function adminUrl(admin: string): string {
 /**
  * Reads Caddy's running config through its admin API and lists the addresses it serves.
  * An admin API that does not answer, or answers with something else than Caddy's config, is a
- * `failed` source, never an empty list.
+ * `failed` source, never an empty list (its detail names `--caddy-admin none`); the one
+ * exception is a machine without Caddy: no `caddy` on PATH and a refused connection is `absent`,
+ * with that reason, as docker is where no daemon socket exists.
  */
 export async function observeProxy(
   admin: string,
@@ -120,13 +126,30 @@ export async function observeProxy(
     if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.trim().slice(0, 200)}`);
     body = JSON.parse(text);
   } catch (error) {
+    const said = messageOf(error);
+    const caddy = findProgram("caddy");
+    if (caddy === undefined && REFUSED.test(said)) {
+      // Nothing is there and nothing could be: a machine without a proxy, like one without a
+      // docker daemon. Every declared address is then missing, truthfully.
+      return {
+        addresses: [],
+        sources: [{
+          source: "caddy",
+          state: "absent",
+          method,
+          detail: `Caddy is not installed (no caddy on PATH) and nothing answers at ${url}`,
+        }],
+      };
+    }
     return {
       addresses: [],
       sources: [{
         source: "caddy",
         state: "failed",
         method,
-        detail: `Cannot read the proxy config: ${messageOf(error)}`,
+        detail: `Cannot read the proxy config: ${said}${
+          caddy === undefined ? "" : ` (Caddy is installed: ${caddy})`
+        }; on a machine that runs no proxy, say so with --caddy-admin none`,
       }],
     };
   }

@@ -17,6 +17,10 @@ export interface SocketProcess {
   pid: number;
   /** `/proc/<pid>/comm`. */
   command: string;
+  /** Effective uid (`/proc/<pid>/status`, `Uid:` second field); absent when it exited meanwhile. */
+  uid?: number;
+  /** Its account name, where `/etc/passwd` has one. */
+  user?: string;
 }
 
 /** One listening TCP socket. */
@@ -104,7 +108,15 @@ export async function observeSockets(options: ObserveSocketsOptions): Promise<So
     });
   }
   const owners = await socketOwners(proc, new Set(listeners.map((l) => l.inode)));
-  for (const l of listeners) l.processes = owners.get(l.inode) ?? [];
+  for (const l of listeners) {
+    l.processes = owners.get(l.inode) ?? [];
+    for (const p of l.processes) {
+      const user = p.uid === undefined
+        ? undefined
+        : [...options.passwd.values()].find((a) => a.uid === p.uid)?.name;
+      if (user !== undefined) p.user = user;
+    }
+  }
   return { listeners, sources };
 }
 
@@ -187,6 +199,13 @@ function wordBytes(word: string): number[] {
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
+/** The effective uid of `pid` from `/proc/<pid>/status` (`Uid: real effective saved fs`). */
+async function effectiveUid(proc: string, pid: number): Promise<number | undefined> {
+  const text = await Deno.readTextFile(`${proc}/${pid}/status`).catch(() => "");
+  const m = /^Uid:\s+\d+\s+(\d+)/m.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** Maps socket inodes to the processes holding them, by reading `/proc/<pid>/fd` links. */
 async function socketOwners(
   proc: string,
@@ -200,6 +219,7 @@ async function socketOwners(
   }
   await Promise.all(pids.map(async (pid) => {
     let command: string | undefined;
+    let uid: number | undefined;
     try {
       for await (const fd of Deno.readDir(`${proc}/${pid}/fd`)) {
         let target: string;
@@ -211,8 +231,11 @@ async function socketOwners(
         const m = /^socket:\[(\d+)\]$/.exec(target);
         if (!m || !inodes.has(Number(m[1]))) continue;
         command ??= (await Deno.readTextFile(`${proc}/${pid}/comm`).catch(() => "?")).trim();
+        uid ??= await effectiveUid(proc, pid);
         const list = owners.get(Number(m[1])) ?? [];
-        if (!list.some((p) => p.pid === pid)) list.push({ pid, command });
+        if (!list.some((p) => p.pid === pid)) {
+          list.push({ pid, command, ...(uid !== undefined ? { uid } : {}) });
+        }
         owners.set(Number(m[1]), list);
       }
     } catch {

@@ -71,6 +71,13 @@ export const TIMER_PROPERTIES = [
   "NextElapseUSecMonotonic",
   "LastTriggerUSec",
   "Unit",
+  // What pulls it in: an `enabled` timer nothing wants or requires (an [Install] with only
+  // Alias=) starts nothing at boot; and where its unit file is, for `batch enable` to read.
+  "WantedBy",
+  "RequiredBy",
+  "UpheldBy",
+  "FragmentPath",
+  "DropInPaths",
 ];
 
 /** The timers to ask about in one account's manager (`root`: the system manager). */
@@ -103,6 +110,14 @@ export interface ObservedTimer {
   lastTrigger: string;
   /** `Unit`: the unit it triggers (legitimately `static`; never asserted enabled). */
   triggers: string;
+  /**
+   * `WantedBy`, `RequiredBy`, `UpheldBy`: the units that pull it in. Absent when not asked
+   * (recorded outputs older than the question): then not judged.
+   */
+  pulledBy?: string[];
+  /** `FragmentPath` and `DropInPaths`: its unit file and drop-ins (space-separated). */
+  fragmentPath?: string;
+  dropInPaths?: string;
 }
 
 /** What {@linkcode observeTimers} found, and how each manager answered. */
@@ -247,6 +262,14 @@ function toTimer(account: string, unit: string, block: Record<string, string>): 
     nextMonotonic: block.NextElapseUSecMonotonic ?? "",
     lastTrigger: block.LastTriggerUSec ?? "",
     triggers: block.Unit ?? "",
+    ...("WantedBy" in block
+      ? {
+        pulledBy: [block.WantedBy, block.RequiredBy, block.UpheldBy]
+          .flatMap((v) => (v ?? "").split(/\s+/)).filter(Boolean),
+      }
+      : {}),
+    ...("FragmentPath" in block ? { fragmentPath: block.FragmentPath! } : {}),
+    ...("DropInPaths" in block ? { dropInPaths: block.DropInPaths! } : {}),
   };
 }
 

@@ -543,6 +543,35 @@ async function systemdOnly(t: Deno.TestContext, m: LabMachine): Promise<void> {
     },
   );
 
+  await t.step(
+    "an [Install] with only Alias= declared boot enabled fails saying nothing would start it",
+    async () => {
+      // `systemctl enable` of such a unit exits 0 and makes only the alias; UnitFileState then
+      // reads `enabled`, yet nothing wants or requires it, so nothing starts it at boot.
+      const unit = {
+        ...d.unitFile("meshaka", "2000006", { install: false }),
+        content: "[Service]\nExecStart=/bin/sleep 2000006\n[Install]\nAlias=meshaka2.service\n",
+      };
+      const r = await apply(m, "aka", [unit, service("meshaka", "running", "enabled")]);
+      assertEquals(r.result.outcome, "failed", JSON.stringify(r.result));
+      assertEquals([r.result.applied, r.result.total], [1, 2]);
+      const message = r.result.problems[0]!.message;
+      assertStringIncludes(message, "nothing would start it at boot");
+      assertStringIncludes(message, "Alias=");
+      assertEquals(r.calls.filter((c) => d.isBootChange(c) || d.isRunChange(c)), []);
+      assert(!(await processRuns(m, "2000006")), "not started either: boot is judged first");
+      // Enabled by hand (the alias made, UnitFileState=enabled): still not enabled for boot.
+      await sh(m, "systemctl enable meshaka.service");
+      const word = await m.exec(["systemctl", "is-enabled", "meshaka"], { allowFailure: true });
+      assertEquals(word.stdout.trim(), "enabled");
+      const again = await apply(m, "aka", [unit, service("meshaka", "running", "enabled")]);
+      assertEquals(again.result.outcome, "failed", JSON.stringify(again.result));
+      assertStringIncludes(again.result.problems[0]!.message, "nothing wants or requires it");
+      assertEquals(again.calls.filter((c) => d.isBootChange(c) || d.isRunChange(c)), []);
+      await sh(m, "systemctl disable meshaka.service");
+    },
+  );
+
   await t.step("a changed unit file is reloaded once before its unit is judged", async () => {
     const decl = (a: string, b: string) => [
       d.unitFile("meshreload", a),

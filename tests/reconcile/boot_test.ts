@@ -64,13 +64,14 @@ const RESTART_EXEC =
   "restart-policy=always ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; " +
   "code=(null) ; status=0/0 }";
 
+/** A unit as `show` gives it; an enabled one is wanted by its install target, as recorded. */
 const unit = (over: Partial<BootUnit>): BootUnit => ({
   account: "root",
   unit: "x.service",
   id: over.unit ?? "x.service",
   load: "loaded",
   unitFile: "enabled",
-  wantedBy: [],
+  wantedBy: (over.unitFile ?? "enabled") === "enabled" ? ["multi-user.target"] : [],
   requiredBy: [],
   triggeredBy: [],
   execStart: [],
@@ -109,6 +110,11 @@ Deno.test("unit file states at boot: each said in its own words", () => {
     why: "dbus.service is static, pulled in by dbus.socket",
   });
   assertEquals(startsAtBoot(unit({ unitFile: "static" })).starts, false);
+  // enabled, and nothing pulls it in: an [Install] with only Alias= (recorded in the lab:
+  // UnitFileState=enabled, WantedBy=, RequiredBy=, TriggeredBy= all empty)
+  const aka = startsAtBoot(unit({ wantedBy: [] }));
+  assertEquals(aka.starts, false);
+  assertStringIncludes(aka.why, "x.service is enabled, but nothing wants, requires or triggers it");
   assertStringIncludes(
     startsAtBoot(unit({ unitFile: "enabled-runtime" })).why,
     "gone at the next boot",
@@ -552,7 +558,9 @@ services:
     const args = ["run", "--registry", registry, "--caddy-admin", "none"];
     // The control: with the boot view (the default), podman is asked for every container.
     const viewed = await vmRun(dir, [...args, "--json"]);
-    assert(viewed.podman.some((c) => c.includes("ps --all")), viewed.podman.join("\n"));
+    // `ps --all --quiet` is the boot view's own call (the containers source asks `ps --all
+    // --format json`, leftovers included)
+    assert(viewed.podman.some((c) => c.includes("ps --all --quiet")), viewed.podman.join("\n"));
     assert(viewed.json!.sources.some((s) => s.source === "boot-units"), viewed.stdout);
 
     const r = await vmRun(dir, [...args, "--json", "--boot", "none"]);
@@ -566,7 +574,7 @@ services:
     }]);
     assertEquals(r.json!.findings.filter((f) => f.check === "boot"), []);
     assert(r.json!.findings.some((f) => f.check === "container"), "the other checks still run");
-    assertEquals(r.podman.filter((c) => c.includes("ps --all")), [], r.podman.join("\n"));
+    assertEquals(r.podman.filter((c) => c.includes("ps --all --quiet")), [], r.podman.join("\n"));
     assert(
       r.json!.subprocesses < viewed.json!.subprocesses,
       `${r.json!.subprocesses} subprocesses with --boot none, ${viewed.json!.subprocesses} without`,

@@ -86,7 +86,7 @@ Deno.test("a runtime that does not answer fails its source with argv, exit code 
     });
     assertEquals(seen.sources.map((s) => s.state), ["failed"]);
     const detail = seen.sources[0]!.detail;
-    assert(detail.includes("podman ps --format json"), detail);
+    assert(detail.includes("podman ps --all --format json"), detail);
     assert(detail.includes("exited with code 125"), detail);
     assert(detail.includes("cannot open database"), detail);
     assertEquals(seen.containers, []);

@@ -17,6 +17,7 @@ import { run } from "../../lib/command.ts";
 import { readAccounts } from "../../lib/accounts.ts";
 import {
   type ContainerObservation,
+  leftoverState,
   observeContainers,
 } from "../../reconcile/observe/containers.ts";
 
@@ -266,7 +267,7 @@ Deno.test("a real dockerd's containers are observed; a stopped one is absent, a 
         source: "docker",
         account: "root",
         state: "observed",
-        method: "docker ps; docker inspect",
+        method: "docker ps --all; docker inspect",
         detail: "1 running",
       }]);
       assertEquals(seen.containers, [{
@@ -288,7 +289,19 @@ Deno.test("a real dockerd's containers are observed; a stopped one is absent, a 
       await docker("pause", name);
       const seen = await observeDocker(host);
       assertEquals(seen.containers, []);
+      assertEquals(seen.leftovers.map((c) => [c.name, c.state]), [[name, "paused"]]);
       await docker("unpause", name);
+    });
+
+    await t.step("a stopped container is a leftover, with its exit code", async () => {
+      await docker("stop", "--time", "0", name);
+      const seen = await observeDocker(host);
+      assertEquals(seen.containers, []);
+      assertEquals(seen.leftovers.map((c) => [c.name, leftoverState(c)]), [[
+        name,
+        "exited with code 137",
+      ]]);
+      assertEquals(seen.sources.map((s) => s.detail), ["0 running, 1 not"]);
     });
 
     await docker("rm", "--force", name);
@@ -318,7 +331,7 @@ Deno.test("a real dockerd's containers are observed; a stopped one is absent, a 
       assertEquals(seen.sources.length, 1);
       const status = seen.sources[0]!;
       assertEquals([status.source, status.account, status.state], ["docker", "root", "failed"]);
-      assertEquals(status.method, `env DOCKER_HOST=${host} docker ps --quiet --no-trunc`);
+      assertEquals(status.method, `env DOCKER_HOST=${host} docker ps --all --quiet --no-trunc`);
       assertStringIncludes(status.detail, "exited with code 1");
       assertStringIncludes(status.detail, `Cannot connect to the Docker daemon at ${host}`);
     });

@@ -217,3 +217,53 @@ Deno.test("a bad entry name is named, and does not hide the problems of its entr
   const twice = problemsOf(VALID.replace("port: 22", "port: [22, 22]"));
   assertEquals(twice.map((x) => x.message), ["Port 22 is listed twice in this entry"]);
 });
+
+Deno.test("an invalid kind does not hide the entry's other problems", () => {
+  const p = problemsOf(`version: 1
+accounts: [root]
+services:
+  a:
+    kind: cron
+    user: "Bad User"
+    port: "eighty"
+    web: UPPER.example.org
+    state: [relative]
+`);
+  assertEquals(p.map((x) => x.path), [
+    "services.a.kind",
+    "services.a.user",
+    "services.a.port",
+    "services.a.web",
+    "services.a.state[0]",
+  ]);
+  assert(p[0]!.message.includes("service, site, batch, daemon"), p[0]!.message);
+  // kind missing altogether: the same
+  const missing = problemsOf("version: 1\naccounts: [root]\nservices:\n  a: {port: 0}\n");
+  assertEquals(missing.map((x) => x.path), ["services.a.kind", "services.a.port"]);
+});
+
+Deno.test("a port that is not a number says what a port is, one or in a list", () => {
+  const one = problemsOf(VALID.replace("port: 22", 'port: "eighty"'));
+  assertEquals(one.map((x) => [x.path, x.message]), [[
+    "services.sshd.port",
+    'Must be a port number, 1 to 65535, or a list of them (not "eighty")',
+  ]]);
+  const list = problemsOf(VALID.replace("port: 22", 'port: [22, "x", 70000]'));
+  assertEquals(list.map((x) => x.path), ["services.sshd.port[1]", "services.sshd.port[2]"]);
+  assert(list[0]!.message.includes('not "x"'), list[0]!.message);
+  assert(list[1]!.message.includes("65535"), list[1]!.message);
+  const web = problemsOf(VALID.replace("web: old.example.org", "web: 5"));
+  assertEquals(web.map((x) => x.path), ["services.old.web"]);
+  assert(web[0]!.message !== "Invalid input", web[0]!.message);
+});
+
+Deno.test("a registry of two YAML documents says so plainly", () => {
+  const p = problemsOf(VALID + "---\nversion: 1\n");
+  assertEquals(p.length, 1);
+  assertEquals([p[0]!.line, p[0]!.column], [26, 1]);
+  assert(
+    p[0]!.message.startsWith("The registry must be one YAML document"),
+    p[0]!.message,
+  );
+  assert(!p[0]!.message.includes("parseAllDocuments"), p[0]!.message);
+});

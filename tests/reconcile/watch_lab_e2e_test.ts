@@ -128,7 +128,8 @@ for u in mesh-reconcile.service mesh-reconcile.timer mesh-reconcile-stamp.servic
   mesh-reconcile-watch.service mesh-reconcile-watch.timer; do
   install -m 0644 /mesh/packaging/$u /etc/systemd/system/$u
 done
-echo 'MESH_RECONCILE_ARGS=--caddy-admin none' >/etc/default/mesh-reconcile
+# No --caddy-admin: the lab has no Caddy installed, and nothing answers at the default address.
+: >/etc/default/mesh-reconcile
 echo 'MESH_STAMP_LISTEN=127.0.0.1:${port}' >/etc/default/mesh-reconcile-stamp
 cat >/etc/default/mesh-reconcile-watch <<'MESH_EOF'
 MESH_WATCH_SOURCE=http://127.0.0.1:${port}/
@@ -172,12 +173,13 @@ systemctl enable --now mesh-reconcile-stamp.service mesh-reconcile.timer mesh-re
       // The unit's command line, with the variables of /etc/default/mesh-reconcile expanded.
       assertEquals(
         (await read(m, "/run/mesh-reconcile.argv"))?.trim().split("\n").at(-1),
-        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --result ${RESULT} --interval 15m --caddy-admin none`,
+        `run --registry /var/lib/mesh/reconcile/registry.yaml --stamp ${STAMP} --result ${RESULT} --interval 15m`,
       );
       // The result is written after every run, drift included, for the node's link.
       assertEquals(JSON.parse((await read(m, RESULT)) ?? "{}").status, "drift");
       assertStringIncludes(said, "drift: ");
-      assertStringIncludes(said, "(--caddy-admin none)");
+      // The shipped unit as it is, on a machine without Caddy: the proxy is absent, not failed.
+      assertStringIncludes(said, "Caddy is not installed (no caddy on PATH) and nothing answers");
       assertEquals(await read(m, STAMP), undefined, "no stamp after a run that found drift");
       assertEquals((await served(port)).state, "never");
 

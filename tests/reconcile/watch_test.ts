@@ -939,7 +939,8 @@ Deno.test("packaging: the OpenRC scripts parse and run mesh-every with the comma
   assertEquals(
     (await line("mesh-reconcile.openrc")).trim(),
     "/usr/lib/mesh/mesh-every 900 /usr/lib/mesh/mesh-reconcile run --registry " +
-      "/var/lib/mesh/reconcile/registry.yaml --stamp /var/lib/mesh/reconcile/stamp",
+      "/var/lib/mesh/reconcile/registry.yaml --stamp /var/lib/mesh/reconcile/stamp " +
+      "--result /var/lib/mesh/reconcile/result.json --interval 900s",
   );
   assertEquals(
     (await line("mesh-reconcile-watch.openrc", {

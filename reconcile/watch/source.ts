@@ -1,0 +1,228 @@
+/**
+ * What the watcher looks at (a stamp file, or the URL of a `stamp serve`) and how it reads it:
+ * the file by this machine's clock, the server's answer as served, every answer bounded.
+ *
+ * @module
+ */
+
+import { resolve } from "node:path";
+import { messageOf } from "../../lib/atomic.ts";
+import { formatDuration } from "../../lib/duration.ts";
+import { printable } from "../../lib/printable.ts";
+import { redactUrl } from "../../lib/url.ts";
+import { parseStamp, readStamp, ServedStamp, type Stamp } from "../stamp.ts";
+import type { WatchProblem } from "./words.ts";
+
+/** The largest answer read from a `stamp serve` or a webhook, in bytes. */
+export const ANSWER_LIMIT_BYTES = 65_536;
+
+/** Bad input to the watcher: a source or option it cannot use. */
+export class WatchInputError extends Error {
+  override name = "WatchInputError";
+}
+
+/** What is watched: a stamp file, or the URL of a `stamp serve`. */
+export type Source =
+  | { kind: "file"; path: string }
+  | { kind: "url"; url: URL };
+
+/**
+ * Reads a SOURCE argument: `http://` or `https://` is a `stamp serve` URL, another scheme is
+ * refused, anything else is a file path (made absolute).
+ *
+ * @throws {WatchInputError} for an empty source, another URL scheme, or a URL that does not parse.
+ */
+export function parseSource(text: string): Source {
+  if (text.trim() === "") throw new WatchInputError("Cannot watch SOURCE: it is empty");
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
+  if (scheme === undefined) return { kind: "file", path: resolve(text) };
+  if (scheme !== "http" && scheme !== "https") {
+    throw new WatchInputError(
+      `Cannot watch "${redactUrl(text)}": only http(s) URLs and file paths are sources`,
+    );
+  }
+  try {
+    return { kind: "url", url: new URL(text) };
+  } catch (error) {
+    throw new WatchInputError(`Cannot watch "${redactUrl(text)}": ${messageOf(error)}`);
+  }
+}
+
+/** The source as it is written in output, the state file and notifications (no password). */
+export function sourceName(source: Source): string {
+  return source.kind === "file" ? source.path : redactUrl(source.url.href);
+}
+
+/** What one look at a source saw, before any judgement. */
+export type Observation =
+  | {
+    seen: "stamped";
+    /** The stamp line. */
+    stamp: string;
+    /** The stamp's own time (ISO). */
+    stampedAt: string;
+    /** Its age in milliseconds. */
+    ageMs: number;
+    /** Whose clock measured the age: the serving machine's, or this one's (a file). */
+    ageFrom: "server" | "this machine";
+  }
+  | { seen: "never"; detail: string }
+  | { seen: "unreachable"; problem: WatchProblem; detail: string };
+
+/** Options for {@linkcode observeSource}. */
+export interface ObserveOptions {
+  /** Time limit for the whole request and answer, milliseconds. */
+  timeoutMs: number;
+  /** This machine's clock (used for a file source only), ms since the epoch; default now. */
+  now?: () => number;
+}
+
+/**
+ * Looks at a source once. A file is read and its age measured against this machine's clock; a
+ * URL is fetched (GET, redirects not followed, within `timeoutMs`) and its `ageSeconds` taken
+ * as served: the serving machine measured it, so this machine's clock does not enter.
+ * Failures are observations (`unreachable` with its problem), never thrown.
+ */
+export async function observeSource(
+  source: Source,
+  options: ObserveOptions,
+): Promise<Observation> {
+  const now = options.now ?? Date.now;
+  if (source.kind === "file") {
+    const reading = await readStamp(source.path, { now: now() });
+    switch (reading.state) {
+      case "stamped":
+        return {
+          seen: "stamped",
+          stamp: reading.stamp.line,
+          stampedAt: reading.stamp.time,
+          ageMs: reading.ageMs,
+          ageFrom: "this machine",
+        };
+      case "never":
+        return { seen: "never", detail: `no stamp at "${source.path}"` };
+      case "error":
+        return {
+          seen: "unreachable",
+          problem: reading.problem,
+          detail: reading.problem === "garbage"
+            ? `stamp "${source.path}" holds garbage: ${reading.reason}${
+              reading.excerpt !== undefined ? `: ${reading.excerpt}` : ""
+            }`
+            : `Cannot read stamp "${source.path}": ${reading.reason}`,
+        };
+    }
+  }
+  return await fetchServed(source.url, options.timeoutMs);
+}
+
+/** Reads at most `limit` bytes of a response body; more is an error. */
+export async function bodyLimited(response: Response, limit: number): Promise<Uint8Array> {
+  if (response.body === null) return new Uint8Array();
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw new RangeError(`the answer is larger than ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.length;
+  }
+  return out;
+}
+
+export function isTimeout(error: unknown): boolean {
+  return error instanceof DOMException &&
+    (error.name === "TimeoutError" || error.name === "AbortError");
+}
+
+async function fetchServed(url: URL, timeoutMs: number): Promise<Observation> {
+  const name = redactUrl(url.href);
+  const signal = AbortSignal.timeout(timeoutMs);
+  const cannot = (why: string): Observation => ({
+    seen: "unreachable",
+    problem: "cannot-read",
+    detail: `Cannot fetch "${name}": ${why}`,
+  });
+  const bad = (why: string): Observation => ({
+    seen: "unreachable",
+    problem: "bad-answer",
+    detail: `"${name}" is not a stamp serve answer: ${why}`,
+  });
+  let response: Response;
+  let bytes: Uint8Array;
+  try {
+    response = await fetch(url, {
+      signal,
+      redirect: "manual",
+      headers: { accept: "application/json" },
+    });
+    bytes = await bodyLimited(response, ANSWER_LIMIT_BYTES);
+  } catch (error) {
+    if (isTimeout(error) || signal.aborted) {
+      return cannot(`no answer within ${formatDuration(timeoutMs)}`);
+    }
+    if (error instanceof RangeError) return bad(error.message);
+    return cannot(messageOf(error));
+  }
+  if (response.status !== 200 && response.status !== 500) {
+    const where = response.headers.get("location");
+    return bad(`HTTP ${response.status}${where ? ` (to ${printable(where)}; not followed)` : ""}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    return bad(`HTTP ${response.status} with a body that is not JSON`);
+  }
+  const parsed = ServedStamp.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) =>
+      `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`
+    );
+    return bad(printable(issues.join("; ")));
+  }
+  const served = parsed.data;
+  const expected = served.state === "error" ? 500 : 200;
+  if (response.status !== expected) {
+    return bad(`state "${served.state}" came with HTTP ${response.status}, not ${expected}`);
+  }
+  switch (served.state) {
+    case "never":
+      return { seen: "never", detail: `"${name}" has no stamp` };
+    case "error":
+      return {
+        seen: "unreachable",
+        problem: served.problem,
+        detail: `"${name}" says ${printable(served.reason)}`,
+      };
+    case "stamped": {
+      let stamp: Stamp;
+      try {
+        stamp = parseStamp(served.stamp);
+      } catch (error) {
+        return bad(`its stamp line is not a stamp: ${messageOf(error)}`);
+      }
+      if (Date.parse(served.stampedAt) !== stamp.timeMs) {
+        return bad(`stampedAt ${served.stampedAt} is not the time of its line (${stamp.time})`);
+      }
+      return {
+        seen: "stamped",
+        stamp: stamp.line,
+        stampedAt: stamp.time,
+        ageMs: served.ageSeconds * 1000,
+        ageFrom: "server",
+      };
+    }
+  }
+}
