@@ -281,6 +281,34 @@ Deno.test(
 );
 
 Deno.test(
+  "node remove and node rotate with a management API that refuses: exit 2, nothing changed",
+  opts,
+  async () => {
+    await world(async (inv, vhost) => {
+      const node = uniqueNode("keep");
+      const url = await enroll(vhost, node);
+      const was = await snapshot(inv);
+      const refusing = {
+        ...vhost.env,
+        MESH_BROKER_API_URL: "http://guest:not-the-password@127.0.0.1:15672",
+      };
+      for (const verb of ["remove", "rotate"]) {
+        const out = await controlCli(["node", verb, node], refusing);
+        assertEquals(out.code, 2, `${verb}: ${out.stdout}${out.stderr}`);
+        assertEquals(out.stdout, "", verb);
+        assertStringIncludes(out.stderr, "the management API refused the credential");
+        assert(!out.stderr.includes("not-the-password"), out.stderr);
+      }
+      // The inventory rolled back, and the node's credential still opens a connection.
+      assertEquals(await snapshot(inv), was);
+      const still = await open(url);
+      await publishConfirmed(still.conn, reportKey(node), JSON.stringify(report(node)));
+      await still.conn.close();
+    });
+  },
+);
+
+Deno.test(
   "node rotate: a new credential once; the old refused at once, on an open connection too",
   opts,
   async () => {
