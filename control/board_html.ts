@@ -17,7 +17,7 @@
 
 import { formatDuration } from "../lib/duration.ts";
 import type { Board, BoardMachine } from "./report.ts";
-import { type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
+import { isAlarm, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
 import {
   countsWords,
   DRIFT_VERDICTS,
@@ -45,6 +45,8 @@ type Tone = "bad" | "warn" | "quiet" | "good";
 const VERDICT_TONE: Record<Verdict, Tone> = {
   "refused": "bad",
   "failed": "bad",
+  "silent": "bad",
+  "away": "quiet",
   "outstanding": "warn",
   "never-spoke": "quiet",
   "ok": "good",
@@ -248,21 +250,27 @@ ${machines.map((m) => row(m, generatedAt)).join("\n")}
 }
 
 function row(m: BoardMachine, generatedAt: string): string {
-  const attn = m.verdict === "refused" || m.verdict === "failed" || m.drift.verdict === "drift" ||
-    m.drift.verdict === "unreadable";
+  const attn = m.verdict === "refused" || m.verdict === "failed" || m.verdict === "silent" ||
+    m.drift.verdict === "drift" || m.drift.verdict === "unreadable";
   const soft = !attn &&
     (m.verdict === "outstanding" || m.drift.verdict === "stale" ||
       m.drift.verdict === "unobservable");
   const heard = m.lastReportAt !== undefined
     ? `${when(m.lastReportAt, generatedAt)}${
       m.trigger ? `<div class="meta">${h(m.trigger)}</div>` : ""
+    }${
+      m.overdue
+        ? `<div class="meta">quiet past ${
+          h(formatDuration(m.quietAllowedMs ?? 0))
+        } (reports every ${h(formatDuration(m.intervalMs ?? 0))})</div>`
+        : ""
     }`
     : `<span class="never">never spoke</span>`;
   const attention = m.verdict !== "ok" || isDriftAlarm(m.drift.verdict);
   return `<tr data-node="${h(m.name)}" data-verdict="${h(m.verdict)}" data-drift="${
     h(m.drift.verdict)
   }"${attention ? " data-attention" : ""}${attn ? ' class="attn"' : soft ? ' class="soft"' : ""}>
-<td><div class="name">${h(m.name)}</div><div class="sys">${h(m.system)}</div></td>
+<td><div class="name">${h(m.name)}</div><div class="sys">${h(m.system)} · ${h(m.kind)}</div></td>
 <td>${declarationCell(m)}</td>
 <td>${driftCell(m, generatedAt)}</td>
 <td class="heard">${heard}</td>
@@ -282,7 +290,7 @@ export function boardHtml(board: Board): string {
   const driftTiles = DRIFT_VERDICTS.map((v) =>
     tile("drift", v, DRIFT_WORDS[v], board.driftCounts[v], DRIFT_TONE[v])
   ).join("");
-  const behind = board.machines.filter((m) => m.verdict !== "ok").length;
+  const behind = board.machines.filter((m) => isAlarm(m.verdict)).length;
   const alarms = board.driftCounts.drift + board.driftCounts.unobservable +
     board.driftCounts.unreadable + board.driftCounts.stale;
   const options = [

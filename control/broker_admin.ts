@@ -394,19 +394,22 @@ async function createAccount(
 }
 
 /**
- * Deletes the broker account of `node` and its queue (with whatever it holds). A user or queue
- * that is already gone is not an error. A user that does not look like a node account (it has tags,
- * e.g. `administrator`, or permissions other than {@linkcode nodePermissions}) is refused and
- * nothing is deleted, so this cannot remove `guest` or an administrator.
+ * Deletes the broker account of `node`, closes every connection open with it (through the
+ * management API, with `reason` as the close's text), then deletes its queue (with whatever it
+ * holds). A user, connection or queue that is already gone is not an error: running it again
+ * finishes what a run that stopped half-way began. A user that does not look like a node account
+ * (it has tags, e.g. `administrator`, or permissions other than {@linkcode nodePermissions}) is
+ * refused and nothing is deleted, so this cannot remove `guest` or an administrator.
  *
+ * @returns whether the account existed, and how many open connections were closed.
  * @throws {BrokerError} when `node` is not a node name, the user is not a node account, or the
  *   broker cannot be reached or refuses a step.
  */
 export async function deleteNodeAccount(
   endpoints: BrokerEndpoints,
   node: string,
-  options: BrokerOptions = {},
-): Promise<void> {
+  options: BrokerOptions & { reason?: string } = {},
+): Promise<{ account: boolean; connections: number }> {
   const action = `Cannot delete broker account ${JSON.stringify(node)}`;
   const problem = nodeNameProblem(node);
   if (problem !== undefined) throw new BrokerError(`${action}: ${problem}`);
@@ -414,39 +417,261 @@ export async function deleteNodeAccount(
   const api = parseApi(endpoints.api, action);
   const userPath = `/api/users/${encodeURIComponent(node)}`;
 
-  const user = await request(api, "GET", userPath, { action, expect: [200, 404], options });
-  if (user.status === 200) {
-    const tags = (user.body as { tags?: unknown } | undefined)?.tags;
-    const tagList = Array.isArray(tags) ? tags : typeof tags === "string" && tags ? [tags] : [];
-    if (tagList.length > 0) {
-      throw new BrokerError(
-        `${action}: the user has tags (${tagList.join(", ")}), so it is not a node account`,
-      );
-    }
-    const perms = await request(api, "GET", `${userPath}/permissions`, {
-      action,
-      expect: [200],
-      options,
-    });
-    const expected = nodePermissions(node);
-    const foreign = (Array.isArray(perms.body) ? perms.body : []).filter((p) =>
-      p?.vhost !== amqpTarget.vhost || p?.configure !== expected.configure ||
-      p?.write !== expected.write || p?.read !== expected.read
-    );
-    if (foreign.length > 0) {
-      throw new BrokerError(
-        `${action}: the user has permissions a node account does not have (${
-          foreign.map((p) => `vhost ${JSON.stringify(p?.vhost)}`).join(", ")
-        }), so it is not a node account`,
-      );
-    }
-    await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
-  }
+  const exists = await requireNodeAccount(api, amqpTarget, node, action, options);
+  const open = await userConnections(api, node, { action, options });
+  if (exists) await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
+  // The account is gone first, so nothing closed now can come back with it. (RabbitMQ closes a
+  // deleted user's connections itself, "user ... is deleted"; they are closed here whatever the
+  // broker does, and asked about until none is left.)
+  const closed = await closeUserConnections(api, node, {
+    action,
+    options,
+    reason: options.reason ?? `mesh-control: the broker account of node ${node} was deleted`,
+  });
+  const connections = new Set([...open, ...closed]).size;
 
   const queue = nodeQueue(node);
   await withChannel(amqpTarget, action, options, async (ch, step) => {
     await step(`delete queue "${queue}"`, () => ch.deleteQueue(queue));
   });
+  return { account: exists, connections };
+}
+
+/**
+ * Gives the node's broker account a new random password ({@linkcode PASSWORD_BYTES}), keeping
+ * its permissions, and closes every connection open with it (RabbitMQ keeps an open connection
+ * after a password change: without the close, the old credential would go on working on it).
+ * The management API is asked for the account's connections before the password changes, so an
+ * API that cannot list them refuses the rotation with nothing changed.
+ *
+ * @returns the new credential (shown once) and how many open connections were closed.
+ * @throws {BrokerError} when `node` is not a node name, has no account (status 404), the account
+ *   is not a node account, or the broker refuses a step. When closing fails after the password
+ *   changed, the error says so and carries the new credential in `account` of
+ *   {@linkcode RotationIncomplete} (the old one is refused for new connections already).
+ */
+export async function rotateNodePassword(
+  endpoints: BrokerEndpoints,
+  node: string,
+  options: BrokerOptions & { reason?: string } = {},
+): Promise<NodeAccount & { connections: number }> {
+  const action = `Cannot rotate the credential of broker account ${JSON.stringify(node)}`;
+  const problem = nodeNameProblem(node);
+  if (problem !== undefined) throw new BrokerError(`${action}: ${problem}`);
+  const amqpTarget = parseAmqp(endpoints.amqp, action);
+  const api = parseApi(endpoints.api, action);
+  const userPath = `/api/users/${encodeURIComponent(node)}`;
+  if (!await requireNodeAccount(api, amqpTarget, node, action, options)) {
+    throw new BrokerError(`${action}: there is no broker user of that name`, { status: 404 });
+  }
+  // Proves the API can list connections before anything changes.
+  await userConnections(api, node, { action, options });
+  const password = randomPassword();
+  await request(api, "PUT", userPath, {
+    action,
+    expect: [201, 204],
+    options,
+    body: { password, tags: "" },
+    secrets: [password],
+  });
+  const account = { account: node, password, url: amqpTarget.urlFor(node, password) };
+  let connections: number;
+  try {
+    connections = (await closeUserConnections(api, node, {
+      action,
+      options,
+      reason: options.reason ?? `mesh-control: the credential of node ${node} was rotated`,
+    })).length;
+  } catch (error) {
+    throw new RotationIncomplete(
+      `${
+        (error as Error).message
+      }; the password was changed (the old one is refused for new connections), but connections opened with the old one may still be open: rotate again`,
+      account,
+      error,
+    );
+  }
+  return { ...account, connections };
+}
+
+/**
+ * A rotation whose password change went through and whose closing of open connections did not:
+ * the new credential is the only one that opens a connection now, so it is carried to be shown.
+ */
+export class RotationIncomplete extends BrokerError {
+  /** The new credential (the only one that works now). */
+  readonly account: NodeAccount;
+  constructor(message: string, account: NodeAccount, cause: unknown) {
+    super(message, { cause });
+    this.name = "RotationIncomplete";
+    this.account = account;
+  }
+}
+
+/**
+ * Revokes the builder `name`: deletes its account ({@linkcode builderAccount}) and closes its
+ * open connections, so a build it had taken and not answered returns to the build queue for
+ * another builder (a request is acknowledged only once answered). Connections left open by an
+ * earlier revoke that stopped half-way are closed too.
+ *
+ * @returns whether the account existed, and how many connections were closed.
+ * @throws {BrokerError} when `name` is not a builder name, the user of that name is not a
+ *   builder account (it has tags or other permissions), or the broker refuses a step.
+ */
+export async function revokeBuilderAccount(
+  endpoints: BrokerEndpoints,
+  name: string,
+  options: BrokerOptions = {},
+): Promise<{ account: boolean; connections: number }> {
+  const account = builderAccount(name);
+  const action = `Cannot revoke broker account ${JSON.stringify(account)}`;
+  const problem = nodeNameProblem(name);
+  if (problem !== undefined) {
+    throw new BrokerError(`${action}: ${problem.replace(/^node name/, "builder name")}`);
+  }
+  const amqpTarget = parseAmqp(endpoints.amqp, action);
+  const api = parseApi(endpoints.api, action);
+  const userPath = `/api/users/${encodeURIComponent(account)}`;
+  const user = await request(api, "GET", userPath, { action, expect: [200, 404], options });
+  const open = await userConnections(api, account, { action, options });
+  if (user.status === 200) {
+    await requireAccountShape(api, amqpTarget, account, builderPermissions(), user.body, {
+      action,
+      options,
+      what: "a builder account",
+    });
+    await request(api, "DELETE", userPath, { action, expect: [204, 404], options });
+  }
+  const closed = await closeUserConnections(api, account, {
+    action,
+    options,
+    reason: `mesh-control: builder ${name} was revoked`,
+  });
+  return { account: user.status === 200, connections: new Set([...open, ...closed]).size };
+}
+
+/**
+ * Whether the node's user exists; refused when it exists and is not a node account (tags, or
+ * permissions other than {@linkcode nodePermissions}), so that nothing here can touch `guest` or
+ * an administrator.
+ */
+async function requireNodeAccount(
+  api: ApiTarget,
+  amqpTarget: AmqpTarget,
+  node: string,
+  action: string,
+  options: BrokerOptions,
+): Promise<boolean> {
+  const userPath = `/api/users/${encodeURIComponent(node)}`;
+  const user = await request(api, "GET", userPath, { action, expect: [200, 404], options });
+  if (user.status !== 200) return false;
+  await requireAccountShape(api, amqpTarget, node, nodePermissions(node), user.body, {
+    action,
+    options,
+    what: "a node account",
+  });
+  return true;
+}
+
+async function requireAccountShape(
+  api: ApiTarget,
+  amqpTarget: AmqpTarget,
+  account: string,
+  expected: AccountPermissions,
+  userBody: unknown,
+  how: { action: string; options: BrokerOptions; what: string },
+): Promise<void> {
+  const { action, options } = how;
+  const userPath = `/api/users/${encodeURIComponent(account)}`;
+  const tags = (userBody as { tags?: unknown } | undefined)?.tags;
+  const tagList = Array.isArray(tags) ? tags : typeof tags === "string" && tags ? [tags] : [];
+  if (tagList.length > 0) {
+    throw new BrokerError(
+      `${action}: the user has tags (${tagList.join(", ")}), so it is not ${how.what}`,
+    );
+  }
+  const perms = await request(api, "GET", `${userPath}/permissions`, {
+    action,
+    expect: [200],
+    options,
+  });
+  const foreign = (Array.isArray(perms.body) ? perms.body : []).filter((p) =>
+    p?.vhost !== amqpTarget.vhost || p?.configure !== expected.configure ||
+    p?.write !== expected.write || p?.read !== expected.read
+  );
+  if (foreign.length > 0) {
+    throw new BrokerError(
+      `${action}: the user has permissions ${how.what} does not have (${
+        foreign.map((p) => `vhost ${JSON.stringify(p?.vhost)}`).join(", ")
+      }), so it is not ${how.what}`,
+    );
+  }
+}
+
+/** How long {@linkcode closeUserConnections} waits for the API to stop listing closed ones, in ms. */
+const CLOSE_SETTLE_MS = 10_000;
+
+/** The names of the connections the management API lists for `user`. */
+async function userConnections(
+  api: ApiTarget,
+  user: string,
+  how: { action: string; options: BrokerOptions },
+): Promise<string[]> {
+  const answer = await request(
+    api,
+    "GET",
+    `/api/connections/username/${encodeURIComponent(user)}`,
+    { action: how.action, expect: [200], options: how.options },
+  );
+  if (!Array.isArray(answer.body)) {
+    throw new BrokerError(
+      `${how.action}: the management API's list of connections of ${
+        JSON.stringify(user)
+      } is not a list`,
+    );
+  }
+  return answer.body.map((c) => (c as { name?: unknown })?.name).filter((n): n is string =>
+    typeof n === "string"
+  );
+}
+
+/**
+ * Closes every connection the management API lists for `user` (`DELETE /api/connections/NAME`
+ * with `X-Reason`, which the client receives in its CONNECTION_FORCED close), then asks again
+ * until none is listed: the API's list trails the broker by a moment, both ways.
+ *
+ * @returns the names of the connections closed here.
+ * @throws {BrokerError} when the API refuses, or connections are still listed after
+ *   {@linkcode CLOSE_SETTLE_MS}.
+ */
+async function closeUserConnections(
+  api: ApiTarget,
+  user: string,
+  how: { action: string; options: BrokerOptions; reason: string },
+): Promise<string[]> {
+  const closed = new Set<string>();
+  const deadline = Date.now() + CLOSE_SETTLE_MS;
+  for (;;) {
+    const open = await userConnections(api, user, how);
+    if (open.length === 0) return [...closed];
+    for (const name of open) {
+      await request(api, "DELETE", `/api/connections/${encodeURIComponent(name)}`, {
+        action: how.action,
+        expect: [204, 404],
+        options: how.options,
+        headers: { "x-reason": how.reason },
+      });
+      closed.add(name);
+    }
+    if (Date.now() > deadline) {
+      throw new BrokerError(
+        `${how.action}: ${open.length} connection${
+          open.length === 1 ? " is" : "s are"
+        } still open for ${JSON.stringify(user)} after closing them (${open.join(", ")})`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /**
@@ -675,6 +900,8 @@ async function request(
     body?: unknown;
     /** Texts never to repeat in a message, besides the API's own password. */
     secrets?: string[];
+    /** Extra request headers (e.g. `X-Reason` when closing a connection). */
+    headers?: Record<string, string>;
   },
 ): Promise<{ status: number; body: unknown }> {
   const secrets = [api.password, ...(how.secrets ?? [])];
@@ -682,6 +909,7 @@ async function request(
   const headers: Record<string, string> = { accept: "application/json" };
   if (api.authorization) headers.authorization = api.authorization;
   if (how.body !== undefined) headers["content-type"] = "application/json";
+  Object.assign(headers, how.headers ?? {});
   let response: Response;
   let text: string;
   try {

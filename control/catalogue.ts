@@ -347,6 +347,8 @@ async function upsertBuiltModule(
       body = excluded.body, origin = 'built', source = excluded.source,
       source_branch = excluded.source_branch, source_commit = excluded.source_commit,
       image = excluded.image, updated_at = now()`;
+  // A module removed before and added again is in the catalogue anew.
+  await tx`delete from removals where what = 'module' and name = ${m.name}`;
   return {
     version,
     digest,

@@ -9,6 +9,7 @@ import postgres from "postgres";
 import { redactUrl } from "../lib/url.ts";
 import m0001 from "./migrations/0001_inventory.sql" with { type: "text" };
 import m0002 from "./migrations/0002_catalogue.sql" with { type: "text" };
+import m0003 from "./migrations/0003_fleet_truth.sql" with { type: "text" };
 import m0004 from "./migrations/0004_drift.sql" with { type: "text" };
 import m0005 from "./migrations/0005_scale_out.sql" with { type: "text" };
 
@@ -27,6 +28,7 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { name: "0001_inventory", sql: m0001 },
   { name: "0002_catalogue", sql: m0002 },
+  { name: "0003_fleet_truth", sql: m0003 },
   { name: "0004_drift", sql: m0004 },
   { name: "0005_scale_out", sql: m0005 },
 ];

@@ -163,11 +163,24 @@ async function insertBatch(
         r.name
       ),
     );
+    const unknown = names.filter((n) => !known.has(n));
+    // A report from a node that was removed is dropped, never re-creating it, and said as such.
+    const removed = unknown.length === 0 ? new Map<string, Date>() : new Map(
+      (await tx<{ name: string; removed_at: Date }[]>`
+        select name, removed_at from removals where what = 'node' and name = any(${unknown})`)
+        .map((r) => [r.name, r.removed_at]),
+    );
     const rows = [];
     const accepted: { report: ReportMessage; identity: string }[] = [];
     for (const { report, key, identity } of reports) {
       if (!known.has(report.node)) {
-        drop(key, `node "${report.node}" is not enrolled`);
+        const when = removed.get(report.node);
+        drop(
+          key,
+          when === undefined
+            ? `node "${report.node}" is not enrolled`
+            : `node "${report.node}" was removed at ${when.toISOString()}; its report is not recorded`,
+        );
         continue;
       }
       accepted.push({ report, identity });
@@ -182,6 +195,7 @@ async function insertBatch(
         problems: JSON.stringify(report.problems),
         changes: JSON.stringify(report.changes),
         host_version: report.hostVersion,
+        interval_ms: report.intervalMs ?? null,
         reported_at: report.at,
         identity,
       });
@@ -189,14 +203,15 @@ async function insertBatch(
     if (rows.length === 0) return;
     const inserted = await tx`
       insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
-        changes, host_version, reported_at, identity)
+        changes, host_version, interval_ms, reported_at, identity)
       select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
-        x.problems::jsonb, x.changes::jsonb, x.host_version, x.reported_at::timestamptz,
+        x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
+        x.reported_at::timestamptz,
         decode(x.identity, 'hex')
       from json_to_recordset(${JSON.stringify(rows)}::text::json) as x(
         node text, generation integer, digest text, outcome text, applied integer,
         total integer, trigger text, problems text, changes text, host_version text,
-        reported_at text, identity text)
+        interval_ms integer, reported_at text, identity text)
       on conflict (node, identity) where identity is not null do nothing
       returning encode(identity, 'hex') as identity`;
     result.ingested += inserted.count;

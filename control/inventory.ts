@@ -15,6 +15,7 @@ import {
   type Resource,
 } from "../host/declaration.ts";
 import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
+import { NODE_KINDS, type NodeKind } from "./state.ts";
 
 /** The systems a node can be enrolled as (one host build each). */
 export const SYSTEMS = ["arch", "alpine", "android", "debian"] as const;
@@ -36,15 +37,23 @@ export class InputError extends Error {
 export interface NodeRow {
   name: string;
   system: SystemName;
+  kind: NodeKind;
   enrolled_at: Date;
 }
 
 /**
- * Records a node (inside the caller's transaction, so a broker failure rolls it back).
+ * Records a node (inside the caller's transaction, so a broker failure rolls it back), of kind
+ * `server` unless told otherwise. A node of that name removed before is enrolled anew (its
+ * removal record is dropped).
  *
- * @throws {InputError} for a bad name or system, or a node already enrolled.
+ * @throws {InputError} for a bad name, system or kind, or a node already enrolled.
  */
-export async function insertNode(sql: Queryable, name: string, system: string): Promise<void> {
+export async function insertNode(
+  sql: Queryable,
+  name: string,
+  system: string,
+  options: { kind?: string } = {},
+): Promise<void> {
   const bad = nodeNameProblem(name);
   if (bad !== undefined) throw new InputError(`Cannot enroll node: ${bad}`);
   if (!(SYSTEMS as readonly string[]).includes(system)) {
@@ -52,10 +61,41 @@ export async function insertNode(sql: Queryable, name: string, system: string): 
       `Cannot enroll node "${name}": system "${system}" is not one of ${SYSTEMS.join(", ")}`,
     );
   }
+  const kind = options.kind ?? "server";
+  if (!isNodeKind(kind)) {
+    throw new InputError(
+      `Cannot enroll node "${name}": kind "${kind}" is not one of ${NODE_KINDS.join(", ")}`,
+    );
+  }
   const rows = await sql`
-    insert into nodes (name, system) values (${name}, ${system})
+    insert into nodes (name, system, kind) values (${name}, ${system}, ${kind})
     on conflict (name) do nothing returning name`;
   if (rows.length === 0) throw new InputError(`Cannot enroll node "${name}": already enrolled`);
+  await sql`delete from removals where what = 'node' and name = ${name}`;
+}
+
+/** Whether `kind` is a {@linkcode NodeKind}. */
+export function isNodeKind(kind: string): kind is NodeKind {
+  return (NODE_KINDS as readonly string[]).includes(kind);
+}
+
+/**
+ * Sets a node's kind (`node kind NAME server|episodic`).
+ *
+ * @returns the kind it had before (equal to `kind` when nothing changed).
+ * @throws {InputError} for a kind that is not one, or a node not enrolled (nothing written).
+ */
+export async function setNodeKind(sql: Sql, node: string, kind: string): Promise<NodeKind> {
+  if (!isNodeKind(kind)) {
+    throw new InputError(
+      `Cannot set the kind of node "${node}": "${kind}" is not one of ${NODE_KINDS.join(", ")}`,
+    );
+  }
+  return await sql.begin(async (tx) => {
+    const row = await requireNode(tx, node, { lock: true });
+    if (row.kind !== kind) await tx`update nodes set kind = ${kind} where name = ${node}`;
+    return row.kind;
+  });
 }
 
 /** What `module add` did. */
@@ -117,6 +157,8 @@ export async function addModule(sql: Sql, name: string, body: string): Promise<M
       values (${name}, ${version}, ${digest}, ${body}, 'handed-over')
       on conflict (name) do update set version = excluded.version, digest = excluded.digest,
         body = excluded.body, origin = excluded.origin, updated_at = now()`;
+    // A module removed before and added again is in the catalogue anew.
+    await tx`delete from removals where what = 'module' and name = ${name}`;
     return {
       name,
       version,
@@ -163,16 +205,40 @@ export async function unassignModule(sql: Sql, node: string, module: string): Pr
 }
 
 /**
- * @throws {InputError} when `node` is not enrolled.
+ * The node's row (locked for the caller's transaction with `lock`).
+ *
+ * @throws {InputError} when `node` is not enrolled (saying when, if it was removed).
  */
-export async function requireNode(sql: Queryable, node: string): Promise<NodeRow> {
+export async function requireNode(
+  sql: Queryable,
+  node: string,
+  options: { lock?: boolean } = {},
+): Promise<NodeRow> {
   const bad = nodeNameProblem(node);
   if (bad !== undefined) throw new InputError(bad);
-  const [row] = await sql<
-    NodeRow[]
-  >`select name, system, enrolled_at from nodes where name = ${node}`;
-  if (row === undefined) throw new InputError(`No node "${node}" is enrolled`);
+  const [row] = await sql<NodeRow[]>`
+    select name, system, kind, enrolled_at from nodes where name = ${node}
+    ${options.lock ? sql`for update` : sql``}`;
+  if (row === undefined) {
+    const removed = await removedAt(sql, "node", node);
+    throw new InputError(
+      `No node "${node}" is enrolled${
+        removed === undefined ? "" : ` (it was removed at ${removed.toISOString()})`
+      }`,
+    );
+  }
   return row;
+}
+
+/** When the node or module `name` was removed, or undefined when it was not (or came back). */
+export async function removedAt(
+  sql: Queryable,
+  what: "node" | "module",
+  name: string,
+): Promise<Date | undefined> {
+  const [row] = await sql<{ removed_at: Date }[]>`
+    select removed_at from removals where what = ${what} and name = ${name}`;
+  return row?.removed_at;
 }
 
 /** A node's declaration rendered from its modules. */
@@ -299,6 +365,8 @@ export interface LastReport {
   total: number;
   trigger: "push" | "start" | "interval";
   problems: { id?: string; path?: string; message: string }[];
+  /** The reconcile interval the report stated, in ms (absent from older hosts). */
+  intervalMs?: number;
   /** The node's clock. */
   reportedAt: Date;
   /** Ours. */
@@ -309,6 +377,7 @@ export interface LastReport {
 export interface NodeState {
   name: string;
   system: SystemName;
+  kind: NodeKind;
   enrolledAt: Date;
   modules: string[];
   declaration?: CurrentDeclaration;
@@ -318,6 +387,7 @@ export interface NodeState {
 interface StateRow {
   name: string;
   system: SystemName;
+  kind: NodeKind;
   enrolled_at: Date;
   modules: string[];
   d_generation: number | null;
@@ -331,6 +401,7 @@ interface StateRow {
   r_total: number | null;
   r_trigger: LastReport["trigger"] | null;
   r_problems: LastReport["problems"] | null;
+  r_interval_ms: number | null;
   r_reported_at: Date | null;
   r_received_at: Date | null;
 }
@@ -342,14 +413,15 @@ interface StateRow {
  */
 export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
   const rows = await sql<StateRow[]>`
-    select n.name, n.system, n.enrolled_at,
+    select n.name, n.system, n.kind, n.enrolled_at,
       coalesce((select array_agg(a.module order by a.position) from assignments a
                 where a.node = n.name), '{}') as modules,
       d.generation as d_generation, d.digest as d_digest, d.total as d_total,
       d.pushed_at as d_pushed_at,
       r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
       r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
-      r.problems as r_problems, r.reported_at as r_reported_at, r.received_at as r_received_at
+      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
+      r.received_at as r_received_at
     from nodes n
     left join lateral (
       select generation, digest, total, pushed_at from declarations
@@ -359,8 +431,8 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
       -- reports_pkey backwards filtering on node (it assumes a node's reports are spread evenly),
       -- which reads the whole table for a node that never spoke or went quiet. Ordering by
       -- (node, id desc) is something only reports_node_last can give.
-      select generation, digest, outcome, applied, total, trigger, problems, reported_at,
-        received_at
+      select generation, digest, outcome, applied, total, trigger, problems, interval_ms,
+        reported_at, received_at
       from reports where node >= n.name and node <= n.name
       order by node, id desc limit 1) r on true
     ${names === undefined ? sql`` : sql`where n.name = any(${names})`}
@@ -369,6 +441,7 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
     const state: NodeState = {
       name: row.name,
       system: row.system,
+      kind: row.kind,
       enrolledAt: row.enrolled_at,
       modules: row.modules,
     };
@@ -392,6 +465,7 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
         reportedAt: row.r_reported_at!,
         receivedAt: row.r_received_at!,
       };
+      if (row.r_interval_ms !== null) state.report.intervalMs = row.r_interval_ms;
     }
     return state;
   });
@@ -422,4 +496,14 @@ export async function sameSince(sql: Sql, names: string[]): Promise<Map<string, 
 export function asDatabaseError(what: string, error: unknown): Error {
   if (error instanceof InputError || error instanceof DatabaseError) return error;
   return new DatabaseError(`${what}: ${describe(error)}`);
+}
+
+/**
+ * Now by the inventory database's clock: the clock that stamped every report's receipt
+ * (`reports.received_at`), so silence is judged on one clock, never the node's nor this
+ * process's.
+ */
+export async function readClock(sql: Sql): Promise<Date> {
+  const [row] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
+  return row!.now;
 }

@@ -21,6 +21,7 @@ import { parseDuration } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
 import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
+import { DEFAULT_GRACE_MS } from "./state.ts";
 import type { Sql } from "./db.ts";
 import type { BrokerSession } from "../lib/amqp.ts";
 
@@ -35,7 +36,8 @@ A connection that is not given is refused, never defaulted.
 
 Exit codes:
   0  done
-  1  status: some nodes are not doing what they were told; module build: the build failed;
+  1  status: some nodes are not doing what they were told (refused, failed, silent,
+     outstanding, never spoke; an episodic node away is no alarm); module build: the build failed;
      push --behind: some behind nodes could not be pushed (each named, the rest were pushed)
   2  refused: bad input, or a database or broker that does not answer or refuses
      (nothing is half-written: database work runs in transactions)`;
@@ -221,10 +223,14 @@ export async function controlMain(args: string[]): Promise<number> {
     )
     .argument("<name>", "the node's name (a DNS label: a-z, 0-9, inner -)")
     .requiredOption("--system <system>", "the node's system: arch, alpine, android or debian")
+    .option(
+      "--episodic",
+      "the node is episodic (a laptop, a phone): away is no alarm (default: server)",
+    )
     .addOption(databaseOption())
     .addOption(brokerOption())
     .addOption(brokerApiOption())
-    .action(async (name: string, opts: Connections & { system: string }) => {
+    .action(async (name: string, opts: Connections & { system: string; episodic?: boolean }) => {
       const { nodeNameProblem } = await import("../lib/broker.ts");
       const bad = nodeNameProblem(name);
       if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
@@ -239,7 +245,9 @@ export async function controlMain(args: string[]): Promise<number> {
       let account: { url: string; account: string; password: string } | undefined;
       try {
         await sql.begin(async (tx) => {
-          await insertNode(tx, name, opts.system);
+          await insertNode(tx, name, opts.system, {
+            kind: opts.episodic ? "episodic" : "server",
+          });
           account = await createNodeAccount(ends, name, { queueType });
         });
       } catch (error) {
@@ -256,7 +264,9 @@ export async function controlMain(args: string[]): Promise<number> {
           ",",
         );
       out(
-        `enrolled ${name} (${opts.system}); its broker URL, shown this once and kept nowhere else:\n${url}\n`,
+        `enrolled ${name} (${opts.system}, ${
+          opts.episodic ? "episodic" : "server"
+        }); its broker URL, shown this once and kept nowhere else:\n${url}\n`,
       );
     });
   node.command("assign")
@@ -283,6 +293,85 @@ export async function controlMain(args: string[]): Promise<number> {
       const removed = await unassignModule(sql, name, module);
       if (!removed) throw new Refused(`Module "${module}" is not assigned to "${name}"`);
       out(`unassigned ${module} from ${name}\n`);
+    });
+  node.command("kind")
+    .description(
+      "set what kind of machine a node is: server (silence is an alarm) or episodic (away is no alarm)",
+    )
+    .argument("<node>")
+    .argument("<kind>", "server or episodic")
+    .addOption(databaseOption())
+    .action(async (name: string, kind: string, opts: Connections) => {
+      const sql = await database(opts);
+      const { setNodeKind } = await import("./inventory.ts");
+      const before = await setNodeKind(sql, name, kind);
+      out(
+        before === kind
+          ? `${name} is already ${kind}\n`
+          : `${name} is now ${kind} (was ${before})\n`,
+      );
+    });
+  node.command("remove")
+    .description(
+      "remove a node from the mesh: its broker account, open connections and queue, and its rows (a removal record is kept)",
+    )
+    .argument("<node>")
+    .addOption(databaseOption())
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (name: string, opts: Connections) => {
+      const ends = await endpoints(opts);
+      const sql = await database(opts);
+      const { removeNode } = await import("./leave.ts");
+      const r = await removeNode(sql, ends, name);
+      const broker = `${
+        r.account ? "broker account deleted" : "no broker account left"
+      }, ${r.connections} open connection${r.connections === 1 ? "" : "s"} closed, queue deleted`;
+      switch (r.outcome) {
+        case "removed":
+          out(
+            `removed ${r.node}: ${broker}; ${r.rows.declarations} declarations, ${r.rows.reports} reports and ${r.rows.assignments} assignments deleted; removal recorded at ${r.removedAt.toISOString()}\n`,
+          );
+          break;
+        case "already-removed":
+          out(
+            `${r.node} was already removed at ${r.removedAt.toISOString()}; broker checked again: ${broker}\n`,
+          );
+          break;
+      }
+    });
+  node.command("rotate")
+    .description(
+      "give a node a new broker credential, printed once; the old one is refused at once, open connections included",
+    )
+    .argument("<node>")
+    .addOption(databaseOption())
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (name: string, opts: Connections) => {
+      const ends = await endpoints(opts);
+      const sql = await database(opts);
+      const { rotateNode } = await import("./leave.ts");
+      const { RotationIncomplete } = await import("./broker_admin.ts");
+      try {
+        const r = await rotateNode(sql, ends, name);
+        // With several members, each one's URL with the new credential (as enroll prints them).
+        const { withCredential } = await import("../lib/broker_urls.ts");
+        const url = ends.members.length === 1
+          ? r.url
+          : ends.members.map((m) => withCredential(m, r.account, r.password)).join(",");
+        out(
+          `rotated the credential of ${name}: the old one is refused, ${r.connections} open connection${
+            r.connections === 1 ? "" : "s"
+          } closed; its new broker URL, shown this once and kept nowhere else:\n${url}\n`,
+        );
+      } catch (error) {
+        if (error instanceof RotationIncomplete) {
+          // The new credential is the only one that works now: shown, or it would be lost.
+          out(`the new broker URL of ${name}, shown this once:\n${error.account.url}\n`);
+        }
+        throw error;
+      }
     });
 
   const moduleCommand = program.command("module").description("the module catalogue");
@@ -407,6 +496,26 @@ export async function controlMain(args: string[]): Promise<number> {
       out(opts.json ? catalogueJson(entries) : catalogueText(entries));
     });
 
+  moduleCommand.command("remove")
+    .description(
+      "remove a module from the catalogue; refused while any node is assigned it (naming them)",
+    )
+    .argument("<name>", "the module")
+    .addOption(databaseOption())
+    .action(async (name: string, opts: Connections) => {
+      const sql = await database(opts);
+      const { removeModule } = await import("./leave.ts");
+      const r = await removeModule(sql, name);
+      switch (r.outcome) {
+        case "removed":
+          out(`removed module ${r.module} (version ${r.version}); its build history is kept\n`);
+          break;
+        case "already-removed":
+          out(`module ${r.module} was already removed at ${r.removedAt.toISOString()}\n`);
+          break;
+      }
+    });
+
   const builderCommand = program.command("builder").description("build machines' accounts");
   builderCommand.command("issue")
     .description(
@@ -425,6 +534,31 @@ export async function controlMain(args: string[]): Promise<number> {
         : ends.members.map((m) => withCredential(m, account.account, account.password)).join(",");
       out(
         `issued ${account.account}; its broker URL, shown this once and kept nowhere else:\n${account.url}\n`,
+      );
+    });
+  builderCommand.command("revoke")
+    .description(
+      "delete a builder's broker account and close its open connections; a build it had taken returns to the queue for another builder",
+    )
+    .argument("<name>", "the builder's name (its account is builder.NAME)")
+    .addOption(brokerOption())
+    .addOption(brokerApiOption())
+    .action(async (name: string, opts: Connections) => {
+      const { revokeBuilderAccount } = await import("./broker_admin.ts");
+      const { builderAccount } = await import("../lib/broker.ts");
+      const r = await revokeBuilderAccount(await endpoints(opts), name);
+      const closed = `${r.connections} open connection${r.connections === 1 ? "" : "s"} closed`;
+      if (!r.account && r.connections === 0) {
+        throw new Refused(
+          `Cannot revoke builder "${name}": there is no broker account ${
+            builderAccount(name)
+          } and no connection of it (never issued, or already revoked); nothing done`,
+        );
+      }
+      out(
+        r.account
+          ? `revoked ${builderAccount(name)}: account deleted, ${closed}\n`
+          : `${builderAccount(name)} had no account left (revoked before); ${closed}\n`,
       );
     });
 
@@ -518,11 +652,18 @@ export async function controlMain(args: string[]): Promise<number> {
           if (p.stuck !== undefined) out(`  ${p.node}: ${p.stuck}\n`);
         }
         for (const s of result.skipped) out(`not pushed to ${s.node}: ${s.why}\n`);
+        for (const s of result.waiting) out(`${s.node}: ${s.why}\n`);
         for (const s of result.unpushable) {
           err(`mesh-control: cannot push to ${s.node}: ${s.why}\n`);
         }
         if (result.unpushable.length > 0) code = 1;
-        if (result.pushed.length === 0 && result.unpushable.length === 0) {
+        const waiting = result.waiting.length
+          ? `; ${result.waiting.length} left waiting on what they were pushed`
+          : "";
+        if (
+          result.pushed.length === 0 && result.unpushable.length === 0 &&
+          result.waiting.length === 0
+        ) {
           out(
             `nothing behind: ${
               result.nodes - result.skipped.length
@@ -532,8 +673,8 @@ export async function controlMain(args: string[]): Promise<number> {
           out(
             `${verb} to ${result.pushed.length} of ${result.nodes} nodes; ${
               result.nodes - result.pushed.length - result.skipped.length -
-              result.unpushable.length
-            } not behind${
+              result.unpushable.length - result.waiting.length
+            } not behind${waiting}${
               result.unpushable.length ? `; ${result.unpushable.length} behind and not pushed` : ""
             }\n`,
           );
@@ -548,6 +689,7 @@ export async function controlMain(args: string[]): Promise<number> {
       html?: string;
       databaseRead?: string;
       maxLag: number;
+      grace: number;
     },
   ) => {
     if (opts.html !== undefined) {
@@ -572,12 +714,18 @@ export async function controlMain(args: string[]): Promise<number> {
     } else {
       sql = await database(opts);
     }
-    const { readNodeStates } = await import("./inventory.ts");
+    const { readClock, readNodeStates } = await import("./inventory.ts");
     const { readDrift } = await import("./drift.ts");
     const report = await import("./report.ts");
-    // One read; every form (text, --json, --html) is rendered from it.
-    const [states, drift] = await Promise.all([readNodeStates(sql), readDrift(sql)]);
-    const board = report.gatherBoard(states, new Date(), drift);
+    // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
+    // database's clock (the one that stamped each report's receipt), read alongside: a clock read
+    // a moment before a report's receipt judges that node quiet for 0 s, never silent.
+    const [states, drift, now] = await Promise.all([
+      readNodeStates(sql),
+      readDrift(sql),
+      readClock(sql),
+    ]);
+    const board = report.gatherBoard(states, { now, graceMs: opts.grace }, drift);
     const json = (text: string) =>
       source.kind === "primary"
         ? text
@@ -599,8 +747,22 @@ export async function controlMain(args: string[]): Promise<number> {
       code = report.attentionMachines(board).length > 0 ? 1 : 0;
     }
   };
+  const graceOption = () =>
+    new Option(
+      "--grace <duration>",
+      "silence rule: a node is heard for 2 reconcile intervals plus this after its last report",
+    )
+      .default(DEFAULT_GRACE_MS, "1m")
+      .argParser((v) => {
+        try {
+          return parseDuration(v, { bareUnit: "s" });
+        } catch (error) {
+          throw new Refused(`--grace: ${messageOf(error)}`);
+        }
+      });
   const readOptions = (command: Command) =>
     command
+      .addOption(graceOption())
       .addOption(
         new Option(
           "--database-read <url>",
@@ -624,7 +786,7 @@ export async function controlMain(args: string[]): Promise<number> {
   readOptions(
     program.command("status")
       .description(
-        "the nodes not doing what they were told (refused, failed, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale)",
+        "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away (no alarm)",
       )
       .option("--json", "print as JSON")
       .addOption(databaseOption()),
@@ -632,7 +794,7 @@ export async function controlMain(args: string[]): Promise<number> {
   readOptions(
     program.command("board")
       .description(
-        "every node: what it was told, what it last said, how much applied, and its drift verdict",
+        "every node: its kind, what it was told, what it last said, how much applied, when last heard, and its drift verdict",
       )
       .option("--json", "print as JSON")
       .option(

@@ -125,6 +125,12 @@ export interface BehindResult {
   skipped: Skipped[];
   /** Behind nodes that could not be pushed (modules that do not render, a queue that is gone). */
   unpushable: Skipped[];
+  /**
+   * Nodes left waiting: pushed a declaration they have not reported on yet, identical to what
+   * their modules render now. Not pushed again: the generation and the time it was first pushed
+   * stay (how long a declaration has waited is what an episodic node is judged by).
+   */
+  waiting: Skipped[];
   /** Nodes looked at. */
   nodes: number;
 }
@@ -201,6 +207,7 @@ export async function pushBehind(
   const behind: { node: NodeState; why: string }[] = [];
   const skipped: Skipped[] = [];
   const unpushable: Skipped[] = [];
+  const waiting: Skipped[] = [];
   for (const node of states) {
     const cannot = unrenderable.get(node.name);
     if (cannot !== undefined) {
@@ -213,6 +220,11 @@ export async function pushBehind(
     if (why === undefined) continue;
     if (rendered === undefined) {
       skipped.push({ node: node.name, why: `${why}; no modules assigned, nothing to push` });
+      continue;
+    }
+    const left = waitingReason(node, rendered);
+    if (left !== undefined) {
+      waiting.push({ node: node.name, why: left });
       continue;
     }
     behind.push({ node, why });
@@ -276,7 +288,23 @@ export async function pushBehind(
     const s = stuck.get(p.node);
     if (s !== undefined) p.stuck = s;
   }
-  return { pushed, skipped, unpushable, nodes: states.length };
+  return { pushed, skipped, unpushable, waiting, nodes: states.length };
+}
+
+/**
+ * Why `node` is left waiting rather than pushed again, or undefined: it was pushed a declaration
+ * it has not reported on (outstanding, or never spoke since), and its modules render to that
+ * same declaration now. Pushing it again would make a new generation of identical content and
+ * reset the time it was first pushed, and reach the node no sooner: its queue keeps the latest.
+ */
+export function waitingReason(node: NodeState, rendered: Rendered): string | undefined {
+  const d = node.declaration;
+  if (d === undefined || rendered.digest !== d.digest) return undefined;
+  const { verdict } = classify(node);
+  if (verdict !== "outstanding" && verdict !== "never-spoke") return undefined;
+  return `left generation ${d.generation} waiting, pushed ${d.pushedAt.toISOString()}: ${
+    verdict === "never-spoke" ? "it has never spoken" : "it has not reported on it yet"
+  }, and its modules render the same declaration`;
 }
 
 /**

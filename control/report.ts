@@ -9,9 +9,20 @@
  * @module
  */
 
+import { formatDuration } from "../lib/duration.ts";
 import { printable } from "../lib/printable.ts";
 import type { NodeState } from "./inventory.ts";
-import { classify, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
+import {
+  type Clock,
+  type DeclarationVerdict,
+  isAlarm,
+  judge,
+  type NodeKind,
+  SILENCE_INTERVALS,
+  type Verdict,
+  VERDICT_WORDS,
+  VERDICTS,
+} from "./state.ts";
 import {
   DRIFT_VERDICTS,
   DRIFT_WORDS,
@@ -27,6 +38,8 @@ import {
 export interface BoardMachine {
   name: string;
   system: string;
+  /** `server` (silence is an alarm) or `episodic` (away is no alarm). */
+  kind: NodeKind;
   verdict: Verdict;
   /** The verdict in words ("never spoke"). */
   words: string;
@@ -44,8 +57,24 @@ export interface BoardMachine {
   pushedAt?: string;
   /** The generation the last report is about (absent for a node that never spoke). */
   reportedGeneration?: number;
-  /** When the last report arrived (absent for a node that never spoke). */
+  /**
+   * When the control plane received the last report: when the node was last heard (absent for a
+   * node that never spoke). The node's own clock is never used.
+   */
   lastReportAt?: string;
+  /** The reconcile interval the last report stated, in ms (absent for a node that never spoke). */
+  intervalMs?: number;
+  /** False when the last report stated no interval and the link's default was assumed. */
+  intervalStated?: boolean;
+  /** How long after `lastReportAt` the node is still heard, in ms (the silence rule). */
+  quietAllowedMs?: number;
+  /** True when it has been quiet longer than `quietAllowedMs` (absent for a node that never spoke). */
+  overdue?: boolean;
+  /**
+   * What its reports say, for a node quiet for longer than allowed (`silent`, `away`, or an
+   * episodic node away whose reports said `refused` or `failed`).
+   */
+  said?: DeclarationVerdict;
   /** Why the last report was made (absent for a node that never spoke). */
   trigger?: string;
   /** The last report's problems (empty when none or when it never spoke). */
@@ -60,6 +89,8 @@ export interface Board {
   generatedAt: string;
   /** Nodes enrolled. */
   nodes: number;
+  /** The grace of the silence rule, in ms: allowed quiet = 2 intervals + this. */
+  graceMs: number;
   /** Nodes per verdict (every verdict present, 0 when none). */
   counts: Record<Verdict, number>;
   /** Nodes per drift verdict (every drift verdict present, 0 when none). */
@@ -70,26 +101,29 @@ export interface Board {
 
 /**
  * Builds the board from one read of the node states and of their drift summaries
- * (`readDrift`; a node without one is "not checked").
+ * (`readDrift`; a node without one is "not checked"), judging silence at `clock.now` (the
+ * inventory database's clock: `readClock`).
  */
 export function gatherBoard(
   states: NodeState[],
-  now: Date = new Date(),
+  clock: Clock,
   drift: ReadonlyMap<string, StoredDrift> = new Map(),
 ): Board {
+  const now = clock.now;
   const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
   const driftCounts = Object.fromEntries(DRIFT_VERDICTS.map((v) => [v, 0])) as Record<
     DriftVerdict,
     number
   >;
   const machines = states.map((node) => {
-    const { verdict, applied, total } = classify(node);
+    const { verdict, said, applied, total, presence } = judge(node, clock);
     counts[verdict]++;
     const driftView = judgeDrift(drift.get(node.name), now);
     driftCounts[driftView.verdict]++;
     const machine: BoardMachine = {
       name: node.name,
       system: node.system,
+      kind: node.kind,
       verdict,
       words: VERDICT_WORDS[verdict],
       applied,
@@ -110,6 +144,13 @@ export function gatherBoard(
       machine.reportedGeneration = node.report.generation;
       machine.lastReportAt = node.report.receivedAt.toISOString();
       machine.trigger = node.report.trigger;
+      if (presence !== undefined) {
+        machine.intervalMs = presence.intervalMs;
+        machine.intervalStated = presence.intervalStated;
+        machine.quietAllowedMs = presence.allowedMs;
+        machine.overdue = presence.overdue;
+        if (presence.overdue) machine.said = said;
+      }
       machine.problems = node.report.problems.map((p) => ({
         ...(p.id !== undefined ? { id: p.id } : {}),
         ...(p.path !== undefined ? { path: p.path } : {}),
@@ -124,19 +165,37 @@ export function gatherBoard(
     rank(a.verdict) - rank(b.verdict) || driftRank(a.drift.verdict) - driftRank(b.drift.verdict) ||
     a.name.localeCompare(b.name)
   );
-  return { generatedAt: now.toISOString(), nodes: states.length, counts, driftCounts, machines };
-}
-
-/** The nodes not doing what they were told (by their declaration verdict). */
-export function behindMachines(board: Board): BoardMachine[] {
-  return board.machines.filter((m) => m.verdict !== "ok");
+  return {
+    generatedAt: now.toISOString(),
+    nodes: states.length,
+    graceMs: clock.graceMs,
+    counts,
+    driftCounts,
+    machines,
+  };
 }
 
 /**
- * The nodes `status` lists and exits 1 for: not doing what they were told, or whose drift verdict
- * is an alarm (drift, unobservable, unreadable, stale).
+ * The nodes not doing what they were told (by their declaration verdict; every verdict but `ok`
+ * and `away`).
+ */
+export function behindMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => isAlarm(m.verdict));
+}
+
+/**
+ * The nodes `status` exits 1 for: not doing what they were told, or whose drift verdict is an
+ * alarm (drift, unobservable, unreadable, stale). An episodic node `away` is not one of them.
  */
 export function attentionMachines(board: Board): BoardMachine[] {
+  return board.machines.filter((m) => isAlarm(m.verdict) || isDriftAlarm(m.drift.verdict));
+}
+
+/**
+ * The nodes `status` lists: those of {@linkcode attentionMachines}, and the episodic nodes away
+ * (with when they were last heard; no alarm).
+ */
+export function statusMachines(board: Board): BoardMachine[] {
   return board.machines.filter((m) => m.verdict !== "ok" || isDriftAlarm(m.drift.verdict));
 }
 
@@ -145,14 +204,18 @@ export function boardJson(board: Board): string {
   return JSON.stringify(board, null, 2) + "\n";
 }
 
-/** `status --json`: the same machines as the board, only those not doing what they were told. */
+/**
+ * `status --json`: the same machines as the board, only those not doing what they were told
+ * (`behind` counts them), with a drift alarm, or away.
+ */
 export function statusJson(board: Board): string {
-  const machines = attentionMachines(board);
+  const machines = statusMachines(board);
   return JSON.stringify(
     {
       generatedAt: board.generatedAt,
       nodes: board.nodes,
       behind: behindMachines(board).length,
+      graceMs: board.graceMs,
       drifting: board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length,
       counts: board.counts,
       driftCounts: board.driftCounts,
@@ -163,9 +226,9 @@ export function statusJson(board: Board): string {
   ) + "\n";
 }
 
-function line(m: BoardMachine): string {
+function line(m: BoardMachine, board: Board): string {
   const how = `${m.applied} of ${m.total}`;
-  const parts = [m.name.padEnd(20), m.words.padEnd(12), how.padEnd(10)];
+  const parts = [m.name.padEnd(20), m.words.padEnd(12), how.padEnd(10), m.kind.padEnd(8)];
   if (m.generation !== undefined) parts.push(`gen ${m.generation}`.padEnd(8));
   else parts.push("never pushed".padEnd(8));
   if (m.lastReportAt !== undefined) {
@@ -180,7 +243,25 @@ function line(m: BoardMachine): string {
     out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
     if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
   }
+  if (m.overdue) out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
   return out;
+}
+
+/** Why a node is silent or away: last heard, the rule, what it said, what waits for it. */
+function quietLine(m: BoardMachine, board: Board): string {
+  const interval = formatDuration(m.intervalMs!);
+  const allowed = formatDuration(m.quietAllowedMs!);
+  const quiet = formatDuration(Date.parse(board.generatedAt) - Date.parse(m.lastReportAt!));
+  const rule = `reports every ${interval}${
+    m.intervalStated ? "" : " (assumed: its reports state none)"
+  }, heard for ${allowed} after (${SILENCE_INTERVALS} intervals + ${
+    formatDuration(board.graceMs)
+  } grace)`;
+  const said = m.said === "outstanding"
+    ? `generation ${m.generation} pushed ${m.pushedAt} is waiting for it`
+    : `its last report said ${VERDICT_WORDS[m.said!]}`;
+  const alarm = m.verdict === "away" ? "; episodic, no alarm" : "";
+  return `last heard ${m.lastReportAt}, quiet ${quiet}; ${rule}; ${said}${alarm}`;
 }
 
 function countsLine(board: Board): string {
@@ -196,7 +277,7 @@ function driftCountsLine(board: Board): string {
 /** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
 export function statusText(board: Board): string {
   if (board.nodes === 0) return "no nodes enrolled\n";
-  const machines = attentionMachines(board);
+  const machines = statusMachines(board);
   const behind = behindMachines(board).length;
   const drifting = board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length;
   if (machines.length === 0) {
@@ -204,10 +285,16 @@ export function statusText(board: Board): string {
       countsLine(board)
     }); no drift alarm (${driftCountsLine(board)})\n`;
   }
+  const lines = machines.map((m) => line(m, board)).join("\n") + "\n";
+  if (behind === 0 && drifting === 0) {
+    // Only episodic nodes away: listed, no alarm.
+    return `all ${board.nodes} nodes are doing what they were told or are away (episodic, no alarm) (${
+      countsLine(board)
+    }); no drift alarm (${driftCountsLine(board)})\n` + lines;
+  }
   return `${behind} of ${board.nodes} nodes are not doing what they were told (${
     countsLine(board)
-  }); ${drifting} with a drift alarm (${driftCountsLine(board)})\n` +
-    machines.map(line).join("\n") + "\n";
+  }); ${drifting} with a drift alarm (${driftCountsLine(board)})\n` + lines;
 }
 
 /** `board`: every node, the ones not doing what they were told first. */
@@ -217,6 +304,7 @@ export function boardText(board: Board): string {
     driftCountsLine(board)
   }\n` +
     board.machines.map((m) =>
-      line(m) + (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
+      line(m, board) +
+      (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")
     ).join("\n") + "\n";
 }

@@ -1,28 +1,49 @@
 /**
  * What a node is doing relative to what it was told: the one classification that status, board
  * and `push --behind` share. Distinct outcomes keep distinct words (DESIGN.md rule 3): refused is
- * not failed, outstanding (pushed, not yet reported) is not "never spoke".
+ * not failed, outstanding (pushed, not yet reported) is not "never spoke", silent (a server that
+ * stopped reporting) is not away (an episodic node that is elsewhere, by design).
+ *
+ * Two questions, kept apart:
+ * - {@linkcode classify}: what the node's reports say about its current declaration (the
+ *   declaration verdict). `push --behind` acts on this alone.
+ * - {@linkcode judge}: that, and whether the node is still heard: its last report is judged by
+ *   the control plane's receipt time against the reconcile interval the report stated (the
+ *   silence rule, {@linkcode silenceAllowanceMs}). status and board show this.
  *
  * @module
  */
 
+import { DEFAULT_INTERVAL_MS } from "../lib/broker.ts";
 import type { NodeState } from "./inventory.ts";
 
 /**
+ * What a node's reports say about its current declaration:
  * - `ok`: its last report is a clean apply of its current declaration.
  * - `refused`: its last report refused its current declaration (nothing applied).
  * - `failed`: its last report accepted its current declaration and applied part of it.
  * - `outstanding`: it was pushed a declaration it has not reported on yet.
  * - `never-spoke`: it has never reported at all.
  */
-export type Verdict = "ok" | "refused" | "failed" | "outstanding" | "never-spoke";
+export type DeclarationVerdict = "ok" | "refused" | "failed" | "outstanding" | "never-spoke";
 
-/** Every verdict, in the order reports list them. */
+/**
+ * A node's verdict on status and board: its {@linkcode DeclarationVerdict}, or
+ * - `silent`: a `server` whose last report is older than its interval allows, whatever that
+ *   report said (an alarm);
+ * - `away`: an `episodic` node whose last report is older than its interval allows and whose
+ *   reports said nothing wrong (no alarm; a declaration pushed meanwhile waits for it).
+ */
+export type Verdict = DeclarationVerdict | "silent" | "away";
+
+/** Every verdict, in the order reports list them (alarms first, `ok` last). */
 export const VERDICTS: readonly Verdict[] = [
   "refused",
   "failed",
+  "silent",
   "outstanding",
   "never-spoke",
+  "away",
   "ok",
 ];
 
@@ -31,13 +52,38 @@ export const VERDICT_WORDS: Record<Verdict, string> = {
   "ok": "ok",
   "refused": "refused",
   "failed": "failed",
+  "silent": "silent",
   "outstanding": "outstanding",
   "never-spoke": "never spoke",
+  "away": "away",
 };
 
-/** A node's verdict and how much of its current declaration is known applied. */
+/** Whether a verdict means the node is not doing what it was told (status exits 1). */
+export function isAlarm(verdict: Verdict): boolean {
+  switch (verdict) {
+    case "ok":
+    case "away":
+      return false;
+    case "refused":
+    case "failed":
+    case "silent":
+    case "outstanding":
+    case "never-spoke":
+      return true;
+  }
+}
+
+/** What kind of machine a node is. */
+export const NODE_KINDS = ["server", "episodic"] as const;
+/**
+ * - `server`: expected to report at every interval; silence is an alarm.
+ * - `episodic`: a laptop, a phone: away for hours or days by design; away is no alarm.
+ */
+export type NodeKind = typeof NODE_KINDS[number];
+
+/** A node's declaration verdict and how much of its current declaration is known applied. */
 export interface Classified {
-  verdict: Verdict;
+  verdict: DeclarationVerdict;
   /** Resources of the current declaration known applied (0 when nothing is known). */
   applied: number;
   /** Resources of the current declaration (of the last report's, when none was pushed). */
@@ -45,9 +91,9 @@ export interface Classified {
 }
 
 /**
- * Classifies a node. A report is about the current declaration when it names the same digest at
- * the same or a later generation (a re-push of identical content is still outstanding until the
- * node reports that generation).
+ * Classifies a node by its reports alone. A report is about the current declaration when it
+ * names the same digest at the same or a later generation (a re-push of identical content is
+ * still outstanding until the node reports that generation).
  */
 export function classify(node: NodeState): Classified {
   const { declaration, report } = node;
@@ -68,4 +114,95 @@ export function classify(node: NodeState): Classified {
     case "failed":
       return { verdict: "failed", applied: report.applied, total };
   }
+}
+
+/** How many reconcile intervals a node may miss before its silence counts. */
+export const SILENCE_INTERVALS = 2;
+/** The grace added to the allowance by default, in ms: one minute. */
+export const DEFAULT_GRACE_MS = 60_000;
+
+/**
+ * The silence rule: how long (ms) after the control plane received a node's last report the node
+ * is still heard: {@linkcode SILENCE_INTERVALS} reconcile intervals plus a grace. Two intervals,
+ * because one missed report is a slow apply or a broker restart; the grace covers the delivery
+ * from the node through the broker and `ingest` into the inventory.
+ */
+export function silenceAllowanceMs(intervalMs: number, graceMs: number): number {
+  return SILENCE_INTERVALS * intervalMs + graceMs;
+}
+
+/** The control plane's clock, against which silence is judged. */
+export interface Clock {
+  /** Now, by the inventory database's clock (the one that stamped each report's receipt). */
+  now: Date;
+  /** Added to the allowance, in ms (default {@linkcode DEFAULT_GRACE_MS}). */
+  graceMs: number;
+}
+
+/** Whether and how a node that spoke is still heard. */
+export interface Presence {
+  /** When the control plane received its last report (its receipt time; the node's clock is not asked). */
+  lastHeard: Date;
+  /** Its reconcile interval in ms, as its last report stated it (or the link's default). */
+  intervalMs: number;
+  /** False when the last report stated no interval (an older host): the default was used. */
+  intervalStated: boolean;
+  /** How long it may stay quiet, in ms ({@linkcode silenceAllowanceMs}). */
+  allowedMs: number;
+  /** How long it has been quiet, in ms (now minus `lastHeard`, never below 0). */
+  quietMs: number;
+  /** True when `quietMs` is beyond `allowedMs`. */
+  overdue: boolean;
+}
+
+/** A node's verdict on status and board. */
+export interface Judged {
+  verdict: Verdict;
+  /** What its reports say ({@linkcode classify}), which a silent or away verdict overrides. */
+  said: DeclarationVerdict;
+  /** Resources of the current declaration known applied. */
+  applied: number;
+  /** Resources of the current declaration. */
+  total: number;
+  /** Absent for a node that never spoke. */
+  presence?: Presence;
+}
+
+/**
+ * Judges a node: its declaration verdict, overridden by silence. A `server` overdue is `silent`
+ * whatever its last report said. An `episodic` node overdue is `away` unless its reports said it
+ * refused or failed its current declaration (that stays an alarm, with the presence said); a
+ * declaration pushed while it was away is waiting (`said` is `outstanding`), never `failed`.
+ * A node that never spoke stays `never-spoke` (no time is invented for it).
+ */
+export function judge(node: NodeState, clock: Clock): Judged {
+  const classified = classify(node);
+  const base = { said: classified.verdict, applied: classified.applied, total: classified.total };
+  const report = node.report;
+  if (report === undefined) return { verdict: classified.verdict, ...base };
+  const intervalMs = report.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const allowedMs = silenceAllowanceMs(intervalMs, clock.graceMs);
+  const quietMs = Math.max(0, clock.now.getTime() - report.receivedAt.getTime());
+  const presence: Presence = {
+    lastHeard: report.receivedAt,
+    intervalMs,
+    intervalStated: report.intervalMs !== undefined,
+    allowedMs,
+    quietMs,
+    overdue: quietMs > allowedMs,
+  };
+  let verdict: Verdict = classified.verdict;
+  if (presence.overdue) {
+    switch (node.kind) {
+      case "server":
+        verdict = "silent";
+        break;
+      case "episodic":
+        verdict = classified.verdict === "refused" || classified.verdict === "failed"
+          ? classified.verdict
+          : "away";
+        break;
+    }
+  }
+  return { verdict, ...base, presence };
 }

@@ -11,6 +11,7 @@ import { runProgram, untilSignalled } from "../lib/cli.ts";
 import { printable } from "../lib/printable.ts";
 import { messageOf, readRegularFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
+import { MAX_INTERVAL_MS } from "../lib/broker.ts";
 import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
 import { BundleError, EmptyBundleError, loadBundle, NoBundleError } from "./bundle.ts";
 import { DeclarationError, declarationJsonSchema, MAX_DECLARATION_BYTES } from "./declaration.ts";
@@ -240,6 +241,8 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             throw new Refused(`--every: ${messageOf(error)}`);
           }
           if (ms < 1000) throw new Refused(`--every: at least 1s, not "${v}"`);
+          // Every report carries it, and the control plane judges silence against it.
+          if (ms > MAX_INTERVAL_MS) throw new Refused(`--every: at most 7d, not "${v}"`);
           return ms;
         }),
     )

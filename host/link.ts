@@ -174,6 +174,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       generation,
       trigger,
       at: new Date().toISOString(),
+      intervalMs: options.every,
       hostVersion: options.version,
       outcome: result.outcome,
       applied: result.applied,
@@ -266,10 +267,19 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       );
     }
     session = s;
-    s.connection.once("close", () => {
+    s.connection.once("close", (error?: unknown) => {
       if (session === s) session = undefined;
       startAt = s.member + 1;
-      if (!stopping) news("the broker went away; reconciling the kept declaration meanwhile");
+      if (stopping) return;
+      // A connection the broker closed on purpose (the node removed, its credential rotated)
+      // says why; that is news, not just "went away".
+      news(
+        error === undefined
+          ? "the broker went away; reconciling the kept declaration meanwhile"
+          : `the broker closed the connection (${
+            messageOf(error)
+          }); reconciling the kept declaration meanwhile`,
+      );
     });
     await serial(flush);
     await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });

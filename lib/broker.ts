@@ -73,6 +73,11 @@ export const NODE_QUEUE_ARGUMENTS = {
   "x-overflow": "drop-head",
 } as const;
 
+/** The link's default reconcile interval (`mesh-host link --every`), in ms: 15 minutes. */
+export const DEFAULT_INTERVAL_MS = 15 * 60 * 1000;
+/** The longest reconcile interval a report may state, in ms: 7 days. */
+export const MAX_INTERVAL_MS = 7 * 24 * 60 * 60 * 1000;
+
 const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 hex digits>");
 const time = z.iso.datetime({ offset: true });
 
@@ -114,6 +119,12 @@ export const ReportMessage = z.strictObject({
   trigger: z.enum(["push", "start", "interval"]),
   /** When the node finished the apply (the node's clock, ISO 8601). */
   at: time,
+  /**
+   * The node's reconcile interval in ms (its link's `--every`): how often the control plane may
+   * expect to hear from it, which is what its silence is judged against. Absent from hosts older
+   * than this field (judged as the link's default, {@linkcode DEFAULT_INTERVAL_MS}).
+   */
+  intervalMs: z.int().min(1000).max(MAX_INTERVAL_MS).optional(),
   /** The host's version. */
   hostVersion: z.string().max(100),
   outcome: z.enum(["applied", "refused", "failed"]),

@@ -2,7 +2,9 @@
  * The board's properties (DESIGN.md, "Board (control output)"; seeds/control-board-builder.txt),
  * asserted against the REAL command line over a real inventory seeded with one node in every
  * state: ok, refused (0 of 8), failed (3 of 8), outstanding (pushed generation 2, last report
- * about generation 1), never spoke but pushed, never spoke and never pushed.
+ * about generation 1), never spoke but pushed, never spoke and never pushed, a server silent for
+ * two hours (its last report a clean apply, its interval one minute), an episodic node away for
+ * as long with a declaration waiting for it.
  *
  * Each property is its own step, and each was confirmed to fail when the property is removed
  * from control/report.ts or control/state.ts (see the report of the change that added this file):
@@ -12,14 +14,17 @@
  * - refused and failed stay distinct and carry how much applied, in JSON and in text;
  * - no key is named like a secret;
  * - text and JSON agree (counts, machines, words, order);
- * - status lists exactly the nodes not doing what they were told, with four distinct words,
- *   and exits 1; all ok exits 0 with a sentence; no nodes exits 0 with a sentence;
+ * - status lists exactly the nodes not doing what they were told, with five distinct words,
+ *   and the away node (not counted as behind), and exits 1; all ok exits 0 with a sentence;
+ *   ok and away exits 0; no nodes exits 0 with a sentence;
+ * - a silent or away node carries when it was last heard, its interval and the allowance; every
+ *   node carries its kind;
  * - a problem text from a node cannot forge a line or an escape sequence in text output.
  *
  * @module
  */
 
-import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { CliResult } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory } from "./support.ts";
 
@@ -34,8 +39,12 @@ const OUTSTANDING = "web-outstanding";
 const PUSHED_SILENT = "web-pushed-silent";
 /** Never spoke, never pushed. */
 const SILENT = "web-silent";
+/** A server whose last report (a clean apply) arrived two hours ago; it reports every minute. */
+const QUIET = "web-quiet";
+/** An episodic node last heard two hours ago, with generation 2 pushed since and waiting. */
+const AWAY = "phone-away";
 const NEVER_SPOKE = [PUSHED_SILENT, SILENT];
-const NOT_OK = [REFUSED, FAILED, OUTSTANDING, PUSHED_SILENT, SILENT];
+const NOT_OK = [REFUSED, FAILED, QUIET, OUTSTANDING, PUSHED_SILENT, SILENT];
 
 /** The first problem of the failed node: a newline that would forge the ok node's line, an ANSI
  * escape and a bidi override. */
@@ -50,7 +59,8 @@ async function seedEstate(inv: TestInventory): Promise<void> {
   const sql = inv.sql;
   await sql`insert into nodes (name, system) values
     (${OK}, 'debian'), (${REFUSED}, 'debian'), (${FAILED}, 'alpine'), (${OUTSTANDING}, 'arch'),
-    (${PUSHED_SILENT}, 'debian'), (${SILENT}, 'android')`;
+    (${PUSHED_SILENT}, 'debian'), (${SILENT}, 'android'), (${QUIET}, 'debian')`;
+  await sql`insert into nodes (name, system, kind) values (${AWAY}, 'android', 'episodic')`;
   await sql`insert into modules (name, version, digest, body, origin) values
     ('base', 1, ${digest("1")}, '{"version":1,"resources":[]}', 'handed-over'),
     ('extra', 2, ${digest("2")}, '{"version":1,"resources":[]}', 'handed-over')`;
@@ -62,7 +72,10 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     (${FAILED}, 1, ${digest("c")}, '{}', 8),
     (${OUTSTANDING}, 1, ${digest("d")}, '{}', 8),
     (${OUTSTANDING}, 2, ${digest("e")}, '{}', 8),
-    (${PUSHED_SILENT}, 1, ${digest("f")}, '{}', 5)`;
+    (${PUSHED_SILENT}, 1, ${digest("f")}, '{}', 5),
+    (${QUIET}, 1, ${digest("0")}, '{}', 8),
+    (${AWAY}, 1, ${digest("3")}, '{}', 8),
+    (${AWAY}, 2, ${digest("4")}, '{}', 8)`;
   await report(inv, OK, 1, digest("a"), "applied", 8, []);
   await report(inv, REFUSED, 1, digest("b"), "refused", 0, [
     { path: "resources[2].mode", message: "expected an octal mode like 0755" },
@@ -72,6 +85,12 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     { id: "pkg-missing", message: FORGERY },
   ]);
   await report(inv, OUTSTANDING, 1, digest("d"), "applied", 8, []);
+  // Heard two hours ago, by the control plane's clock; they said they report every minute.
+  for (const [node, d] of [[QUIET, digest("0")], [AWAY, digest("3")]] as const) {
+    await report(inv, node, 1, d, "applied", 8, []);
+    await inv.sql`update reports set received_at = now() - interval '2 hours', interval_ms = 60000
+                  where node = ${node}`;
+  }
 }
 
 /** Inserts a report as ingest would record it. */
@@ -280,10 +299,10 @@ Deno.test("board and status over an inventory with a node in every state", async
     const status = json(statusJ, "status --json");
     const byName = new Map(board.machines.map((m) => [m.name, m]));
 
-    await t.step("the estate is what was seeded (six nodes, every verdict)", () => {
+    await t.step("the estate is what was seeded (eight nodes, every verdict)", () => {
       assertEquals([boardJ.code, boardT.code], [0, 0], "board exits 0 whatever it shows");
-      assertEquals(board.nodes, 6);
-      assertEquals(board.machines.length, 6);
+      assertEquals(board.nodes, 8);
+      assertEquals(board.machines.length, 8);
       assertEquals(
         Object.fromEntries(board.machines.map((m) => [m.name, m.verdict])),
         {
@@ -293,8 +312,62 @@ Deno.test("board and status over an inventory with a node in every state", async
           [OUTSTANDING]: "outstanding",
           [PUSHED_SILENT]: "never-spoke",
           [SILENT]: "never-spoke",
+          [QUIET]: "silent",
+          [AWAY]: "away",
         },
       );
+      assertEquals(
+        Object.values(board.counts).every((n) => n >= 1),
+        true,
+        `every verdict: ${JSON.stringify(board.counts)}`,
+      );
+    });
+
+    await t.step("a silent or away node says when it was last heard, and the rule", () => {
+      for (const [what, tree] of [["board --json", board], ["status --json", status]] as const) {
+        for (const name of [QUIET, AWAY]) {
+          const m = tree.machines.find((x) => x.name === name);
+          assert(m !== undefined, `${what}: ${name} missing`);
+          const heard = Date.parse(m.lastReportAt!);
+          const generated = Date.parse((tree as unknown as { generatedAt: string }).generatedAt);
+          const quiet = generated - heard;
+          assert(
+            quiet > 2 * 3600_000 - 60_000 && quiet < 2 * 3600_000 + 600_000,
+            `${what}: ${name} last heard ${m.lastReportAt}, ${quiet} ms before the board`,
+          );
+          assertEquals([m.intervalMs, m.intervalStated, m.quietAllowedMs], [60_000, true, 180_000]);
+        }
+        const quiet = tree.machines.find((x) => x.name === QUIET)!;
+        assertEquals([quiet.kind, quiet.said], ["server", "ok"], what);
+        const away = tree.machines.find((x) => x.name === AWAY)!;
+        assertEquals([away.kind, away.said, away.generation], ["episodic", "outstanding", 2], what);
+      }
+      for (const m of board.machines) {
+        assertEquals(m.kind, m.name === AWAY ? "episodic" : "server", `${m.name}'s kind`);
+      }
+      for (const [what, text] of [["board", boardT.stdout], ["status", statusT.stdout]] as const) {
+        const { blocks } = textBlocks(text);
+        const quiet = blocks.get(QUIET)!;
+        assertMatch(quiet.line, /^web-quiet\s+silent\s+8 of 8\s+server\s+gen 1\s/);
+        const at = board.machines.find((m) => m.name === QUIET)!.lastReportAt!;
+        assert(
+          quiet.more.some((l) =>
+            l.startsWith(`last heard ${at}, quiet 2h`) &&
+            l.includes("reports every 1m, heard for 3m after (2 intervals + 1m grace)") &&
+            l.endsWith("its last report said ok")
+          ),
+          `${what}: ${JSON.stringify(quiet.more)}`,
+        );
+        const away = blocks.get(AWAY)!;
+        assertMatch(away.line, /^phone-away\s+away\s+0 of 8\s+episodic\s+gen 2\s/);
+        assert(
+          away.more.some((l) =>
+            l.includes("generation 2 pushed ") &&
+            l.endsWith("is waiting for it; episodic, no alarm")
+          ),
+          `${what}: ${JSON.stringify(away.more)}`,
+        );
+      }
     });
 
     await t.step("nothing is null anywhere in board --json and status --json", () => {
@@ -337,7 +410,7 @@ Deno.test("board and status over an inventory with a node in every state", async
         }
       }
       // Not vacuous: the nodes that spoke carry when.
-      for (const name of [OK, REFUSED, FAILED, OUTSTANDING]) {
+      for (const name of [OK, REFUSED, FAILED, OUTSTANDING, QUIET, AWAY]) {
         const at = byName.get(name)?.lastReportAt;
         assert(typeof at === "string" && ISO_DATE.test(at), `${name} has no lastReportAt: ${at}`);
         assert(!at.startsWith("1970"), `${name}'s lastReportAt is a zero time: ${at}`);
@@ -437,11 +510,14 @@ Deno.test("board and status over an inventory with a node in every state", async
         [OUTSTANDING]: "outstanding",
         [PUSHED_SILENT]: "never spoke",
         [SILENT]: "never spoke",
+        [QUIET]: "silent",
       };
       assertEquals(statusT.code, 1);
       assertEquals(statusJ.code, 1);
       const { blocks } = textBlocks(statusT.stdout);
-      assertEquals([...blocks.keys()].sort(), [...NOT_OK].sort(), statusT.stdout);
+      // The away node is listed (with when it was last heard), after the alarms, not behind.
+      assertEquals([...blocks.keys()].sort(), [...NOT_OK, AWAY].sort(), statusT.stdout);
+      assertEquals(textBlocks(statusT.stdout).order.at(-1), AWAY);
       for (const [name, words] of Object.entries(expected)) {
         const line = blocks.get(name)!.line;
         assert(
@@ -449,11 +525,11 @@ Deno.test("board and status over an inventory with a node in every state", async
           `status: ${name} is not "${words}": ${line}`,
         );
       }
-      assertEquals(new Set(Object.values(expected)).size, 4, "four distinct words");
-      assertEquals(status.behind, 5);
+      assertEquals(new Set(Object.values(expected)).size, 5, "five distinct words");
+      assertEquals(status.behind, 6);
       assertEquals(
         Object.fromEntries(status.machines.map((m) => [m.name, m.words])),
-        expected,
+        { ...expected, [AWAY]: "away" },
       );
     });
 
@@ -512,6 +588,48 @@ Deno.test("status with every node ok says so and exits 0", async () => {
   }
 });
 
+Deno.test("an episodic node away raises no alarm; a server as quiet does", async () => {
+  const inv = await freshInventory();
+  try {
+    await inv.sql`insert into nodes (name, system, kind) values
+      ('db-1', 'debian', 'server'), ('phone-1', 'android', 'episodic')`;
+    await inv.sql`insert into declarations (node, generation, digest, body, total) values
+      ('db-1', 1, ${digest("a")}, '{}', 8), ('phone-1', 1, ${digest("b")}, '{}', 8)`;
+    await report(inv, "db-1", 1, digest("a"), "applied", 8, []);
+    await report(inv, "phone-1", 1, digest("b"), "applied", 8, []);
+    await inv.sql`update reports set received_at = now() - interval '1 day', interval_ms = 60000
+                  where node = 'phone-1'`;
+    const text = await controlCli(["status"], inv.env);
+    assertEquals(text.code, 0, text.stdout + text.stderr);
+    assert(
+      text.stdout.startsWith(
+        "all 2 nodes are doing what they were told or are away (episodic, no alarm)",
+      ),
+      text.stdout,
+    );
+    assertMatch(text.stdout, /\nphone-1\s+away\s+8 of 8\s+episodic\s/);
+    const j = json(await controlCli(["status", "--json"], inv.env), "status --json");
+    assertEquals([j.behind, j.machines.map((m) => m.verdict)], [0, ["away"]]);
+
+    // The same silence from a server is an alarm, whatever its last report said.
+    await inv.sql`update nodes set kind = 'server' where name = 'phone-1'`;
+    const server = await controlCli(["status"], inv.env);
+    assertEquals(server.code, 1, server.stdout);
+    assertMatch(server.stdout, /^1 of 2 nodes are not doing what they were told/);
+    assertMatch(server.stdout, /\nphone-1\s+silent\s+8 of 8\s+server\s/);
+
+    // An episodic node whose reports said it failed stays failed when it goes away.
+    await inv.sql`update nodes set kind = 'episodic' where name = 'phone-1'`;
+    await inv.sql`update reports set outcome = 'failed', applied = 3 where node = 'phone-1'`;
+    const failed = await controlCli(["status"], inv.env);
+    assertEquals(failed.code, 1, failed.stdout);
+    assertMatch(failed.stdout, /\nphone-1\s+failed\s+3 of 8\s+episodic\s/);
+    assertMatch(failed.stdout, /its last report said failed/);
+  } finally {
+    await inv.drop();
+  }
+});
+
 Deno.test("status and board with no nodes enrolled say so and exit 0", async () => {
   const inv = await freshInventory();
   try {
@@ -529,7 +647,7 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
     assertEquals(boardJ.code, 0, boardJ.stderr);
     const board = json(boardJ, "board --json");
     assertEquals([board.nodes, board.machines], [0, []]);
-    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0]);
+    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0]);
     assertEquals([...walk(board)].filter((n) => n.value === null), []);
   } finally {
     await inv.drop();

@@ -65,6 +65,7 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
       "modules",
       "node_drift",
       "nodes",
+      "removals",
       "reports",
       "schema_migrations",
     ]);

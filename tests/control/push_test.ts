@@ -77,7 +77,10 @@ Deno.test("one node that cannot be pushed does not hold back the fleet", opts, a
       const out = await run(["push", "--behind", "--dry-run"]);
       assertEquals(out.code, 1, out.stdout + out.stderr);
       assertMatch(out.stderr, new RegExp(`cannot push to ${clashing}`));
-      assert(out.stdout.includes(`would push to ${fine}`), out.stdout);
+      // Pushed generation 1 and silent since: left waiting on it, not pushed again (no churn).
+      assertMatch(out.stdout, new RegExp(`${fine}: left generation 1 waiting, pushed `));
+      assert(!out.stdout.includes(`would push to ${fine}`), out.stdout);
+      assertMatch(out.stdout, new RegExp(`would push to ${queueless}: never pushed`));
     });
   } finally {
     for (const n of [clashing, fine, queueless]) {
