@@ -5,6 +5,12 @@
  * reader sees partial content or a wider mode. A symlink found at a declared path is never
  * followed: the resource fails naming it.
  *
+ * A path that exists before this source first applies it is taken over: its original (a file's
+ * content, mode, owner and group; a directory's mode, owner and group) is saved in the state
+ * directory and journaled before anything is changed, and put back when the resource leaves
+ * (`restored`). When the original cannot be saved (a full disk), the resource fails and nothing
+ * is overwritten.
+ *
  * @module
  */
 
@@ -13,7 +19,7 @@ import { lchown } from "node:fs/promises";
 import { messageOf } from "../../lib/atomic.ts";
 import type { Directory, File } from "../declaration.ts";
 import { type Applier, type ApplyContext, type Ids, ResourceError } from "../applier.ts";
-import type { FootprintEntry } from "../store.ts";
+import type { FootprintEntry, Original } from "../store.ts";
 import type { z } from "zod";
 
 type DirectoryResource = z.output<typeof Directory>;
@@ -163,8 +169,13 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
       return { change: "created", created: true };
     }
     const state2 = state as Extract<PathState, { kind: "directory" }>;
+    const original = known === undefined ? await takeOver(resource, state2, context) : undefined;
     const changed = await holdAttributes(resource.path, state2, want, context);
-    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+    return {
+      change: changed ? "updated" : "unchanged",
+      created: known?.created ?? false,
+      ...(original ? { original } : {}),
+    };
   },
   async remove(entry, context) {
     return await removePath(entry, "directory", context);
@@ -190,6 +201,8 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
       return { change: "created", created: true };
     }
     const file = state as Extract<PathState, { kind: "file" }>;
+    const original = known === undefined ? await takeOver(resource, file, context) : undefined;
+    const taken = original ? { original } : {};
     const same = file.content !== undefined && equalBytes(file.content, bytes);
     if (same && !context.dryRun) {
       // A write killed before its rename leaves the host's temporary file: consume it.
@@ -198,15 +211,96 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
     if (!same) {
       if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
       context.written.add(resource.path);
-      return { change: "updated", created: known?.created ?? false };
+      return { change: "updated", created: known?.created ?? false, ...taken };
     }
     const changed = await holdAttributes(resource.path, file, want, context);
-    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+    return {
+      change: changed ? "updated" : "unchanged",
+      created: known?.created ?? false,
+      ...taken,
+    };
   },
   async remove(entry, context) {
     return await removePath(entry, "file", context);
   },
 };
+
+/**
+ * Saves what `resource.path` is before this source first changes it, and journals the takeover,
+ * both durably; a dry run saves nothing.
+ *
+ * @throws {ResourceError} "Cannot take over ..." when the original cannot be read or saved:
+ *   nothing has been changed then.
+ */
+async function takeOver(
+  resource: DirectoryResource | FileResource,
+  state: Extract<PathState, { kind: "file" | "directory" }>,
+  context: ApplyContext,
+): Promise<Original | undefined> {
+  if (context.dryRun) return undefined;
+  const ids = { mode: state.mode, uid: state.uid, gid: state.gid };
+  let original: Original;
+  try {
+    if (state.kind === "file") {
+      const content = await Deno.readFile(resource.path);
+      const copy = await context.store.saveOriginal(resource.path, content);
+      original = { kind: "file", ...ids, copy };
+    } else original = { kind: "directory", ...ids };
+    await context.store.intend({
+      id: resource.id,
+      type: resource.type,
+      subject: resource.path,
+      original,
+    });
+  } catch (error) {
+    throw new ResourceError(
+      `Cannot take over "${resource.path}": its original could not be saved, so nothing was ` +
+        `changed (${messageOf(error)})`,
+      { cause: error },
+    );
+  }
+  return original;
+}
+
+/**
+ * Puts back what a taken-over path was: a file's saved content, mode, owner and group; a
+ * directory's mode, owner and group (made again when it is gone). A dry run changes nothing.
+ *
+ * @throws {ResourceError} when the path is now something else, or it cannot be written.
+ */
+async function restore(
+  entry: FootprintEntry,
+  original: Original,
+  context: ApplyContext,
+): Promise<"restored"> {
+  const path = entry.subject;
+  const state = await observePath(path);
+  if (state.kind !== "absent" && state.kind !== original.kind) {
+    throw new ResourceError(
+      `Cannot restore the original ${original.kind} "${path}": it is now ${
+        state.kind === "symlink" ? `a symlink to "${state.target}"` : `a ${state.kind}`
+      }`,
+    );
+  }
+  if (context.dryRun) return "restored";
+  const want = { mode: original.mode, uid: original.uid, gid: original.gid };
+  if (original.kind === "file") {
+    const bytes = await context.store.readOriginal(original.copy);
+    await writeReplacing(path, bytes, want);
+    return "restored";
+  }
+  try {
+    if (state.kind === "absent") await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+    await lchown(path, original.uid, original.gid);
+    await Deno.chmod(path, original.mode);
+  } catch (error) {
+    throw new ResourceError(
+      `Cannot restore the original directory "${path}": ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  return "restored";
+}
 
 /**
  * Writes `bytes` to a temporary file beside `path` with the mode and owner already set, syncs
@@ -260,12 +354,15 @@ async function removePath(
   entry: FootprintEntry,
   kind: "file" | "directory",
   context: ApplyContext,
-): Promise<"removed" | "forgotten"> {
+): Promise<"removed" | "restored" | "forgotten"> {
   if (kind === "file" && !context.dryRun) {
     // A temporary file a killed write left beside it is this host's own, created or not.
     await Deno.remove(tempPathFor(entry.subject)).catch(() => {});
   }
-  if (!entry.created) return "forgotten";
+  if (!entry.created) {
+    // Taken over: put back as it was, when it was saved; else left as it is.
+    return entry.original ? await restore(entry, entry.original, context) : "forgotten";
+  }
   const state = await observePath(entry.subject);
   if (state.kind === "absent") return "removed";
   if (state.kind !== kind) return "forgotten"; // something else stands there now: not ours
