@@ -16,6 +16,7 @@ import { redactUrl } from "../lib/url.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
 import type { Sql } from "./db.ts";
 import type { BrokerSession } from "../lib/amqp.ts";
+import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 const EXIT_HELP = `
 Connections (each option also read from the environment; the option wins):
@@ -87,6 +88,7 @@ export async function controlMain(args: string[]): Promise<number> {
 
   const program = new Command()
     .name("mesh-control")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description("mesh control plane: inventory, push, status, board, broker accounts")
     .addHelpText("after", EXIT_HELP)
     .exitOverride()

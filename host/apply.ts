@@ -355,9 +355,15 @@ export async function applySources(
         else store.rekey(entry, { source: input.name, id });
         holders.set(k, moved);
       }
+    }
+
+    // Then each accepted source on its own footprint. Every move was made above, before any
+    // source's removals: a subject moving to a later source is never removed by an earlier one.
+    for (const input of inputs) {
+      if (results.has(input.name)) continue;
       results.set(
         input.name,
-        await applyOne(input, declaration, store, {
+        await applyOne(input, input.declaration!, store, {
           system: options.system,
           dryRun: options.dryRun ?? false,
           ids,
@@ -429,7 +435,18 @@ async function applyOne(
   const leaving = store.entries().filter((e) =>
     e.source === source && !options.movedAway.has(e) && !declared.has(key(e.id, e.type, e.subject))
   ).reverse();
-  for (const entry of leaving) {
+  // Last applied first, and never a directory before what it holds (a record moved in from
+  // another source keeps its older place in the order).
+  const ordered: FootprintEntry[] = [];
+  for (const e of leaving) {
+    const i = ordered.findIndex((o) =>
+      o.type === "directory" && (e.type === "file" || e.type === "directory") &&
+      e.subject.startsWith(`${o.subject}/`)
+    );
+    if (i === -1) ordered.push(e);
+    else ordered.splice(i, 0, e);
+  }
+  for (const entry of ordered) {
     // Renamed, not leaving: the same thing is declared under an id the footprint lacks. It
     // keeps its entry (and whether this host created it) instead of being removed and made
     // again, which a directory holding declared files could not even be.

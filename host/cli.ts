@@ -32,6 +32,7 @@ import { executableIdentity, replacedSince } from "./identity.ts";
 import { applyText, ownedText } from "./render.ts";
 import { Store, StoreError } from "./store.ts";
 import { VERSION } from "./version.ts";
+import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import { confirmSystem, type System, WrongSystemError } from "../systems/mod.ts";
 
 /** Exit code: applied. */
@@ -78,7 +79,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .name(`mesh-host-${build.system.name}`)
     .description(`mesh node agent for ${build.system.name}`)
     .addHelpText("after", EXIT_HELP)
-    .version(VERSION, "-V, --version", "print the version (also what known-good and reports carry)")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err })
     .hook("preAction", async () => {

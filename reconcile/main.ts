@@ -16,6 +16,7 @@ import { lastCleanFrom, stampLine, toJson, toText, toTextfile } from "./report.t
 import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
 import { repoCheckFromFlags } from "./repo_check.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
+import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 /** Exit code: clean. */
 export const EXIT_CLEAN = 0;
@@ -54,6 +55,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
   let exitCode = 0;
   const program = new Command()
     .name("mesh-reconcile")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description(
       "Compare the registry of what should run on this machine with what does, both ways.",
     )
