@@ -391,11 +391,12 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             },
             declarationsDir: opts.declarations,
             migration: migration(opts.stateDir, opts.declarations),
+            // Said on stderr: stdout is the link's reports (one per line with --json).
             onOther: (result, trigger) =>
-              out(
-                opts.json
-                  ? JSON.stringify({ trigger, ...result }) + "\n"
-                  : `${new Date().toISOString()} ${trigger} ${applyText(result)}`,
+              err(
+                `mesh-host link: ${trigger} ${
+                  opts.json ? JSON.stringify(result) + "\n" : applyText(result)
+                }`,
               ),
             onNews: (line) => err(`mesh-host link: ${line}\n`),
             onApplied: (report) =>
