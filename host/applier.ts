@@ -76,6 +76,12 @@ export interface Converged {
   created: boolean;
   /** What the path was before this host first applied it, saved now (a takeover). */
   original?: Original;
+  /**
+   * In a dry run only: what would change, for people (a unified diff, `mode 0666 -> 0644`,
+   * `state inactive -> running`, a package to install and whether the package manager knows it,
+   * a container to create or replace and why). Several lines at most a few KiB.
+   */
+  detail?: string;
 }
 
 /** A resource that could not be converged; the message names the cause. */

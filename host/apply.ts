@@ -41,6 +41,8 @@ export interface ResourceChange {
   id: string;
   type: ResourceType;
   change: Change;
+  /** Dry runs only: what would change, for people (see `Converged.detail`). */
+  detail?: string;
 }
 
 /** One problem: where (a resource id, or a JSON path for a refused input) and what. */
@@ -485,7 +487,12 @@ async function applyOne(
     try {
       const observed = await applier!.observe(resource, context);
       const result = await applier!.apply(resource, observed, context);
-      changes.push({ id: resource.id, type: resource.type, change: result.change });
+      changes.push({
+        id: resource.id,
+        type: resource.type,
+        change: result.change,
+        ...(context.dryRun && result.detail ? { detail: result.detail } : {}),
+      });
       if (!context.dryRun) {
         const known = store.find(source, resource.id, resource.type, subjectOf(resource));
         store.record({

@@ -43,6 +43,11 @@ export const EXIT_FAILED = 1;
 export const EXIT_REFUSED = 2;
 /** Exit code: the host cannot work (its store cannot be read or written). */
 export const EXIT_CANNOT_RUN = 3;
+/**
+ * Exit code of a dry run that found changes pending (nothing was changed); a dry run exits 0
+ * only when nothing would change, so a timer can use it as a drift check.
+ */
+export const EXIT_PENDING = 4;
 
 /** The default state directory. */
 export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
@@ -53,7 +58,9 @@ Exit codes (for several sources in one run, the worst: 1 over 2 over 0):
   1  failed: accepted and partly applied ("applied N of M" says how much)
   2  refused: nothing applied (invalid input, a shape this system cannot apply, a subject
      another source holds, the wrong machine, no bundle)
-  3  the host cannot work: its store exists and cannot be read, or cannot be written`;
+  3  the host cannot work: its store exists and cannot be read, or cannot be written
+  4  --dry-run only: it would apply, and something would change (nothing was changed);
+     a dry run exits 0 only when nothing would change`;
 
 /** What a host entry point passes in. */
 export interface HostBuild {
@@ -133,10 +140,15 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
           : results.map((r) => JSON.stringify(r) + "\n").join(""),
       );
     } else out(results.map(applyText).join(""));
+    const pending = results.some((r) =>
+      r.dryRun && r.changes.some((c) => c.change !== "unchanged")
+    );
     code = results.some((r) => r.outcome === "failed")
       ? EXIT_FAILED
       : results.some((r) => r.outcome === "refused")
       ? EXIT_REFUSED
+      : pending
+      ? EXIT_PENDING
       : EXIT_APPLIED;
   };
 

@@ -197,7 +197,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       applied: result.applied,
       total: result.total,
       declaration: result.declaration,
-      changes: result.changes,
+      changes: result.changes.map(({ id, type, change }) => ({ id, type, change })),
       problems: result.problems.map((p) => ({
         ...(p.id !== undefined ? { id: p.id } : {}),
         ...(p.path !== undefined ? { path: p.path } : {}),

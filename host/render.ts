@@ -47,6 +47,7 @@ export function applyText(result: ApplyResult): string {
   const width = result.dryRun ? 13 : 9;
   for (const c of shown) {
     lines.push(`  ${word(c.change).padEnd(width)} ${c.type.padEnd(9)} ${c.id}`);
+    if (c.detail) { for (const l of c.detail.split("\n")) lines.push(`      ${printable(l)}`); }
   }
   if (unchanged > 0) lines.push(`  unchanged: ${unchanged}`);
   if (result.problems.length > 0) {

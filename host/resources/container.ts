@@ -448,7 +448,16 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
     const remember = (s: ContainerState) => states?.set(resource.name, s);
     if (state === undefined) {
       if (!context.dryRun) remember(await create(resource, runtime, digest, context));
-      return { change: "created", created: true };
+      return {
+        change: "created",
+        created: true,
+        ...(context.dryRun
+          ? {
+            detail:
+              `create container "${resource.name}" from ${resource.image} (${runtime.program})`,
+          }
+          : {}),
+      };
     }
     const label = state.labels[DECLARATION_LABEL];
     if (label === undefined) {
@@ -466,7 +475,16 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
           `Container "${resource.name}" cannot be started: ${describe(state)}`,
         );
       }
-      if (!context.dryRun) {
+      if (context.dryRun) {
+        return {
+          change: "updated",
+          created: true,
+          detail: `${state.paused ? "unpause" : "start"} container "${resource.name}" (now: ${
+            describe(state)
+          })`,
+        };
+      }
+      {
         try {
           await runtimeCommand([runtime.program, state.paused ? "unpause" : "start", state.id]);
         } catch (error) {
@@ -487,7 +505,18 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
     }
     // Created by a host from another declaration (or its restart policy was changed): there is
     // no in-place update, so it is replaced.
-    if (!context.dryRun) {
+    if (context.dryRun) {
+      return {
+        change: "updated",
+        created: true,
+        detail: `replace container "${resource.name}": ${
+          label !== digest
+            ? `it was created from another declaration (${DECLARATION_LABEL}=${label}, declared ${digest})`
+            : `its restart policy is ${state.restartPolicy}, not ${RESTART_POLICY}`
+        }`,
+      };
+    }
+    {
       try {
         await stopAndRemove(runtime, state.id);
       } catch (error) {

@@ -17,6 +17,7 @@
 import { basename, dirname, join } from "node:path";
 import { lchown } from "node:fs/promises";
 import { messageOf } from "../../lib/atomic.ts";
+import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
 import { type Applier, type ApplyContext, type Ids, ResourceError } from "../applier.ts";
 import type { FootprintEntry, Original } from "../store.ts";
@@ -166,7 +167,11 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
         }
         await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
       }
-      return { change: "created", created: true };
+      return {
+        change: "created",
+        created: true,
+        ...(context.dryRun ? { detail: `new directory, ${attributesOf(want)}` } : {}),
+      };
     }
     const state2 = state as Extract<PathState, { kind: "directory" }>;
     const original = known === undefined ? await takeOver(resource, state2, context) : undefined;
@@ -175,6 +180,7 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
       change: changed ? "updated" : "unchanged",
       created: known?.created ?? false,
       ...(original ? { original } : {}),
+      ...(context.dryRun && changed ? { detail: attributeChanges(state2, want).join("\n") } : {}),
     };
   },
   async remove(entry, context) {
@@ -198,7 +204,18 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
         await writeReplacing(resource.path, bytes, want);
       }
       context.written.add(resource.path);
-      return { change: "created", created: true };
+      return {
+        change: "created",
+        created: true,
+        ...(context.dryRun
+          ? {
+            detail: [
+              `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
+              contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
+            ].join("\n"),
+          }
+          : {}),
+      };
     }
     const file = state as Extract<PathState, { kind: "file" }>;
     const original = known === undefined ? await takeOver(resource, file, context) : undefined;
@@ -211,13 +228,31 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
     if (!same) {
       if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
       context.written.add(resource.path);
-      return { change: "updated", created: known?.created ?? false, ...taken };
+      return {
+        change: "updated",
+        created: known?.created ?? false,
+        ...taken,
+        ...(context.dryRun
+          ? {
+            detail: [
+              ...attributeChanges(file, want),
+              contentDiff(
+                resource.path,
+                await readForDiff(resource.path, file.size),
+                bytes,
+                [file.mode, want.mode],
+              ),
+            ].join("\n"),
+          }
+          : {}),
+      };
     }
     const changed = await holdAttributes(resource.path, file, want, context);
     return {
       change: changed ? "updated" : "unchanged",
       created: known?.created ?? false,
       ...taken,
+      ...(context.dryRun && changed ? { detail: attributeChanges(file, want).join("\n") } : {}),
     };
   },
   async remove(entry, context) {
@@ -390,6 +425,82 @@ async function removePath(
       cause: error,
     });
   }
+}
+
+/** The largest file whose content a dry run diffs (1 MiB); larger ones are said to differ. */
+const MAX_DIFF_BYTES = 1024 * 1024;
+/** The most characters of one diff a dry run shows. */
+const MAX_DIFF_CHARS = 8192;
+
+const octal = (mode: number) => mode.toString(8).padStart(4, "0");
+
+/** `mode 0644, owner 0, group 0` for what is declared (owner and group when declared). */
+function attributesOf(want: { mode: number; uid?: number; gid?: number }): string {
+  return [
+    `mode ${octal(want.mode)}`,
+    ...(want.uid !== undefined ? [`owner ${want.uid}`] : []),
+    ...(want.gid !== undefined ? [`group ${want.gid}`] : []),
+  ].join(", ");
+}
+
+/** `mode 0666 -> 0644`, `owner 0 -> 65534`, `group ...`: what a dry run would change. */
+function attributeChanges(
+  state: { mode: number; uid: number; gid: number },
+  want: { mode: number; uid?: number; gid?: number },
+): string[] {
+  const lines: string[] = [];
+  if (state.mode !== want.mode) lines.push(`mode ${octal(state.mode)} -> ${octal(want.mode)}`);
+  if (want.uid !== undefined && want.uid !== state.uid) {
+    lines.push(`owner ${state.uid} -> ${want.uid}`);
+  }
+  if (want.gid !== undefined && want.gid !== state.gid) {
+    lines.push(`group ${state.gid} -> ${want.gid}`);
+  }
+  return lines;
+}
+
+/** The current content of `path` for a diff (read-only), or undefined when too large. */
+async function readForDiff(path: string, size: number): Promise<Uint8Array | undefined> {
+  if (size > MAX_DIFF_BYTES) return undefined;
+  try {
+    return await Deno.readFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A dry run's content change: a unified diff, capped; never for a file whose mode (before or
+ * after) gives group and others nothing (0600 or stricter: it may hold a secret), nor for one
+ * too large, nor for bytes that are not text.
+ */
+function contentDiff(
+  path: string,
+  before: Uint8Array | undefined,
+  after: Uint8Array,
+  modes: number[],
+): string {
+  const sizes = `${before?.length ?? "?"} -> ${after.length} bytes`;
+  if (modes.some((m) => (m & 0o077) === 0)) {
+    return `content differs (${sizes}; not shown: mode 0600 or stricter)`;
+  }
+  if (before === undefined || after.length > MAX_DIFF_BYTES) {
+    return `content differs (${sizes}; too large to show)`;
+  }
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let a: string;
+  let b: string;
+  try {
+    a = decoder.decode(before);
+    b = decoder.decode(after);
+  } catch {
+    return `content differs (${sizes}; not text)`;
+  }
+  return unifiedDiff(a, b, {
+    from: `${path} (now)`,
+    to: `${path} (declared)`,
+    maxChars: MAX_DIFF_CHARS,
+  });
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

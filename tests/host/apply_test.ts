@@ -296,21 +296,60 @@ Deno.test("known-good is written after a clean apply only, and clears the failur
   });
 });
 
-Deno.test("--dry-run runs the same code and changes nothing", async () => {
+Deno.test("--dry-run runs the same code and changes nothing; exit 4 when changes are pending", async () => {
   await withFixture(async (f) => {
     const dry = await f.apply(base(f), ["--dry-run"]);
-    assertEquals(dry.code, 0, dry.stderr);
+    assertEquals(dry.code, 4, dry.stderr);
     assertEquals(dry.result.dryRun, true);
     assertEquals(dry.result.changes.map((c) => c.change), ["created", "created", "created"]);
     assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
     assertEquals(await Deno.stat(f.state).then(() => true, () => false), false);
     await f.apply(base(f));
+    // Nothing would change: 0, as a timer's drift check wants.
+    const clean = await f.apply(base(f), ["--dry-run"]);
+    assertEquals([clean.code, clean.result.changes.every((c) => c.change === "unchanged")], [
+      0,
+      true,
+    ]);
     await Deno.writeTextFile(`${f.root}/app/app.conf`, "drifted\n");
+    await Deno.chmod(`${f.root}/app/app.conf`, 0o644);
     const store = await Deno.readTextFile(`${f.state}/store.json`);
     const again = await f.apply([], ["--dry-run"]);
+    assertEquals(again.code, 4);
     assertEquals(again.result.changes.map((c) => c.change), ["removed", "removed", "removed"]);
     assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "drifted\n");
     assertEquals(await Deno.readTextFile(`${f.state}/store.json`), store);
+
+    // What would change, per resource: a unified diff and mode old -> new; never the content of
+    // a file of mode 0600 or stricter.
+    const detail = await f.apply(base(f), ["--dry-run"]);
+    const conf = detail.result.changes.find((c) => c.id === "conf") as { detail?: string };
+    assertEquals(
+      conf.detail,
+      [
+        "mode 0644 -> 0640",
+        `--- ${f.root}/app/app.conf (now)`,
+        `+++ ${f.root}/app/app.conf (declared)`,
+        "@@ -1,1 +1,1 @@",
+        "-drifted",
+        "+port=8080",
+      ].join("\n"),
+    );
+    await Deno.writeTextFile(`${f.root}/a/b/c/deep.txt`, "secret\n");
+    const secret = await f.apply(base(f), ["--dry-run"]);
+    const deep = secret.result.changes.find((c) => c.id === "deep") as { detail?: string };
+    assertEquals(deep.detail, "content differs (7 -> 5 bytes; not shown: mode 0600 or stricter)");
+    const text = await cli("host/debian.ts", [
+      "apply",
+      await f.declare(base(f)),
+      "--dry-run",
+      "--state-dir",
+      f.state,
+    ]);
+    assertEquals(text.code, 4);
+    assertStringIncludes(text.stdout, "would update  file      conf");
+    assertStringIncludes(text.stdout, "      -drifted");
+    assert(!text.stdout.includes("secret"), "a 0600 file's content is never shown");
   });
 });
 
