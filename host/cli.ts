@@ -229,8 +229,14 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .option("--json", "print as JSON")
     .action(async (opts: { json?: boolean }) => {
       const { takeInventory, formatInventory } = await import("./inventory.ts");
-      const inventory = await takeInventory();
-      out(opts.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory));
+      const { detectPlatform, formatPlatform } = await import("./platform.ts");
+      // What the appliers use (one detection per process), then what each tool says.
+      const [platform, inventory] = await Promise.all([detectPlatform(), takeInventory()]);
+      out(
+        opts.json
+          ? JSON.stringify({ platform, ...inventory }, null, 2) + "\n"
+          : `this host uses:\n${formatPlatform(platform)}\n${formatInventory(inventory)}`,
+      );
     });
 
   program.command("bundle")
