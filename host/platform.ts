@@ -55,6 +55,7 @@ async function kindAt(path: string): Promise<"directory" | "other" | "absent"> {
  * directory). Does not cache: {@linkcode serviceManager} asks once per process.
  */
 export async function detectServiceManager(root = "/"): Promise<ManagerDetection> {
+  probed.service++;
   const systemd = join(root, "run/systemd/system");
   const softlevel = join(root, "run/openrc/softlevel");
   const sd = await kindAt(systemd);
@@ -120,6 +121,7 @@ export function containerRuntime(): Promise<Runtime> {
 }
 
 async function detectRuntime(): Promise<Runtime> {
+  probed.containers++;
   const said = await Promise.all(PROBES.map(async (probe) => {
     try {
       const out = await run(probe.argv, { allowFailure: true, timeoutMs: PROBE_TIMEOUT_MS });
@@ -157,6 +159,13 @@ async function detectRuntime(): Promise<Runtime> {
     version: first.version,
     why: [`${first.program} ${first.version} answered`, ...others].join("; "),
   };
+}
+
+const probed = { service: 0, containers: 0 };
+
+/** How many times this process probed each part of the platform (tests: "detected once"). */
+export function probeCounts(): Readonly<{ service: number; containers: number }> {
+  return { ...probed };
 }
 
 /** The platform: what the appliers, `inventory` and the builder use, with the evidence. */

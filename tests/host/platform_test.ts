@@ -5,7 +5,14 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { cli } from "../support/mod.ts";
-import { containerRuntime, detectPlatform, serviceManager } from "../../host/platform.ts";
+import {
+  containerRuntime,
+  detectPlatform,
+  probeCounts,
+  serviceManager,
+} from "../../host/platform.ts";
+import { applyResources } from "./support.ts";
+import { debian } from "../../systems/debian.ts";
 import * as container from "../../host/resources/container.ts";
 import * as service from "../../host/resources/service.ts";
 
@@ -22,6 +29,32 @@ Deno.test("one detection per process, shared by the appliers", async () => {
   // This VM: podman answers, no service manager booted it (the lab machines are where one does).
   assertEquals(platform.containers.runtime?.program, "podman");
   assertEquals(platform.service.manager, undefined);
+});
+
+Deno.test("the appliers ask the platform, which probes once per process", async () => {
+  const platform = await detectPlatform();
+  const before = probeCounts();
+  const dir = await Deno.makeTempDir();
+  try {
+    const r = await applyResources(debian, `${dir}/state`, [
+      { id: "s", type: "service", unit: "mesh-none.service", state: "running" },
+    ]);
+    // The service applier's verdict is the platform's answer, word for word.
+    assertEquals(r.problems[0]?.message, platform.service.reason);
+    await applyResources(debian, `${dir}/state`, [
+      {
+        id: "a",
+        type: "action",
+        command: ["true"],
+        verify: ["true"],
+        in: "mesh-no-such-container",
+      },
+    ]);
+    await detectPlatform();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  assertEquals(probeCounts(), before, "nothing was probed again");
 });
 
 Deno.test("inventory says what the appliers use, with the evidence", async () => {
