@@ -126,16 +126,21 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
   };
 
   /**
-   * Prints one run's results (one per source; `--json`: one object for one source, as always,
-   * else one JSON object per line) and sets the exit code: 0 when every source applied, 1 when
+   * Prints one run's results (one per source; `--json`: `apply`'s one result as one object, as
+   * always; `reconcile`'s as one JSON object per line and source) and sets the exit code: 0 when every source applied, 1 when
    * one failed, else 2 when one was refused. Known-good after a clean run only.
    */
-  const finish = async (results: ApplyResult[], json: boolean | undefined, dir: string) => {
+  const finish = async (
+    results: ApplyResult[],
+    json: boolean | undefined,
+    dir: string,
+    lines = false,
+  ) => {
     const clean = results.every((r) => r.outcome === "applied");
     if (clean && results.length > 0 && !results[0]!.dryRun) await recordKnownGood(dir, VERSION);
     if (json) {
       out(
-        results.length === 1
+        results.length === 1 && !lines
           ? JSON.stringify(results[0], null, 2) + "\n"
           : results.map((r) => JSON.stringify(r) + "\n").join(""),
       );
@@ -320,7 +325,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             departedFrom: opts.declarations,
             migration: migration(opts.stateDir, opts.declarations),
           });
-          await finish(results, opts.json, opts.stateDir);
+          await finish(results, opts.json, opts.stateDir, true);
           if (opts.every === undefined) return;
           await new Promise((r) => setTimeout(r, opts.every));
           const why = replacedSince(start);
