@@ -72,15 +72,17 @@ export async function readLocalDeclarations(dir: string): Promise<SourceInput[]>
     const name = file.slice(0, -".json".length);
     const path = join(dir, file);
     const bad = sourceNameProblem(name);
-    const refusedAs = async (message: string): Promise<SourceInput> => ({
-      name: SourceName.safeParse(name).success ? name : `invalid-${await shortHash(name)}`,
+    // A file refused for its name is labelled by its file name ("bundle.json"), which no source
+    // of this run has: it must not stand for the host's own `bundle` in the results.
+    const refusedAs = async (message: string, label = name): Promise<SourceInput> => ({
+      name: label,
       origin: "declarations",
       file: path,
       digest: await declarationDigest(""),
       refused: [{ message }],
     });
     if (bad !== undefined) {
-      inputs.push(await refusedAs(`Cannot use local declaration "${path}": ${bad}`));
+      inputs.push(await refusedAs(`Cannot use local declaration "${path}": ${bad}`, file));
       continue;
     }
     let bytes: Uint8Array;
@@ -193,8 +195,4 @@ export function originOfFile(
   declarationsDir: string,
 ): SourceOrigin {
   return file === join(declarationsDir, `${name}.json`) ? "declarations" : "command";
-}
-
-async function shortHash(text: string): Promise<string> {
-  return (await declarationDigest(text)).slice("sha256:".length, "sha256:".length + 8);
 }

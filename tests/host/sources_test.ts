@@ -216,6 +216,8 @@ Deno.test("reconcile keeps the bundle and every local declaration; a removed one
       file("index", `${w.root}/web/index.html`, "hello\n"),
     ]);
     await w.local("db", [dir("db", `${w.root}/db`), file("cnf", `${w.root}/db/my.cnf`, "x=1\n")]);
+    // A file named like the host's own source is refused alone, and is not the bundle.
+    await Deno.writeTextFile(`${w.declarations}/bundle.json`, '{"version":1,"resources":[]}');
     // Not declarations: skipped.
     await Deno.writeTextFile(`${w.declarations}/README`, "not a declaration");
     await Deno.writeTextFile(`${w.declarations}/.web.json.swp`, "{");
@@ -225,6 +227,16 @@ Deno.test("reconcile keeps the bundle and every local declaration; a removed one
       0,
     );
 
+    const refused = await w.reconcile();
+    assertEquals(refused.code, 2, refused.stderr + refused.stdout);
+    assertEquals(refused.results.map((r) => [r.source, r.outcome]), [
+      ["bundle", "applied"],
+      ["bundle.json", "refused"],
+      ["db", "applied"],
+      ["web", "applied"],
+    ]);
+    assertStringIncludes(refused.by("bundle.json")!.problems[0]!.message, "reserved");
+    await Deno.remove(`${w.declarations}/bundle.json`);
     const first = await w.reconcile();
     assertEquals(first.code, 0, first.stderr + first.stdout);
     assertEquals(first.results.map((r) => [r.source, r.outcome]), [
