@@ -200,7 +200,8 @@ function whatOf(type: string): string {
  * The footprint is saved whatever happened. Never throws for a resource that fails (that is the
  * result); throws only when the host itself cannot work.
  *
- * @returns one result per source, in the order given.
+ * @returns one result per source, in the order applied: with `departedFrom`, the sources of
+ *   removed local declarations first, then the inputs in the order given.
  * @throws {StoreError} when the store exists and cannot be read, or cannot be written.
  */
 export async function applySources(
