@@ -287,6 +287,10 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         "that interval until the binary is replaced",
     )
     .option("--json", "print each result as JSON (one object per line and source)")
+    .option(
+      "--dry-run",
+      "change nothing; say what every source would change (exit 4 when something would): a drift check",
+    )
     .addOption(stateDir())
     .addOption(declarationsDir())
     .addOption(
@@ -301,7 +305,18 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       ),
     )
     .action(
-      async (opts: { json?: boolean; stateDir: string; every?: number; declarations: string }) => {
+      async (
+        opts: {
+          json?: boolean;
+          dryRun?: boolean;
+          stateDir: string;
+          every?: number;
+          declarations: string;
+        },
+      ) => {
+        if (opts.dryRun && opts.every !== undefined) {
+          throw new Refused("--dry-run reconciles once: it cannot be given --every");
+        }
         for (;;) {
           // Read afresh every time: a local declaration added, changed or removed is seen at the
           // next reconcile.
@@ -324,6 +339,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             stateDir: opts.stateDir,
             departedFrom: opts.declarations,
             migration: migration(opts.stateDir, opts.declarations),
+            dryRun: opts.dryRun,
           });
           await finish(results, opts.json, opts.stateDir, true);
           if (opts.every === undefined) return;

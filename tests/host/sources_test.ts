@@ -247,6 +247,16 @@ Deno.test("reconcile keeps the bundle and every local declaration; a removed one
     for (const p of ["mesh", "web/index.html", "db/my.cnf", "hand"]) {
       assert(await exists(`${w.root}/${p}`), p);
     }
+    // As a drift check: nothing would change (0); a local declaration edited: 4, nothing done.
+    const check = await w.host(["reconcile", "--dry-run", "--json"]);
+    assertEquals(check.code, 0, check.stderr + check.stdout);
+    await w.local("db", [dir("db", `${w.root}/db`), file("cnf", `${w.root}/db/my.cnf`, "x=2\n")]);
+    const pending = await w.host(["reconcile", "--dry-run", "--json"]);
+    assertEquals(pending.code, 4, pending.stderr + pending.stdout);
+    assertStringIncludes(pending.stdout, '"detail":"--- ');
+    assertEquals(await Deno.readTextFile(`${w.root}/db/my.cnf`), "x=1\n");
+    await w.local("db", [dir("db", `${w.root}/db`), file("cnf", `${w.root}/db/my.cnf`, "x=1\n")]);
+    assertEquals((await w.host(["reconcile", "--dry-run", "--every", "1m"])).code, 2);
     // The next reconcile changes nothing, and writes nothing.
     const store = await Deno.readTextFile(`${w.state}/store.json`);
     const again = await w.reconcile();
