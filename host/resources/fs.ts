@@ -19,7 +19,13 @@ import { lchown } from "node:fs/promises";
 import { messageOf } from "../../lib/atomic.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
-import { type Applier, type ApplyContext, type Ids, ResourceError } from "../applier.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Converged,
+  type Ids,
+  ResourceError,
+} from "../applier.ts";
 import type { FootprintEntry, Original } from "../store.ts";
 import type { z } from "zod";
 
@@ -146,114 +152,218 @@ function prepare(
   return { want, known: context.store.find(resource.id, resource.type, resource.path) };
 }
 
-/** The `directory` applier. */
+/**
+ * What a path applier will do to one resource, decided from the observation alone (read-only:
+ * judging may read a file for a dry run's diff, never write). A dry run stops at the plan; an
+ * apply executes exactly its steps, in this order: take over (save the original), create or
+ * replace, hold mode and owner.
+ */
+export interface PathPlan {
+  /** What the apply reports (and the dry run says, with its detail). */
+  result: Converged;
+  /** Save the original before anything changes: the path exists and this source never held it. */
+  takeOver: boolean;
+  /** Make it (a directory, or a file where nothing is). */
+  create: boolean;
+  /** Replace the file's content (written beside it, then renamed). */
+  write: boolean;
+  /** Set mode, owner or group. */
+  attributes: boolean;
+}
+
+type Want = { mode: number; uid?: number; gid?: number };
+
+/** Plans a `directory` resource. */
+export function planDirectory(
+  resource: DirectoryResource,
+  state: PathState,
+  context: ApplyContext,
+): { plan: PathPlan; want: Want } {
+  const { want, known } = prepare(resource, state, context);
+  if (state.kind === "absent") {
+    return {
+      want,
+      plan: {
+        result: {
+          change: "created",
+          created: true,
+          detail: `new directory, ${attributesOf(want)}`,
+        },
+        takeOver: false,
+        create: true,
+        write: false,
+        attributes: true,
+      },
+    };
+  }
+  const dir = state as Extract<PathState, { kind: "directory" }>;
+  const changes = attributeChanges(dir, want);
+  return {
+    want,
+    plan: {
+      result: {
+        change: changes.length > 0 ? "updated" : "unchanged",
+        created: known?.created ?? false,
+        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
+      },
+      takeOver: known === undefined,
+      create: false,
+      write: false,
+      attributes: changes.length > 0,
+    },
+  };
+}
+
+/** Plans a `file` resource. */
+export async function planFile(
+  resource: FileResource,
+  observed: PathState & { bytes: Uint8Array },
+  context: ApplyContext,
+): Promise<{ plan: PathPlan; want: Want }> {
+  const { bytes, ...state } = observed;
+  const { want, known } = prepare(resource, state, context);
+  if (state.kind === "absent") {
+    return {
+      want,
+      plan: {
+        result: {
+          change: "created",
+          created: true,
+          ...(context.dryRun
+            ? {
+              detail: [
+                `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
+                contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
+              ].join("\n"),
+            }
+            : {}),
+        },
+        takeOver: false,
+        create: true,
+        write: false,
+        attributes: false,
+      },
+    };
+  }
+  const file = state as Extract<PathState, { kind: "file" }>;
+  const same = file.content !== undefined && equalBytes(file.content, bytes);
+  const changes = attributeChanges(file, want);
+  const base = { takeOver: known === undefined, create: false };
+  if (!same) {
+    return {
+      want,
+      plan: {
+        ...base,
+        result: {
+          change: "updated",
+          created: known?.created ?? false,
+          ...(context.dryRun
+            ? {
+              detail: [
+                ...changes,
+                contentDiff(
+                  resource.path,
+                  await readForDiff(resource.path, file.size),
+                  bytes,
+                  [file.mode, want.mode],
+                ),
+              ].join("\n"),
+            }
+            : {}),
+        },
+        write: true, // written with its mode and owner already set
+        attributes: false,
+      },
+    };
+  }
+  return {
+    want,
+    plan: {
+      ...base,
+      result: {
+        change: changes.length > 0 ? "updated" : "unchanged",
+        created: known?.created ?? false,
+        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
+      },
+      write: false,
+      attributes: changes.length > 0,
+    },
+  };
+}
+
+/** The `directory` applier: plan, then (unless a dry run) exactly that plan. */
 export const directoryApplier: Applier<DirectoryResource, PathState> = {
   observe(resource) {
     return observePath(resource.path);
   },
   async apply(resource, state, context) {
-    const { want, known } = prepare(resource, state, context);
-    if (state.kind === "absent") {
-      if (!context.dryRun) {
-        await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
-        await ensureParents(resource.path, context);
-        try {
-          await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
-        } catch (error) {
-          throw new ResourceError(
-            `Cannot create directory "${resource.path}": ${messageOf(error)}`,
-            { cause: error },
-          );
-        }
-        await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
-      }
-      return {
-        change: "created",
-        created: true,
-        ...(context.dryRun ? { detail: `new directory, ${attributesOf(want)}` } : {}),
-      };
+    const { plan, want } = planDirectory(resource, state, context);
+    if (context.dryRun) return plan.result;
+    const { detail: _, ...result } = plan.result;
+    let original: Original | undefined;
+    if (plan.takeOver) {
+      original = await takeOver(
+        resource,
+        state as Extract<PathState, { kind: "directory" }>,
+        context,
+      );
     }
-    const state2 = state as Extract<PathState, { kind: "directory" }>;
-    const original = known === undefined ? await takeOver(resource, state2, context) : undefined;
-    const changed = await holdAttributes(resource.path, state2, want, context);
-    return {
-      change: changed ? "updated" : "unchanged",
-      created: known?.created ?? false,
-      ...(original ? { original } : {}),
-      ...(context.dryRun && changed ? { detail: attributeChanges(state2, want).join("\n") } : {}),
-    };
+    if (plan.create) {
+      await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
+      await ensureParents(resource.path, context);
+      try {
+        await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
+      } catch (error) {
+        throw new ResourceError(
+          `Cannot create directory "${resource.path}": ${messageOf(error)}`,
+          { cause: error },
+        );
+      }
+      await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
+    } else if (plan.attributes) {
+      await holdAttributes(
+        resource.path,
+        state as Extract<PathState, { kind: "directory" }>,
+        want,
+        context,
+      );
+    }
+    return { ...result, ...(original ? { original } : {}) };
   },
   async remove(entry, context) {
     return await removePath(entry, "directory", context);
   },
 };
 
-/** The `file` applier. */
+/** The `file` applier: plan, then (unless a dry run) exactly that plan. */
 export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array }> = {
   async observe(resource) {
     const bytes = new TextEncoder().encode(resource.content);
     return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
   },
   async apply(resource, observed, context) {
+    const { plan, want } = await planFile(resource, observed, context);
+    // Bookkeeping, not an effect: a later service resource reloads its manager for this file,
+    // in a dry run too.
+    if (plan.create || plan.write) context.written.add(resource.path);
+    if (context.dryRun) return plan.result;
+    const { detail: _, ...result } = plan.result;
     const { bytes, ...state } = observed;
-    const { want, known } = prepare(resource, state, context);
-    if (state.kind === "absent") {
-      if (!context.dryRun) {
-        await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
-        await ensureParents(resource.path, context);
-        await writeReplacing(resource.path, bytes, want);
-      }
-      context.written.add(resource.path);
-      return {
-        change: "created",
-        created: true,
-        ...(context.dryRun
-          ? {
-            detail: [
-              `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
-              contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
-            ].join("\n"),
-          }
-          : {}),
-      };
-    }
     const file = state as Extract<PathState, { kind: "file" }>;
-    const original = known === undefined ? await takeOver(resource, file, context) : undefined;
-    const taken = original ? { original } : {};
-    const same = file.content !== undefined && equalBytes(file.content, bytes);
-    if (same && !context.dryRun) {
+    let original: Original | undefined;
+    if (plan.takeOver) original = await takeOver(resource, file, context);
+    if (plan.create) {
+      await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
+      await ensureParents(resource.path, context);
+      await writeReplacing(resource.path, bytes, want);
+    } else if (plan.write) {
+      await writeReplacing(resource.path, bytes, want, file);
+    } else {
       // A write killed before its rename leaves the host's temporary file: consume it.
       await Deno.remove(tempPathFor(resource.path)).catch(() => {});
+      if (plan.attributes) await holdAttributes(resource.path, file, want, context);
     }
-    if (!same) {
-      if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
-      context.written.add(resource.path);
-      return {
-        change: "updated",
-        created: known?.created ?? false,
-        ...taken,
-        ...(context.dryRun
-          ? {
-            detail: [
-              ...attributeChanges(file, want),
-              contentDiff(
-                resource.path,
-                await readForDiff(resource.path, file.size),
-                bytes,
-                [file.mode, want.mode],
-              ),
-            ].join("\n"),
-          }
-          : {}),
-      };
-    }
-    const changed = await holdAttributes(resource.path, file, want, context);
-    return {
-      change: changed ? "updated" : "unchanged",
-      created: known?.created ?? false,
-      ...taken,
-      ...(context.dryRun && changed ? { detail: attributeChanges(file, want).join("\n") } : {}),
-    };
+    return { ...result, ...(original ? { original } : {}) };
   },
   async remove(entry, context) {
     return await removePath(entry, "file", context);
