@@ -12,7 +12,7 @@ import { CommandError, run } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { type BuildAnswer, type BuildRequest, STORE_ADDRESS } from "../lib/broker.ts";
 import { redactUrl } from "../lib/url.ts";
-import { containerRuntime } from "../host/resources/container.ts";
+import { containerRuntime } from "../host/platform.ts";
 
 /** How long a git step may take (ms). */
 export const GIT_TIMEOUT_MS = 5 * 60_000;

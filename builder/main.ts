@@ -26,6 +26,7 @@ import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
 import { runProgram, sleep, untilSignalled } from "../lib/cli.ts";
 import { build, STORE_VARIABLE } from "./build.ts";
+import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 const HELP = `
 Where to publish: the artifact store binding the control plane sends with each request wins;
@@ -44,6 +45,7 @@ export async function builderMain(args: string[]): Promise<number> {
   let code = 0;
   const program = new Command()
     .name("mesh-builder")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description("build machine worker: builds requests from the shared build queue and answers")
     .addHelpText("after", HELP)
     .exitOverride()

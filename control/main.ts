@@ -24,6 +24,7 @@ import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
 import { DEFAULT_GRACE_MS } from "./state.ts";
 import type { Sql } from "./db.ts";
 import type { BrokerSession } from "../lib/amqp.ts";
+import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 const EXIT_HELP = `
 Connections (each option also read from the environment; the option wins):
@@ -116,6 +117,7 @@ export async function controlMain(args: string[]): Promise<number> {
 
   const program = new Command()
     .name("mesh-control")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description("mesh control plane: inventory, push, status, board, broker accounts")
     .addHelpText("after", EXIT_HELP)
     .exitOverride()

@@ -7,10 +7,43 @@
  */
 
 import type { Declaration, Resource, ResourceType } from "./declaration.ts";
-import type { FootprintEntry, Store } from "./store.ts";
+import type { FootprintEntry, Intent, Original, SourceName } from "./store.ts";
 
-/** What applying did to one resource (DESIGN.md, "Apply result"). */
-export type Change = "created" | "updated" | "unchanged" | "removed" | "forgotten";
+/**
+ * What applying did to one resource (DESIGN.md, "Apply result"). `restored`: a resource that
+ * left its source's declaration had taken over something that existed before, and that original
+ * (content, mode, owner) was put back.
+ */
+export type Change = "created" | "updated" | "unchanged" | "removed" | "restored" | "forgotten";
+
+/**
+ * The footprint as one source's appliers see it: look-ups and journaled creations are that
+ * source's, and takeovers save their originals in the state directory.
+ */
+export interface SourceFootprint {
+  /** The source being applied. */
+  readonly source: SourceName;
+  /** The entry for this resource in this source's footprint. */
+  find(id: string, type: FootprintEntry["type"], subject: string): FootprintEntry | undefined;
+  /**
+   * Journals, durably, that this source is about to create `subject`.
+   *
+   * @throws {StoreError} when the journal cannot be written.
+   */
+  intend(intent: Omit<Intent, "source">): Promise<void>;
+  /**
+   * Saves what a path held before it is taken over; returns the copy's name.
+   *
+   * @throws {StoreError} when it cannot be saved (nothing may then be overwritten).
+   */
+  saveOriginal(subject: string, content: Uint8Array): Promise<string>;
+  /**
+   * Reads a saved original's copy.
+   *
+   * @throws {StoreError} when it cannot be read.
+   */
+  readOriginal(copy: string): Promise<Uint8Array>;
+}
 
 /** Accounts and groups of the machine, name to id, read once per apply. */
 export interface Ids {
@@ -22,8 +55,8 @@ export interface Ids {
 export interface ApplyContext {
   /** When set, nothing is changed: the outcome says what would be. */
   dryRun: boolean;
-  /** The footprint: creations are journaled there before they happen. */
-  store: Store;
+  /** This source's footprint: creations are journaled there before they happen. */
+  store: SourceFootprint;
   ids: Ids;
   /** The whole declaration being applied: an applier may observe all of its type at once. */
   declaration: Declaration;
@@ -38,9 +71,17 @@ export interface ApplyContext {
 
 /** The outcome of converging one resource. */
 export interface Converged {
-  change: Exclude<Change, "removed" | "forgotten">;
+  change: Exclude<Change, "removed" | "restored" | "forgotten">;
   /** Whether this host created the thing (now or before). */
   created: boolean;
+  /** What the path was before this host first applied it, saved now (a takeover). */
+  original?: Original;
+  /**
+   * In a dry run only: what would change, for people (a unified diff, `mode 0666 -> 0644`,
+   * `state inactive -> running`, a package to install and whether the package manager knows it,
+   * a container to create or replace and why). Several lines at most a few KiB.
+   */
+  detail?: string;
 }
 
 /** A resource that could not be converged; the message names the cause. */
@@ -63,9 +104,13 @@ export interface Applier<R extends Resource = Resource, O = unknown> {
   apply(resource: R, observed: O, context: ApplyContext): Promise<Converged>;
   /**
    * Removes what this host created for a footprint entry that is no longer declared; what it
-   * did not create is left (`forgotten`); what is already gone is `removed`, not an error.
+   * took over is put back as it was when the original was saved (`restored`), or else left
+   * (`forgotten`); what is already gone is `removed`, not an error.
    */
-  remove(entry: FootprintEntry, context: ApplyContext): Promise<"removed" | "forgotten">;
+  remove(
+    entry: FootprintEntry,
+    context: ApplyContext,
+  ): Promise<"removed" | "restored" | "forgotten">;
 }
 
 /** The appliers of one system, by resource type; a type without one is refused by that system. */

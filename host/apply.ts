@@ -1,5 +1,6 @@
 /**
- * Convergent apply of a declaration: refuse what this system cannot apply, remove what left the
+ * Convergent apply of declarations from named sources, each on its own footprint: refuse what
+ * this system cannot apply and what another source holds, remove what left the source's
  * declaration (removal first), converge each resource in order and stop at the first failure,
  * save the footprint whatever happened, and record known-good after a clean apply only.
  *
@@ -9,7 +10,7 @@
 import { join } from "node:path";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
-import type { Applier, ApplyContext, Change } from "./applier.ts";
+import type { Applier, ApplyContext, Change, Ids } from "./applier.ts";
 import {
   type Declaration,
   declarationDigest,
@@ -20,7 +21,13 @@ import {
   type ResourceType,
   subjectOf,
 } from "./declaration.ts";
-import { Store } from "./store.ts";
+import {
+  type FootprintEntry,
+  type Migration,
+  type SourceName,
+  type SourceOrigin,
+  Store,
+} from "./store.ts";
 import type { System } from "../systems/mod.ts";
 import { observePath, tempPathFor } from "./resources/fs.ts";
 
@@ -34,6 +41,8 @@ export interface ResourceChange {
   id: string;
   type: ResourceType;
   change: Change;
+  /** Dry runs only: what would change, for people (see `Converged.detail`). */
+  detail?: string;
 }
 
 /** One problem: where (a resource id, or a JSON path for a refused input) and what. */
@@ -44,11 +53,14 @@ export interface ApplyProblem {
 }
 
 /**
- * The apply result (DESIGN.md, "Apply result"). `refused`: nothing was applied (invalid input,
- * or a shape this system cannot apply). `failed`: accepted and partly applied; `applied` of
- * `total` says how much ("3 of 8" and "0 of 8" are different machines).
+ * The apply result of one source (DESIGN.md, "Apply result"). `refused`: nothing of the source
+ * was applied (invalid input, a shape this system cannot apply, a subject another source holds).
+ * `failed`: accepted and partly applied; `applied` of `total` says how much ("3 of 8" and "0 of
+ * 8" are different machines).
  */
 export interface ApplyResult {
+  /** The source the result is about: `bundle`, `link`, `local` or a local declaration's name. */
+  source: SourceName;
   outcome: "applied" | "refused" | "failed";
   /** Resources of the declaration converged (created, updated or unchanged). */
   applied: number;
@@ -62,17 +74,54 @@ export interface ApplyResult {
   dryRun?: boolean;
 }
 
-/** Options for {@linkcode applyDeclaration}. */
-export interface ApplyOptions {
-  system: System;
-  /** The state directory (store, journal, known-good, failures). */
-  stateDir: string;
-  /** The declaration's digest, for the result. */
+/**
+ * One source's declaration as a run is given it: parsed, or refused before (its problems).
+ * A source refused before keeps its footprint untouched and gives none of it up.
+ */
+export interface SourceInput {
+  name: SourceName;
+  origin: SourceOrigin;
+  /** The file it was read from, when it is one. */
+  file?: string;
+  /** sha256 of the declaration's bytes. */
   digest: string;
+  /** The declaration; absent when `refused` says why it was not read. */
+  declaration?: Declaration;
+  refused?: ApplyProblem[];
+}
+
+/** Options for {@linkcode applySources}. */
+export interface RunOptions {
+  system: System;
+  /** The state directory (store, journal, originals, known-good, failures). */
+  stateDir: string;
   /** Change nothing; say what would change. */
   dryRun?: boolean;
+  /** How a store of format 1 gives its records a source; asked only when one is read. */
+  migration?: () => Promise<Migration>;
+  /**
+   * Every local declaration was read from this directory: a source last applied from a file in
+   * it (origin `declarations`) that is gone now, and not among the inputs, is applied empty in
+   * this run, so its footprint is removed.
+   */
+  departedFrom?: string;
+}
+
+/** The declaration a removed local declaration is applied as: nothing. */
+const EMPTY_DECLARATION = '{"version":1,"resources":[]}';
+
+/** Options for {@linkcode applyDeclaration}. */
+export interface ApplyOptions extends RunOptions {
+  /** The declaration's digest, for the result. */
+  digest: string;
   /** The host version recorded as known-good after a clean apply. */
   version: string;
+  /** The source applied (default `local`). */
+  source?: SourceName;
+  /** Where the source comes from (default `command`). */
+  origin?: SourceOrigin;
+  /** The file it was read from. */
+  file?: string;
 }
 
 /**
@@ -89,8 +138,7 @@ export function refusal(system: System, type: ResourceType): string | undefined 
 }
 
 /**
- * Applies `declaration`. Never throws for a resource that fails (that is the result);
- * throws only when the host itself cannot work.
+ * Applies one source's `declaration` (see {@linkcode applySources}).
  *
  * @throws {StoreError} when the store exists and cannot be read, or cannot be written.
  */
@@ -98,27 +146,108 @@ export async function applyDeclaration(
   declaration: Declaration,
   options: ApplyOptions,
 ): Promise<ApplyResult> {
-  const total = declaration.resources.length;
-  const base = { declaration: options.digest, ...(options.dryRun ? { dryRun: true } : {}) };
-  const refused: ApplyProblem[] = [];
-  const own = options.stateDir.replace(/\/+$/, "");
-  for (const r of declaration.resources) {
-    const why = refusal(options.system, r.type);
-    if (why !== undefined) refused.push({ id: r.id, message: why });
-    // The state directory itself may be declared (its mode held, as the Debian bundle does);
-    // nothing inside it, which only the host writes.
-    const inside = (r.type === "file" || r.type === "directory") &&
-      (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
-    if (inside) {
-      refused.push({
-        id: r.id,
-        message:
-          `"${r.path}" is inside this host's state directory "${own}", which only the host writes`,
-      });
-    }
+  const [result] = await applySources([{
+    name: options.source ?? "local",
+    origin: options.origin ?? "command",
+    ...(options.file !== undefined ? { file: options.file } : {}),
+    digest: options.digest,
+    declaration,
+  }], options);
+  return result!;
+}
+
+/** What a resource is about, in the space where two sources can collide (no actions). */
+function spaceKey(type: string, subject: string): string | undefined {
+  switch (type) {
+    case "file":
+    case "directory":
+      return `path\0${subject}`;
+    case "service":
+      return `unit\0${subject}`;
+    case "package":
+      return `package\0${subject}`;
+    case "container":
+      return `container\0${subject}`;
+    default:
+      return undefined; // an action's subject is its id, which is its source's own
   }
-  if (refused.length > 0) {
-    return { outcome: "refused", applied: 0, total, changes: [], problems: refused, ...base };
+}
+
+function whatOf(type: string): string {
+  return type === "file" || type === "directory"
+    ? "path"
+    : type === "service"
+    ? "unit"
+    : type === "container"
+    ? "container name"
+    : type;
+}
+
+/**
+ * Applies several sources in one run, on one state directory under one lock, in the order
+ * given. Each source is refused or applied as a whole, on its own footprint:
+ *
+ * - refused when its input was, when this system cannot apply a type it declares, when it
+ *   declares something inside the state directory, or when it declares a subject (path, unit,
+ *   package, container name) that another source holds (its record says so) or that a source
+ *   earlier in this run declares: nothing of it is applied, and its footprint is untouched;
+ * - a subject held by a source of this run that no longer declares it, and declared by another
+ *   source of this run, is moved to that source (its record keeps whether this host created it
+ *   and its original): never removed and made again;
+ * - otherwise it removes what it applied and no longer declares (removal first), then converges
+ *   each resource in order and stops at its first failure.
+ *
+ * The footprint is saved whatever happened. Never throws for a resource that fails (that is the
+ * result); throws only when the host itself cannot work.
+ *
+ * @returns one result per source, in the order applied: with `departedFrom`, the sources of
+ *   removed local declarations first, then the inputs in the order given.
+ * @throws {StoreError} when the store exists and cannot be read, or cannot be written.
+ */
+export async function applySources(
+  given: SourceInput[],
+  options: RunOptions,
+): Promise<ApplyResult[]> {
+  const inputs = [...given];
+  const dry = options.dryRun ? { dryRun: true } : {};
+  const results = new Map<string, ApplyResult>();
+  const refuse = (input: SourceInput, problems: ApplyProblem[]) =>
+    results.set(input.name, {
+      source: input.name,
+      outcome: "refused",
+      applied: 0,
+      total: input.declaration?.resources.length ?? 0,
+      changes: [],
+      problems,
+      declaration: input.digest,
+      ...dry,
+    });
+  const own = options.stateDir.replace(/\/+$/, "");
+  for (const input of inputs) {
+    if (input.declaration === undefined) {
+      refuse(input, input.refused ?? [{ message: "No declaration" }]);
+      continue;
+    }
+    const refused: ApplyProblem[] = [];
+    for (const r of input.declaration.resources) {
+      const why = refusal(options.system, r.type);
+      if (why !== undefined) refused.push({ id: r.id, message: why });
+      // The state directory itself may be declared (its mode held, as the Debian bundle does);
+      // nothing inside it, which only the host writes.
+      const inside = (r.type === "file" || r.type === "directory") &&
+        (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
+      if (inside) {
+        refused.push({
+          id: r.id,
+          message:
+            `"${r.path}" is inside this host's state directory "${own}", which only the host writes`,
+        });
+      }
+    }
+    if (refused.length > 0) refuse(input, refused);
+  }
+  if (options.departedFrom === undefined && inputs.every((i) => results.has(i.name))) {
+    return inputs.map((i) => results.get(i.name)!);
   }
 
   const store = await Store.load(options.stateDir, {
@@ -136,88 +265,131 @@ export async function applyDeclaration(
         ? (await observePath(intent.subject)).kind !== "absent"
         : false;
     },
+    ...(options.migration ? { migration: options.migration } : {}),
   });
-  const context: ApplyContext = {
-    dryRun: options.dryRun ?? false,
-    store,
-    ids: { users: new Map(), groups: new Map() },
-    declaration,
-    written: new Set(),
-    cache: new Map(),
-  };
-  const changes: ResourceChange[] = [];
-  const problems: ApplyProblem[] = [];
-  let applied = 0;
   try {
+    // A local declaration whose file was removed: its source is applied empty, first.
+    if (options.departedFrom !== undefined) {
+      const gone: SourceInput[] = [];
+      for (const [name, info] of store.sources()) {
+        if (info.origin !== "declarations" || inputs.some((i) => i.name === name)) continue;
+        const file = info.file ?? join(options.stateDir, `${name}.json`);
+        if (await Deno.lstat(file).then(() => true, () => false)) continue;
+        gone.push({
+          name,
+          origin: "declarations",
+          file,
+          digest: await declarationDigest(EMPTY_DECLARATION),
+          declaration: { version: 1, resources: [] },
+        });
+      }
+      inputs.unshift(...gone);
+    }
     const accounts = await readAccounts();
-    for (const a of accounts.values()) context.ids.users.set(a.name, a.uid);
-    context.ids.groups = await readGroups();
+    const ids = { users: new Map<string, number>(), groups: await readGroups() };
+    for (const a of accounts.values()) ids.users.set(a.name, a.uid);
 
-    // Removal first: what this host applied and is no longer declared.
-    const declared = new Set(declaration.resources.map((r) => key(r.id, r.type, subjectOf(r))));
-    const leaving = store.entries().filter((e) => !declared.has(key(e.id, e.type, e.subject)))
-      .reverse();
-    for (const entry of leaving) {
-      // Renamed, not leaving: the same thing is declared under an id the footprint lacks. It
-      // keeps its entry (and whether this host created it) instead of being removed and made
-      // again, which a directory holding declared files could not even be.
-      const renamed = declaration.resources.find((r) =>
-        r.type === entry.type && subjectOf(r) === entry.subject &&
-        !store.find(r.id, r.type, subjectOf(r))
-      );
-      if (renamed !== undefined) {
-        if (!context.dryRun) store.rekey(entry, renamed.id);
+    // Who holds each subject now, and what each source of this run declares.
+    const holders = new Map<string, FootprintEntry>();
+    for (const e of store.entries()) {
+      const k = spaceKey(e.type, e.subject);
+      if (k !== undefined && !holders.has(k)) holders.set(k, e);
+    }
+    const declares = new Map<string, Set<string>>();
+    for (const input of inputs) {
+      if (input.declaration === undefined || results.has(input.name)) continue;
+      const keys = new Set<string>();
+      for (const r of input.declaration.resources) {
+        const k = spaceKey(r.type, subjectOf(r));
+        if (k !== undefined) keys.add(k);
+      }
+      declares.set(input.name, keys);
+    }
+    // Sources that gave up nothing: refused before reading, or by this system. A refused source
+    // keeps what it holds.
+    const givesUp = (source: string, k: string) => {
+      const keys = declares.get(source);
+      return keys !== undefined && !keys.has(k) && inputs.some((i) => i.name === source);
+    };
+    const claimed = new Map<string, string>();
+    /** Entries moved in a dry run (the store is not changed): their old source skips them. */
+    const movedAway = new Set<FootprintEntry>();
+
+    for (const input of inputs) {
+      if (results.has(input.name)) continue;
+      const declaration = input.declaration!;
+      const conflicts: ApplyProblem[] = [];
+      const moves: { entry: FootprintEntry; id: string }[] = [];
+      for (const r of declaration.resources) {
+        const subject = subjectOf(r);
+        const k = spaceKey(r.type, subject);
+        if (k === undefined) continue;
+        const holder = holders.get(k);
+        const first = claimed.get(k);
+        if (holder !== undefined && holder.source !== input.name) {
+          if (givesUp(holder.source, k) && holder.type === r.type && first === undefined) {
+            moves.push({ entry: holder, id: r.id });
+          } else {
+            conflicts.push({
+              id: r.id,
+              message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+                `source "${holder.source}" holds it (its resource "${holder.id}"); the whole ` +
+                `source "${input.name}" is refused`,
+            });
+          }
+        } else if (first !== undefined && first !== input.name) {
+          conflicts.push({
+            id: r.id,
+            message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+              `source "${first}" declares it too and was applied first in this run; the whole ` +
+              `source "${input.name}" is refused`,
+          });
+        }
+      }
+      if (conflicts.length > 0) {
+        refuse(input, conflicts);
         continue;
       }
-      const applier = options.system.appliers[entry.type] as Applier | undefined;
-      if (applier === undefined) {
-        // Its applier is not in this build: leave it in the footprint, untouched.
-        problems.push({
-          id: entry.id,
-          message: `Cannot remove ${entry.type} "${entry.subject}": ${
-            refusal(options.system, entry.type)
-          }`,
-        });
-        return { outcome: "failed", applied, total, changes, problems, ...base };
-      }
-      try {
-        const change = await applier.remove(entry, context);
-        changes.push({ id: entry.id, type: entry.type, change });
-        if (!context.dryRun) store.drop(entry);
-      } catch (error) {
-        problems.push({ id: entry.id, message: messageOf(error) });
-        return { outcome: "failed", applied, total, changes, problems, ...base };
+      for (const k of declares.get(input.name) ?? []) claimed.set(k, input.name);
+      for (const { entry, id } of moves) {
+        const k = spaceKey(entry.type, entry.subject)!;
+        const moved = { ...entry, source: input.name, id };
+        if (options.dryRun) movedAway.add(entry);
+        else store.rekey(entry, { source: input.name, id });
+        holders.set(k, moved);
       }
     }
 
-    // Then every declared resource, in order; later ones may depend on earlier ones.
-    for (const resource of declaration.resources) {
-      const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
-      try {
-        const observed = await applier!.observe(resource, context);
-        const result = await applier!.apply(resource, observed, context);
-        changes.push({ id: resource.id, type: resource.type, change: result.change });
-        if (!context.dryRun) {
-          const known = store.find(resource.id, resource.type, subjectOf(resource));
-          store.record({
-            id: resource.id,
-            type: resource.type,
-            subject: subjectOf(resource),
-            created: result.created,
-            applied: result.change === "unchanged" && known
-              ? known.applied
+    // Then each accepted source on its own footprint. Every move was made above, before any
+    // source's removals: a subject moving to a later source is never removed by an earlier one.
+    for (const input of inputs) {
+      if (results.has(input.name)) continue;
+      results.set(
+        input.name,
+        await applyOne(input, input.declaration!, store, {
+          system: options.system,
+          dryRun: options.dryRun ?? false,
+          ids,
+          movedAway,
+        }),
+      );
+      if (!options.dryRun) {
+        const held = store.entries().some((e) => e.source === input.name);
+        if (!held && input.declaration!.resources.length === 0) store.forgetSource(input.name);
+        else {
+          store.noteSource(input.name, {
+            origin: input.origin,
+            ...(input.file !== undefined ? { file: input.file } : {}),
+            declaration: input.digest,
+            applied: store.sources().get(input.name)?.declaration === input.digest
+              ? store.sources().get(input.name)!.applied
               : new Date().toISOString(),
           });
         }
-        applied++;
-      } catch (error) {
-        problems.push({ id: resource.id, message: messageOf(error) });
-        return { outcome: "failed", applied, total, changes, problems, ...base };
       }
     }
-    return { outcome: "applied", applied, total, changes, problems, ...base };
   } finally {
-    if (context.dryRun) store.close();
+    if (options.dryRun) store.close();
     else {
       try {
         await store.save();
@@ -226,6 +398,123 @@ export async function applyDeclaration(
       }
     }
   }
+  return inputs.map((i) => results.get(i.name)!);
+}
+
+/** Applies one accepted source on its own footprint: removal first, then each resource. */
+async function applyOne(
+  input: SourceInput,
+  declaration: Declaration,
+  store: Store,
+  options: { system: System; dryRun: boolean; ids: Ids; movedAway: Set<FootprintEntry> },
+): Promise<ApplyResult> {
+  const source = input.name;
+  const total = declaration.resources.length;
+  const base = {
+    source,
+    declaration: input.digest,
+    ...(options.dryRun ? { dryRun: true } : {}),
+  };
+  const context: ApplyContext = {
+    dryRun: options.dryRun,
+    store: {
+      source,
+      find: (id, type, subject) => store.find(source, id, type, subject),
+      intend: (intent) => store.intend({ ...intent, source }),
+      saveOriginal: (subject, content) => store.saveOriginal(subject, content),
+      readOriginal: (copy) => store.readOriginal(copy),
+    },
+    ids: options.ids,
+    declaration,
+    written: new Set(),
+    cache: new Map(),
+  };
+  const changes: ResourceChange[] = [];
+  const problems: ApplyProblem[] = [];
+  let applied = 0;
+
+  // Removal first: what this source applied and is no longer declared.
+  const declared = new Set(declaration.resources.map((r) => key(r.id, r.type, subjectOf(r))));
+  const leaving = store.entries().filter((e) =>
+    e.source === source && !options.movedAway.has(e) && !declared.has(key(e.id, e.type, e.subject))
+  ).reverse();
+  // Last applied first, and never a directory before what it holds (a record moved in from
+  // another source keeps its older place in the order).
+  const ordered: FootprintEntry[] = [];
+  for (const e of leaving) {
+    const i = ordered.findIndex((o) =>
+      o.type === "directory" && (e.type === "file" || e.type === "directory") &&
+      e.subject.startsWith(`${o.subject}/`)
+    );
+    if (i === -1) ordered.push(e);
+    else ordered.splice(i, 0, e);
+  }
+  for (const entry of ordered) {
+    // Renamed, not leaving: the same thing is declared under an id the footprint lacks. It
+    // keeps its entry (and whether this host created it) instead of being removed and made
+    // again, which a directory holding declared files could not even be.
+    const renamed = declaration.resources.find((r) =>
+      r.type === entry.type && subjectOf(r) === entry.subject &&
+      !store.find(source, r.id, r.type, subjectOf(r))
+    );
+    if (renamed !== undefined) {
+      if (!context.dryRun) store.rekey(entry, { id: renamed.id });
+      continue;
+    }
+    const applier = options.system.appliers[entry.type] as Applier | undefined;
+    if (applier === undefined) {
+      // Its applier is not in this build: leave it in the footprint, untouched.
+      problems.push({
+        id: entry.id,
+        message: `Cannot remove ${entry.type} "${entry.subject}": ${
+          refusal(options.system, entry.type)
+        }`,
+      });
+      return { outcome: "failed", applied, total, changes, problems, ...base };
+    }
+    try {
+      const change = await applier.remove(entry, context);
+      changes.push({ id: entry.id, type: entry.type, change });
+      if (!context.dryRun) store.drop(entry);
+    } catch (error) {
+      problems.push({ id: entry.id, message: messageOf(error) });
+      return { outcome: "failed", applied, total, changes, problems, ...base };
+    }
+  }
+
+  // Then every declared resource, in order; later ones may depend on earlier ones.
+  for (const resource of declaration.resources) {
+    const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
+    try {
+      const observed = await applier!.observe(resource, context);
+      const result = await applier!.apply(resource, observed, context);
+      changes.push({
+        id: resource.id,
+        type: resource.type,
+        change: result.change,
+        ...(context.dryRun && result.detail ? { detail: result.detail } : {}),
+      });
+      if (!context.dryRun) {
+        const known = store.find(source, resource.id, resource.type, subjectOf(resource));
+        store.record({
+          source,
+          id: resource.id,
+          type: resource.type,
+          subject: subjectOf(resource),
+          created: result.created,
+          applied: result.change === "unchanged" && known
+            ? known.applied
+            : new Date().toISOString(),
+          ...(result.original ? { original: result.original } : {}),
+        });
+      }
+      applied++;
+    } catch (error) {
+      problems.push({ id: resource.id, message: messageOf(error) });
+      return { outcome: "failed", applied, total, changes, problems, ...base };
+    }
+  }
+  return { outcome: "applied", applied, total, changes, problems, ...base };
 }
 
 /**
@@ -248,36 +537,56 @@ function key(id: string, type: string, subject: string): string {
 }
 
 /**
- * Parses a declaration from its bytes and applies it: the one path `mesh-host apply` takes.
- * An invalid declaration is a `refused` result carrying every problem, and nothing is touched
- * (the state directory is not even created).
+ * Parses a declaration from its bytes as source `name`: the declaration, or its problems (every
+ * one, with its JSON path) as a refused input.
  *
  * @param trusted whether `action` resources are allowed (a local file: yes; the link: no).
- * @throws {StoreError} as {@linkcode applyDeclaration}.
+ */
+export async function readSource(
+  bytes: Uint8Array,
+  source: { name: SourceName; origin: SourceOrigin; file?: string; trusted: boolean },
+): Promise<SourceInput> {
+  const digest = await declarationDigest(bytes);
+  const base = {
+    name: source.name,
+    origin: source.origin,
+    ...(source.file !== undefined ? { file: source.file } : {}),
+    digest,
+  };
+  try {
+    const declaration = source.trusted ? parseTrusted(bytes) : parse(bytes);
+    return { ...base, declaration };
+  } catch (error) {
+    if (!(error instanceof DeclarationError)) throw error;
+    return {
+      ...base,
+      refused: error.problems.map((p) => ({
+        ...(p.id ? { id: p.id } : {}),
+        path: p.path,
+        message: p.message,
+      })),
+    };
+  }
+}
+
+/**
+ * Parses a declaration from its bytes and applies it as one source: the one path `mesh-host
+ * apply` takes. An invalid declaration is a `refused` result carrying every problem, and nothing
+ * is touched (the state directory is not even created).
+ *
+ * @param trusted whether `action` resources are allowed (a local file: yes; the link: no).
+ * @throws {StoreError} as {@linkcode applySources}.
  */
 export async function applyBytes(
   bytes: Uint8Array,
   options: Omit<ApplyOptions, "digest"> & { trusted: boolean },
 ): Promise<ApplyResult> {
-  const digest = await declarationDigest(bytes);
-  let declaration: Declaration;
-  try {
-    declaration = options.trusted ? parseTrusted(bytes) : parse(bytes);
-  } catch (error) {
-    if (!(error instanceof DeclarationError)) throw error;
-    return {
-      outcome: "refused",
-      applied: 0,
-      total: 0,
-      changes: [],
-      problems: error.problems.map((p) => ({
-        ...(p.id ? { id: p.id } : {}),
-        path: p.path,
-        message: p.message,
-      })),
-      declaration: digest,
-      ...(options.dryRun ? { dryRun: true } : {}),
-    };
-  }
-  return await applyDeclaration(declaration, { ...options, digest });
+  const input = await readSource(bytes, {
+    name: options.source ?? "local",
+    origin: options.origin ?? "command",
+    ...(options.file !== undefined ? { file: options.file } : {}),
+    trusted: options.trusted,
+  });
+  const [result] = await applySources([input], options);
+  return result!;
 }

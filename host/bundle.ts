@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { type Declaration, declarationDigest, parseTrusted } from "./declaration.ts";
 import type { SystemName } from "../systems/mod.ts";
+import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
 const BundleFile = z.strictObject({
   bundle: z.literal(1, { error: "Unsupported bundle format; this host reads bundle 1" }),
@@ -79,6 +80,15 @@ export async function loadBundle(
     data = JSON.parse(text);
   } catch (error) {
     throw new BundleError(`The ${system} bundle is not JSON: ${(error as Error).message}`);
+  }
+  // JSON.parse kept the last of two equal keys: every repeated key refuses the bundle.
+  const repeated = duplicateKeys(text);
+  if (repeated.length > 0) {
+    throw new BundleError(
+      `The ${system} bundle is invalid (${repeated.length} repeated key${
+        repeated.length === 1 ? "" : "s"
+      }):\n${repeated.map((d) => `  ${d.at}: ${duplicateKeyMessage(d)}`).join("\n")}`,
+    );
   }
   const parsed = BundleFile.safeParse(data);
   if (!parsed.success) {

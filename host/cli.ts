@@ -12,7 +12,22 @@ import { printable } from "../lib/printable.ts";
 import { messageOf, readRegularFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { MAX_INTERVAL_MS } from "../lib/broker.ts";
-import { applyBytes, applyDeclaration, type ApplyResult, recordKnownGood } from "./apply.ts";
+import {
+  applyBytes,
+  applyDeclaration,
+  type ApplyResult,
+  applySources,
+  recordKnownGood,
+} from "./apply.ts";
+import {
+  bundleSource,
+  DEFAULT_DECLARATIONS_DIR,
+  migrationFor,
+  originOfFile,
+  readLocalDeclarations,
+  sourceNameProblem,
+} from "./sources.ts";
+import { resolve } from "node:path";
 import { BundleError, EmptyBundleError, loadBundle, NoBundleError } from "./bundle.ts";
 import { DeclarationError, declarationJsonSchema, MAX_DECLARATION_BYTES } from "./declaration.ts";
 import { executableIdentity, replacedSince } from "./identity.ts";
@@ -20,6 +35,7 @@ import { applyText, ownedText } from "./render.ts";
 import { Store, StoreError } from "./store.ts";
 import { VERSION } from "./version.ts";
 import { DEFAULT_RESULT_PATH } from "../lib/drift.ts";
+import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import { confirmSystem, type System, WrongSystemError } from "../systems/mod.ts";
 
 /** Exit code: applied. */
@@ -30,17 +46,24 @@ export const EXIT_FAILED = 1;
 export const EXIT_REFUSED = 2;
 /** Exit code: the host cannot work (its store cannot be read or written). */
 export const EXIT_CANNOT_RUN = 3;
+/**
+ * Exit code of a dry run that found changes pending (nothing was changed); a dry run exits 0
+ * only when nothing would change, so a timer can use it as a drift check.
+ */
+export const EXIT_PENDING = 4;
 
 /** The default state directory. */
 export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
 
 const EXIT_HELP = `
-Exit codes:
+Exit codes (for several sources in one run, the worst: 1 over 2 over 0):
   0  applied (and, for apply and reconcile, known-good recorded)
   1  failed: accepted and partly applied ("applied N of M" says how much)
-  2  refused: nothing applied (invalid input, a shape this system cannot apply, the wrong
-     machine, no bundle)
-  3  the host cannot work: its store exists and cannot be read, or cannot be written`;
+  2  refused: nothing applied (invalid input, a shape this system cannot apply, a subject
+     another source holds, the wrong machine, no bundle)
+  3  the host cannot work: its store exists and cannot be read, or cannot be written
+  4  --dry-run only: it would apply, and something would change (nothing was changed);
+     a dry run exits 0 only when nothing would change`;
 
 /** What a host entry point passes in. */
 export interface HostBuild {
@@ -66,6 +89,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .name(`mesh-host-${build.system.name}`)
     .description(`mesh node agent for ${build.system.name}`)
     .addHelpText("after", EXIT_HELP)
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err })
     .hook("preAction", async () => {
@@ -84,45 +108,116 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         return dir.replace(/\/+$/, "") || "/";
       });
 
-  const finish = async (result: ApplyResult, json: boolean | undefined, dir: string) => {
-    if (result.outcome === "applied" && !result.dryRun) await recordKnownGood(dir, VERSION);
-    out(json ? JSON.stringify(result, null, 2) + "\n" : applyText(result));
-    code = result.outcome === "applied"
-      ? EXIT_APPLIED
-      : result.outcome === "failed"
+  const declarationsDir = () =>
+    new Option(
+      "--declarations <dir>",
+      "the local declarations' directory: each NAME.json in it is source NAME",
+    ).default(DEFAULT_DECLARATIONS_DIR).argParser((dir: string) => {
+      if (!dir.startsWith("/")) {
+        throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
+      }
+      return dir.replace(/\/+$/, "") || "/";
+    });
+
+  /** How a store of format 1 gives its records a source (see host/sources.ts). */
+  const migration = (dir: string, declarations: string) => async () => {
+    const { input } = await bundleSource(build.bundle, build.system.name);
+    return await migrationFor(dir, {
+      ...(input?.declaration ? { bundle: input.declaration } : {}),
+      locals: await readLocalDeclarations(declarations),
+    });
+  };
+
+  /**
+   * Prints one run's results (one per source; `--json`: `apply`'s one result as one object, as
+   * always; `reconcile`'s as one JSON object per line and source) and sets the exit code: 0 when every source applied, 1 when
+   * one failed, else 2 when one was refused. Known-good after a clean run only.
+   */
+  const finish = async (
+    results: ApplyResult[],
+    json: boolean | undefined,
+    dir: string,
+    lines = false,
+  ) => {
+    const clean = results.every((r) => r.outcome === "applied");
+    if (clean && results.length > 0 && !results[0]!.dryRun) await recordKnownGood(dir, VERSION);
+    if (json) {
+      out(
+        results.length === 1 && !lines
+          ? JSON.stringify(results[0], null, 2) + "\n"
+          : results.map((r) => JSON.stringify(r) + "\n").join(""),
+      );
+    } else out(results.map(applyText).join(""));
+    const pending = results.some((r) =>
+      r.dryRun && r.changes.some((c) => c.change !== "unchanged")
+    );
+    code = results.some((r) => r.outcome === "failed")
       ? EXIT_FAILED
-      : EXIT_REFUSED;
+      : results.some((r) => r.outcome === "refused")
+      ? EXIT_REFUSED
+      : pending
+      ? EXIT_PENDING
+      : EXIT_APPLIED;
   };
 
   program.command("apply")
-    .description("converge this machine to a declaration file (trusted: actions allowed)")
+    .description(
+      "converge this machine to a declaration file as one source (trusted: actions allowed); " +
+        "only that source's footprint is removed from",
+    )
     .argument("<file>", "the declaration (JSON, version 1)")
+    .option("--source <name>", "the source it is applied as", "local")
     .option("--dry-run", "change nothing; show what would change")
     .option("--json", "print the result as JSON")
     .addOption(stateDir())
-    .action(async (file: string, opts: { dryRun?: boolean; json?: boolean; stateDir: string }) => {
-      let bytes: Uint8Array;
-      try {
-        bytes = await readRegularFileLimited(file, MAX_DECLARATION_BYTES);
-      } catch (error) {
-        throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
-      }
-      const result = await applyBytes(bytes, {
-        system: build.system,
-        stateDir: opts.stateDir,
-        dryRun: opts.dryRun,
-        version: VERSION,
-        trusted: true,
-      });
-      await finish(result, opts.json, opts.stateDir);
-    });
+    .addOption(declarationsDir())
+    .action(
+      async (
+        file: string,
+        opts: {
+          source: string;
+          dryRun?: boolean;
+          json?: boolean;
+          stateDir: string;
+          declarations: string;
+        },
+      ) => {
+        const bad = sourceNameProblem(opts.source);
+        if (bad !== undefined) throw new Refused(`--source: ${bad}`);
+        let bytes: Uint8Array;
+        try {
+          bytes = await readRegularFileLimited(file, MAX_DECLARATION_BYTES);
+        } catch (error) {
+          throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
+        }
+        const path = resolve(file);
+        const result = await applyBytes(bytes, {
+          system: build.system,
+          stateDir: opts.stateDir,
+          dryRun: opts.dryRun,
+          version: VERSION,
+          trusted: true,
+          source: opts.source,
+          origin: originOfFile(path, opts.source, opts.declarations),
+          file: path,
+          migration: migration(opts.stateDir, opts.declarations),
+        });
+        await finish([result], opts.json, opts.stateDir);
+      },
+    );
 
   program.command("owned")
-    .description("list the footprint: what this host applied, and whether it created it")
+    .description(
+      "list the footprint: what this host applied, for which source, and whether it created it",
+    )
     .option("--json", "print as JSON")
     .addOption(stateDir())
-    .action(async (opts: { json?: boolean; stateDir: string }) => {
-      const store = await Store.load(opts.stateDir, { readOnly: true });
+    .addOption(declarationsDir())
+    .action(async (opts: { json?: boolean; stateDir: string; declarations: string }) => {
+      const store = await Store.load(opts.stateDir, {
+        readOnly: true,
+        migration: migration(opts.stateDir, opts.declarations),
+      });
       store.close();
       out(
         opts.json
@@ -142,8 +237,14 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .option("--json", "print as JSON")
     .action(async (opts: { json?: boolean }) => {
       const { takeInventory, formatInventory } = await import("./inventory.ts");
-      const inventory = await takeInventory();
-      out(opts.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory));
+      const { detectPlatform, formatPlatform } = await import("./platform.ts");
+      // What the appliers use (one detection per process), then what each tool says.
+      const [platform, inventory] = await Promise.all([detectPlatform(), takeInventory()]);
+      out(
+        opts.json
+          ? JSON.stringify({ platform, ...inventory }, null, 2) + "\n"
+          : `this host uses:\n${formatPlatform(platform)}\n${formatInventory(inventory)}`,
+      );
     });
 
   program.command("bundle")
@@ -160,6 +261,9 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         digest: bundle.digest,
         dryRun: true,
         version: VERSION,
+        source: "bundle",
+        origin: "bundle",
+        migration: migration(opts.stateDir, DEFAULT_DECLARATIONS_DIR),
       });
       if (opts.json) {
         out(
@@ -181,10 +285,17 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
 
   program.command("reconcile")
     .description(
-      "apply the carried bundle; with --every, again at that interval until the binary is replaced",
+      "apply the carried bundle and every local declaration, each as its own source, and remove " +
+        "the footprint of a local declaration whose file was removed; with --every, again at " +
+        "that interval until the binary is replaced",
     )
-    .option("--json", "print each result as JSON")
+    .option("--json", "print each result as JSON (one object per line and source)")
+    .option(
+      "--dry-run",
+      "change nothing; say what every source would change (exit 4 when something would): a drift check",
+    )
     .addOption(stateDir())
+    .addOption(declarationsDir())
     .addOption(
       new Option("--every <duration>", "reconcile again at this interval (e.g. 15m)").argParser(
         (v) => {
@@ -196,26 +307,55 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         },
       ),
     )
-    .action(async (opts: { json?: boolean; stateDir: string; every?: number }) => {
-      const bundle = await loadBundle(build.bundle, build.system.name);
-      for (;;) {
-        const result = await applyDeclaration(bundle.declaration, {
-          system: build.system,
-          stateDir: opts.stateDir,
-          digest: bundle.digest,
-          version: VERSION,
-        });
-        await finish(result, opts.json, opts.stateDir);
-        if (opts.every === undefined) return;
-        await new Promise((r) => setTimeout(r, opts.every));
-        const why = replacedSince(start);
-        if (why !== undefined) {
-          err(`mesh-host: ${why}; exiting to stand aside for the new binary\n`);
-          code = 0;
-          return;
+    .action(
+      async (
+        opts: {
+          json?: boolean;
+          dryRun?: boolean;
+          stateDir: string;
+          every?: number;
+          declarations: string;
+        },
+      ) => {
+        if (opts.dryRun && opts.every !== undefined) {
+          throw new Refused("--dry-run reconciles once: it cannot be given --every");
         }
-      }
-    });
+        for (;;) {
+          // Read afresh every time: a local declaration added, changed or removed is seen at the
+          // next reconcile.
+          const { input: bundle, absent } = await bundleSource(build.bundle, build.system.name);
+          const locals = await readLocalDeclarations(opts.declarations);
+          const known = await Store.load(opts.stateDir, {
+            readOnly: true,
+            migration: () => Promise.resolve({ claims: [] }),
+          })
+            .then((s) => (s.close(), s.sources().size), () => 0);
+          if (bundle === undefined && locals.length === 0 && known === 0) {
+            // Nothing to keep converged at all: said, as before sources existed.
+            await loadBundle(build.bundle, build.system.name);
+          }
+          if (bundle === undefined && absent !== undefined) {
+            err(`mesh-host: ${absent}; reconciling the local declarations only\n`);
+          }
+          const results = await applySources([...(bundle ? [bundle] : []), ...locals], {
+            system: build.system,
+            stateDir: opts.stateDir,
+            departedFrom: opts.declarations,
+            migration: migration(opts.stateDir, opts.declarations),
+            dryRun: opts.dryRun,
+          });
+          await finish(results, opts.json, opts.stateDir, true);
+          if (opts.every === undefined) return;
+          await new Promise((r) => setTimeout(r, opts.every));
+          const why = replacedSince(start);
+          if (why !== undefined) {
+            err(`mesh-host: ${why}; exiting to stand aside for the new binary\n`);
+            code = 0;
+            return;
+          }
+        }
+      },
+    );
 
   program.command("link")
     .description(
@@ -230,8 +370,12 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     .option("--node <name>", "the node's name (default: the broker URL's account)")
     .option("--json", "print each report as JSON")
     .addOption(stateDir())
+    .addOption(declarationsDir())
     .addOption(
-      new Option("--every <duration>", "reconcile the kept declaration at this interval (>= 1s)")
+      new Option(
+        "--every <duration>",
+        "reconcile the kept declaration, the bundle and the local declarations at this interval (>= 1s)",
+      )
         .default(15 * 60 * 1000, "15m")
         .argParser((v) => {
           let ms: number;
@@ -260,6 +404,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
           stateDir: string;
           every: number;
           reconcileResult: string;
+          declarations: string;
         },
       ) => {
         if (!opts.broker || opts.broker.length === 0) {
@@ -291,12 +436,28 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
             ...(opts.reconcileResult === "none" ? {} : { reconcileResult: opts.reconcileResult }),
             signal,
             replaced: () => replacedSince(start),
+            others: async () => {
+              const { input } = await bundleSource(build.bundle, build.system.name);
+              return [
+                ...(input ? [input] : []),
+                ...await readLocalDeclarations(opts.declarations),
+              ];
+            },
+            declarationsDir: opts.declarations,
+            migration: migration(opts.stateDir, opts.declarations),
+            // Said on stderr: stdout is the link's reports (one per line with --json).
+            onOther: (result, trigger) =>
+              err(
+                `mesh-host link: ${trigger} ${
+                  opts.json ? JSON.stringify(result) + "\n" : applyText(result)
+                }`,
+              ),
             onNews: (line) => err(`mesh-host link: ${line}\n`),
             onApplied: (report) =>
               out(
                 opts.json
                   ? JSON.stringify(report) + "\n"
-                  : `${report.at} ${report.trigger} generation ${report.generation}: ${report.outcome} ${report.applied} of ${report.total}${
+                  : `${report.at} ${report.trigger} source link generation ${report.generation}: ${report.outcome} ${report.applied} of ${report.total}${
                     report.problems[0]
                       ? `: ${printable(report.problems[0].message.split("\n")[0]!)}`
                       : ""

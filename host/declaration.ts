@@ -12,6 +12,7 @@
 
 import { z } from "zod";
 import { formatPath } from "../lib/json_path.ts";
+import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
@@ -281,7 +282,26 @@ function parseWith(input: string | Uint8Array, options: ParseOptions): Declarati
       message: `Declaration is not JSON: ${(error as Error).message}`,
     }]);
   }
-  return validate(data, options);
+  // A repeated key is a problem like any other, reported with the schema's own: JSON.parse kept
+  // only the last of them, so what it read is not what the text says.
+  const resources = (data as { resources?: unknown } | null)?.resources;
+  const repeated: DeclarationProblem[] = duplicateKeys(text).map((d) => {
+    const index = d.path[0] === "resources" && typeof d.path[1] === "number" ? d.path[1] : -1;
+    const raw = Array.isArray(resources) ? resources[index] as { id?: unknown } | null : null;
+    const id = typeof raw?.id === "string" ? raw.id : undefined;
+    return { path: d.at, ...(id ? { id } : {}), message: duplicateKeyMessage(d) };
+  });
+  let declaration: Declaration;
+  try {
+    declaration = validate(data, options);
+  } catch (error) {
+    if (error instanceof DeclarationError && repeated.length > 0) {
+      throw new DeclarationError([...repeated, ...error.problems]);
+    }
+    throw error;
+  }
+  if (repeated.length > 0) throw new DeclarationError(repeated);
+  return declaration;
 }
 
 /**

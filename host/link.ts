@@ -6,8 +6,11 @@
  *   message is acknowledged, then the report is published with a publisher confirm and removed
  *   from the journal. Neither the agent dying nor the broker restarting loses a report: what is
  *   journaled is sent when the broker is back (oldest first).
- * - The last accepted declaration is kept (`link/declaration.json`) and applied at start and at
- *   every interval, whether or not the broker is there.
+ * - The last accepted declaration is kept (`link/declaration.json`) and applied, as source
+ *   `link`, at start and at every interval, whether or not the broker is there, in one run with
+ *   the other sources (the carried bundle and the local declarations), each on its own
+ *   footprint. A push applies the link's declaration alone. Only the link's results are
+ *   reported to the control plane (with `source: "link"`); the others are said locally.
  * - A declaration older than the kept one is ignored and said (the queue holds only the latest,
  *   so a node that was offline gets what it should be now).
  *
@@ -31,9 +34,15 @@ import {
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/cli.ts";
-import { applyBytes, type ApplyResult, recordKnownGood } from "./apply.ts";
+import {
+  type ApplyResult,
+  applySources,
+  readSource,
+  recordKnownGood,
+  type SourceInput,
+} from "./apply.ts";
 import { declarationDigest } from "./declaration.ts";
-import { StoreError } from "./store.ts";
+import { type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import type { System } from "../systems/mod.ts";
 
@@ -74,6 +83,17 @@ export interface LinkOptions {
    * the next interval forward so the drift travels when it is found. Absent: reports carry none.
    */
   reconcileResult?: string;
+  /**
+   * The other sources kept converged at start and at every interval, in the same run as the
+   * link's kept declaration: the bundle and the local declarations, read afresh each time.
+   */
+  others?: () => Promise<SourceInput[]>;
+  /** The local declarations' directory: a source whose file left it is removed (see apply.ts). */
+  declarationsDir?: string;
+  /** How a store of format 1 gives its records a source. */
+  migration?: () => Promise<Migration>;
+  /** Each other source's result (they are not reported to the control plane), for the CLI. */
+  onOther?: (result: ApplyResult, trigger: ReportMessage["trigger"]) => void;
 }
 
 /** How often the link looks whether a new reconcile result appeared (ms). */
@@ -99,6 +119,11 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     throw new StoreError(`Cannot create the link's journal "${outbox}": ${messageOf(error)}`);
   }
   const news = (line: string) => options.onNews?.(line);
+  const runOptions = {
+    system: options.system,
+    stateDir: options.stateDir,
+    ...(options.migration ? { migration: options.migration } : {}),
+  };
   let kept = await readKept(join(dir, KEPT_FILE));
   const resultWatch = options.reconcileResult === undefined
     ? undefined
@@ -115,16 +140,18 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     return next;
   };
 
+  const refusedLink = { source: "link" } as const;
   const apply = async (
     message: DeclarationMessage | undefined,
     trigger: ReportMessage["trigger"],
     bytesDigest?: string,
     invalid?: MessageError,
   ): Promise<void> => {
-    let result: ApplyResult;
+    let result: ApplyResult | undefined;
     let generation = message?.generation ?? kept?.generation ?? 0;
     if (invalid !== undefined) {
       result = {
+        ...refusedLink,
         outcome: "refused",
         applied: 0,
         total: 0,
@@ -133,12 +160,17 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         declaration: bytesDigest!,
       };
       generation = 0;
+    } else if (message === undefined && kept === undefined) {
+      // Nothing received yet: the other sources only.
+      await applyOthers(undefined, trigger);
+      return;
     } else {
       const source = message ?? kept!;
       const bytes = new TextEncoder().encode(source.declaration);
       const digest = await declarationDigest(bytes);
       if (digest !== source.digest) {
         result = {
+          ...refusedLink,
           outcome: "refused",
           applied: 0,
           total: 0,
@@ -150,22 +182,24 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
           declaration: digest,
         };
       } else {
-        result = await applyBytes(bytes, {
-          system: options.system,
-          stateDir: options.stateDir,
-          version: options.version,
-          trusted: false,
-        });
-        if (message !== undefined && result.outcome !== "refused") {
+        const input = await readSource(bytes, { name: "link", origin: "link", trusted: false });
+        if (message !== undefined) {
+          // A push applies the link's declaration alone; the others keep their interval.
+          result = (await applySources([input], runOptions))[0]!;
+          if (result.outcome === "applied") {
+            await recordKnownGood(options.stateDir, options.version);
+          }
+        } else {
+          result = await applyOthers(input, trigger);
+        }
+        if (message !== undefined && result!.outcome !== "refused") {
           // Accepted (applied, or partly): this is what the node should be from now on.
           await keep(join(dir, KEPT_FILE), message);
           kept = message;
         }
-        if (result.outcome === "applied") {
-          await recordKnownGood(options.stateDir, options.version);
-        }
       }
     }
+    if (result === undefined) return;
     const drift = resultWatch &&
       await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
     const report: ReportMessage = {
@@ -176,11 +210,12 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       at: new Date().toISOString(),
       intervalMs: options.every,
       hostVersion: options.version,
+      source: "link",
       outcome: result.outcome,
       applied: result.applied,
       total: result.total,
       declaration: result.declaration,
-      changes: result.changes,
+      changes: result.changes.map(({ id, type, change }) => ({ id, type, change })),
       problems: result.problems.map((p) => ({
         ...(p.id !== undefined ? { id: p.id } : {}),
         ...(p.path !== undefined ? { path: p.path } : {}),
@@ -191,6 +226,38 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     await journal(outbox, report);
     options.onApplied?.(report);
   };
+
+  /**
+   * One run of every source: the bundle and the local declarations, and the link's kept
+   * declaration when there is one (its result is returned, to be reported); known-good when
+   * every one applied.
+   */
+  async function applyOthers(
+    link: SourceInput | undefined,
+    trigger: ReportMessage["trigger"],
+  ): Promise<ApplyResult | undefined> {
+    const others = (await options.others?.()) ?? [];
+    const [bundle, locals] = [
+      others.filter((o) => o.name === "bundle"),
+      others.filter((o) => o.name !== "bundle"),
+    ];
+    const results = await applySources(
+      [...bundle, ...(link ? [link] : []), ...locals],
+      {
+        ...runOptions,
+        ...(options.declarationsDir ? { departedFrom: options.declarationsDir } : {}),
+      },
+    );
+    let linkResult: ApplyResult | undefined;
+    for (const r of results) {
+      if (r.source === "link") linkResult = r;
+      else options.onOther?.(r, trigger);
+    }
+    if (results.length > 0 && results.every((r) => r.outcome === "applied")) {
+      await recordKnownGood(options.stateDir, options.version);
+    }
+    return linkResult;
+  }
 
   const flush = async () => {
     const s = session;
@@ -286,7 +353,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     news(`connected to ${redactUrl(s.url)}, consuming ${nodeQueue(options.node)}`);
   };
 
-  if (kept !== undefined) await serial(() => apply(undefined, "start"));
+  await serial(() => apply(undefined, "start"));
 
   let retry = options.retry;
   let nextConnect = 0;
@@ -316,12 +383,10 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       if (now >= nextInterval) {
         const why = options.replaced?.();
         if (why !== undefined) return { reason: "replaced", detail: why };
-        if (kept !== undefined) {
-          await serial(async () => {
-            await apply(undefined, "interval");
-            await flush();
-          });
-        }
+        await serial(async () => {
+          await apply(undefined, "interval");
+          await flush();
+        });
         nextInterval = Date.now() + options.every;
       }
       await sleep(Math.max(10, Math.min(200, nextInterval - Date.now())), options.signal);

@@ -5,33 +5,50 @@
  */
 
 import type { ApplyResult } from "./apply.ts";
+import type { Change } from "./applier.ts";
 import type { FootprintEntry } from "./store.ts";
 import { printable } from "../lib/printable.ts";
 
-/** The text form of an apply result. */
+/** A change in the conditional, for a dry run: nothing was done, this is what would be. */
+const WOULD: Record<Change, string> = {
+  created: "would create",
+  updated: "would update",
+  unchanged: "unchanged",
+  removed: "would remove",
+  restored: "would restore",
+  forgotten: "would forget",
+};
+
+/** The text form of an apply result, headed by the source it is about. */
 export function applyText(result: ApplyResult): string {
   const head = result.dryRun ? "dry run: would have " : "";
+  const source = `source ${result.source}: `;
   const lines: string[] = [];
   switch (result.outcome) {
     case "applied":
       lines.push(
-        `${head}applied ${result.applied} of ${result.total} (declaration ${result.declaration})`,
+        `${source}${head}applied ${result.applied} of ${result.total} (declaration ${result.declaration})`,
       );
       break;
     case "failed":
       lines.push(
-        `${head}failed: applied ${result.applied} of ${result.total} before stopping (declaration ${result.declaration})`,
+        `${source}${head}failed: applied ${result.applied} of ${result.total} before stopping (declaration ${result.declaration})`,
       );
       break;
     case "refused":
       lines.push(
-        `refused: nothing applied, 0 of ${result.total} (declaration ${result.declaration})`,
+        `${source}refused: nothing applied, 0 of ${result.total} (declaration ${result.declaration})`,
       );
       break;
   }
   const shown = result.changes.filter((c) => c.change !== "unchanged");
   const unchanged = result.changes.length - shown.length;
-  for (const c of shown) lines.push(`  ${c.change.padEnd(9)} ${c.type.padEnd(9)} ${c.id}`);
+  const word = (c: Change) => result.dryRun ? WOULD[c] : c;
+  const width = result.dryRun ? 13 : 9;
+  for (const c of shown) {
+    lines.push(`  ${word(c.change).padEnd(width)} ${c.type.padEnd(9)} ${c.id}`);
+    if (c.detail) { for (const l of c.detail.split("\n")) lines.push(`      ${printable(l)}`); }
+  }
   if (unchanged > 0) lines.push(`  unchanged: ${unchanged}`);
   if (result.problems.length > 0) {
     lines.push("problems:");
@@ -43,15 +60,19 @@ export function applyText(result: ApplyResult): string {
   return lines.join("\n") + "\n";
 }
 
-/** The text form of the footprint. */
+/** The text form of the footprint, each record with its source. */
 export function ownedText(entries: readonly FootprintEntry[], store: string): string {
   if (entries.length === 0) return `the footprint is empty (${store})\n`;
   const lines = [`${entries.length} in the footprint (${store}):`];
+  const width = Math.max(6, ...entries.map((e) => e.source.length));
+  lines.push(`  ${"source".padEnd(width)} ${"type".padEnd(9)} ${"id".padEnd(24)} subject`);
   for (const e of entries) {
     lines.push(
-      `  ${e.type.padEnd(9)} ${e.id.padEnd(24)} ${printable(e.subject)}${
+      `  ${e.source.padEnd(width)} ${e.type.padEnd(9)} ${e.id.padEnd(24)} ${printable(e.subject)}${
         e.created || e.type === "action" || e.type === "service"
           ? ""
+          : e.original
+          ? "  (taken over: its original is put back when it leaves)"
           : "  (not created by this host: never removed)"
       }`,
     );

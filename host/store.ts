@@ -1,7 +1,12 @@
 /**
- * The footprint store: what this host applied, and whether it created it. JSON under the state
- * directory (`store.json`), written atomically (temp file, fsync, rename, fsync of the
- * directory) and saved even when an apply fails part way.
+ * The footprint store: what this host applied, for which source, and whether it created it. JSON
+ * under the state directory (`store.json`), written atomically (temp file, fsync, rename, fsync
+ * of the directory) and saved even when an apply fails part way.
+ *
+ * Every record belongs to one source (`bundle`, `link`, `local`, or a local declaration's name):
+ * applying a source removes only what that source applied and no longer declares. A store of
+ * format 1 (written before sources existed) is read and migrated in memory, every record given a
+ * source by {@linkcode Migration}; it is written as format 2 at the next save.
  *
  * Creation is journaled before it happens (`journal`, one JSON line per intent, fdatasync'd),
  * so a host killed between creating something and saving the store still knows, at its next
@@ -16,8 +21,41 @@ import { z } from "zod";
 import { join } from "node:path";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 
+/** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
+export const SourceName = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+  "Must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+);
+/** A source's name. */
+export type SourceName = z.output<typeof SourceName>;
+
+/**
+ * What a path was before this host first applied it (a takeover), saved so that it can be put
+ * back when the resource leaves. A file's content is a copy under the state directory.
+ */
+export const Original = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("file"),
+    mode: z.number().int(),
+    uid: z.number().int(),
+    gid: z.number().int(),
+    /** The copy of the content, relative to the state directory (`originals/<sha256>`). */
+    copy: z.string(),
+  }),
+  z.strictObject({
+    kind: z.literal("directory"),
+    mode: z.number().int(),
+    uid: z.number().int(),
+    gid: z.number().int(),
+  }),
+]);
+/** What a path was before this host took it over. */
+export type Original = z.output<typeof Original>;
+
 /** One thing in the footprint. */
 export const FootprintEntry = z.strictObject({
+  /** The source that applied it: only that source ever removes it. */
+  source: SourceName,
   id: z.string(),
   type: z.enum(["directory", "file", "service", "package", "container", "action"]),
   /** What it is on the machine: a path, unit, package, container name, or the action's id. */
@@ -26,21 +64,79 @@ export const FootprintEntry = z.strictObject({
   created: z.boolean(),
   /** When this host last changed it (created or updated it), ISO 8601. */
   applied: z.string(),
+  /** What it was before this host took it over (present for a takeover that was saved). */
+  original: Original.optional(),
 });
 /** One footprint entry. */
 export type FootprintEntry = z.output<typeof FootprintEntry>;
 
-const StoreFile = z.strictObject({
+/** Where a source's declaration comes from; `declarations` sources leave with their file. */
+export const SourceOrigin = z.enum(["bundle", "link", "declarations", "command"]);
+/** Where a source's declaration comes from. */
+export type SourceOrigin = z.output<typeof SourceOrigin>;
+
+/** What the store knows of one source besides its records. */
+export const SourceInfo = z.strictObject({
+  origin: SourceOrigin,
+  /** The file it was last applied from (a local declaration or `apply --source NAME FILE`). */
+  file: z.string().optional(),
+  /** sha256 of the declaration last applied, `sha256:<hex>`. */
+  declaration: z.string(),
+  /** When it was last applied, ISO 8601. */
+  applied: z.string(),
+});
+/** What the store knows of one source. */
+export type SourceInfo = z.output<typeof SourceInfo>;
+
+/** Format 1, written before sources existed: one footprint per state directory. */
+const EntryV1 = FootprintEntry.omit({ source: true, original: true });
+const StoreFileV1 = z.strictObject({
   version: z.literal(1),
+  resources: z.array(EntryV1),
+});
+
+const StoreFile = z.strictObject({
+  version: z.literal(2),
+  /** The sources that applied something here, by name. */
+  sources: z.record(SourceName, SourceInfo),
   /** In the order they were applied. */
   resources: z.array(FootprintEntry),
 });
 
 const Intent = z.strictObject({
+  /** Absent in a journal written before sources existed. */
+  source: SourceName.optional(),
   id: z.string(),
   type: FootprintEntry.shape.type,
   subject: z.string(),
+  /** Present for a takeover: the path exists and was saved; it is not this host's creation. */
+  original: Original.optional(),
 });
+/** A creation about to happen, journaled. */
+export type Intent = z.output<typeof Intent>;
+
+/**
+ * How the records of a format 1 store (one footprint, no sources) are given a source when it is
+ * loaded: a record that a source declares now (same type and subject) goes to that source (the
+ * first in `claims` order that declares it); any other goes to `feeder`, the source that fed the
+ * state directory.
+ */
+export interface Migration {
+  /** Each source's declared `type\0subject` keys, in order of precedence. */
+  claims: { source: SourceName; subjects: ReadonlySet<string> }[];
+  /** The source of records no source declares now, when it is known. */
+  feeder?: SourceName;
+  /**
+   * Otherwise: this source when it claims any record of the store (it fed the directory), else
+   * `local`.
+   */
+  feederIfClaimed?: SourceName;
+}
+
+/** The key a migration claim is looked up by. */
+export function claimKey(type: string, subject: string): string {
+  return `${type}\0${subject}`;
+}
 
 /** The store's file name under the state directory. */
 export const STORE_FILE = "store.json";
@@ -48,6 +144,8 @@ export const STORE_FILE = "store.json";
 export const LOCK_FILE = "lock";
 /** The creation journal's file name under the state directory. */
 export const JOURNAL_FILE = "journal";
+/** The directory under the state directory holding copies of what was taken over. */
+export const ORIGINALS_DIR = "originals";
 
 /** A store that exists and cannot be read, or cannot be written. */
 export class StoreError extends Error {
@@ -60,20 +158,31 @@ export class StoreError extends Error {
 /** The footprint, loaded from and saved to one state directory. */
 export class Store {
   readonly dir: string;
-  /** By `id\0type\0subject`, in the order things were first applied (a Map keeps it). */
+  /** By `source\0id\0type\0subject`, in the order things were first applied (a Map keeps it). */
   #entries: Map<string, FootprintEntry>;
+  #sources: Map<SourceName, SourceInfo>;
   /** Whether anything differs from what was loaded: a no-op apply writes nothing. */
   #dirty = false;
+  /** The format the file was read in (1: migrated in memory, written as 2 at the next save). */
+  readonly format: 1 | 2;
   #journal: Deno.FsFile | undefined;
   /** The exclusive lock on the state directory, held from load to save or close. */
   #lock: Deno.FsFile | undefined;
   /** Creations journaled by this process and not yet recorded (a resource may fail after one). */
-  #pending: z.output<typeof Intent>[] = [];
-  #exists: (intent: z.output<typeof Intent>) => Promise<boolean> = () => Promise.resolve(true);
+  #pending: (Intent & { source: SourceName })[] = [];
+  #exists: (intent: Intent) => Promise<boolean> = () => Promise.resolve(true);
+  #feeder: SourceName = "local";
 
-  private constructor(dir: string, entries: FootprintEntry[]) {
+  private constructor(
+    dir: string,
+    entries: FootprintEntry[],
+    sources: Map<SourceName, SourceInfo>,
+    format: 1 | 2,
+  ) {
     this.dir = dir;
     this.#entries = new Map(entries.map((e) => [keyOf(e), e]));
+    this.#sources = sources;
+    this.format = format;
   }
 
   /** The store file's path. */
@@ -84,7 +193,8 @@ export class Store {
   /**
    * Loads the store of `dir`. A missing store is an empty footprint (a host that never applied);
    * a missing directory is created when `create` is set. A journal left by a host that was killed
-   * is folded in: an intent whose subject now exists was created by this host.
+   * is folded in: an intent whose subject now exists was created by this host. A store of format
+   * 1 is migrated in memory by `migration` (by default every record goes to source `local`).
    *
    * @param exists tells whether a journaled subject exists on the machine now.
    * @throws {StoreError} "Cannot read store ..." when the file exists and is not a valid store,
@@ -96,7 +206,9 @@ export class Store {
       create?: boolean;
       /** A missing directory is an empty footprint that is never saved (dry runs, `owned`). */
       readOnly?: boolean;
-      exists?: (intent: z.output<typeof Intent>) => Promise<boolean>;
+      exists?: (intent: Intent) => Promise<boolean>;
+      /** How the records of a format 1 store get their source (asked only when one is read). */
+      migration?: Migration | (() => Promise<Migration>);
     } = {},
   ): Promise<Store> {
     const path = join(dir, STORE_FILE);
@@ -105,7 +217,7 @@ export class Store {
         () => false,
         (e) => e instanceof Deno.errors.NotFound,
       );
-      if (missing) return new Store(dir, []);
+      if (missing) return new Store(dir, [], new Map(), 2);
     }
     try {
       const info = await Deno.stat(dir);
@@ -147,7 +259,10 @@ export class Store {
         }
       }
     }
+    let feeder: SourceName = "local";
     let entries: FootprintEntry[] = [];
+    let sources = new Map<SourceName, SourceInfo>();
+    let format: 1 | 2 = 2;
     try {
       let text: string | undefined;
       try {
@@ -168,7 +283,8 @@ export class Store {
             `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
           );
         }
-        const parsed = StoreFile.safeParse(data);
+        const v1 = (data as { version?: unknown } | null)?.version === 1;
+        const parsed = v1 ? StoreFileV1.safeParse(data) : StoreFile.safeParse(data);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           throw new StoreError(
@@ -177,14 +293,25 @@ export class Store {
             }: ${issue.message}; it is kept as it is`,
           );
         }
-        entries = parsed.data.resources;
+        if (parsed.data.version === 1) {
+          format = 1;
+          const how = typeof options.migration === "function"
+            ? await options.migration()
+            : options.migration;
+          ({ entries, sources, feeder } = migrate(parsed.data.resources, how));
+        } else {
+          entries = parsed.data.resources;
+          sources = new Map(Object.entries(parsed.data.sources));
+        }
       }
     } catch (error) {
       lock?.close(); // a store that cannot be read is not held
       throw error;
     }
-    const store = new Store(dir, entries);
+    const store = new Store(dir, entries, sources, format);
     store.#lock = lock;
+    store.#feeder = feeder;
+    if (format === 1) store.#dirty = true; // written in format 2 at the next save
     if (options.exists) store.#exists = options.exists;
     try {
       await store.#replayJournal(
@@ -199,7 +326,7 @@ export class Store {
   }
 
   async #replayJournal(
-    exists: (intent: z.output<typeof Intent>) => Promise<boolean>,
+    exists: (intent: Intent) => Promise<boolean>,
     readOnly: boolean,
   ): Promise<void> {
     const path = join(this.dir, JOURNAL_FILE);
@@ -219,18 +346,16 @@ export class Store {
       } catch {
         continue; // a line torn by the kill: its creation had not started
       }
-      if (this.find(intent.id, intent.type, intent.subject)) continue;
-      if (!(await exists(intent))) continue;
-      this.#entries.set(keyOf(intent), {
-        ...intent,
-        created: true,
-        applied: new Date().toISOString(),
-      });
+      // A journal written before sources existed belongs to the source that fed the directory.
+      const full = { ...intent, source: intent.source ?? this.#feeder };
+      if (this.find(full.source, full.id, full.type, full.subject)) continue;
+      if (full.original === undefined && !(await exists(full))) continue;
+      this.#entries.set(keyOf(full), entryOf(full));
       changed = true;
       this.#dirty = true;
     }
     if (readOnly) return; // folded in memory only: a dry run writes nothing
-    if (changed) await this.save();
+    if (changed || this.#dirty) await this.save();
     else await Deno.remove(path).catch(() => {});
   }
 
@@ -239,46 +364,86 @@ export class Store {
     return [...this.#entries.values()];
   }
 
-  /** The entry for this resource, if the footprint has it. */
-  find(id: string, type: FootprintEntry["type"], subject: string): FootprintEntry | undefined {
-    return this.#entries.get(keyOf({ id, type, subject }));
+  /** The sources known to this store (those that applied something, or were applied empty). */
+  sources(): ReadonlyMap<SourceName, SourceInfo> {
+    return this.#sources;
   }
 
-  /** Records (or refreshes) an entry. `created` is sticky: once created by this host, always. */
+  /** Records that `name` was applied (its origin, file and declaration's digest). */
+  noteSource(name: SourceName, info: SourceInfo): void {
+    const known = this.#sources.get(name);
+    if (
+      known && known.origin === info.origin && known.file === info.file &&
+      known.declaration === info.declaration
+    ) return; // the same declaration again: nothing to write
+    this.#sources.set(name, info);
+    this.#dirty = true;
+  }
+
+  /** Forgets a source that holds nothing any more (a local declaration whose file was removed). */
+  forgetSource(name: SourceName): void {
+    if ([...this.#entries.values()].some((e) => e.source === name)) return;
+    if (this.#sources.delete(name)) this.#dirty = true;
+  }
+
+  /** The entry for this resource of `source`, if the footprint has it. */
+  find(
+    source: SourceName,
+    id: string,
+    type: FootprintEntry["type"],
+    subject: string,
+  ): FootprintEntry | undefined {
+    return this.#entries.get(keyOf({ source, id, type, subject }));
+  }
+
+  /**
+   * Records (or refreshes) an entry. `created` is sticky: once created by this host, always; so
+   * is `original`: what a path was before the host first applied it never changes.
+   */
   record(entry: FootprintEntry): void {
     const key = keyOf(entry);
     const known = this.#entries.get(key);
-    const next = known ? { ...entry, created: entry.created || known.created } : entry;
-    if (known && known.created === next.created && known.applied === next.applied) return;
+    const original = known?.original ?? entry.original;
+    const next: FootprintEntry = {
+      ...entry,
+      created: entry.created || (known?.created ?? false),
+      ...(original ? { original } : {}),
+    };
+    if (
+      known && known.created === next.created && known.applied === next.applied &&
+      known.original === next.original
+    ) return;
     this.#entries.set(key, next);
     this.#dirty = true;
   }
 
   /**
-   * Moves an entry to a new id, keeping its place in the order and whether this host created
-   * it: a resource renamed in the declaration is still the same thing on the machine.
+   * Moves an entry to a new id (a resource renamed in the declaration) or a new source (a subject
+   * that left one source and arrived in another in one run), keeping its place in the order,
+   * whether this host created it, and its original: it is still the same thing on the machine.
    */
-  rekey(entry: FootprintEntry, id: string): void {
+  rekey(entry: FootprintEntry, to: { id?: string; source?: SourceName }): void {
     const old = keyOf(entry);
     if (!this.#entries.has(old)) return;
-    const moved = { ...entry, id };
+    const moved = { ...entry, id: to.id ?? entry.id, source: to.source ?? entry.source };
     this.#entries = new Map(
       [...this.#entries].map(([k, e]) => k === old ? [keyOf(moved), moved] : [k, e]),
     );
     this.#dirty = true;
   }
 
-  /** Drops an entry (after it was removed or forgotten). */
+  /** Drops an entry (after it was removed, restored or forgotten). */
   drop(entry: FootprintEntry): void {
     if (this.#entries.delete(keyOf(entry))) this.#dirty = true;
   }
 
   /**
-   * Journals, durably, that this host is about to create `subject`, before it does.
+   * Journals, durably, that this host is about to create `subject` for `source`, before it does,
+   * or (with `original`) to take over a path whose original was saved, before it overwrites it.
    *
    * @throws {StoreError} when the journal cannot be written.
    */
-  async intend(intent: z.output<typeof Intent>): Promise<void> {
+  async intend(intent: Intent & { source: SourceName }): Promise<void> {
     this.#pending.push(intent);
     try {
       this.#journal ??= await Deno.open(join(this.dir, JOURNAL_FILE), {
@@ -299,7 +464,48 @@ export class Store {
   }
 
   /**
-   * Saves the footprint atomically, then clears the journal it now includes.
+   * Saves a copy of `content` (what a path held before this host took it over) under
+   * `originals/`, durably, and returns its name relative to the state directory. Called before
+   * the path is overwritten; when it throws, nothing may be overwritten.
+   *
+   * @throws {StoreError} "Cannot save the original of ..." when it cannot be written (a full
+   *   disk, a read-only state directory); no partial copy is left.
+   */
+  async saveOriginal(subject: string, content: Uint8Array): Promise<string> {
+    const name = `${ORIGINALS_DIR}/${await sha256Hex(subject)}`;
+    try {
+      await Deno.mkdir(join(this.dir, ORIGINALS_DIR), { recursive: true, mode: 0o700 });
+      await writeFileAtomic(join(this.dir, name), content, { mode: 0o600 });
+    } catch (cause) {
+      throw new StoreError(
+        `Cannot save the original of "${subject}" in "${join(this.dir, name)}": ${
+          messageOf(cause)
+        }`,
+        { cause },
+      );
+    }
+    return name;
+  }
+
+  /**
+   * Reads a saved original's copy.
+   *
+   * @throws {StoreError} when it cannot be read.
+   */
+  async readOriginal(copy: string): Promise<Uint8Array> {
+    try {
+      return await Deno.readFile(join(this.dir, copy));
+    } catch (cause) {
+      throw new StoreError(
+        `Cannot read the saved original "${join(this.dir, copy)}": ${messageOf(cause)}`,
+        { cause },
+      );
+    }
+  }
+
+  /**
+   * Saves the footprint atomically, then clears the journal it now includes, and removes copies
+   * of originals no record refers to any more (restored, or saved for a takeover that failed).
    *
    * @throws {StoreError} "Cannot write store ..." when it cannot be saved (the old store stays).
    */
@@ -307,19 +513,22 @@ export class Store {
     // A resource that failed after creating something (a directory made, then its owner could
     // not be set) was never recorded: what its journaled creation left is still this host's.
     for (const intent of this.#pending) {
-      if (this.find(intent.id, intent.type, intent.subject)) continue;
-      if (!(await this.#exists(intent))) continue;
-      this.#entries.set(keyOf(intent), {
-        ...intent,
-        created: true,
-        applied: new Date().toISOString(),
-      });
+      if (this.find(intent.source, intent.id, intent.type, intent.subject)) continue;
+      if (intent.original === undefined && !(await this.#exists(intent))) continue;
+      this.#entries.set(keyOf(intent), entryOf(intent));
       this.#dirty = true;
     }
     this.#pending = [];
     if (!this.#dirty && this.#journal === undefined) return; // nothing changed: nothing written
-    const data = JSON.stringify({ version: 1, resources: [...this.#entries.values()] }, null, 1) +
-      "\n";
+    const data = JSON.stringify(
+      {
+        version: 2,
+        sources: Object.fromEntries(this.#sources),
+        resources: [...this.#entries.values()],
+      },
+      null,
+      1,
+    ) + "\n";
     try {
       await writeFileAtomic(this.path, data, { mode: 0o600 });
     } catch (cause) {
@@ -329,6 +538,20 @@ export class Store {
     this.#journal?.close();
     this.#journal = undefined;
     await Deno.remove(join(this.dir, JOURNAL_FILE)).catch(() => {});
+    await this.#collectOriginals();
+  }
+
+  async #collectOriginals(): Promise<void> {
+    const kept = new Set<string>();
+    for (const e of this.#entries.values()) {
+      if (e.original?.kind === "file") kept.add(e.original.copy);
+    }
+    try {
+      for await (const f of Deno.readDir(join(this.dir, ORIGINALS_DIR))) {
+        const name = `${ORIGINALS_DIR}/${f.name}`;
+        if (!kept.has(name)) await Deno.remove(join(this.dir, name)).catch(() => {});
+      }
+    } catch { /* no originals saved */ }
   }
 
   /** Releases the state directory's lock (after the last save). */
@@ -347,6 +570,63 @@ export class Store {
   }
 }
 
-function keyOf(e: { id: string; type: string; subject: string }): string {
-  return `${e.id}\0${e.type}\0${e.subject}`;
+/**
+ * Gives every record of a format 1 store its source (see {@linkcode Migration}); the sources it
+ * names are noted with origin `command` for `local` and a name of their own otherwise.
+ */
+function migrate(
+  records: z.output<typeof EntryV1>[],
+  migration: Migration | undefined,
+): { entries: FootprintEntry[]; sources: Map<SourceName, SourceInfo>; feeder: SourceName } {
+  const claimOf = (r: { type: string; subject: string }) => {
+    const key = claimKey(r.type, r.subject);
+    return migration?.claims.find((c) => c.subjects.has(key))?.source;
+  };
+  const fallback = migration?.feederIfClaimed;
+  const feeder = migration?.feeder ??
+    (fallback !== undefined && records.some((r) => claimOf(r) === fallback) ? fallback : "local");
+  const entries = records.map((r): FootprintEntry => ({ source: claimOf(r) ?? feeder, ...r }));
+  const sources = new Map<SourceName, SourceInfo>();
+  for (const e of entries) {
+    if (sources.has(e.source)) continue;
+    sources.set(e.source, {
+      origin: originOf(e.source),
+      declaration: "sha256:unknown (migrated from store format 1)",
+      applied: e.applied,
+    });
+  }
+  return { entries, sources, feeder };
+}
+
+/** The origin a source's name implies when nothing else says it. */
+function originOf(name: SourceName): SourceOrigin {
+  return name === "bundle"
+    ? "bundle"
+    : name === "link"
+    ? "link"
+    : name === "local"
+    ? "command"
+    : "declarations";
+}
+
+/** The record a journaled intent leaves: a creation, or a takeover with its original. */
+function entryOf(intent: Intent & { source: SourceName }): FootprintEntry {
+  const { original, ...rest } = intent;
+  return {
+    ...rest,
+    created: original === undefined,
+    applied: new Date().toISOString(),
+    ...(original ? { original } : {}),
+  };
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const hash = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
+  );
+  return Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function keyOf(e: { source: string; id: string; type: string; subject: string }): string {
+  return `${e.source}\0${e.id}\0${e.type}\0${e.subject}`;
 }

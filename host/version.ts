@@ -1,2 +1,8 @@
-/** The version of this host build; `known-good` records it after a clean apply. */
-export const VERSION = "0.1.0";
+/**
+ * The version of this host build: the one mesh version (lib/version.ts); `known-good` records
+ * it after a clean apply and reports carry it.
+ *
+ * @module
+ */
+
+export { VERSION } from "../lib/version.ts";

@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { formatPath } from "./json_path.ts";
 import { DriftSummary } from "./drift.ts";
+import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
 
 /** The one durable topic exchange everything is published to. */
 export const EXCHANGE = "mesh";
@@ -127,6 +128,11 @@ export const ReportMessage = z.strictObject({
   intervalMs: z.int().min(1000).max(MAX_INTERVAL_MS).optional(),
   /** The host's version. */
   hostVersion: z.string().max(100),
+  /**
+   * The source of declarations the report is about (`link` for what the control plane sent);
+   * absent in reports of hosts from before sources existed.
+   */
+  source: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/).optional(),
   outcome: z.enum(["applied", "refused", "failed"]),
   applied: z.int().min(0),
   total: z.int().min(0),
@@ -135,7 +141,7 @@ export const ReportMessage = z.strictObject({
   changes: z.array(z.strictObject({
     id: z.string(),
     type: z.string(),
-    change: z.enum(["created", "updated", "unchanged", "removed", "forgotten"]),
+    change: z.enum(["created", "updated", "unchanged", "removed", "restored", "forgotten"]),
   })).max(100_000),
   problems: z.array(ReportProblem).max(10_000),
   /**
@@ -174,14 +180,21 @@ export function decodeMessage<T extends z.ZodType>(
   } catch (error) {
     throw new MessageError(what, [`$: not UTF-8 JSON (${(error as Error).message})`]);
   }
+  // JSON.parse kept the last of two equal keys: a repeated key refuses the message, with the
+  // schema's problems.
+  const repeated = duplicateKeys(new TextDecoder().decode(body)).map((d) =>
+    `${d.at}: ${duplicateKeyMessage(d)}`
+  );
   const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new MessageError(
-      what,
-      parsed.error.issues.map((i) =>
-        `${formatPath(i.path as (string | number)[]) || "$"}: ${i.message}`
-      ),
-    );
+  if (!parsed.success || repeated.length > 0) {
+    throw new MessageError(what, [
+      ...repeated,
+      ...(parsed.success
+        ? []
+        : parsed.error.issues.map((i) =>
+          `${formatPath(i.path as (string | number)[]) || "$"}: ${i.message}`
+        )),
+    ]);
   }
   return parsed.data;
 }

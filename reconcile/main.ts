@@ -21,6 +21,7 @@ import {
   RegistryPlaceError,
 } from "./registry_place.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
+import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 /** Exit code: clean. */
 export const EXIT_CLEAN = 0;
@@ -62,6 +63,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
   let exitCode = 0;
   const program = new Command()
     .name("mesh-reconcile")
+    .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description(
       "Compare the registry of what should run on this machine with what does, both ways.",
     )

@@ -142,7 +142,15 @@ export const actionApplier: Applier<ActionResource, ActionObservation> = {
       });
     }
     if (first.kind === "satisfied") return { change: "unchanged", created: false };
-    if (context.dryRun) return { change: "updated", created: false };
+    if (context.dryRun) {
+      return {
+        change: "updated",
+        created: false,
+        detail: `run ${JSON.stringify(resource.command)}${
+          resource.in ? ` in container "${resource.in}"` : ""
+        }: verify ${JSON.stringify(resource.verify)} does not pass now`,
+      };
+    }
 
     const argv = await argvFor(resource, resource.command);
     let done: CommandOutput;

@@ -1,7 +1,7 @@
 /**
  * `container`: a container from an image pinned by digest, on the runtime the machine has.
  *
- * The runtime is detected once per process, by asking each one something only a working runtime
+ * The runtime is detected once per process (host/platform.ts), by asking each one something only a working runtime
  * can answer: `docker info --format '{{.ServerVersion}}'` and
  * `podman info --format '{{.Version.Version}}'` (one probe cannot find both: podman has no
  * `ServerVersion`). When both answer, docker is used (its daemon brings containers back at boot
@@ -52,83 +52,13 @@ export const ID_LABEL = "mesh.id";
 export const RESTART_POLICY = "always";
 /** How long a container created or started must stay up before it counts as running. */
 export const SETTLE_MS = 1000;
-/** How long a runtime probe may take before it counts as not answering. */
-export const PROBE_TIMEOUT_MS = 30_000;
 /** How long a runtime command (run, start, stop, rm, inspect) may take. */
 export const RUNTIME_TIMEOUT_MS = 10 * 60_000;
 
 const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
 
-/** The container runtime this process uses. */
-export interface Runtime {
-  /** The program: `docker` or `podman`. */
-  program: "docker" | "podman";
-  /** The version it answered with. */
-  version: string;
-  /** Why this one: what each probe said. */
-  why: string;
-}
-
-const PROBES: { program: Runtime["program"]; argv: string[] }[] = [
-  { program: "docker", argv: ["docker", "info", "--format", "{{.ServerVersion}}"] },
-  { program: "podman", argv: ["podman", "info", "--format", "{{.Version.Version}}"] },
-];
-
-let detection: Promise<Runtime> | undefined;
-
-/**
- * The container runtime of this machine, detected once per process (a failed detection is not
- * kept: the next call asks again).
- *
- * @throws {ResourceError} when neither docker nor podman answers, naming both and what each said.
- */
-export function containerRuntime(): Promise<Runtime> {
-  detection ??= detectRuntime().catch((error) => {
-    detection = undefined;
-    throw error;
-  });
-  return detection;
-}
-
-async function detectRuntime(): Promise<Runtime> {
-  const said = await Promise.all(PROBES.map(async (probe) => {
-    try {
-      const out = await run(probe.argv, { allowFailure: true, timeoutMs: PROBE_TIMEOUT_MS });
-      const text = out.stdout.trim();
-      // Read what it says: exit 0 with something that is not a version is not an answer.
-      if (out.code === 0 && /^\d+(\.\d+)*([-+~.][\w.+~-]*)?$/.test(text)) {
-        return { program: probe.program, version: text, answered: true as const };
-      }
-      const why = out.code === 0
-        ? `answered ${JSON.stringify(text.slice(0, 200))}, which is not a version`
-        : new CommandError(out.argv, out).message;
-      return { program: probe.program, said: why, answered: false as const };
-    } catch (error) {
-      return { program: probe.program, said: messageOf(error), answered: false as const };
-    }
-  }));
-  const answered = said.filter((s) => s.answered);
-  const first = answered[0];
-  if (first === undefined) {
-    throw new ResourceError(
-      `No container runtime answers: ${
-        said.map((s) => `${s.program}: ${s.answered ? s.version : s.said}`).join("; ")
-      }`,
-    );
-  }
-  const others = said.filter((s) => s !== first).map((s) =>
-    s.answered
-      ? `${s.program} ${s.version} answered too; docker is preferred because its daemon starts ` +
-        `${RESTART_POLICY} containers again at boot by itself, where podman needs ` +
-        `podman-restart.service enabled`
-      : `${s.program} did not answer (${s.said})`
-  );
-  return {
-    program: first.program,
-    version: first.version,
-    why: [`${first.program} ${first.version} answered`, ...others].join("; "),
-  };
-}
+export { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
+import { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
 
 /** What the runtime says about one container. */
 export interface ContainerState {
@@ -454,7 +384,16 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
     const remember = (s: ContainerState) => states?.set(resource.name, s);
     if (state === undefined) {
       if (!context.dryRun) remember(await create(resource, runtime, digest, context));
-      return { change: "created", created: true };
+      return {
+        change: "created",
+        created: true,
+        ...(context.dryRun
+          ? {
+            detail:
+              `create container "${resource.name}" from ${resource.image} (${runtime.program})`,
+          }
+          : {}),
+      };
     }
     const label = state.labels[DECLARATION_LABEL];
     if (label === undefined) {
@@ -472,7 +411,16 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
           `Container "${resource.name}" cannot be started: ${describe(state)}`,
         );
       }
-      if (!context.dryRun) {
+      if (context.dryRun) {
+        return {
+          change: "updated",
+          created: true,
+          detail: `${state.paused ? "unpause" : "start"} container "${resource.name}" (now: ${
+            describe(state)
+          })`,
+        };
+      }
+      {
         try {
           await runtimeCommand([runtime.program, state.paused ? "unpause" : "start", state.id]);
         } catch (error) {
@@ -493,7 +441,18 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
     }
     // Created by a host from another declaration (or its restart policy was changed): there is
     // no in-place update, so it is replaced.
-    if (!context.dryRun) {
+    if (context.dryRun) {
+      return {
+        change: "updated",
+        created: true,
+        detail: `replace container "${resource.name}": ${
+          label !== digest
+            ? `it was created from another declaration (${DECLARATION_LABEL}=${label}, declared ${digest})`
+            : `its restart policy is ${state.restartPolicy}, not ${RESTART_POLICY}`
+        }`,
+      };
+    }
+    {
       try {
         await stopAndRemove(runtime, state.id);
       } catch (error) {

@@ -5,15 +5,28 @@
  * reader sees partial content or a wider mode. A symlink found at a declared path is never
  * followed: the resource fails naming it.
  *
+ * A path that exists before this source first applies it is taken over: its original (a file's
+ * content, mode, owner and group; a directory's mode, owner and group) is saved in the state
+ * directory and journaled before anything is changed, and put back when the resource leaves
+ * (`restored`). When the original cannot be saved (a full disk), the resource fails and nothing
+ * is overwritten.
+ *
  * @module
  */
 
 import { basename, dirname, join } from "node:path";
 import { lchown } from "node:fs/promises";
 import { messageOf } from "../../lib/atomic.ts";
+import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
-import { type Applier, type ApplyContext, type Ids, ResourceError } from "../applier.ts";
-import type { FootprintEntry } from "../store.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Converged,
+  type Ids,
+  ResourceError,
+} from "../applier.ts";
+import type { FootprintEntry, Original } from "../store.ts";
 import type { z } from "zod";
 
 type DirectoryResource = z.output<typeof Directory>;
@@ -139,74 +152,300 @@ function prepare(
   return { want, known: context.store.find(resource.id, resource.type, resource.path) };
 }
 
-/** The `directory` applier. */
+/**
+ * What a path applier will do to one resource, decided from the observation alone (read-only:
+ * judging may read a file for a dry run's diff, never write). A dry run stops at the plan; an
+ * apply executes exactly its steps, in this order: take over (save the original), create or
+ * replace, hold mode and owner.
+ */
+export interface PathPlan {
+  /** What the apply reports (and the dry run says, with its detail). */
+  result: Converged;
+  /** Save the original before anything changes: the path exists and this source never held it. */
+  takeOver: boolean;
+  /** Make it (a directory, or a file where nothing is). */
+  create: boolean;
+  /** Replace the file's content (written beside it, then renamed). */
+  write: boolean;
+  /** Set mode, owner or group. */
+  attributes: boolean;
+}
+
+type Want = { mode: number; uid?: number; gid?: number };
+
+/** Plans a `directory` resource. */
+export function planDirectory(
+  resource: DirectoryResource,
+  state: PathState,
+  context: ApplyContext,
+): { plan: PathPlan; want: Want } {
+  const { want, known } = prepare(resource, state, context);
+  if (state.kind === "absent") {
+    return {
+      want,
+      plan: {
+        result: {
+          change: "created",
+          created: true,
+          detail: `new directory, ${attributesOf(want)}`,
+        },
+        takeOver: false,
+        create: true,
+        write: false,
+        attributes: true,
+      },
+    };
+  }
+  const dir = state as Extract<PathState, { kind: "directory" }>;
+  const changes = attributeChanges(dir, want);
+  return {
+    want,
+    plan: {
+      result: {
+        change: changes.length > 0 ? "updated" : "unchanged",
+        created: known?.created ?? false,
+        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
+      },
+      takeOver: known === undefined,
+      create: false,
+      write: false,
+      attributes: changes.length > 0,
+    },
+  };
+}
+
+/** Plans a `file` resource. */
+export async function planFile(
+  resource: FileResource,
+  observed: PathState & { bytes: Uint8Array },
+  context: ApplyContext,
+): Promise<{ plan: PathPlan; want: Want }> {
+  const { bytes, ...state } = observed;
+  const { want, known } = prepare(resource, state, context);
+  if (state.kind === "absent") {
+    return {
+      want,
+      plan: {
+        result: {
+          change: "created",
+          created: true,
+          ...(context.dryRun
+            ? {
+              detail: [
+                `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
+                contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
+              ].join("\n"),
+            }
+            : {}),
+        },
+        takeOver: false,
+        create: true,
+        write: false,
+        attributes: false,
+      },
+    };
+  }
+  const file = state as Extract<PathState, { kind: "file" }>;
+  const same = file.content !== undefined && equalBytes(file.content, bytes);
+  const changes = attributeChanges(file, want);
+  const base = { takeOver: known === undefined, create: false };
+  if (!same) {
+    return {
+      want,
+      plan: {
+        ...base,
+        result: {
+          change: "updated",
+          created: known?.created ?? false,
+          ...(context.dryRun
+            ? {
+              detail: [
+                ...changes,
+                contentDiff(
+                  resource.path,
+                  await readForDiff(resource.path, file.size),
+                  bytes,
+                  [file.mode, want.mode],
+                ),
+              ].join("\n"),
+            }
+            : {}),
+        },
+        write: true, // written with its mode and owner already set
+        attributes: false,
+      },
+    };
+  }
+  return {
+    want,
+    plan: {
+      ...base,
+      result: {
+        change: changes.length > 0 ? "updated" : "unchanged",
+        created: known?.created ?? false,
+        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
+      },
+      write: false,
+      attributes: changes.length > 0,
+    },
+  };
+}
+
+/** The `directory` applier: plan, then (unless a dry run) exactly that plan. */
 export const directoryApplier: Applier<DirectoryResource, PathState> = {
   observe(resource) {
     return observePath(resource.path);
   },
   async apply(resource, state, context) {
-    const { want, known } = prepare(resource, state, context);
-    if (state.kind === "absent") {
-      if (!context.dryRun) {
-        await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
-        await ensureParents(resource.path, context);
-        try {
-          await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
-        } catch (error) {
-          throw new ResourceError(
-            `Cannot create directory "${resource.path}": ${messageOf(error)}`,
-            { cause: error },
-          );
-        }
-        await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
-      }
-      return { change: "created", created: true };
+    const { plan, want } = planDirectory(resource, state, context);
+    if (context.dryRun) return plan.result;
+    const { detail: _, ...result } = plan.result;
+    let original: Original | undefined;
+    if (plan.takeOver) {
+      original = await takeOver(
+        resource,
+        state as Extract<PathState, { kind: "directory" }>,
+        context,
+      );
     }
-    const state2 = state as Extract<PathState, { kind: "directory" }>;
-    const changed = await holdAttributes(resource.path, state2, want, context);
-    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+    if (plan.create) {
+      await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
+      await ensureParents(resource.path, context);
+      try {
+        await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
+      } catch (error) {
+        throw new ResourceError(
+          `Cannot create directory "${resource.path}": ${messageOf(error)}`,
+          { cause: error },
+        );
+      }
+      await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
+    } else if (plan.attributes) {
+      await holdAttributes(
+        resource.path,
+        state as Extract<PathState, { kind: "directory" }>,
+        want,
+        context,
+      );
+    }
+    return { ...result, ...(original ? { original } : {}) };
   },
   async remove(entry, context) {
     return await removePath(entry, "directory", context);
   },
 };
 
-/** The `file` applier. */
+/** The `file` applier: plan, then (unless a dry run) exactly that plan. */
 export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array }> = {
   async observe(resource) {
     const bytes = new TextEncoder().encode(resource.content);
     return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
   },
   async apply(resource, observed, context) {
+    const { plan, want } = await planFile(resource, observed, context);
+    // Bookkeeping, not an effect: a later service resource reloads its manager for this file,
+    // in a dry run too.
+    if (plan.create || plan.write) context.written.add(resource.path);
+    if (context.dryRun) return plan.result;
+    const { detail: _, ...result } = plan.result;
     const { bytes, ...state } = observed;
-    const { want, known } = prepare(resource, state, context);
-    if (state.kind === "absent") {
-      if (!context.dryRun) {
-        await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
-        await ensureParents(resource.path, context);
-        await writeReplacing(resource.path, bytes, want);
-      }
-      context.written.add(resource.path);
-      return { change: "created", created: true };
-    }
     const file = state as Extract<PathState, { kind: "file" }>;
-    const same = file.content !== undefined && equalBytes(file.content, bytes);
-    if (same && !context.dryRun) {
+    let original: Original | undefined;
+    if (plan.takeOver) original = await takeOver(resource, file, context);
+    if (plan.create) {
+      await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
+      await ensureParents(resource.path, context);
+      await writeReplacing(resource.path, bytes, want);
+    } else if (plan.write) {
+      await writeReplacing(resource.path, bytes, want, file);
+    } else {
       // A write killed before its rename leaves the host's temporary file: consume it.
       await Deno.remove(tempPathFor(resource.path)).catch(() => {});
+      if (plan.attributes) await holdAttributes(resource.path, file, want, context);
     }
-    if (!same) {
-      if (!context.dryRun) await writeReplacing(resource.path, bytes, want, file);
-      context.written.add(resource.path);
-      return { change: "updated", created: known?.created ?? false };
-    }
-    const changed = await holdAttributes(resource.path, file, want, context);
-    return { change: changed ? "updated" : "unchanged", created: known?.created ?? false };
+    return { ...result, ...(original ? { original } : {}) };
   },
   async remove(entry, context) {
     return await removePath(entry, "file", context);
   },
 };
+
+/**
+ * Saves what `resource.path` is before this source first changes it, and journals the takeover,
+ * both durably; a dry run saves nothing.
+ *
+ * @throws {ResourceError} "Cannot take over ..." when the original cannot be read or saved:
+ *   nothing has been changed then.
+ */
+async function takeOver(
+  resource: DirectoryResource | FileResource,
+  state: Extract<PathState, { kind: "file" | "directory" }>,
+  context: ApplyContext,
+): Promise<Original | undefined> {
+  if (context.dryRun) return undefined;
+  const ids = { mode: state.mode, uid: state.uid, gid: state.gid };
+  let original: Original;
+  try {
+    if (state.kind === "file") {
+      const content = await Deno.readFile(resource.path);
+      const copy = await context.store.saveOriginal(resource.path, content);
+      original = { kind: "file", ...ids, copy };
+    } else original = { kind: "directory", ...ids };
+    await context.store.intend({
+      id: resource.id,
+      type: resource.type,
+      subject: resource.path,
+      original,
+    });
+  } catch (error) {
+    throw new ResourceError(
+      `Cannot take over "${resource.path}": its original could not be saved, so nothing was ` +
+        `changed (${messageOf(error)})`,
+      { cause: error },
+    );
+  }
+  return original;
+}
+
+/**
+ * Puts back what a taken-over path was: a file's saved content, mode, owner and group; a
+ * directory's mode, owner and group (made again when it is gone). A dry run changes nothing.
+ *
+ * @throws {ResourceError} when the path is now something else, or it cannot be written.
+ */
+async function restore(
+  entry: FootprintEntry,
+  original: Original,
+  context: ApplyContext,
+): Promise<"restored"> {
+  const path = entry.subject;
+  const state = await observePath(path);
+  if (state.kind !== "absent" && state.kind !== original.kind) {
+    throw new ResourceError(
+      `Cannot restore the original ${original.kind} "${path}": it is now ${
+        state.kind === "symlink" ? `a symlink to "${state.target}"` : `a ${state.kind}`
+      }`,
+    );
+  }
+  if (context.dryRun) return "restored";
+  const want = { mode: original.mode, uid: original.uid, gid: original.gid };
+  if (original.kind === "file") {
+    const bytes = await context.store.readOriginal(original.copy);
+    await writeReplacing(path, bytes, want);
+    return "restored";
+  }
+  try {
+    if (state.kind === "absent") await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+    await lchown(path, original.uid, original.gid);
+    await Deno.chmod(path, original.mode);
+  } catch (error) {
+    throw new ResourceError(
+      `Cannot restore the original directory "${path}": ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  return "restored";
+}
 
 /**
  * Writes `bytes` to a temporary file beside `path` with the mode and owner already set, syncs
@@ -260,12 +499,15 @@ async function removePath(
   entry: FootprintEntry,
   kind: "file" | "directory",
   context: ApplyContext,
-): Promise<"removed" | "forgotten"> {
+): Promise<"removed" | "restored" | "forgotten"> {
   if (kind === "file" && !context.dryRun) {
     // A temporary file a killed write left beside it is this host's own, created or not.
     await Deno.remove(tempPathFor(entry.subject)).catch(() => {});
   }
-  if (!entry.created) return "forgotten";
+  if (!entry.created) {
+    // Taken over: put back as it was, when it was saved; else left as it is.
+    return entry.original ? await restore(entry, entry.original, context) : "forgotten";
+  }
   const state = await observePath(entry.subject);
   if (state.kind === "absent") return "removed";
   if (state.kind !== kind) return "forgotten"; // something else stands there now: not ours
@@ -293,6 +535,82 @@ async function removePath(
       cause: error,
     });
   }
+}
+
+/** The largest file whose content a dry run diffs (1 MiB); larger ones are said to differ. */
+const MAX_DIFF_BYTES = 1024 * 1024;
+/** The most characters of one diff a dry run shows. */
+const MAX_DIFF_CHARS = 8192;
+
+const octal = (mode: number) => mode.toString(8).padStart(4, "0");
+
+/** `mode 0644, owner 0, group 0` for what is declared (owner and group when declared). */
+function attributesOf(want: { mode: number; uid?: number; gid?: number }): string {
+  return [
+    `mode ${octal(want.mode)}`,
+    ...(want.uid !== undefined ? [`owner ${want.uid}`] : []),
+    ...(want.gid !== undefined ? [`group ${want.gid}`] : []),
+  ].join(", ");
+}
+
+/** `mode 0666 -> 0644`, `owner 0 -> 65534`, `group ...`: what a dry run would change. */
+function attributeChanges(
+  state: { mode: number; uid: number; gid: number },
+  want: { mode: number; uid?: number; gid?: number },
+): string[] {
+  const lines: string[] = [];
+  if (state.mode !== want.mode) lines.push(`mode ${octal(state.mode)} -> ${octal(want.mode)}`);
+  if (want.uid !== undefined && want.uid !== state.uid) {
+    lines.push(`owner ${state.uid} -> ${want.uid}`);
+  }
+  if (want.gid !== undefined && want.gid !== state.gid) {
+    lines.push(`group ${state.gid} -> ${want.gid}`);
+  }
+  return lines;
+}
+
+/** The current content of `path` for a diff (read-only), or undefined when too large. */
+async function readForDiff(path: string, size: number): Promise<Uint8Array | undefined> {
+  if (size > MAX_DIFF_BYTES) return undefined;
+  try {
+    return await Deno.readFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A dry run's content change: a unified diff, capped; never for a file whose mode (before or
+ * after) gives group and others nothing (0600 or stricter: it may hold a secret), nor for one
+ * too large, nor for bytes that are not text.
+ */
+function contentDiff(
+  path: string,
+  before: Uint8Array | undefined,
+  after: Uint8Array,
+  modes: number[],
+): string {
+  const sizes = `${before?.length ?? "?"} -> ${after.length} bytes`;
+  if (modes.some((m) => (m & 0o077) === 0)) {
+    return `content differs (${sizes}; not shown: mode 0600 or stricter)`;
+  }
+  if (before === undefined || after.length > MAX_DIFF_BYTES) {
+    return `content differs (${sizes}; too large to show)`;
+  }
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let a: string;
+  let b: string;
+  try {
+    a = decoder.decode(before);
+    b = decoder.decode(after);
+  } catch {
+    return `content differs (${sizes}; not text)`;
+  }
+  return unifiedDiff(a, b, {
+    from: `${path} (now)`,
+    to: `${path} (declared)`,
+    maxChars: MAX_DIFF_CHARS,
+  });
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -93,7 +93,9 @@ export const apkPackageApplier: Applier<PackageResource, ApkObservation> = {
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
     if (observed.present) return { change: "unchanged", created: known?.created ?? false };
-    if (context.dryRun) return { change: "created", created: true };
+    if (context.dryRun) {
+      return { change: "created", created: true, detail: `install package ${name} (apk add)` };
+    }
     await context.store.intend({ id: resource.id, type: "package", subject: name });
     const argv = ["apk", "add", name];
     const out = await run(argv, { allowFailure: true, env: ENV, timeoutMs: APK_TIMEOUT_MS });

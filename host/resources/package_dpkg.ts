@@ -237,7 +237,21 @@ export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation> = {
     const result = observed.broken
       ? { change: "updated" as const, created: known?.created ?? false }
       : { change: "created" as const, created: true };
-    if (context.dryRun) return result;
+    if (context.dryRun) {
+      // Read-only: the package lists as they are (apt-get update is the apply's, not a dry
+      // run's), so an unknown name is said, not settled.
+      const knows = observed.broken || await aptKnows(name);
+      return {
+        ...result,
+        detail: observed.broken
+          ? `repair package ${name} (${observed.reason})`
+          : knows
+          ? `install package ${name} (apt-get install; ${observed.reason})`
+          : `install package ${name}: unknown package, apt's package lists have no package of ` +
+            `exactly that name (apt-cache pkgnames); the apply would run apt-get update once ` +
+            `and fail if it is still unknown`,
+      };
+    }
     if (!observed.broken) {
       await context.store.intend({ id: resource.id, type: "package", subject: name });
     }

@@ -25,8 +25,9 @@
  * never refreshed here (`pacman -Sy` alone is the partial upgrade Arch does not support). After
  * installing, pacman is asked again.
  *
- * A dry run asks pacman -Q only: nothing is installed, and an absent package is said to be
- * `created` without checking that a repository has it.
+ * A dry run asks the same read-only questions (pacman -Q, -Sg for a group, which it refuses as
+ * the apply does, and -Si for whether a repository has the package, said in its detail) and
+ * installs nothing.
  *
  * Commands run with `LC_ALL=C`: the messages read here are pacman's untranslated ones.
  *
@@ -115,8 +116,19 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> =
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
     if (observed.present) return { change: "unchanged", created: known?.created ?? false };
-    if (context.dryRun) return { change: "created", created: true };
+    // A group is refused in a dry run as in the apply: both ask pacman -Sg (read-only).
     await refuseGroup(name);
+    if (context.dryRun) {
+      const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+      return {
+        change: "created",
+        created: true,
+        detail: info.code === 0
+          ? `install package ${name} (pacman -S; ${observed.reason})`
+          : `install package ${name}: unknown package, no repository pacman knows has it ` +
+            `(pacman -Si: ${info.stderr.trim().split("\n")[0] ?? ""}); the apply would fail`,
+      };
+    }
     await context.store.intend({ id: resource.id, type: "package", subject: name });
     try {
       await run(["pacman", "-S", "--noconfirm", "--needed", name], {

@@ -1,6 +1,6 @@
 /**
  * `service`: delegates to the applier of the service manager that runs this machine, detected
- * once per process by the tests the managers themselves use:
+ * once per process by host/platform.ts, by the tests the managers themselves use:
  *
  * - systemd: `/run/systemd/system` is a directory (sd_booted(3): "checks whether the directory
  *   /run/systemd/system/ exists"); systemd creates it at boot, so a systemctl binary on disk or a
@@ -16,71 +16,20 @@
  * @module
  */
 
-import { join } from "node:path";
-import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, ResourceError } from "../applier.ts";
 import { type ServiceResource, systemdServiceApplier, type UnitState } from "./service_systemd.ts";
 import { type OpenrcObserved, openrcServiceApplier } from "./service_openrc.ts";
 
 export type { ServiceResource } from "./service_systemd.ts";
 
-/** The service managers a host can drive. */
-export type ServiceManager = "systemd" | "openrc";
-
-/** Which manager runs the machine, and the evidence. */
-export interface ManagerDetection {
-  /** Undefined when neither runs. */
-  manager: ServiceManager | undefined;
-  /** What was found, in words. */
-  reason: string;
-}
-
-async function kindAt(path: string): Promise<"directory" | "other" | "absent"> {
-  try {
-    return (await Deno.stat(path)).isDirectory ? "directory" : "other";
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
-      return "absent";
-    }
-    throw new ResourceError(`Cannot tell which service manager runs: ${path}: ${messageOf(error)}`);
-  }
-}
-
-/**
- * Detects which service manager runs the machine whose root is `root` (tests point it at a
- * directory). Does not cache: {@linkcode serviceApplier} asks once per process.
- */
-export async function detectServiceManager(root = "/"): Promise<ManagerDetection> {
-  const systemd = join(root, "run/systemd/system");
-  const softlevel = join(root, "run/openrc/softlevel");
-  const sd = await kindAt(systemd);
-  if (sd === "directory") {
-    return { manager: "systemd", reason: `${systemd} is a directory: systemd booted this machine` };
-  }
-  const rc = await kindAt(softlevel);
-  if (rc !== "absent") {
-    return { manager: "openrc", reason: `${softlevel} exists: OpenRC booted this machine` };
-  }
-  return {
-    manager: undefined,
-    reason:
-      `Neither systemd nor OpenRC runs this machine: ${systemd} is ${
-        sd === "absent" ? "absent" : "not a directory"
-      } (systemd's own test, sd_booted) and ${softlevel} does not exist (OpenRC's own test of ` +
-      `having booted), so no service can be applied`,
-  };
-}
-
-let detection: Promise<ManagerDetection> | undefined;
-
-/** The manager of this machine, detected once per process. */
-export function serviceManager(): Promise<ManagerDetection> {
-  detection ??= detectServiceManager().catch((error) => {
-    detection = undefined; // a detection that could not look is not kept
-    throw error;
-  });
-  return detection;
-}
+export {
+  detectServiceManager,
+  type ManagerDetection,
+  type ServiceManager,
+  serviceManager,
+} from "../platform.ts";
+import { serviceManager } from "../platform.ts";
+import type { ServiceManager } from "../platform.ts";
 
 /** What the delegate observed, and which delegate it was. */
 export type ServiceObserved =

@@ -300,7 +300,20 @@ export function openrcServiceApplierAt(
         else if (word !== "stopped") steps.push(["stop"]); // started, inactive
       }
       if (boot === undefined && steps.length === 0) return { change: "unchanged", created: false };
-      if (context.dryRun) return { change: "updated", created: false };
+      if (context.dryRun) {
+        return {
+          change: "updated",
+          created: false,
+          detail: [
+            ...(boot !== undefined
+              ? [`boot ${observed.enabled ? "enabled" : "disabled"} -> ${resource.boot}`]
+              : []),
+            ...(steps.length > 0
+              ? [`state ${word} -> ${resource.state} (rc-service ${name} ${steps.join(", ")})`]
+              : []),
+          ].join("\n"),
+        };
+      }
 
       // Boot state first (DESIGN.md, "Declaration").
       if (boot !== undefined) {

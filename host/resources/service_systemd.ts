@@ -552,9 +552,24 @@ export const systemdServiceApplier: Applier<ServiceResource, UnitState> = {
     if (boot?.[0] === "enable") await assertEnablePulls(s);
     const runs = runAction(s, resource.state);
     if (boot === undefined && runs === undefined) {
-      return { change: changed ? "updated" : "unchanged", created: false };
+      return {
+        change: changed ? "updated" : "unchanged",
+        created: false,
+        ...(context.dryRun && changed
+          ? { detail: "systemctl daemon-reload (its unit file changed)" }
+          : {}),
+      };
     }
-    if (context.dryRun) return { change: "updated", created: false };
+    if (context.dryRun) {
+      return {
+        change: "updated",
+        created: false,
+        detail: [
+          ...(boot !== undefined ? [`boot ${s.unitFile} -> ${resource.boot}`] : []),
+          ...(runs !== undefined ? [`state ${s.active} (${s.sub}) -> ${resource.state}`] : []),
+        ].join("\n"),
+      };
+    }
 
     // Boot state first (DESIGN.md, "Declaration").
     if (boot !== undefined) {

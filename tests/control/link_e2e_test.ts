@@ -17,10 +17,17 @@ const opts = { sanitizeResources: false, sanitizeOps: false };
 /** A running `mesh-host link`, printing each report as JSON. */
 type LinkProcess = JsonLinesProcess<ReportMessage>;
 
-function startLink(url: string, stateDir: string, every = "2s"): LinkProcess {
+function startLink(
+  url: string,
+  stateDir: string,
+  every = "2s",
+  entry = `${ROOT}tests/support/host_no_bundle.ts`,
+): LinkProcess {
   return spawnJsonLines([
-    `${ROOT}host/debian.ts`,
+    entry, // never the real bundle on this machine
     "link",
+    "--declarations",
+    "/nonexistent/mesh-declarations",
     "--broker",
     url,
     "--state-dir",
@@ -263,6 +270,99 @@ Deno.test(
       await link?.kill();
       await deleteAccount(node);
       await inv.drop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "a node fed by its bundle and by the link keeps both: neither source removes the other's work",
+  opts,
+  async () => {
+    const inv = await freshInventory();
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-" });
+    const node = uniqueNode("both");
+    // A host entry of its own, carrying a bundle under the temporary root.
+    const entry = `${ROOT}host/_link_bundle_probe_${crypto.randomUUID().slice(0, 8)}.ts`;
+    await Deno.writeTextFile(
+      `${dir}/bundle.lock`,
+      JSON.stringify({
+        bundle: 1,
+        system: "debian",
+        says: "the substrate of a first node, under a temporary root",
+        declaration: {
+          version: 1,
+          resources: [
+            { id: "substrate", type: "directory", path: `${dir}/substrate`, mode: "0755" },
+            {
+              id: "broker-conf",
+              type: "file",
+              path: `${dir}/substrate/broker.conf`,
+              content: "listeners.tcp = 5672\n",
+              mode: "0644",
+            },
+          ],
+        },
+      }),
+    );
+    await Deno.writeTextFile(
+      entry,
+      `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +
+        `Deno.exit(await hostMain(Deno.args, { system: debian, bundle: Deno.readTextFileSync(${
+          JSON.stringify(`${dir}/bundle.lock`)
+        }) }));\n`,
+    );
+    let link: LinkProcess | undefined;
+    try {
+      await mustRun(inv, ["broker", "setup"]);
+      const url = await enroll(inv, node);
+      await mustRun(inv, [
+        "module",
+        "add",
+        await writeModule(dir, `app-${node}`, [
+          { id: "app", type: "directory", path: `${dir}/app`, mode: "0755" },
+        ]),
+      ]);
+      await mustRun(inv, ["node", "assign", node, `app-${node}`]);
+      link = startLink(url, `${dir}/state`, "2s", entry);
+      // The bundle is applied at start, before the first declaration arrives.
+      await waitFor(
+        "the bundle applied",
+        () => Deno.stat(`${dir}/substrate/broker.conf`).then(() => true, () => undefined),
+      );
+      await mustRun(inv, ["push", node]);
+      const pushed = await waitFor(
+        "the push's report",
+        () => link!.lines.find((r) => r.trigger === "push"),
+      );
+      assertEquals([pushed.outcome, pushed.source], ["applied", "link"]);
+      assertEquals(pushed.changes.map((c) => [c.id, c.change]), [["app", "created"]]);
+      // An interval later (the bundle, the kept link declaration and the local declarations in
+      // one run) both are still there, unchanged.
+      const interval = await waitFor(
+        "an interval's report",
+        () => link!.lines.find((r) => r.trigger === "interval"),
+      );
+      assertEquals(interval.changes.map((c) => c.change), ["unchanged"]);
+      for (const p of ["substrate/broker.conf", "app"]) {
+        assert(await Deno.stat(`${dir}/${p}`).then(() => true, () => false), p);
+      }
+      const store = JSON.parse(await Deno.readTextFile(`${dir}/state/store.json`));
+      assertEquals(
+        store.resources.map((e: { source: string; id: string }) => [e.source, e.id]),
+        [["bundle", "substrate"], ["bundle", "broker-conf"], ["link", "app"]],
+      );
+      assertMatch(
+        link.stderr(),
+        /interval {"outcome":"applied","applied":2,"total":2,.*"source":"bundle"/,
+      );
+      // The control plane sees the link's reports only: the node does what it was told.
+      assertEquals(classify(await stateOf(inv, node)).verdict, "ok");
+    } finally {
+      await link?.kill();
+      await deleteAccount(node);
+      await inv.drop();
+      await Deno.remove(entry).catch(() => {});
       await Deno.remove(dir, { recursive: true });
     }
   },

@@ -142,15 +142,18 @@ Deno.test("a file is replaced by rename, never written in place", async () => {
   });
 });
 
-Deno.test("the footprint: what left is removed first, what the host did not create is never touched", async () => {
+Deno.test("the footprint: what left is removed first, what the host took over is put back as it was", async () => {
   await withFixture(async (f) => {
-    await Deno.mkdir(`${f.root}/app`, { recursive: true });
-    await Deno.writeTextFile(`${f.root}/app/app.conf`, "theirs\n"); // exists before: taken over
+    await Deno.mkdir(`${f.root}/app`, { recursive: true, mode: 0o755 });
+    await Deno.chmod(`${f.root}/app`, 0o755);
+    await Deno.writeTextFile(`${f.root}/app/app.conf`, "theirs\n", { mode: 0o664 }); // taken over
+    await Deno.chmod(`${f.root}/app/app.conf`, 0o664);
     await Deno.writeTextFile(`${f.root}/app/notes.txt`, "not declared\n"); // foreign
     const first = await f.apply(base(f));
     assertEquals(first.result.changes.map((c) => c.change), ["updated", "updated", "created"]);
     const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
-    assertStringIncludes(owned.stdout, "(not created by this host: never removed)");
+    assertStringIncludes(owned.stdout, "(taken over: its original is put back when it leaves)");
+    assertStringIncludes(owned.stdout, "local ");
 
     // A resource renamed in the declaration is the same thing: it keeps its footprint entry,
     // and whether the host created it, instead of being removed and made again.
@@ -187,15 +190,28 @@ Deno.test("the footprint: what left is removed first, what the host did not crea
       ["deep-renamed", "created"],
     ]);
 
-    // Everything leaves: what the host created goes; the taken-over file and the foreign one stay.
+    // Everything leaves: what the host created goes; what it took over is put back as it was
+    // (content, mode, owner); the foreign file stays.
+    const dry = await f.apply([], ["--dry-run"]);
+    assertEquals(dry.result.changes.map((c) => [c.id, c.change]), [
+      ["deep-renamed", "removed"],
+      ["conf", "restored"],
+      ["app-renamed", "restored"],
+    ]);
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
     const empty = await f.apply([]);
     assertEquals(empty.code, 0, empty.stderr);
     assertEquals(empty.result.changes.map((c) => [c.id, c.change]), [
       ["deep-renamed", "removed"],
-      ["conf", "forgotten"],
-      ["app-renamed", "forgotten"],
+      ["conf", "restored"],
+      ["app-renamed", "restored"],
     ]);
-    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8080\n");
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "theirs\n");
+    const conf = await Deno.lstat(`${f.root}/app/app.conf`);
+    assertEquals([(conf.mode ?? 0) & 0o7777, conf.uid], [0o664, 0]);
+    assertEquals(await mode(`${f.root}/app`), 0o755);
+    assertEquals((await Deno.lstat(`${f.root}/app`)).gid, 0);
+    assertEquals([...Deno.readDirSync(`${f.state}/originals`)], [], "the saved copy is gone");
     assertEquals(await Deno.readTextFile(`${f.root}/app/notes.txt`), "not declared\n");
     assertEquals(await Deno.stat(`${f.root}/a/moved.txt`).then(() => true, () => false), false);
     assertEquals((await f.apply([])).result.changes, []);
@@ -280,21 +296,60 @@ Deno.test("known-good is written after a clean apply only, and clears the failur
   });
 });
 
-Deno.test("--dry-run runs the same code and changes nothing", async () => {
+Deno.test("--dry-run runs the same code and changes nothing; exit 4 when changes are pending", async () => {
   await withFixture(async (f) => {
     const dry = await f.apply(base(f), ["--dry-run"]);
-    assertEquals(dry.code, 0, dry.stderr);
+    assertEquals(dry.code, 4, dry.stderr);
     assertEquals(dry.result.dryRun, true);
     assertEquals(dry.result.changes.map((c) => c.change), ["created", "created", "created"]);
     assertEquals(await Deno.stat(f.root).then(() => true, () => false), false);
     assertEquals(await Deno.stat(f.state).then(() => true, () => false), false);
     await f.apply(base(f));
+    // Nothing would change: 0, as a timer's drift check wants.
+    const clean = await f.apply(base(f), ["--dry-run"]);
+    assertEquals([clean.code, clean.result.changes.every((c) => c.change === "unchanged")], [
+      0,
+      true,
+    ]);
     await Deno.writeTextFile(`${f.root}/app/app.conf`, "drifted\n");
+    await Deno.chmod(`${f.root}/app/app.conf`, 0o644);
     const store = await Deno.readTextFile(`${f.state}/store.json`);
     const again = await f.apply([], ["--dry-run"]);
+    assertEquals(again.code, 4);
     assertEquals(again.result.changes.map((c) => c.change), ["removed", "removed", "removed"]);
     assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "drifted\n");
     assertEquals(await Deno.readTextFile(`${f.state}/store.json`), store);
+
+    // What would change, per resource: a unified diff and mode old -> new; never the content of
+    // a file of mode 0600 or stricter.
+    const detail = await f.apply(base(f), ["--dry-run"]);
+    const conf = detail.result.changes.find((c) => c.id === "conf") as { detail?: string };
+    assertEquals(
+      conf.detail,
+      [
+        "mode 0644 -> 0640",
+        `--- ${f.root}/app/app.conf (now)`,
+        `+++ ${f.root}/app/app.conf (declared)`,
+        "@@ -1,1 +1,1 @@",
+        "-drifted",
+        "+port=8080",
+      ].join("\n"),
+    );
+    await Deno.writeTextFile(`${f.root}/a/b/c/deep.txt`, "secret\n");
+    const secret = await f.apply(base(f), ["--dry-run"]);
+    const deep = secret.result.changes.find((c) => c.id === "deep") as { detail?: string };
+    assertEquals(deep.detail, "content differs (7 -> 5 bytes; not shown: mode 0600 or stricter)");
+    const text = await cli("host/debian.ts", [
+      "apply",
+      await f.declare(base(f)),
+      "--dry-run",
+      "--state-dir",
+      f.state,
+    ]);
+    assertEquals(text.code, 4);
+    assertStringIncludes(text.stdout, "would update  file      conf");
+    assertStringIncludes(text.stdout, "      -drifted");
+    assert(!text.stdout.includes("secret"), "a 0600 file's content is never shown");
   });
 });
 

@@ -182,6 +182,8 @@ interface World {
   holders: Set<string>;
   /** Every content a file may hold now (a killed apply may have written its own). */
   possible: Map<string, Set<string>>;
+  /** What each taken-over file held before the host: put back when it leaves a declaration. */
+  originals: Map<string, string>;
   /** Every path any declaration named, and what it was. */
   everDeclared: Map<string, "directory" | "file">;
   /** Temporary files the host left behind (a finding), by path. */
@@ -210,6 +212,7 @@ async function prepare(): Promise<World> {
     takenOver: new Set(),
     holders: new Set(),
     possible: new Map(),
+    originals: new Map(),
     everDeclared: new Map(),
     leftovers: new Set(),
     stateLeftovers: new Set(),
@@ -230,6 +233,7 @@ async function prepare(): Promise<World> {
     await Deno.chmod(path, 0o600);
     w.takenOver.add(path).add(dirname(path));
     w.possible.set(path, new Set([`ORIGINAL of g${g} f${f}, not the host's\n`]));
+    w.originals.set(path, `ORIGINAL of g${g} f${f}, not the host's\n`);
   }
   // Declared directories that are already there, one empty, one holding a foreign file.
   await Deno.mkdir(groupDir(tree, 50), { mode: 0o711 });
@@ -408,7 +412,7 @@ async function checkStoreReadable(w: World, when: string): Promise<void> {
     } catch (error) {
       throw new Error(`${when}: store.json is not JSON (${text.length} bytes): ${error}`);
     }
-    assertEquals(data.version, 1, `${when}: store.json version`);
+    assertEquals(data.version, 2, `${when}: store.json version`);
     assert(Array.isArray(data.resources), `${when}: store.json has no resources array`);
   }
   try {
@@ -463,7 +467,9 @@ async function checkConverged(
     else {
       assert(info.isFile, `${when}: ${r.path} is not a file`);
       assertEquals(await Deno.readTextFile(r.path), r.content, `${when}: content of ${r.path}`);
-      w.possible.set(r.path, new Set([r.content]));
+      // A taken-over file may be put back (restored) once it leaves a later declaration.
+      const original = w.originals.get(r.path);
+      w.possible.set(r.path, new Set([r.content, ...(original !== undefined ? [original] : [])]));
     }
   }
   // The footprint is exactly the declaration, and says who created what.
@@ -675,7 +681,9 @@ Deno.test({
         const info = await lstat(path);
         assert(info, `${path} existed before the host and was removed`);
         if (info.isFile) {
-          assert(w.possible.get(path)!.has(await Deno.readTextFile(path)), `${path} content`);
+          // Put back as it was before the host took it over: content and mode.
+          assertEquals(await Deno.readTextFile(path), w.originals.get(path), `${path} content`);
+          assertEquals(modeOf(info), 0o600, `${path} mode`);
         }
       }
       await checkForeign(w, "the end");

@@ -179,3 +179,30 @@ Deno.test("the digest is the sha256 of the bytes; the schema is a JSON Schema", 
     assert(schema.includes(`"${t}"`));
   }
 });
+
+Deno.test("a repeated key at any depth refuses the whole, each with its path, with every other problem", () => {
+  // JSON.parse would read `resources: []`: an empty declaration that removes everything.
+  const text = `{"version":1,"resources":[{"id":"a","type":"directory","path":"/a","mode":"0755",` +
+    `"mode":"0700"},{"id":"b","type":"container","name":"b","image":"x","env":{"K":"1","K":"2"}}],` +
+    `"resources":[]}`;
+  const error = assertThrows(() => parseTrusted(text), DeclarationError);
+  assertEquals(error.problems.map((p) => [p.path, p.message.split(" (")[0]]), [
+    ["resources[0].mode", 'Duplicate key "mode"'],
+    ["resources[1].env.K", 'Duplicate key "K"'],
+    ["resources", 'Duplicate key "resources"'],
+  ]);
+  // Reported with the schema's own problems, and the resource's id when it has one.
+  const both = assertThrows(
+    () =>
+      parse(
+        `{"version":1,"resources":[{"id":"a","type":"directory","path":"rel","mode":"0755","mode":"0700"}]}`,
+      ),
+    DeclarationError,
+  );
+  assertEquals(both.problems.map((p) => [p.path, p.id]), [
+    ["resources[0].mode", "a"],
+    ["resources[0].path", "a"],
+  ]);
+  // Equal keys in different objects are no repetition.
+  parse(JSON.stringify({ version: 1, resources: [VALID.resources[0], VALID.resources[1]] }));
+});

@@ -146,7 +146,12 @@ Deno.test("what `bundle` validates is exactly what `reconcile` applies", async (
       version: "t",
     });
     assertEquals(shown.declaration, applied.declaration);
-    assertEquals(shown.changes, applied.changes);
+    // The same changes; the dry run also says what each would be (its detail).
+    assertEquals(
+      shown.changes.map(({ id, type, change }) => ({ id, type, change })),
+      applied.changes,
+    );
+    assert(shown.changes.every((c) => c.detail !== undefined), JSON.stringify(shown.changes));
     assertEquals([applied.outcome, applied.applied], [
       "applied",
       bundle.declaration.resources.length,

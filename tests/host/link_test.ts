@@ -60,8 +60,10 @@ async function runLink(
   until: (reports: Record<string, unknown>[], stderr: string) => boolean,
 ): Promise<Run> {
   const link = spawnJsonLines<Record<string, unknown>>([
-    `${ROOT}host/debian.ts`,
+    `${ROOT}tests/support/host_no_bundle.ts`, // never the real bundle on this machine
     "link",
+    "--declarations",
+    "/nonexistent/mesh-declarations",
     "--json",
     ...args,
   ]);

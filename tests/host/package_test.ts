@@ -79,7 +79,13 @@ function parseResult(out: { code: number | null; stdout: string; stderr: string 
   } catch {
     throw new Error(`mesh-host printed no JSON (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
   }
-  const expected = result.outcome === "applied" ? 0 : result.outcome === "failed" ? 1 : 2;
+  // A dry run with changes pending exits 4 (0 only when nothing would change).
+  const pending = result.dryRun === true && result.changes.some((c) => c.change !== "unchanged");
+  const expected = result.outcome === "applied"
+    ? (pending ? 4 : 0)
+    : result.outcome === "failed"
+    ? 1
+    : 2;
   assertEquals(out.code, expected, `exit code of a ${result.outcome} apply:\n${show(result)}`);
   return result;
 }
@@ -640,6 +646,20 @@ Deno.test("package contract: pacman, for real with a private configuration", asy
     });
 
     await t.step("a group name is refused before anything is installed", async () => {
+      // The dry run says what the apply does: refused (it used to say `created`).
+      const dry = await s.apply([pkg("group", "meshgroup")], { dryRun: true });
+      assertEquals([dry.outcome, dry.applied], ["failed", 0], show(dry));
+      assertStringIncludes(dry.problems[0]!.message, "is a package group (pacman -Sg: meshgrp1)");
+      // A package no repository has is named as unknown in the dry run's detail.
+      const unknown = await s.apply([pkg("nope", "meshnosuch")], { dryRun: true });
+      const said = unknown.changes[0] as { change: string; detail?: string };
+      assertEquals(said.change, "created", show(unknown));
+      assertStringIncludes(said.detail ?? "", "unknown package");
+      const known = await s.apply([pkg("other", "meshother")], { dryRun: true });
+      assertStringIncludes(
+        (known.changes[0] as { detail?: string }).detail ?? "",
+        "install package meshother (pacman -S",
+      );
       const r = await s.apply([pkg("group", "meshgroup")]);
       assertEquals([r.outcome, r.applied], ["failed", 0], show(r));
       assertStringIncludes(r.problems[0]!.message, "is a package group (pacman -Sg: meshgrp1)");

@@ -16,9 +16,9 @@ const exists = async (i: { subject: string }) =>
 Deno.test("a creation journaled by a resource that then failed is still recorded as the host's", async () => {
   await withDir(async (dir) => {
     const store = await Store.load(`${dir}/state`, { create: true, exists });
-    await store.intend({ id: "d", type: "directory", subject: `${dir}/made` });
+    await store.intend({ source: "local", id: "d", type: "directory", subject: `${dir}/made` });
     await Deno.mkdir(`${dir}/made`); // created, then the resource failed before being recorded
-    await store.intend({ id: "e", type: "directory", subject: `${dir}/never` }); // failed before
+    await store.intend({ source: "local", id: "e", type: "directory", subject: `${dir}/never` }); // failed before
     await store.save();
     store.release();
     const again = await Store.load(`${dir}/state`, { exists });
@@ -30,7 +30,7 @@ Deno.test("a creation journaled by a resource that then failed is still recorded
 Deno.test("a killed host's journal is folded in at the next load: what exists was created", async () => {
   await withDir(async (dir) => {
     const store = await Store.load(`${dir}/state`, { create: true, exists });
-    await store.intend({ id: "d", type: "directory", subject: `${dir}/made` });
+    await store.intend({ source: "local", id: "d", type: "directory", subject: `${dir}/made` });
     await Deno.mkdir(`${dir}/made`);
     store.close(); // killed: no save
     const again = await Store.load(`${dir}/state`, { exists });
@@ -44,6 +44,7 @@ Deno.test("a save with nothing changed writes nothing", async () => {
   await withDir(async (dir) => {
     const store = await Store.load(dir, { create: true });
     store.record({
+      source: "local",
       id: "a",
       type: "file",
       subject: "/x",
@@ -55,6 +56,7 @@ Deno.test("a save with nothing changed writes nothing", async () => {
     const ino = (await Deno.stat(`${dir}/store.json`)).ino;
     const again = await Store.load(dir);
     again.record({
+      source: "local",
       id: "a",
       type: "file",
       subject: "/x",
@@ -64,6 +66,7 @@ Deno.test("a save with nothing changed writes nothing", async () => {
     await again.save();
     assertEquals((await Deno.stat(`${dir}/store.json`)).ino, ino);
     again.record({
+      source: "local",
       id: "a",
       type: "file",
       subject: "/x",
@@ -94,7 +97,14 @@ Deno.test("one host at a time: a second load of the same state directory waits f
     const waiting = Store.load(dir).then((s) => (second = s));
     await new Promise((r) => setTimeout(r, 200));
     assertEquals(second, undefined, "the second load must wait for the lock");
-    first.record({ id: "a", type: "file", subject: "/x", created: true, applied: "t" });
+    first.record({
+      source: "local",
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "t",
+    });
     await first.save();
     first.release();
     await waiting;

@@ -1,0 +1,198 @@
+/**
+ * The sources of a host's declarations, and how `reconcile` and `link` gather them:
+ *
+ * - `bundle`: the declaration carried in the binary (trusted);
+ * - `link`: the last declaration the control plane sent (kept in `link/declaration.json` under
+ *   the state directory; untrusted: no actions);
+ * - local declarations: each `NAME.json` in the declarations directory
+ *   (`/etc/mesh/declarations`) is source `NAME` (trusted, as a local file given to `apply`);
+ * - `local`: what `mesh-host apply FILE` applies without `--source`.
+ *
+ * Each source owns its own footprint (host/store.ts); host/apply.ts applies them.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { messageOf, readFileLimited } from "../lib/atomic.ts";
+import { readSource, type SourceInput } from "./apply.ts";
+import { loadBundle } from "./bundle.ts";
+import {
+  type Declaration,
+  declarationDigest,
+  MAX_DECLARATION_BYTES,
+  parse,
+  subjectOf,
+} from "./declaration.ts";
+import { claimKey, type Migration, SourceName, type SourceOrigin } from "./store.ts";
+import type { SystemName } from "../systems/mod.ts";
+
+/** Where local declarations are kept, one source per `NAME.json`. */
+export const DEFAULT_DECLARATIONS_DIR = "/etc/mesh/declarations";
+
+/** Names no local declaration or `apply --source` may take: the host's own sources. */
+export const RESERVED_SOURCES: readonly SourceName[] = ["bundle", "link"];
+
+/** Why `name` cannot be a source an operator names, or undefined when it can. */
+export function sourceNameProblem(name: string): string | undefined {
+  const parsed = SourceName.safeParse(name);
+  if (!parsed.success) return `source "${name}": ${parsed.error.issues[0]!.message}`;
+  if (RESERVED_SOURCES.includes(name)) {
+    return `source "${name}" is the host's own (${
+      RESERVED_SOURCES.join(", ")
+    } are reserved): name a local declaration otherwise`;
+  }
+  return undefined;
+}
+
+/**
+ * Reads every local declaration in `dir` (each `NAME.json`, sorted by name) as source `NAME`.
+ * A file that cannot be read or parsed, or whose name is not a source name an operator may use,
+ * is a refused input carrying its problems (that source keeps its footprint untouched); other
+ * files (not ending in `.json`, or hidden) are not declarations and are skipped. A missing
+ * directory holds none.
+ *
+ * @throws {Error} "Cannot read declarations directory ..." when it exists and cannot be listed.
+ */
+export async function readLocalDeclarations(dir: string): Promise<SourceInput[]> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith(".") || !entry.name.endsWith(".json")) continue;
+      names.push(entry.name);
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw new Error(`Cannot read declarations directory "${dir}": ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  const inputs: SourceInput[] = [];
+  for (const file of names.sort()) {
+    const name = file.slice(0, -".json".length);
+    const path = join(dir, file);
+    const bad = sourceNameProblem(name);
+    // A file refused for its name is labelled by its file name ("bundle.json"), which no source
+    // of this run has: it must not stand for the host's own `bundle` in the results.
+    const refusedAs = async (message: string, label = name): Promise<SourceInput> => ({
+      name: label,
+      origin: "declarations",
+      file: path,
+      digest: await declarationDigest(""),
+      refused: [{ message }],
+    });
+    if (bad !== undefined) {
+      inputs.push(await refusedAs(`Cannot use local declaration "${path}": ${bad}`, file));
+      continue;
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFileLimited(path, MAX_DECLARATION_BYTES);
+    } catch (error) {
+      inputs.push(
+        await refusedAs(`Cannot read local declaration "${path}": ${messageOf(error)}`),
+      );
+      continue;
+    }
+    inputs.push(
+      await readSource(bytes, { name, origin: "declarations", file: path, trusted: true }),
+    );
+  }
+  return inputs;
+}
+
+/**
+ * The carried bundle as source `bundle`, or undefined when the host carries none (or an empty
+ * one); a bundle that is invalid is a refused input with the reason.
+ */
+export async function bundleSource(
+  text: string | undefined,
+  system: SystemName | undefined,
+): Promise<{ input?: SourceInput; absent?: string }> {
+  try {
+    const bundle = await loadBundle(text, system);
+    return {
+      input: {
+        name: "bundle",
+        origin: "bundle",
+        digest: bundle.digest,
+        declaration: bundle.declaration,
+      },
+    };
+  } catch (error) {
+    const name = (error as Error).name;
+    if (name === "NoBundleError" || name === "EmptyBundleError") {
+      return { absent: messageOf(error) };
+    }
+    return {
+      input: {
+        name: "bundle",
+        origin: "bundle",
+        digest: await declarationDigest(text ?? ""),
+        refused: [{ message: messageOf(error) }],
+      },
+    };
+  }
+}
+
+/**
+ * How the records of a store written before sources existed (format 1) are given a source:
+ *
+ * 1. a record that a source declares now, same type and subject, goes to that source: the link's
+ *    kept declaration first, then the carried bundle, then each local declaration by name;
+ * 2. any other record goes to the source that fed the state directory: `link` when it holds a
+ *    kept link declaration (the link applied there), else `bundle` when the bundle declares any
+ *    record of the store (the supervisor's `reconcile` applied there), else `local` (`apply
+ *    FILE` applied there).
+ *
+ * Nothing is lost: every record keeps whether the host created it, and goes to exactly one
+ * source; a record of rule 2 is removed only when that source is applied without it, as any
+ * apply of the old single footprint would have removed it.
+ */
+export async function migrationFor(
+  stateDir: string,
+  options: { bundle?: Declaration; locals: SourceInput[] },
+): Promise<Migration> {
+  const claims: Migration["claims"] = [];
+  const keysOf = (d: Declaration) =>
+    new Set(d.resources.map((r) => claimKey(r.type, subjectOf(r))));
+  const kept = await keptLinkDeclaration(stateDir);
+  if (kept !== undefined) claims.push({ source: "link", subjects: keysOf(kept) });
+  if (options.bundle !== undefined) {
+    claims.push({ source: "bundle", subjects: keysOf(options.bundle) });
+  }
+  for (const local of options.locals) {
+    if (local.declaration !== undefined) {
+      claims.push({ source: local.name, subjects: keysOf(local.declaration) });
+    }
+  }
+  const linked = await Deno.stat(join(stateDir, "link", "declaration.json")).then(
+    () => true,
+    () => false,
+  );
+  return {
+    claims,
+    ...(linked ? { feeder: "link" } : {}),
+    ...(options.bundle !== undefined ? { feederIfClaimed: "bundle" } : {}),
+  };
+}
+
+/** The link's kept declaration, parsed, or undefined when there is none or it is unreadable. */
+async function keptLinkDeclaration(stateDir: string): Promise<Declaration | undefined> {
+  try {
+    const text = await Deno.readTextFile(join(stateDir, "link", "declaration.json"));
+    const message = JSON.parse(text) as { declaration?: unknown };
+    return typeof message.declaration === "string" ? parse(message.declaration) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where a file applied with `apply --source NAME FILE` comes from. */
+export function originOfFile(
+  file: string,
+  name: SourceName,
+  declarationsDir: string,
+): SourceOrigin {
+  return file === join(declarationsDir, `${name}.json`) ? "declarations" : "command";
+}
