@@ -105,6 +105,12 @@ export interface RunOptions {
    * this run, so its footprint is removed.
    */
   departedFrom?: string;
+  /**
+   * Sources applied only when the store already holds them: the link keeps the bundle of a node
+   * that took it (its first `reconcile` raised it), and never begins it on a node that did not (a
+   * node joining a mesh must not raise a second substrate). Read under the store's lock.
+   */
+  heldOnly?: readonly SourceName[];
 }
 
 /** The declaration a removed local declaration is applied as: nothing. */
@@ -268,6 +274,16 @@ export async function applySources(
     ...(options.migration ? { migration: options.migration } : {}),
   });
   try {
+    if (options.heldOnly !== undefined) {
+      const held = store.sources();
+      for (let i = inputs.length - 1; i >= 0; i--) {
+        const name = inputs[i]!.name;
+        if (options.heldOnly.includes(name) && !held.has(name)) {
+          inputs.splice(i, 1);
+          results.delete(name);
+        }
+      }
+    }
     // A local declaration whose file was removed: its source is applied empty, first.
     if (options.departedFrom !== undefined) {
       const gone: SourceInput[] = [];

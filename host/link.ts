@@ -123,6 +123,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     system: options.system,
     stateDir: options.stateDir,
     ...(options.migration ? { migration: options.migration } : {}),
+    // The link keeps the bundle of a node raised from it, and never raises it itself.
+    heldOnly: ["bundle"],
   };
   let kept = await readKept(join(dir, KEPT_FILE));
   const resultWatch = options.reconcileResult === undefined

@@ -324,19 +324,43 @@ Deno.test(
         ]),
       ]);
       await mustRun(inv, ["node", "assign", node, `app-${node}`]);
+      // A node that never took its bundle (a node joining a mesh) is not raised by the link:
+      // the link keeps only the sources the node holds.
       link = startLink(url, `${dir}/state`, "2s", entry);
-      // The bundle is applied at start, before the first declaration arrives.
+      await mustRun(inv, ["push", node]);
+      await waitFor("the push's report", () => link!.lines.find((r) => r.trigger === "push"));
       await waitFor(
-        "the bundle applied",
-        () => Deno.stat(`${dir}/substrate/broker.conf`).then(() => true, () => undefined),
+        "an interval's report",
+        () => link!.lines.find((r) => r.trigger === "interval"),
       );
+      assert(
+        !(await Deno.stat(`${dir}/substrate`).then(() => true, () => false)),
+        "the link raised a bundle the node never took",
+      );
+      await link.kill();
+      // The first node: raised from its bundle by reconcile, then linked: the link keeps both.
+      const raised = await run([
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--quiet",
+        entry,
+        "reconcile",
+        "--declarations",
+        "/nonexistent/mesh-declarations",
+        "--state-dir",
+        `${dir}/state`,
+      ]);
+      assertEquals(raised.code, 0);
+      assert(await Deno.stat(`${dir}/substrate/broker.conf`).then(() => true, () => false));
+      link = startLink(url, `${dir}/state`, "2s", entry);
       await mustRun(inv, ["push", node]);
       const pushed = await waitFor(
         "the push's report",
         () => link!.lines.find((r) => r.trigger === "push"),
       );
       assertEquals([pushed.outcome, pushed.source], ["applied", "link"]);
-      assertEquals(pushed.changes.map((c) => [c.id, c.change]), [["app", "created"]]);
+      assertEquals(pushed.changes.map((c) => [c.id, c.change]), [["app", "unchanged"]]);
       // An interval later (the bundle, the kept link declaration and the local declarations in
       // one run) both are still there, unchanged.
       const interval = await waitFor(
@@ -349,8 +373,8 @@ Deno.test(
       }
       const store = JSON.parse(await Deno.readTextFile(`${dir}/state/store.json`));
       assertEquals(
-        store.resources.map((e: { source: string; id: string }) => [e.source, e.id]),
-        [["bundle", "substrate"], ["bundle", "broker-conf"], ["link", "app"]],
+        store.resources.map((e: { source: string; id: string }) => `${e.source}/${e.id}`).sort(),
+        ["bundle/broker-conf", "bundle/substrate", "link/app"],
       );
       assertMatch(
         link.stderr(),

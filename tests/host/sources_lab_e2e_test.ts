@@ -1,6 +1,8 @@
 /**
- * Every source on one state directory, in the systemd lab, with the real Debian host and its real
- * bundle: two local declarations in /etc/mesh/declarations, the carried bundle, and the link's
+ * Every source on one state directory, in the systemd lab, with the real Debian host carrying the
+ * layout part of its real bundle (tests/launcher/layout_host.ts: the machine shares the VM's
+ * network, where the whole substrate would take the VM's own PostgreSQL and RabbitMQ ports; the
+ * whole bundle is applied in tests/host/substrate_lab_test.ts): two local declarations in /etc/mesh/declarations, the carried bundle, and the link's
  * declaration pushed by a real control plane (PostgreSQL, RabbitMQ on the VM, reached from the lab
  * machine over the host network). Each source converges, none removes another's work, the
  * supervisor's next reconcile changes nothing, and a local declaration removed takes its footprint
@@ -13,6 +15,9 @@ import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { controlCli, freshInventory, type TestInventory, uniqueNode } from "../control/support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
+
+/** The Debian host carrying the layout part of its bundle (directories and files). */
+const HOST = "tests/launcher/layout_host.ts";
 
 interface Result {
   source: string;
@@ -49,7 +54,7 @@ async function writeIn(m: LabMachine, path: string, text: string) {
 }
 
 async function reconcile(m: LabMachine) {
-  const r = await m.host("host/debian.ts", ["reconcile", "--json"], { allowFailure: true });
+  const r = await m.host(HOST, ["reconcile", "--json"], { allowFailure: true });
   const results = r.stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Result);
   return { ...r, results, by: (s: string) => results.find((x) => x.source === s) };
 }
@@ -158,7 +163,7 @@ Deno.test({
       link = m.exec([
         "sh",
         "-c",
-        "echo $$ > /run/mesh-link.pid; exec deno run -A --quiet /mesh/host/debian.ts link --every 3s --json",
+        "echo $$ > /run/mesh-link.pid; exec deno run -A --quiet /mesh/tests/launcher/layout_host.ts link --every 3s --json",
       ], { allowFailure: true, env: { MESH_BROKER_URL: url }, timeoutMs: 600_000 });
       await mustControl(inv, ["push", node]);
       // The push's report, then an interval's (bundle, link and local declarations in one
@@ -207,7 +212,7 @@ Deno.test({
       ) {
         assert(await exists(m, p), p);
       }
-      const owned = JSON.parse((await m.host("host/debian.ts", ["owned", "--json"])).stdout) as {
+      const owned = JSON.parse((await m.host(HOST, ["owned", "--json"])).stdout) as {
         source: string;
       }[];
       assertEquals([...new Set(owned.map((e) => e.source))].sort(), [
