@@ -1,5 +1,6 @@
 #!/bin/sh
-# launcher.sh: the supervisor init starts instead of mesh-host (ADR 0061).
+# launcher.sh: the supervisor init starts instead of mesh-host (docs/design.md, "The launcher
+# supervises").
 #
 # Init is asked for one thing: run this at boot, and run it again if it exits. This script
 # starts the host as a child, waits for it, and decides: a clean exit (0) is the host standing

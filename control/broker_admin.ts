@@ -1,5 +1,5 @@
 /**
- * The control plane's broker administration (DESIGN.md, "Broker"): the topology every program
+ * The control plane's broker administration (docs/design.md, "Broker"): the topology every program
  * relies on, and one broker account per node that can read only that node's queue and publish
  * only that node's reports.
  *

@@ -3,7 +3,7 @@
  * arrived (`node_drift`, migration 0004) and judged at read time, next to (never instead of) the
  * declaration verdict of `./state.ts`.
  *
- * Verdicts (DESIGN.md, "Board"; distinct outcomes keep distinct words):
+ * Verdicts (docs/design.md, "Board"; distinct outcomes keep distinct words):
  * - `clean`: the last run observed everything and found nothing.
  * - `drift`: the last run found differences (counted per check and direction).
  * - `unobservable`: the last run could not observe some source; it cannot be clean.

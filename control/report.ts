@@ -1,6 +1,6 @@
 /**
  * The control plane's output layer: status and board, as text and as JSON, both rendered from
- * one {@linkcode Board} gathered before either is written (DESIGN.md, "Board").
+ * one {@linkcode Board} gathered before either is written (docs/design.md, "Board").
  *
  * Board properties, each asserted by a test: no field is ever `null` (absent is absent); a node
  * that never spoke carries no time field at all (not a zero time a page would show as 1970);

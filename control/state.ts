@@ -1,6 +1,6 @@
 /**
  * What a node is doing relative to what it was told: the one classification that status, board
- * and `push --behind` share. Distinct outcomes keep distinct words (DESIGN.md rule 3): refused is
+ * and `push --behind` share. Distinct outcomes keep distinct words (docs/design.md rule 3): refused is
  * not failed, outstanding (pushed, not yet reported) is not "never spoke", silent (a server that
  * stopped reporting) is not away (an episodic node that is elsewhere, by design).
  *

@@ -10,7 +10,7 @@ import type { Declaration, Resource, ResourceType } from "./declaration.ts";
 import type { FootprintEntry, Intent, Original, SourceName } from "./store.ts";
 
 /**
- * What applying did to one resource (DESIGN.md, "Apply result"). `restored`: a resource that
+ * What applying did to one resource (docs/design.md, "Apply result"). `restored`: a resource that
  * left its source's declaration had taken over something that existed before, and that original
  * (content, mode, owner) was put back.
  */

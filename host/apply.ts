@@ -53,7 +53,7 @@ export interface ApplyProblem {
 }
 
 /**
- * The apply result of one source (DESIGN.md, "Apply result"). `refused`: nothing of the source
+ * The apply result of one source (docs/design.md, "Apply result"). `refused`: nothing of the source
  * was applied (invalid input, a shape this system cannot apply, a subject another source holds).
  * `failed`: accepted and partly applied; `applied` of `total` says how much ("3 of 8" and "0 of
  * 8" are different machines).

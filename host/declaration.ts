@@ -1,5 +1,5 @@
 /**
- * Declarations: what a host is told to be (DESIGN.md, "Declaration (host input), version 1").
+ * Declarations: what a host is told to be (docs/design.md, "Declaration (host input), version 1").
  * One strict zod schema per resource type in a discriminated union; the types are derived from
  * them. The whole declaration is refused when anything is wrong, with every problem at once and
  * its JSON path.

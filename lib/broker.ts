@@ -1,6 +1,6 @@
 /**
  * The broker contract, defined once and imported by the control plane, the host's link and the
- * builder (DESIGN.md, "Broker"): the exchange, queue names, routing keys, the rule a node name
+ * builder (docs/design.md, "Broker"): the exchange, queue names, routing keys, the rule a node name
  * keeps so that it can be a routing-key word, a queue-name part and a broker account, and the
  * two message formats that travel over AMQP 0-9-1.
  *
@@ -108,7 +108,7 @@ const ReportProblem = z.strictObject({
 });
 
 /**
- * What a node reports after an apply (DESIGN.md, "Apply result", plus who, which generation and
+ * What a node reports after an apply (docs/design.md, "Apply result", plus who, which generation and
  * why it applied).
  */
 export const ReportMessage = z.strictObject({

@@ -31,7 +31,7 @@ export type Check =
 /** Which side of the anti-join a finding is on. */
 export type Direction = "missing" | "rogue";
 
-/** One difference between the registry and the machine (DESIGN.md, "Reconcile result"). */
+/** One difference between the registry and the machine (docs/design.md, "Reconcile result"). */
 export interface Finding {
   check: Check;
   /** `missing`: declared and not there (or not healthy); `rogue`: there and not declared. */

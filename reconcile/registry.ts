@@ -1,5 +1,5 @@
 /**
- * The registry: what should exist on this machine (DESIGN.md, "Registry (reconcile input),
+ * The registry: what should exist on this machine (docs/design.md, "Registry (reconcile input),
  * version 1, YAML"). One strict zod schema; the type is derived from it. Every problem is
  * collected at once and placed at its line and column with the `yaml` package's line counter.
  *

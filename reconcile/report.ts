@@ -25,7 +25,7 @@ const DIRECTIONS: readonly Direction[] = DRIFT_DIRECTIONS;
 const _everyCheck: readonly (typeof DRIFT_CHECKS)[number][] = [] as Check[];
 const _everyDirection: readonly (typeof DRIFT_DIRECTIONS)[number][] = [] as Direction[];
 
-/** The `--json` form of a run (DESIGN.md, "Reconcile result"): the result without internals. */
+/** The `--json` form of a run (docs/design.md, "Reconcile result"): the result without internals. */
 export type ReconcileJson = Pick<
   ReconcileResult,
   | "clean"
@@ -40,7 +40,7 @@ export type ReconcileJson = Pick<
   | "subprocesses"
 >;
 
-/** The JSON form (DESIGN.md's reconcile result contract), as a plain object. */
+/** The JSON form (docs/design.md's reconcile result contract), as a plain object. */
 export function toJson(result: ReconcileResult): ReconcileJson {
   return {
     clean: result.clean,

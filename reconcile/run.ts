@@ -155,7 +155,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
 /** The verdict of a run. */
 export type RunStatus = "clean" | "drift" | "unobservable";
 
-/** A run's result (DESIGN.md, "Reconcile result"); text and JSON are both rendered from it. */
+/** A run's result (docs/design.md, "Reconcile result"); text and JSON are both rendered from it. */
 export interface ReconcileResult {
   /** True only when every source was observed and nothing differs. */
   clean: boolean;

@@ -18,7 +18,7 @@ export interface ListenAddress {
 
 /**
  * Parses `HOST:PORT` or `[IPv6]:PORT`. A binding without an address is refused, never defaulted
- * (DESIGN.md rule 12): `:8080` and `8080` are errors.
+ * (docs/design.md rule 12): `:8080` and `8080` are errors.
  *
  * @throws {Error} `Cannot use listen address "<text>": ...` naming what is wrong.
  */

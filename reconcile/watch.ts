@@ -1,7 +1,7 @@
 /**
  * The remote watcher: one look at a stamp (a file, or a `stamp serve` over HTTP), judged against
  * `--max-age` and `--grace`, remembered in a state file, told to a webhook once per transition.
- * DESIGN.md rule 11: silence is the alarm, so the watcher alerts when the stamp grows old and
+ * docs/design.md rule 11: silence is the alarm, so the watcher alerts when the stamp grows old and
  * refreshes a stamp of its own so that it can be watched in turn.
  *
  * Each part in its own module under `./watch/`: its words (`words.ts`), observing a source

@@ -1,7 +1,7 @@
 /**
  * `package` on Alpine: `apk info -e` asks the installed database, `apk add` installs.
  *
- * Present only (DESIGN.md, "Declaration"): an installed package is left as it is (never
+ * Present only (docs/design.md, "Declaration"): an installed package is left as it is (never
  * upgraded); a missing one is installed with `apk add NAME` (which also puts it in
  * /etc/apk/world); a package that leaves the declaration is `forgotten`, never deleted.
  * `created` is recorded truthfully (this host installed it) and never licenses a removal.
@@ -9,7 +9,7 @@
  * Observing is one `apk info -e NAME`, read by what it PRINTS, never by how it exits: for each
  * installed package it prints that package's name, and for one that is not installed it prints
  * NOTHING (apk-info(8): "For each installed package, print it's name"). Its exit status does not
- * say presence. The apk the seed history describes (ADR 0060) exits 0 either way, so reading the
+ * say presence. The apk that design rule 2 describes (docs/design.md) exits 0 either way, so reading the
  * exit code the way pacman's is read reports every package installed. apk-info(8) of apk-tools
  * today says the status is the number of given packages not installed, which agrees with the
  * output only while apk reads the argument: one it cannot parse as a dependency is skipped
@@ -118,7 +118,7 @@ export const apkPackageApplier: Applier<PackageResource, ApkObservation> = {
     return { change: "created", created: true };
   },
   remove() {
-    // Packages are never uninstalled (DESIGN.md, "Declaration"), not even ones this host
+    // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host
     // installed.
     return Promise.resolve("forgotten");
   },

@@ -1,7 +1,7 @@
 /**
  * `package` on Debian: dpkg's database is asked, apt installs.
  *
- * Present only (DESIGN.md, "Declaration"): a package that is installed is left as it is (never
+ * Present only (docs/design.md, "Declaration"): a package that is installed is left as it is (never
  * upgraded); one that is not is installed with `apt-get install -y --no-install-recommends`,
  * non-interactively; a package that leaves the declaration is `forgotten`, never uninstalled,
  * whoever installed it. `created` is still recorded truthfully (this host installed it), so
@@ -267,7 +267,7 @@ export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation> = {
     return result;
   },
   remove() {
-    // Packages are never uninstalled (DESIGN.md, "Declaration"): not even ones this host
+    // Packages are never uninstalled (docs/design.md, "Declaration"): not even ones this host
     // installed, and not in a dry run either.
     return Promise.resolve("forgotten");
   },

@@ -1,7 +1,7 @@
 /**
  * `package` on Arch: pacman's local database is asked, `pacman -S` installs.
  *
- * Present only (DESIGN.md, "Declaration"): an installed package is left as it is (never
+ * Present only (docs/design.md, "Declaration"): an installed package is left as it is (never
  * upgraded, and `--needed` keeps pacman from reinstalling one); a missing one is installed with
  * `pacman -S --noconfirm --needed NAME`; a package that leaves the declaration is `forgotten`,
  * never removed. `created` is recorded truthfully (this host installed it) and never licenses a
@@ -150,7 +150,7 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> =
     return { change: "created", created: true };
   },
   remove() {
-    // Packages are never uninstalled (DESIGN.md, "Declaration"), not even ones this host
+    // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host
     // installed.
     return Promise.resolve("forgotten");
   },

@@ -315,7 +315,7 @@ export function openrcServiceApplierAt(
         };
       }
 
-      // Boot state first (DESIGN.md, "Declaration").
+      // Boot state first (docs/design.md, "Declaration").
       if (boot !== undefined) {
         const names = await runlevelOf(context);
         if (boot === "add") {

@@ -571,7 +571,7 @@ export const systemdServiceApplier: Applier<ServiceResource, UnitState> = {
       };
     }
 
-    // Boot state first (DESIGN.md, "Declaration").
+    // Boot state first (docs/design.md, "Declaration").
     if (boot !== undefined) {
       cache.states = undefined; // this applier is changing something: ask again after
       const out = await act(boot, resource.unit);

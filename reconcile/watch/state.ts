@@ -82,7 +82,7 @@ export type WatchStateFile = z.infer<typeof WatchStateFile>;
  *
  * @throws {Error} `Cannot read watch state "<path>": ...` when it exists and cannot be read, is
  *   not JSON, or does not match {@linkcode WatchStateFile} (every problem listed): an unreadable
- *   state is never taken for a first run (DESIGN.md rule 7).
+ *   state is never taken for a first run (docs/design.md rule 7).
  */
 export async function loadWatchState(path: string): Promise<WatchStateFile | undefined> {
   let bytes: Uint8Array;

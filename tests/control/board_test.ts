@@ -1,5 +1,5 @@
 /**
- * The board's properties (DESIGN.md, "Board (control output)"; seeds/control-board-builder.txt),
+ * The board's properties (docs/design.md, "Board (control output)"),
  * asserted against the REAL command line over a real inventory seeded with one node in every
  * state: ok, refused (0 of 8), failed (3 of 8), outstanding (pushed generation 2, last report
  * about generation 1), never spoke but pushed, never spoke and never pushed, a server silent for

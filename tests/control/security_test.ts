@@ -1,11 +1,11 @@
 /**
- * Node accounts against the REAL broker (RabbitMQ on 127.0.0.1, DESIGN.md "Broker"): a node's
+ * Node accounts against the REAL broker (RabbitMQ on 127.0.0.1, docs/design.md "Broker"): a node's
  * account reads only its own queue and publishes only its own reports.
  *
  * Every refused publish is checked with publisher confirms. An unconfirmed publish returns at once
  * and the broker's refusal arrives later as a channel close, so a test without confirms "passes"
- * whatever the permissions are (seeds/control-board-builder.txt: "A negative security assertion
- * made against an asynchronous call is not an assertion"). Each refusal must carry 403
+ * whatever the permissions are (docs/design.md, rule 9 and the
+ * negative-assertion rule: "a negative assertion made against an asynchronous call is not one"). Each refusal must carry 403
  * ACCESS_REFUSED, and a positive control shows the same account doing the allowed thing, so a
  * refusal cannot come from something unrelated (a wrong URL, a missing exchange).
  *

@@ -10,7 +10,7 @@ import { cli, type CliResult } from "../support/mod.ts";
 import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
 import { installShipped } from "../../control/shipped.ts";
 
-/** The test server (trust auth; DESIGN.md, "Real components"). */
+/** The test server (trust auth; docs/testing.md). */
 export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
 /** The real broker, with the administrative account. */
 export const BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F";

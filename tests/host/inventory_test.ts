@@ -177,8 +177,8 @@ const PACMAN_PRESENT: Fake = { args: PACMAN_ARGS, stdout: "pacman 6.0.2-3\n" };
 /**
  * apk-tools' apk-info(8) (doc/apk-info.8.scd): "-e ... For each installed package, print it's
  * name. The exit status is the number of given packages not installed." Older apk exits 0 with
- * the same empty output (DESIGN.md rule 2; the host's commit history, "apk reports absence by
- * EMPTY OUTPUT and exits zero either way").
+ * the same empty output (docs/design.md rule 2: apk reports absence by empty output and exits zero
+ * either way).
  */
 const APK_PRESENT: Fake = { args: APK_ARGS, stdout: "apk-tools\n" };
 const APK_ABSENT_EXIT_0: Fake = { args: APK_ARGS, stdout: "", code: 0 };

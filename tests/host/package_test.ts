@@ -91,7 +91,7 @@ function parseResult(out: { code: number | null; stdout: string; stderr: string 
 }
 
 /**
- * The contract every package applier keeps (DESIGN.md, "Declaration": present only, never
+ * The contract every package applier keeps (docs/design.md, "Declaration": present only, never
  * upgraded, never uninstalled, leaving the declaration makes it "forgotten").
  */
 async function contract(t: Deno.TestContext, s: Subject): Promise<void> {
@@ -716,7 +716,7 @@ const APK_RECORDED = {
   present: { stdout: "@NAME@\n", stderr: "", code: 0 },
   /**
    * Nothing printed for a package not installed (apk-info(8)), exit 0: the apk of the seed
-   * history (ADR 0060, "reports absence by EMPTY OUTPUT and exits zero either way"), and today's
+   * history (docs/design.md rule 2: absence is empty output, exit 0 either way), and today's
    * apk for an argument `info_exists` skips (src/app_info.c: one that does not parse as a
    * dependency is `continue`d past without counting an error).
    */

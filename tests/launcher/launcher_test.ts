@@ -2,8 +2,8 @@
  * launcher.sh, tested as a shell program: each test runs the launcher under `sh` (dash) with
  * a temporary MESH_LIB holding fake hosts (small sh scripts that exit 0 or 1, sleep, record
  * their starts and the counter they saw, write known-good as the host does) and a temporary
- * MESH_STATE_DIR. Every bug told in the launcher and rollback commits of
- * ../shared/seeds/host-commit-history.txt has a test here, named in its comment.
+ * MESH_STATE_DIR. Every bug the launcher's design notes tell of (docs/design.md,
+ * "The launcher supervises") has a test here, named in its comment.
  *
  * `MESH_LAUNCHER` selects the script under test (default: the repository's launcher.sh); the
  * mutation run (mutate.ts) points it at faulty copies and expects failures.
