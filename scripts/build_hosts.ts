@@ -1,8 +1,17 @@
 /**
- * `deno task hosts [--system NAME]... [--arch x86_64|aarch64]... [--out DIR]`: builds each
- * system's host into `DIR` (default `dist/`) as `mesh-host-<system>-<arch>`, one file each, with
- * the narrowest permissions that work: read and write (files, store), run (the tools appliers
- * drive), env (HOME for rootless tools), sys (uid, hostname), net (the link to the broker).
+ * `deno task hosts [--system NAME]... [--arch x86_64|aarch64]... [--out DIR] [--bundle FILE]`:
+ * builds each system's host into `DIR` (default `dist/`) as `mesh-host-<system>-<arch>`, one file
+ * each, with the narrowest permissions that work: read and write (files, store), run (the tools
+ * appliers drive), env (HOME for rootless tools), sys (uid, hostname), net (the link to the broker).
+ *
+ * `--bundle FILE` (with exactly one `--system`) builds that system's host carrying `FILE` instead
+ * of the checkout's `bundles/substrate-<system>.lock`. `FILE` is validated by the host's own
+ * {@linkcode loadBundle} (the path `mesh-host bundle` and `reconcile` take) before anything is
+ * built; a file that is not a valid bundle for that system is refused (exit 2, naming the problem).
+ * The checkout is not touched: the entry point is `host/<system>.ts` rewritten into a temporary
+ * directory, its relative imports made absolute and its bundle import pointed at a copy of
+ * `FILE` there; the directory is removed when the build ends. The output and `hosts.json` name the
+ * bundle carried and its digest (sha256 of its declaration, as `mesh-host bundle` shows it).
  *
  * Two forms of the same program (docs/mesh-host.md, "One file is the whole install"):
  *
@@ -20,8 +29,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { SYSTEM_NAMES } from "../systems/mod.ts";
+import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
+import { loadBundle } from "../host/bundle.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
 
 const TRIPLES: Record<OneFileArch, string> = {
@@ -58,6 +68,7 @@ try {
       system: { type: "string", multiple: true },
       arch: { type: "string", multiple: true },
       out: { type: "string" },
+      bundle: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -82,7 +93,121 @@ for (const a of arches) {
 const out = parsed.values.out ?? `${root}dist`;
 if (!out.startsWith("/")) refuse(`--out must be an absolute path, not "${out}"`);
 const denort = Deno.env.get("DENORT_BIN");
+
+/** The bundle a `--bundle` build carries, as recorded in `hosts.json`. */
+interface Carried {
+  /** The file given, as an absolute path. */
+  source: string;
+  /** sha256 of its declaration (what `mesh-host bundle` shows). */
+  digest: string;
+  resources: number;
+}
+
+/** The bundle given with `--bundle`, validated as the host validates its carried bundle. */
+async function carriedBundle(
+  file: string,
+  system: string,
+): Promise<{ text: string; carried: Carried }> {
+  const source = file.startsWith("/") ? file : `${Deno.cwd()}/${file}`;
+  let text;
+  try {
+    text = await Deno.readTextFile(source);
+  } catch (error) {
+    refuse(`Cannot read bundle "${source}": ${messageOf(error)}`);
+  }
+  try {
+    const bundle = await loadBundle(text, system as SystemName);
+    return {
+      text,
+      carried: { source, digest: bundle.digest, resources: bundle.declaration.resources.length },
+    };
+  } catch (error) {
+    refuse(
+      `--bundle "${source}" is not a bundle the ${system} host can carry: ${messageOf(error)}`,
+    );
+  }
+}
+
+/**
+ * Writes, into a new temporary directory, the entry point of `system`'s host carrying `text`:
+ * `host/<system>.ts` with its relative imports made absolute and its bundle import pointed at a
+ * copy of the bundle beside it. The caller removes the directory.
+ *
+ * @throws {Error} when the entry point does not import `../bundles/substrate-<system>.lock`.
+ */
+async function entryCarrying(
+  system: string,
+  text: string,
+): Promise<{ dir: string; entry: string }> {
+  const host = new URL(`../host/${system}.ts`, import.meta.url);
+  const source = await Deno.readTextFile(host);
+  const lock = `../bundles/substrate-${system}.lock`;
+  let replaced = 0;
+  const rewritten = source.replace(
+    /(\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(["'])(\.{1,2}\/[^"']+)\2/g,
+    (_all, lead: string, quote: string, spec: string) => {
+      if (spec === lock) {
+        replaced++;
+        return `${lead}${quote}./bundle.lock${quote}`;
+      }
+      return `${lead}${quote}${new URL(spec, host).href}${quote}`;
+    },
+  );
+  if (replaced !== 1) {
+    throw new Error(
+      `Cannot build ${system} with another bundle: host/${system}.ts imports "${lock}" ${replaced} times, not once`,
+    );
+  }
+  const dir = await Deno.makeTempDir({ prefix: `mesh-hosts-${system}-bundle-` });
+  await Deno.writeTextFile(`${dir}/bundle.lock`, text);
+  await Deno.writeTextFile(`${dir}/${system}.ts`, rewritten);
+  return { dir, entry: `${dir}/${system}.ts` };
+}
+
+let given: { text: string; carried: Carried } | undefined;
+if (parsed.values.bundle !== undefined) {
+  if (parsed.values.system?.length !== 1) {
+    refuse(
+      `--bundle needs exactly one --system (the system the bundle is for), not ${
+        parsed.values.system?.length ?? "none"
+      }`,
+    );
+  }
+  given = await carriedBundle(parsed.values.bundle, systems[0]!);
+}
 await Deno.mkdir(out, { recursive: true });
+
+// Temporary directories (the --bundle entry point, the probe's cache) are removed however this
+// ends: the unload event runs on Deno.exit too, and an interrupt exits through it.
+const temporary = new Set<string>();
+globalThis.addEventListener("unload", () => {
+  for (const dir of temporary) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* already gone */ }
+  }
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => Deno.exit(130));
+}
+const entries = new Map<string, string>();
+for (const system of systems) {
+  if (given === undefined) {
+    entries.set(system, `${root}host/${system}.ts`);
+    continue;
+  }
+  try {
+    const { dir, entry } = await entryCarrying(system, given.text);
+    temporary.add(dir);
+    entries.set(system, entry);
+  } catch (error) {
+    console.error(`deno task hosts: ${messageOf(error)}`);
+    Deno.exit(1);
+  }
+}
+const carrying = given === undefined
+  ? ""
+  : `, carrying the bundle ${given.carried.source} (${given.carried.resources} resources, digest ${given.carried.digest})`;
 
 /** One built host, as recorded in `hosts.json`. */
 interface Built {
@@ -93,6 +218,8 @@ interface Built {
   bytes: number;
   runtime?: { source: string; integrity: string; sha256: string; bytes: number };
   program?: { sha256: string; bytes: number };
+  /** The bundle it carries, when built with `--bundle`. */
+  bundle?: Carried;
   probed: boolean;
 }
 const built: Built[] = [];
@@ -100,6 +227,7 @@ const built: Built[] = [];
 /** Runs the native build once; removes it and stops when it does not run. */
 async function probe(path: string, system: string): Promise<void> {
   const cache = await Deno.makeTempDir({ prefix: "mesh-hosts-probe-" });
+  temporary.add(cache);
   try {
     const r = await new Deno.Command(path, {
       args: ["--help"],
@@ -141,12 +269,14 @@ for (const arch of arches) {
           "compile",
           "--quiet",
           "--no-check=remote",
+          "--config",
+          `${root}deno.json`,
           "--target",
           TRIPLES[arch],
           ...HOST_PERMISSIONS,
           "--output",
           output,
-          `${root}host/${system}.ts`,
+          entries.get(system)!,
         ],
         env: { DENORT_BIN: denort },
         stdout: "inherit",
@@ -167,9 +297,10 @@ for (const arch of arches) {
         path: output,
         form: "compiled",
         bytes: (await Deno.stat(output)).size,
+        ...(given === undefined ? {} : { bundle: given.carried }),
         probed: true,
       });
-      console.log(`built ${output} (compiled)`);
+      console.log(`built ${output} (compiled${carrying})`);
     }
     continue;
   }
@@ -188,7 +319,7 @@ for (const arch of arches) {
     const output = `${out}/mesh-host-${system}-${arch}`;
     let file;
     try {
-      file = await buildOneFile(`${root}host/${system}.ts`, output, {
+      file = await buildOneFile(entries.get(system)!, output, {
         name: `mesh-host-${system}-${arch}`,
         runtime,
         permissions: HOST_PERMISSIONS,
@@ -212,6 +343,7 @@ for (const arch of arches) {
         bytes: runtime.size,
       },
       program: { sha256: file.programSha256, bytes: file.programSize },
+      ...(given === undefined ? {} : { bundle: given.carried }),
       probed: arch === native,
     });
     console.log(
@@ -219,7 +351,7 @@ for (const arch of arches) {
         (runtime.size / 1e6).toFixed(1)
       } MB and program ${(file.programSize / 1e6).toFixed(2)} MB before compression${
         arch === native ? "" : "; not run here, another architecture"
-      })`,
+      }${carrying})`,
     );
   }
 }

@@ -5,15 +5,15 @@
  * verify with the reason; then the carried bundle, reconciled on that same machine, resumes and
  * converges with OpenRC, and a second reconcile changes nothing.
  *
- * The broken variants are the carried bundle's own declaration with one resource changed,
- * applied with `mesh-host apply` (a local file is trusted input, as the bundle is).
+ * The host carries a lock produced on this machine by scripts/substrate.ts (`deno task hosts
+ * --bundle`), not the committed bundles/substrate-debian.lock, whose digests only the machine that
+ * committed it has. The broken variants are that bundle's own declaration with one resource
+ * changed, applied with `mesh-host apply` (a local file is trusted input, as the bundle is).
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { ROOT } from "../support/mod.ts";
-import { oneFileHost } from "../support/onefile.ts";
 import { bootLab, type LabMachine, registryForBridge } from "../lab/mod.ts";
-import { ensureSubstrateImages } from "../support/substrate.ts";
+import { freshSubstrateLock, substrateHost } from "../support/substrate.ts";
 
 interface Result {
   outcome: string;
@@ -51,9 +51,10 @@ async function hostRun(
 
 async function applyVariant(
   m: LabMachine,
-  change: (resources: Resource[]) => void,
+  variant: { lock: string; change: (resources: Resource[]) => void },
 ): Promise<Result & { code: number | null; raw: string }> {
-  const bundle = JSON.parse(await Deno.readTextFile(`${ROOT}bundles/substrate-debian.lock`)) as {
+  const { lock, change } = variant;
+  const bundle = JSON.parse(lock) as {
     declaration: { version: 1; resources: Resource[] };
   };
   change(bundle.declaration.resources);
@@ -73,8 +74,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await ensureSubstrateImages();
-    const file = await oneFileHost("debian");
+    const lock = await freshSubstrateLock();
+    const file = (await substrateHost(lock.path)).path;
     const m = await bootLab("openrc", { bare: true, network: "bridge" });
     const stopForwarder = await registryForBridge(m);
     try {
@@ -83,8 +84,11 @@ Deno.test({
 
       // 1. The store pins an image the registry lacks.
       const missing = `127.0.0.1:5000/mesh-postgres@sha256:${"0".repeat(64)}`;
-      const bad = await applyVariant(m, (rs) => {
-        rs.find((r) => r.id === "store")!.image = missing;
+      const bad = await applyVariant(m, {
+        lock: lock.text,
+        change: (rs) => {
+          rs.find((r) => r.id === "store")!.image = missing;
+        },
       });
       assertEquals([bad.code, bad.outcome], [1, "failed"], bad.raw);
       const problem = bad.problems.find((p) => p.id === "store");
@@ -98,10 +102,13 @@ Deno.test({
       assertEquals(running.stdout.trim(), "", "no container was created");
 
       // 2. The store runs but does not answer: the next step's verify fails with the reason.
-      const silent = await applyVariant(m, (rs) => {
-        const store = rs.find((r) => r.id === "store")!;
-        store.args = [...(store.args ?? []), "--entrypoint", "sleep"];
-        store.command = ["infinity"];
+      const silent = await applyVariant(m, {
+        lock: lock.text,
+        change: (rs) => {
+          const store = rs.find((r) => r.id === "store")!;
+          store.args = [...(store.args ?? []), "--entrypoint", "sleep"];
+          store.command = ["infinity"];
+        },
       });
       assertEquals([silent.code, silent.outcome], [1, "failed"], silent.raw);
       assertEquals(silent.changes.find((c) => c.id === "store")?.change, "created");

@@ -1,7 +1,9 @@
 /**
  * The first node raises the mesh, in the lab. A bare systemd machine (no Deno, no checkout, on
  * its own network address) gets the one-file debian host copied in; `reconcile` raises the
- * substrate the host carries (bundles/substrate-debian.lock: the container runtime, the node's
+ * substrate the host carries (a lock produced on this machine by scripts/substrate.ts, carried with
+ * `deno task hosts --bundle`, so the test does not depend on the digests committed in
+ * bundles/substrate-debian.lock: the container runtime, the node's
  * credentials, PostgreSQL, the inventory database and its schema, RabbitMQ and its topology), the
  * second changes nothing; the machine is rebooted and everything is back before the host runs
  * again; three reconciles change nothing; then mesh-control, pointed at that node's database and
@@ -14,11 +16,10 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
-import { oneFileHost } from "../support/onefile.ts";
 import { bootLab, labAddress, type LabMachine, rebootLab, registryForBridge } from "../lab/mod.ts";
 import { MIGRATIONS } from "../../control/db.ts";
 import { run } from "../../lib/command.ts";
-import { ensureSubstrateImages } from "../support/substrate.ts";
+import { freshSubstrateLock, substrateHost } from "../support/substrate.ts";
 
 interface Result {
   outcome: string;
@@ -60,8 +61,10 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await ensureSubstrateImages();
-    const file = await oneFileHost("debian");
+    const lock = await freshSubstrateLock();
+    const host = await substrateHost(lock.path);
+    assertStringIncludes(host.said, `carrying the bundle ${lock.path}`);
+    const file = host.path;
     const first = await bootLab("systemd", { bare: true, network: "bridge" });
     let second: LabMachine | undefined;
     const stopForwarder = await registryForBridge(first);
@@ -111,8 +114,7 @@ Deno.test({
       for (const text of [r1.raw, r2.raw, storeJson, logs]) {
         assert(!text.includes(store) && !text.includes(broker), "a credential leaked");
       }
-      const bundleText = await Deno.readTextFile(`${ROOT}bundles/substrate-debian.lock`);
-      assert(!bundleText.includes(store) && !bundleText.includes(broker));
+      assert(!lock.text.includes(store) && !lock.text.includes(broker));
 
       const envAt = (at: string) => ({
         MESH_DATABASE_URL: `postgres://postgres:${store}@${at}:5432/inventory`,
