@@ -20,8 +20,7 @@
  */
 
 import "../tests/support/mod.ts";
-import { oneFileHost } from "../tests/support/onefile.ts";
-import { ensureSubstrateImages } from "../tests/support/substrate.ts";
+import { freshSubstrateLock, substrateHost } from "../tests/support/substrate.ts";
 import { bootLab, type LabMachine, registryForBridge } from "../tests/lab/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -62,8 +61,9 @@ const changedOf = (stdout: string) =>
     c.change !== "unchanged"
   ).length;
 
-await ensureSubstrateImages();
-const file = await oneFileHost("debian");
+// Images and a lock made on this machine (their digests differ from machine to machine), and the
+// one-file host carrying that lock.
+const file = (await substrateHost((await freshSubstrateLock()).path)).path;
 const m = await bootLab("systemd", { bare: true, network: "bridge" });
 const stop = await registryForBridge(m);
 const rows: string[] = [];
