@@ -176,7 +176,9 @@ Deno.test({
       const enrolled = await mc(["node", "enroll", "lab-second", "--system", "debian"]);
       const url = /amqp:\/\/lab-second:[^\s]+/.exec(enrolled.stdout)?.[0];
       assert(url, `enroll printed no broker URL: ${enrolled.stdout}`);
-      await mc(["node", "enroll", "lab-first", "--system", "debian"]);
+      const enrolledFirst = await mc(["node", "enroll", "lab-first", "--system", "debian"]);
+      const firstUrl = /amqp:\/\/lab-first:[^\s]+/.exec(enrolledFirst.stdout)?.[0];
+      assert(firstUrl, `enroll printed no broker URL: ${enrolledFirst.stdout}`);
       const dir = await Deno.makeTempDir();
       try {
         await Deno.writeTextFile(
@@ -226,6 +228,55 @@ Deno.test({
         (await second.exec(["cat", "/srv/hello/greeting"])).stdout,
         "hello from the first node\n",
       );
+      // The joining node carries the same bundle in its one file and never took it: its link
+      // did not raise a second substrate.
+      const containers = await second.exec(["podman", "ps", "-a", "--format", "{{.Names}}"], {
+        allowFailure: true,
+      });
+      assert(!containers.stdout.includes("mesh-store"), `a substrate on the joining node`);
+      assert(
+        (await second.exec(["test", "-e", "/etc/mesh/secrets"], { allowFailure: true })).code !==
+          0,
+        "the joining node made substrate credentials",
+      );
+
+      // The first node joins its own mesh: its link applies the pushed module beside the bundle
+      // it took, and the module removes nothing of the substrate.
+      await mc(["node", "assign", "lab-first", "hello"]);
+      await first.exec([
+        "sh",
+        "-c",
+        "nohup mesh-host link --node lab-first --every 1h --reconcile-result none " +
+        ">/var/log/mesh-link.log 2>&1 &",
+      ], { env: { MESH_BROKER_URL: firstUrl } });
+      await mc(["push", "lab-first"]);
+      let self: { name: string; verdict?: string } | undefined;
+      for (let i = 0; i < 120; i++) {
+        await mc(["ingest", "--drain"]);
+        const board = JSON.parse((await mc(["board", "--json"])).stdout) as {
+          machines: { name: string; verdict?: string }[];
+        };
+        self = board.machines.find((n) => n.name === "lab-first");
+        if (self?.verdict === "ok") break;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      const firstLog = (await first.exec(["cat", "/var/log/mesh-link.log"])).stdout;
+      assertEquals(self?.verdict, "ok", `board: ${JSON.stringify(self)}; link log: ${firstLog}`);
+      assertEquals(
+        (await first.exec(["cat", "/srv/hello/greeting"])).stdout,
+        "hello from the first node\n",
+      );
+      const after = await first.exec(["podman", "ps", "--format", "{{.Names}} {{.Status}}"]);
+      assertStringIncludes(after.stdout, "mesh-store Up");
+      assertStringIncludes(after.stdout, "mesh-broker Up");
+      assertEquals(await rows(), migrations);
+      const owned = JSON.parse(
+        (await first.exec(["mesh-host", "owned", "--json"])).stdout,
+      ) as { source: string; id: string }[] | { resources: { source: string; id: string }[] };
+      const records = Array.isArray(owned) ? owned : owned.resources;
+      const sources = new Set(records.map((r) => r.source));
+      assert(sources.has("bundle") && sources.has("link"), `owned: ${JSON.stringify(records)}`);
+
       const board = JSON.parse((await mc(["board", "--json"])).stdout) as {
         machines: { name: string }[];
       };
