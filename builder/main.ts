@@ -68,6 +68,8 @@ export async function builderMain(args: string[]): Promise<number> {
       } catch (error) {
         throw new Refused(`--broker: ${messageOf(error)}`);
       }
+      // What every build needs is checked now, not found missing by each request in turn.
+      if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);
       const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
       const name = opts.name ?? account;
       await untilSignalled((signal) =>
@@ -97,6 +99,26 @@ export async function builderMain(args: string[]): Promise<number> {
 }
 
 class Refused extends Error {}
+
+/**
+ * Refuses a work directory that is not an existing directory this process can create files in.
+ *
+ * @throws {Refused} naming the directory and what is wrong with it.
+ */
+async function assertWorkDir(dir: string): Promise<void> {
+  let info;
+  try {
+    info = await Deno.stat(dir);
+  } catch (error) {
+    throw new Refused(`Cannot use --work-dir "${dir}": ${messageOf(error)}`);
+  }
+  if (!info.isDirectory) throw new Refused(`Cannot use --work-dir "${dir}": not a directory`);
+  try {
+    await Deno.remove(await Deno.makeTempDir({ dir, prefix: ".mesh-builder-check-" }));
+  } catch (error) {
+    throw new Refused(`Cannot use --work-dir "${dir}": ${messageOf(error)}`);
+  }
+}
 
 /** Options for {@linkcode serve}. */
 export interface ServeOptions {

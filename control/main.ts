@@ -236,6 +236,15 @@ export async function controlMain(args: string[]): Promise<number> {
       const { nodeNameProblem } = await import("../lib/broker.ts");
       const bad = nodeNameProblem(name);
       if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
+      // The arguments are judged before any connection is asked for.
+      const { SYSTEMS } = await import("./inventory.ts");
+      if (!(SYSTEMS as readonly string[]).includes(opts.system)) {
+        throw new Refused(
+          `Cannot enroll node "${name}": system "${opts.system}" is not one of ${
+            SYSTEMS.join(", ")
+          }`,
+        );
+      }
       const ends = await endpoints(opts);
       const sql = await database(opts);
       const { insertNode } = await import("./inventory.ts");
@@ -304,6 +313,12 @@ export async function controlMain(args: string[]): Promise<number> {
     .argument("<kind>", "server or episodic")
     .addOption(databaseOption())
     .action(async (name: string, kind: string, opts: Connections) => {
+      const { NODE_KINDS } = await import("./state.ts");
+      if (!(NODE_KINDS as readonly string[]).includes(kind)) {
+        throw new Refused(
+          `Cannot set the kind of node "${name}": "${kind}" is not one of ${NODE_KINDS.join(", ")}`,
+        );
+      }
       const sql = await database(opts);
       const { setNodeKind } = await import("./inventory.ts");
       const before = await setNodeKind(sql, name, kind);

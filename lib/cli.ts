@@ -2,10 +2,25 @@
  * What every mesh command line does the same way: run a commander program and turn what happened
  * into an exit code, run until SIGTERM or SIGINT, and wait without outliving a stop.
  *
+ * The convention, the same for the four programs:
+ * - `--help` (and `help`) prints on stdout and exits 0; `--version` too.
+ * - Misuse (no arguments, a command group without its subcommand, an unknown command or option, a
+ *   missing argument or required option, a bad option value) is said on stderr and exits with the
+ *   program's usage code (2). An unknown option is named before a missing required one: a
+ *   misspelt `--registy` is reported as unknown, not as `--registry` missing.
+ * - An unexpected error (a defect of the program, not a refusal or a state it knows) exits
+ *   {@linkcode EXIT_DEFECT} with one line; `--verbose` adds the cause chain and the stack.
+ *
  * @module
  */
 
-import { type Command, CommanderError } from "commander";
+import { type Command, CommanderError, Option } from "commander";
+
+/**
+ * Exit code of an unexpected error: a defect of the program (EX_SOFTWARE of sysexits.h), never
+ * 1, which means drift, partly applied, or nodes not doing what they were told.
+ */
+export const EXIT_DEFECT = 70;
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -15,22 +30,116 @@ export interface RunProgramOptions {
   code: () => number;
   /** Exit code of a usage error commander found (an unknown option, a missing argument). */
   usageCode: number;
-  /** Prints `error` and returns its exit code. */
+  /**
+   * Prints `error` and returns its exit code: a refusal or a state error. Not called for a
+   * defect ({@linkcode isDefect}), which exits {@linkcode EXIT_DEFECT}.
+   */
   onError: (error: unknown) => number;
   /** Run the default action with no arguments (its settings all come from the environment). */
   runWithoutArguments?: boolean;
 }
 
+/** A table of exit codes: code, then what it means (one line each). */
+export type ExitCodes = readonly (readonly [number, string])[];
+
+/** The line every program's exit code table ends with. */
+export const DEFECT_LINE = [
+  EXIT_DEFECT,
+  "unexpected error (a defect of the program; --verbose prints the cause chain and stack)",
+] as const;
+
+/** Renders an exit code table as help text ("Exit codes:" and one indented line per code). */
+export function exitCodesHelp(codes: ExitCodes): string {
+  return "\nExit codes:\n" +
+    codes.map(([code, meaning]) => `  ${String(code).padStart(2)}  ${meaning}`).join("\n");
+}
+
+/**
+ * Attaches its exit code table to `command`'s help, and the defect line last; returns `command`.
+ */
+export function withExitCodes<C extends Command>(command: C, codes: ExitCodes): C {
+  command.addHelpText("after", exitCodesHelp([...codes, DEFECT_LINE]));
+  return command;
+}
+
+/**
+ * Commander checks required options before it checks for unknown ones, so a misspelt
+ * `--registy x` was reported as `--registry` missing. This moves every required option's check
+ * after commander's own (unknown options, arguments, excess arguments): a preAction hook on the
+ * command that declares it.
+ */
+function deferMandatoryOptions(command: Command): void {
+  const mandatory = command.options.filter((o) => o.mandatory);
+  for (const option of mandatory) option.makeOptionMandatory(false);
+  if (mandatory.length > 0) {
+    command.hook("preAction", (self) => {
+      for (const option of mandatory) {
+        if (self.getOptionValue(option.attributeName()) === undefined) {
+          self.error(`error: required option '${option.flags}' not specified`, {
+            code: "commander.missingMandatoryOptionValue",
+          });
+        }
+      }
+    });
+  }
+  for (const sub of command.commands) deferMandatoryOptions(sub);
+}
+
+/**
+ * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
+ * an Error at all, or one of the errors the language raises on a programming mistake
+ * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
+ * fetch or an invalid URL, which are the network's or the input's).
+ */
+export function isDefect(error: unknown): boolean {
+  if (!(error instanceof Error)) return true;
+  if (error instanceof TypeError) {
+    return !/fetch failed|error sending request|invalid url|url scheme|network/i.test(
+      error.message,
+    );
+  }
+  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
+  return error instanceof ReferenceError || error instanceof RangeError ||
+    error instanceof EvalError;
+}
+
+/** The message of `error`, its causes and its stack, for `--verbose`. */
+export function describeDefect(error: unknown, verbose: boolean): string {
+  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
+  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
+  const lines = [head];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 10; depth++) {
+    if (depth > 0) {
+      lines.push(
+        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
+      );
+    }
+    if (current instanceof Error && current.stack) lines.push(current.stack);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join("\n") + "\n";
+}
+
 /**
  * Parses `args` and runs the chosen action. No arguments at all is help on stderr and
- * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0.
+ * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0; a command
+ * group without its subcommand is help on stderr and `usageCode`.
  */
 export async function runProgram(
   program: Command,
   args: string[],
   options: RunProgramOptions,
 ): Promise<number> {
+  const name = program.name();
   try {
+    deferMandatoryOptions(program);
+    if (!program.options.some((o) => o.long === "--verbose")) {
+      program.addOption(
+        new Option("--verbose", "on an unexpected error, print its cause chain and stack"),
+      );
+    }
     if (args.length === 0 && !options.runWithoutArguments) {
       options.err(program.helpInformation());
       return options.usageCode;
@@ -39,11 +148,15 @@ export async function runProgram(
     return options.code();
   } catch (error) {
     if (error instanceof CommanderError) {
-      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
-        ? 0
-        : options.usageCode;
+      // --help, --version and `help` exit 0; help shown because something was missing (a
+      // command group without its subcommand) is misuse.
+      return error.exitCode === 0 ? 0 : options.usageCode;
     }
-    return options.onError(error);
+    if (!isDefect(error)) return options.onError(error);
+    const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
+      .includes("--verbose");
+    options.err(`${name}: ${describeDefect(error, verbose)}`);
+    return EXIT_DEFECT;
   }
 }
 

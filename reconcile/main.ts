@@ -7,19 +7,16 @@
  * @module
  */
 
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
+import { runProgram } from "../lib/cli.ts";
 import { assertWritablePath, messageOf, writeAll, writeFileAtomic } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { adoptRegistry } from "./adopt.ts";
-import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
+import { loadRegistry, registryJsonSchema } from "./registry.ts";
 import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "./report.ts";
 import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
 import { repoCheckFromFlags } from "./repo_check.ts";
-import {
-  assertRegistryOutsideCode,
-  IN_CHECKOUT_FLAG,
-  RegistryPlaceError,
-} from "./registry_place.ts";
+import { assertRegistryOutsideCode, IN_CHECKOUT_FLAG } from "./registry_place.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
@@ -549,32 +546,15 @@ export async function main(args: string[]): Promise<number> {
     err: (s: string) => writeAll(Deno.stderr, s),
   };
   const { program, exitCode } = buildProgram(io);
-  try {
-    if (args.length === 0) {
-      // Nothing asked is not something done: say what can be asked, and fail.
-      io.err(program.helpInformation());
-      return 2;
-    }
-    await program.parseAsync(args, { from: "user" });
-    return exitCode();
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      if (
-        error.code === "commander.helpDisplayed" || error.code === "commander.version" ||
-        error.code === "commander.help"
-      ) return 0;
-      return EXIT_UNOBSERVABLE; // commander already printed what was wrong
-    }
-    if (
-      error instanceof RegistryError || error instanceof UsageError ||
-      error instanceof RegistryPlaceError
-    ) {
-      io.err(`mesh-reconcile: ${error.message}\n`);
-    } else {
+  return await runProgram(program, args, {
+    err: io.err,
+    code: exitCode,
+    usageCode: EXIT_UNOBSERVABLE,
+    onError: (error) => {
       io.err(`mesh-reconcile: ${messageOf(error)}\n`);
-    }
-    return EXIT_UNOBSERVABLE;
-  }
+      return EXIT_UNOBSERVABLE;
+    },
+  });
 }
 
 if (import.meta.main) {
