@@ -24,17 +24,24 @@ import {
 import { AmqpError, type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
-import { runProgram, sleep, untilSignalled } from "../lib/cli.ts";
+import { addExitCodes, type ExitCode, runProgram, sleep, untilSignalled } from "../lib/cli.ts";
 import { build, STORE_VARIABLE } from "./build.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 const HELP = `
 Where to publish: the artifact store binding the control plane sends with each request wins;
 ${STORE_VARIABLE} is used only for a request that carries no binding (one made by hand). A
-binding with no address is refused, never replaced by the variable.
+binding with no address is refused, never replaced by the variable.`;
 
-Exit codes: 0 stopped (SIGTERM/SIGINT, after the build in hand is answered), 2 refused (bad
-arguments, or the broker refused the credential at start).`;
+/** What each exit code means: the one table help is rendered from. */
+export const EXIT_CODES: readonly ExitCode[] = [
+  { code: 0, meaning: "stopped (SIGTERM/SIGINT, after the build in hand is answered)" },
+  {
+    code: 2,
+    meaning: "refused at start: bad arguments, a --work-dir that cannot be used, or the broker " +
+      "refused the credential",
+  },
+];
 
 /**
  * Runs `mesh-builder` with `args` and returns its exit code.
@@ -85,6 +92,7 @@ export async function builderMain(args: string[]): Promise<number> {
       code = 0;
     });
 
+  addExitCodes(program, EXIT_CODES);
   return await runProgram(program, args, {
     err,
     code: () => code,

@@ -9,7 +9,7 @@
  */
 
 import { Command, Option } from "commander";
-import { runProgram, untilSignalled } from "../lib/cli.ts";
+import { addExitCodes, type ExitCode, runProgram, untilSignalled } from "../lib/cli.ts";
 import {
   assertWritablePath,
   messageOf,
@@ -33,15 +33,29 @@ Connections (each option also read from the environment; the option wins):
                                          separate URLs with commas, for a cluster's members)
   --broker-api URL  MESH_BROKER_API_URL  http://user:pass@host:15672 (RabbitMQ management API)
   --database-read URL  MESH_DATABASE_READ_URL  a hot standby status and board read from
-A connection that is not given is refused, never defaulted.
+A connection that is not given is refused, never defaulted.`;
 
-Exit codes:
-  0  done
-  1  status: some nodes are not doing what they were told (refused, failed, silent,
-     outstanding, never spoke; an episodic node away is no alarm); module build: the build failed;
-     push --behind: some behind nodes could not be pushed (each named, the rest were pushed)
-  2  refused: bad input, or a database or broker that does not answer or refuses
-     (nothing is half-written: database work runs in transactions)`;
+/** What each exit code means, by command: the one table help is rendered from. */
+export const EXIT_CODES: readonly ExitCode[] = [
+  { code: 0, meaning: "done" },
+  {
+    code: 1,
+    meaning: "some nodes are not doing what they were told (refused, failed, silent, " +
+      "outstanding, never spoke; an episodic node away is no alarm)",
+    commands: ["status"],
+  },
+  { code: 1, meaning: "the build failed", commands: ["module build"] },
+  {
+    code: 1,
+    meaning: "--behind: some behind nodes could not be pushed (each named, the rest were pushed)",
+    commands: ["push"],
+  },
+  {
+    code: 2,
+    meaning: "refused: bad input, or a database or broker that does not answer or refuses " +
+      "(nothing is half-written: database work runs in transactions)",
+  },
+];
 
 /** Input refused before anything is done. */
 class Refused extends Error {}
@@ -452,7 +466,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .argParser((v) => {
           let ms: number;
           try {
-            ms = parseDuration(v, { bareUnit: "s" });
+            ms = parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--timeout: ${messageOf(error)}`);
           }
@@ -590,7 +604,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .default(60 * 60 * 1000, "1h")
         .argParser((v) => {
           try {
-            return parseDuration(v, { bareUnit: "s" });
+            return parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--stuck-after: ${messageOf(error)}`);
           }
@@ -772,7 +786,7 @@ export async function controlMain(args: string[]): Promise<number> {
       .default(DEFAULT_GRACE_MS, "1m")
       .argParser((v) => {
         try {
-          return parseDuration(v, { bareUnit: "s" });
+          return parseDuration(v, { unit: "s" });
         } catch (error) {
           throw new Refused(`--grace: ${messageOf(error)}`);
         }
@@ -794,7 +808,7 @@ export async function controlMain(args: string[]): Promise<number> {
           .default(60_000, "60s")
           .argParser((v) => {
             try {
-              return parseDuration(v, { bareUnit: "s" });
+              return parseDuration(v, { unit: "s" });
             } catch (error) {
               throw new Refused(`--max-lag: ${messageOf(error)}`);
             }
@@ -831,7 +845,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .argParser((v) => {
           let ms: number;
           try {
-            ms = parseDuration(v, { bareUnit: "d" });
+            ms = parseDuration(v, { unit: "d" });
           } catch (error) {
             throw new Refused(`--keep: ${messageOf(error)}`);
           }
@@ -916,6 +930,7 @@ export async function controlMain(args: string[]): Promise<number> {
       });
     });
 
+  addExitCodes(program, EXIT_CODES);
   try {
     return await runProgram(program, args, {
       err,

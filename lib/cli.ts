@@ -39,27 +39,68 @@ export interface RunProgramOptions {
   runWithoutArguments?: boolean;
 }
 
-/** A table of exit codes: code, then what it means (one line each). */
-export type ExitCodes = readonly (readonly [number, string])[];
+/**
+ * One line of a program's exit code table: the code, what it means, and the commands (paths
+ * below the program, e.g. `"render caddy"`) it is used by; every command when not given.
+ */
+export interface ExitCode {
+  code: number;
+  meaning: string;
+  commands?: readonly string[];
+}
 
-/** The line every program's exit code table ends with. */
-export const DEFECT_LINE = [
-  EXIT_DEFECT,
-  "unexpected error (a defect of the program; --verbose prints the cause chain and stack)",
-] as const;
+/** The line every exit code table ends with. */
+export const DEFECT_EXIT: ExitCode = {
+  code: EXIT_DEFECT,
+  meaning: "unexpected error: a defect of the program (--verbose prints the cause chain and stack)",
+};
 
-/** Renders an exit code table as help text ("Exit codes:" and one indented line per code). */
-export function exitCodesHelp(codes: ExitCodes): string {
-  return "\nExit codes:\n" +
-    codes.map(([code, meaning]) => `  ${String(code).padStart(2)}  ${meaning}`).join("\n");
+/** Renders exit code lines as help text ("Exit codes:", one code a line, wrapped at 80). */
+export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false): string {
+  const lines = codes.map((c) => {
+    const text = `${withCommands && c.commands ? `${c.commands.join(", ")}: ` : ""}${c.meaning}`;
+    const wrapped: string[] = [];
+    let line = "";
+    for (const word of text.split(" ")) {
+      if (line !== "" && line.length + 1 + word.length > 74) {
+        wrapped.push(line);
+        line = word;
+      } else line = line === "" ? word : `${line} ${word}`;
+    }
+    wrapped.push(line);
+    return `  ${String(c.code).padStart(2)}  ${wrapped.join("\n      ")}`;
+  });
+  return "\nExit codes:\n" + lines.join("\n");
 }
 
 /**
- * Attaches its exit code table to `command`'s help, and the defect line last; returns `command`.
+ * Lists exit codes in help from the program's one table: the whole table (with the commands
+ * each line is for) after the program's help, and after every command's help the lines for that
+ * command. The defect line ({@linkcode EXIT_DEFECT}) ends every list.
+ *
+ * @throws {Error} when a line names a command the program does not have (the table drifted).
  */
-export function withExitCodes<C extends Command>(command: C, codes: ExitCodes): C {
-  command.addHelpText("after", exitCodesHelp([...codes, DEFECT_LINE]));
-  return command;
+export function addExitCodes(program: Command, table: readonly ExitCode[]): void {
+  const paths = new Set<string>();
+  const visit = (command: Command, path: string[]) => {
+    for (const sub of command.commands) {
+      const here = [...path, sub.name()];
+      if (sub.commands.length > 0) visit(sub, here);
+      else {
+        const key = here.join(" ");
+        paths.add(key);
+        const mine = table.filter((c) => !c.commands || c.commands.includes(key));
+        sub.addHelpText("after", exitCodesHelp([...mine, DEFECT_EXIT]));
+      }
+    }
+  };
+  visit(program, []);
+  for (const line of table) {
+    for (const c of line.commands ?? []) {
+      if (!paths.has(c)) throw new Error(`Exit code ${line.code} names no command "${c}"`);
+    }
+  }
+  program.addHelpText("after", exitCodesHelp([...table, DEFECT_EXIT], true));
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 
 import { Command } from "commander";
-import { EXIT_DEFECT, runProgram } from "../../lib/cli.ts";
+import { addExitCodes, EXIT_DEFECT, runProgram } from "../../lib/cli.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 
@@ -162,4 +162,72 @@ Deno.test("an unexpected error exits 70 with one line; --verbose adds the cause 
   assertEquals((await runThrowing(new Error("refused"), ["go"])).code, 2);
   assertEquals((await runThrowing(new TypeError("fetch failed"), ["go"])).code, 2);
   assertEquals((await runThrowing("a string", ["go"])).code, EXIT_DEFECT);
+});
+
+Deno.test("every command's help lists its exit codes, from its program's one table", async () => {
+  const leaves: [keyof typeof PROGRAMS, string[], string[]][] = [
+    ["reconcile", ["run"], ["0  clean", "1  drift found", "2  refused", "70  unexpected"]],
+    ["reconcile", ["watch"], ["3  new", "4  late", "5  down", "6  unreachable", "70  "]],
+    ["reconcile", ["render", "caddy"], ["0  done", "2  refused", "70  "]],
+    ["reconcile", ["port", "next"], ["0  done", "2  refused", "70  "]],
+    ["reconcile", ["batch", "enable"], ["1  failed", "70  "]],
+    ["reconcile", ["stamp", "serve"], ["0  stopped", "70  "]],
+    ["control", ["status"], ["1  some nodes", "70  "]],
+    ["control", ["node", "enroll"], ["0  done", "2  refused", "70  "]],
+    ["control", ["module", "build"], ["1  the build failed", "70  "]],
+    ["host", ["apply"], ["1  failed", "3  the host", "4  --dry-run", "70  "]],
+    ["host", ["schema"], ["0  printed", "2  refused", "70  "]],
+    ["builder", [], ["0  stopped", "2  refused", "70  "]],
+  ];
+  for (const [program, path, expected] of leaves) {
+    const r = await run(program, [...path, "--help"]);
+    assertEquals(r.code, 0, `${program} ${path.join(" ")}: ${r.stderr}`);
+    const codes = r.stdout.slice(r.stdout.indexOf("Exit codes:"));
+    assert(r.stdout.includes("Exit codes:"), `${program} ${path.join(" ")}: ${r.stdout}`);
+    for (const text of expected) assertStringIncludes(codes, text);
+  }
+  // A line that does not apply to a command is not in its help.
+  const render = await run("reconcile", ["render", "caddy", "--help"]);
+  assert(!render.stdout.includes("drift found"), render.stdout);
+});
+
+Deno.test("an exit code table naming a command the program lacks is refused", () => {
+  const program = new Command().name("mesh-test");
+  program.command("go");
+  let said = "";
+  try {
+    addExitCodes(program, [{ code: 1, meaning: "drift", commands: ["og"] }]);
+  } catch (error) {
+    said = (error as Error).message;
+  }
+  assertStringIncludes(said, 'names no command "og"');
+});
+
+Deno.test("a duration carries its unit: a bare number is refused naming the form it meant", async () => {
+  const cases: [keyof typeof PROGRAMS, string[], string][] = [
+    ["reconcile", ["run", "--registry", "/nonexistent.yaml", "--cert-warn", "14"], '"14d"'],
+    ["reconcile", ["run", "--registry", "/nonexistent.yaml", "--timeout", "30"], '"30s"'],
+    ["host", ["reconcile", "--every", "15"], '"15s"'],
+    ["host", ["link", "--every", "15"], '"15s"'],
+    ["control", ["status", "--grace", "15"], '"15s"'],
+    ["control", ["prune", "--keep", "30"], '"30d"'],
+    ["control", ["module", "build", "m", "--timeout", "30"], '"30s"'],
+  ];
+  for (const [program, args, form] of cases) {
+    const r = await run(program, args);
+    assertEquals(r.code, 2, `${program} ${args.join(" ")}: ${r.stderr}`);
+    assertStringIncludes(r.stderr, "a duration carries its unit", `${program} ${args.join(" ")}`);
+    assertStringIncludes(r.stderr, form);
+    assert(!/database|broker/i.test(r.stderr), r.stderr);
+  }
+  // With its unit, the same --timeout is taken: what is refused next is the registry.
+  const unit = await run("reconcile", [
+    "run",
+    "--registry",
+    "/nonexistent.yaml",
+    "--timeout",
+    "30s",
+  ]);
+  assertEquals(unit.code, 2);
+  assertStringIncludes(unit.stderr, 'Invalid registry "/nonexistent.yaml"');
 });
