@@ -97,6 +97,7 @@ export async function builderMain(args: string[]): Promise<number> {
     err,
     code: () => code,
     usageCode: 2,
+    redact: (text) => text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"']+/gi, (url) => redactUrl(url)),
     // Its whole configuration may come from the environment (MESH_BROKER_URL).
     runWithoutArguments: (Deno.env.get("MESH_BROKER_URL") ?? "") !== "",
     onError: (error) => {

@@ -936,6 +936,7 @@ export async function controlMain(args: string[]): Promise<number> {
       err,
       code: () => code,
       usageCode: 2,
+      redact: redactSecrets,
       onError: (error) => {
         err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
         return 2;

@@ -37,6 +37,8 @@ export interface RunProgramOptions {
   onError: (error: unknown) => number;
   /** Run the default action with no arguments (its settings all come from the environment). */
   runWithoutArguments?: boolean;
+  /** Applied to a defect's text before it is printed (a password in a URL, say). */
+  redact?: (text: string) => string;
 }
 
 /**
@@ -196,7 +198,8 @@ export async function runProgram(
     if (!isDefect(error)) return options.onError(error);
     const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
       .includes("--verbose");
-    options.err(`${name}: ${describeDefect(error, verbose)}`);
+    const text = describeDefect(error, verbose);
+    options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
     return EXIT_DEFECT;
   }
 }

@@ -231,3 +231,21 @@ Deno.test("a duration carries its unit: a bare number is refused naming the form
   assertEquals(unit.code, 2);
   assertStringIncludes(unit.stderr, 'Invalid registry "/nonexistent.yaml"');
 });
+
+Deno.test("a defect's text is redacted before it is printed when the program says how", async () => {
+  const said: string[] = [];
+  const program = new Command().name("mesh-test").exitOverride();
+  program.command("go").action(() => {
+    throw new TypeError("Cannot read x of amqp://node:s3cret@broker:5672/");
+  });
+  const code = await runProgram(program, ["go", "--verbose"], {
+    err: (s) => said.push(s),
+    code: () => 0,
+    usageCode: 2,
+    onError: () => 2,
+    redact: (text) => text.replaceAll("s3cret", "***"),
+  });
+  assertEquals(code, EXIT_DEFECT);
+  assert(!said.join("").includes("s3cret"), said.join(""));
+  assertStringIncludes(said.join(""), "amqp://node:***@broker");
+});
