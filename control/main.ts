@@ -488,9 +488,16 @@ export async function controlMain(args: string[]): Promise<number> {
           timeout: number;
         },
       ) => {
+        const { askBuild, assertBuildAsk } = await import("./catalogue.ts");
+        // The arguments are judged before any connection is asked for.
+        assertBuildAsk({
+          module: name,
+          asker: opts.asker,
+          store: opts.store,
+          source: opts.source,
+        });
         const sql = await database(opts);
         const session = await broker(opts);
-        const { askBuild } = await import("./catalogue.ts");
         const result = await askBuild(sql, session.channel, {
           module: name,
           source: opts.source,

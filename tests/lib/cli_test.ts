@@ -106,6 +106,31 @@ Deno.test("the arguments are judged before a connection is asked for", async () 
   const kind = await run("control", ["node", "kind", "x", "laptop"]);
   assertEquals(kind.code, 2);
   assertStringIncludes(kind.stderr, '"laptop" is not one of server, episodic');
+  const build = await run("control", [
+    "module",
+    "build",
+    "web",
+    "--source",
+    "https://user:secret@git.example.org/web.git",
+    "--commit",
+    "main",
+    "--store",
+    "127.0.0.1:5000",
+  ]);
+  assertEquals(build.code, 2);
+  assertStringIncludes(build.stderr, "the source URL carries a credential");
+  assert(!/database|broker/i.test(build.stderr), build.stderr);
+  const noStore = await run("control", [
+    "module",
+    "build",
+    "web",
+    "--source",
+    "x",
+    "--commit",
+    "c",
+  ]);
+  assertEquals(noStore.code, 2);
+  assertStringIncludes(noStore.stderr, "the artifact store binding has no address");
 });
 
 Deno.test("mesh-builder refuses at start a --work-dir that cannot be used", async () => {
