@@ -132,12 +132,12 @@ function deferMandatoryOptions(command: Command): void {
  * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
  * an Error at all, or one of the errors the language raises on a programming mistake
  * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
- * fetch or an invalid URL, which are the network's or the input's).
+ * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
  */
 export function isDefect(error: unknown): boolean {
   if (!(error instanceof Error)) return true;
   if (error instanceof TypeError) {
-    return !/fetch failed|error sending request|invalid url|url scheme|network/i.test(
+    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
       error.message,
     );
   }

@@ -186,6 +186,20 @@ Deno.test("an unexpected error exits 70 with one line; --verbose adds the cause 
   // A refusal the program knows keeps its own code, and so does a failed fetch (the network's).
   assertEquals((await runThrowing(new Error("refused"), ["go"])).code, 2);
   assertEquals((await runThrowing(new TypeError("fetch failed"), ["go"])).code, 2);
+  // Input the language itself refuses (not UTF-8, not JSON) is the input's fault, not a defect.
+  const thrownBy = (fn: () => unknown): unknown => {
+    try {
+      fn();
+    } catch (error) {
+      return error;
+    }
+    throw new Error("Expected the function to throw");
+  };
+  const notUtf8 = thrownBy(() =>
+    new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array([0xff]))
+  );
+  assertEquals((await runThrowing(notUtf8, ["go"])).code, 2);
+  assertEquals((await runThrowing(thrownBy(() => JSON.parse("{")), ["go"])).code, 2);
   assertEquals((await runThrowing("a string", ["go"])).code, EXIT_DEFECT);
 });
 
