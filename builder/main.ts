@@ -24,17 +24,24 @@ import {
 import { AmqpError, type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
-import { runProgram, sleep, untilSignalled } from "../lib/cli.ts";
+import { addExitCodes, type ExitCode, runProgram, sleep, untilSignalled } from "../lib/cli.ts";
 import { build, STORE_VARIABLE } from "./build.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
 const HELP = `
 Where to publish: the artifact store binding the control plane sends with each request wins;
 ${STORE_VARIABLE} is used only for a request that carries no binding (one made by hand). A
-binding with no address is refused, never replaced by the variable.
+binding with no address is refused, never replaced by the variable.`;
 
-Exit codes: 0 stopped (SIGTERM/SIGINT, after the build in hand is answered), 2 refused (bad
-arguments, or the broker refused the credential at start).`;
+/** What each exit code means: the one table help is rendered from. */
+export const EXIT_CODES: readonly ExitCode[] = [
+  { code: 0, meaning: "stopped (SIGTERM/SIGINT, after the build in hand is answered)" },
+  {
+    code: 2,
+    meaning: "refused at start: bad arguments, a --work-dir that cannot be used, or the broker " +
+      "refused the credential",
+  },
+];
 
 /**
  * Runs `mesh-builder` with `args` and returns its exit code.
@@ -68,6 +75,8 @@ export async function builderMain(args: string[]): Promise<number> {
       } catch (error) {
         throw new Refused(`--broker: ${messageOf(error)}`);
       }
+      // What every build needs is checked now, not found missing by each request in turn.
+      if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);
       const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
       const name = opts.name ?? account;
       await untilSignalled((signal) =>
@@ -83,10 +92,12 @@ export async function builderMain(args: string[]): Promise<number> {
       code = 0;
     });
 
+  addExitCodes(program, EXIT_CODES);
   return await runProgram(program, args, {
     err,
     code: () => code,
     usageCode: 2,
+    redact: (text) => text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"']+/gi, (url) => redactUrl(url)),
     // Its whole configuration may come from the environment (MESH_BROKER_URL).
     runWithoutArguments: (Deno.env.get("MESH_BROKER_URL") ?? "") !== "",
     onError: (error) => {
@@ -97,6 +108,26 @@ export async function builderMain(args: string[]): Promise<number> {
 }
 
 class Refused extends Error {}
+
+/**
+ * Refuses a work directory that is not an existing directory this process can create files in.
+ *
+ * @throws {Refused} naming the directory and what is wrong with it.
+ */
+async function assertWorkDir(dir: string): Promise<void> {
+  let info;
+  try {
+    info = await Deno.stat(dir);
+  } catch (error) {
+    throw new Refused(`Cannot use --work-dir "${dir}": ${messageOf(error)}`);
+  }
+  if (!info.isDirectory) throw new Refused(`Cannot use --work-dir "${dir}": not a directory`);
+  try {
+    await Deno.remove(await Deno.makeTempDir({ dir, prefix: ".mesh-builder-check-" }));
+  } catch (error) {
+    throw new Refused(`Cannot use --work-dir "${dir}": ${messageOf(error)}`);
+  }
+}
 
 /** Options for {@linkcode serve}. */
 export interface ServeOptions {

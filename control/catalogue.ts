@@ -65,20 +65,15 @@ export class NoAnswerError extends Error {
 }
 
 /**
- * Asks for a build and waits for its answer, recording it (and any other pending build's answer
- * that arrives meanwhile).
+ * Refuses, before any connection, what a build ask carries that no builder could take: a bad
+ * module name or asker, an artifact store binding with no address or not `host[:port][/path]`, a
+ * source URL carrying a credential.
  *
- * @throws {InputError} for a bad module name or asker, or an artifact store binding with no
- *   address (refused, never defaulted).
- * @throws {AmqpError} when the request cannot be published (e.g. no build queue: run broker setup).
- * @throws {NoAnswerError} when no answer came in time (the request stays queued; its answer is
- *   recorded by a later `module build`).
+ * @throws {InputError} naming the module and what is wrong.
  */
-export async function askBuild(
-  sql: Sql,
-  channel: ConfirmChannel,
-  ask: BuildAsk,
-): Promise<BuildResult> {
+export function assertBuildAsk(
+  ask: Pick<BuildAsk, "module" | "asker" | "store" | "source">,
+): void {
   if (!MODULE_NAME.test(ask.module)) {
     throw new InputError(`Cannot build module ${JSON.stringify(ask.module)}: not a module name`);
   }
@@ -103,6 +98,25 @@ export async function askBuild(
       }); give the builder a git credential helper or an SSH key instead`,
     );
   }
+}
+
+/**
+ * Asks for a build and waits for its answer, recording it (and any other pending build's answer
+ * that arrives meanwhile).
+ *
+ * @throws {InputError} for a bad module name or asker, or an artifact store binding with no
+ *   address (refused, never defaulted).
+ * @throws {AmqpError} when the request cannot be published (e.g. no build queue: run broker setup).
+ * @throws {NoAnswerError} when no answer came in time (the request stays queued; its answer is
+ *   recorded by a later `module build`).
+ */
+export async function askBuild(
+  sql: Sql,
+  channel: ConfirmChannel,
+  ask: BuildAsk,
+): Promise<BuildResult> {
+  assertBuildAsk(ask);
+  const store = (ask.store ?? "").trim();
   const [existing] = await sql<{ origin: string }[]>`
     select origin from modules where name = ${ask.module}`;
   if (existing !== undefined && existing.origin !== "built") {
@@ -123,7 +137,7 @@ export async function askBuild(
     module: ask.module,
     source: ask.source,
     commit: ask.commit,
-    artifactStore: { address: ask.store.trim() },
+    artifactStore: { address: store },
     replyTo: buildReplyKey(ask.asker),
     requestedAt: new Date().toISOString(),
   };

@@ -9,7 +9,7 @@
  */
 
 import { Command, Option } from "commander";
-import { runProgram, untilSignalled } from "../lib/cli.ts";
+import { addExitCodes, type ExitCode, runProgram, untilSignalled } from "../lib/cli.ts";
 import {
   assertWritablePath,
   messageOf,
@@ -33,15 +33,29 @@ Connections (each option also read from the environment; the option wins):
                                          separate URLs with commas, for a cluster's members)
   --broker-api URL  MESH_BROKER_API_URL  http://user:pass@host:15672 (RabbitMQ management API)
   --database-read URL  MESH_DATABASE_READ_URL  a hot standby status and board read from
-A connection that is not given is refused, never defaulted.
+A connection that is not given is refused, never defaulted.`;
 
-Exit codes:
-  0  done
-  1  status: some nodes are not doing what they were told (refused, failed, silent,
-     outstanding, never spoke; an episodic node away is no alarm); module build: the build failed;
-     push --behind: some behind nodes could not be pushed (each named, the rest were pushed)
-  2  refused: bad input, or a database or broker that does not answer or refuses
-     (nothing is half-written: database work runs in transactions)`;
+/** What each exit code means, by command: the one table help is rendered from. */
+export const EXIT_CODES: readonly ExitCode[] = [
+  { code: 0, meaning: "done" },
+  {
+    code: 1,
+    meaning: "some nodes are not doing what they were told (refused, failed, silent, " +
+      "outstanding, never spoke; an episodic node away is no alarm)",
+    commands: ["status"],
+  },
+  { code: 1, meaning: "the build failed", commands: ["module build"] },
+  {
+    code: 1,
+    meaning: "--behind: some behind nodes could not be pushed (each named, the rest were pushed)",
+    commands: ["push"],
+  },
+  {
+    code: 2,
+    meaning: "refused: bad input, or a database or broker that does not answer or refuses " +
+      "(nothing is half-written: database work runs in transactions)",
+  },
+];
 
 /** Input refused before anything is done. */
 class Refused extends Error {}
@@ -236,6 +250,15 @@ export async function controlMain(args: string[]): Promise<number> {
       const { nodeNameProblem } = await import("../lib/broker.ts");
       const bad = nodeNameProblem(name);
       if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
+      // The arguments are judged before any connection is asked for.
+      const { SYSTEMS } = await import("./inventory.ts");
+      if (!(SYSTEMS as readonly string[]).includes(opts.system)) {
+        throw new Refused(
+          `Cannot enroll node "${name}": system "${opts.system}" is not one of ${
+            SYSTEMS.join(", ")
+          }`,
+        );
+      }
       const ends = await endpoints(opts);
       const sql = await database(opts);
       const { insertNode } = await import("./inventory.ts");
@@ -304,6 +327,12 @@ export async function controlMain(args: string[]): Promise<number> {
     .argument("<kind>", "server or episodic")
     .addOption(databaseOption())
     .action(async (name: string, kind: string, opts: Connections) => {
+      const { NODE_KINDS } = await import("./state.ts");
+      if (!(NODE_KINDS as readonly string[]).includes(kind)) {
+        throw new Refused(
+          `Cannot set the kind of node "${name}": "${kind}" is not one of ${NODE_KINDS.join(", ")}`,
+        );
+      }
       const sql = await database(opts);
       const { setNodeKind } = await import("./inventory.ts");
       const before = await setNodeKind(sql, name, kind);
@@ -437,7 +466,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .argParser((v) => {
           let ms: number;
           try {
-            ms = parseDuration(v, { bareUnit: "s" });
+            ms = parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--timeout: ${messageOf(error)}`);
           }
@@ -459,9 +488,16 @@ export async function controlMain(args: string[]): Promise<number> {
           timeout: number;
         },
       ) => {
+        const { askBuild, assertBuildAsk } = await import("./catalogue.ts");
+        // The arguments are judged before any connection is asked for.
+        assertBuildAsk({
+          module: name,
+          asker: opts.asker,
+          store: opts.store,
+          source: opts.source,
+        });
         const sql = await database(opts);
         const session = await broker(opts);
-        const { askBuild } = await import("./catalogue.ts");
         const result = await askBuild(sql, session.channel, {
           module: name,
           source: opts.source,
@@ -575,7 +611,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .default(60 * 60 * 1000, "1h")
         .argParser((v) => {
           try {
-            return parseDuration(v, { bareUnit: "s" });
+            return parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--stuck-after: ${messageOf(error)}`);
           }
@@ -757,7 +793,7 @@ export async function controlMain(args: string[]): Promise<number> {
       .default(DEFAULT_GRACE_MS, "1m")
       .argParser((v) => {
         try {
-          return parseDuration(v, { bareUnit: "s" });
+          return parseDuration(v, { unit: "s" });
         } catch (error) {
           throw new Refused(`--grace: ${messageOf(error)}`);
         }
@@ -779,7 +815,7 @@ export async function controlMain(args: string[]): Promise<number> {
           .default(60_000, "60s")
           .argParser((v) => {
             try {
-              return parseDuration(v, { bareUnit: "s" });
+              return parseDuration(v, { unit: "s" });
             } catch (error) {
               throw new Refused(`--max-lag: ${messageOf(error)}`);
             }
@@ -816,7 +852,7 @@ export async function controlMain(args: string[]): Promise<number> {
         .argParser((v) => {
           let ms: number;
           try {
-            ms = parseDuration(v, { bareUnit: "d" });
+            ms = parseDuration(v, { unit: "d" });
           } catch (error) {
             throw new Refused(`--keep: ${messageOf(error)}`);
           }
@@ -901,11 +937,13 @@ export async function controlMain(args: string[]): Promise<number> {
       });
     });
 
+  addExitCodes(program, EXIT_CODES);
   try {
     return await runProgram(program, args, {
       err,
       code: () => code,
       usageCode: 2,
+      redact: redactSecrets,
       onError: (error) => {
         err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
         return 2;

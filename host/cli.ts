@@ -7,7 +7,7 @@
 
 import { Command, Option } from "commander";
 import { collectBrokerUrls } from "../lib/broker_urls.ts";
-import { runProgram, untilSignalled } from "../lib/cli.ts";
+import { addExitCodes, type ExitCode, runProgram, untilSignalled } from "../lib/cli.ts";
 import { printable } from "../lib/printable.ts";
 import { messageOf, readRegularFileLimited, writeAll } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
@@ -55,15 +55,43 @@ export const EXIT_PENDING = 4;
 /** The default state directory. */
 export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
 
-const EXIT_HELP = `
-Exit codes (for several sources in one run, the worst: 1 over 2 over 0):
-  0  applied (and, for apply and reconcile, known-good recorded)
-  1  failed: accepted and partly applied ("applied N of M" says how much)
-  2  refused: nothing applied (invalid input, a shape this system cannot apply, a subject
-     another source holds, the wrong machine, no bundle)
-  3  the host cannot work: its store exists and cannot be read, or cannot be written
-  4  --dry-run only: it would apply, and something would change (nothing was changed);
-     a dry run exits 0 only when nothing would change`;
+const STORE_COMMANDS = ["apply", "owned", "inventory", "bundle", "reconcile", "link"];
+
+/**
+ * What each exit code means, by command: the one table help is rendered from. For several
+ * sources in one run, the worst: 1 over 2 over 0.
+ */
+export const EXIT_CODES: readonly ExitCode[] = [
+  {
+    code: EXIT_APPLIED,
+    meaning: "applied, known-good recorded (several sources: every one applied)",
+    commands: ["apply", "reconcile"],
+  },
+  { code: 0, meaning: "applied", commands: ["bundle"] },
+  { code: 0, meaning: "printed", commands: ["owned", "schema", "inventory"] },
+  { code: 0, meaning: "stopped (SIGTERM, SIGINT, or a new binary installed)", commands: ["link"] },
+  {
+    code: EXIT_FAILED,
+    meaning: 'failed: accepted and partly applied ("applied N of M" says how much)',
+    commands: ["apply", "reconcile"],
+  },
+  {
+    code: EXIT_REFUSED,
+    meaning: "refused: nothing applied (invalid input, a shape this system cannot apply, a " +
+      "subject another source holds, the wrong machine, no bundle)",
+  },
+  {
+    code: EXIT_CANNOT_RUN,
+    meaning: "the host cannot work: its store exists and cannot be read, or cannot be written",
+    commands: STORE_COMMANDS,
+  },
+  {
+    code: EXIT_PENDING,
+    meaning: "--dry-run only: something would change (nothing was changed); a dry run exits 0 " +
+      "only when nothing would change",
+    commands: ["apply", "reconcile"],
+  },
+];
 
 /** What a host entry point passes in. */
 export interface HostBuild {
@@ -88,7 +116,6 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
   const program = new Command()
     .name(`mesh-host-${build.system.name}`)
     .description(`mesh node agent for ${build.system.name}`)
-    .addHelpText("after", EXIT_HELP)
     .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err })
@@ -300,7 +327,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       new Option("--every <duration>", "reconcile again at this interval (e.g. 15m)").argParser(
         (v) => {
           try {
-            return parseDuration(v, { bareUnit: "s" });
+            return parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--every: ${messageOf(error)}`);
           }
@@ -380,7 +407,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         .argParser((v) => {
           let ms: number;
           try {
-            ms = parseDuration(v, { bareUnit: "s" });
+            ms = parseDuration(v, { unit: "s" });
           } catch (error) {
             throw new Refused(`--every: ${messageOf(error)}`);
           }
@@ -472,6 +499,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
       },
     );
 
+  addExitCodes(program, EXIT_CODES);
   return await runProgram(program, args, {
     err,
     code: () => code,

@@ -2,10 +2,25 @@
  * What every mesh command line does the same way: run a commander program and turn what happened
  * into an exit code, run until SIGTERM or SIGINT, and wait without outliving a stop.
  *
+ * The convention, the same for the four programs:
+ * - `--help` (and `help`) prints on stdout and exits 0; `--version` too.
+ * - Misuse (no arguments, a command group without its subcommand, an unknown command or option, a
+ *   missing argument or required option, a bad option value) is said on stderr and exits with the
+ *   program's usage code (2). An unknown option is named before a missing required one: a
+ *   misspelt `--registy` is reported as unknown, not as `--registry` missing.
+ * - An unexpected error (a defect of the program, not a refusal or a state it knows) exits
+ *   {@linkcode EXIT_DEFECT} with one line; `--verbose` adds the cause chain and the stack.
+ *
  * @module
  */
 
-import { type Command, CommanderError } from "commander";
+import { type Command, CommanderError, Option } from "commander";
+
+/**
+ * Exit code of an unexpected error: a defect of the program (EX_SOFTWARE of sysexits.h), never
+ * 1, which means drift, partly applied, or nodes not doing what they were told.
+ */
+export const EXIT_DEFECT = 70;
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -15,22 +30,159 @@ export interface RunProgramOptions {
   code: () => number;
   /** Exit code of a usage error commander found (an unknown option, a missing argument). */
   usageCode: number;
-  /** Prints `error` and returns its exit code. */
+  /**
+   * Prints `error` and returns its exit code: a refusal or a state error. Not called for a
+   * defect ({@linkcode isDefect}), which exits {@linkcode EXIT_DEFECT}.
+   */
   onError: (error: unknown) => number;
   /** Run the default action with no arguments (its settings all come from the environment). */
   runWithoutArguments?: boolean;
+  /** Applied to a defect's text before it is printed (a password in a URL, say). */
+  redact?: (text: string) => string;
+}
+
+/**
+ * One line of a program's exit code table: the code, what it means, and the commands (paths
+ * below the program, e.g. `"render caddy"`) it is used by; every command when not given.
+ */
+export interface ExitCode {
+  code: number;
+  meaning: string;
+  commands?: readonly string[];
+}
+
+/** The line every exit code table ends with. */
+export const DEFECT_EXIT: ExitCode = {
+  code: EXIT_DEFECT,
+  meaning: "unexpected error: a defect of the program (--verbose prints the cause chain and stack)",
+};
+
+/** Renders exit code lines as help text ("Exit codes:", one code a line, wrapped at 80). */
+export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false): string {
+  const lines = codes.map((c) => {
+    const text = `${withCommands && c.commands ? `${c.commands.join(", ")}: ` : ""}${c.meaning}`;
+    const wrapped: string[] = [];
+    let line = "";
+    for (const word of text.split(" ")) {
+      if (line !== "" && line.length + 1 + word.length > 74) {
+        wrapped.push(line);
+        line = word;
+      } else line = line === "" ? word : `${line} ${word}`;
+    }
+    wrapped.push(line);
+    return `  ${String(c.code).padStart(2)}  ${wrapped.join("\n      ")}`;
+  });
+  return "\nExit codes:\n" + lines.join("\n");
+}
+
+/**
+ * Lists exit codes in help from the program's one table: the whole table (with the commands
+ * each line is for) after the program's help, and after every command's help the lines for that
+ * command. The defect line ({@linkcode EXIT_DEFECT}) ends every list.
+ *
+ * @throws {Error} when a line names a command the program does not have (the table drifted).
+ */
+export function addExitCodes(program: Command, table: readonly ExitCode[]): void {
+  const paths = new Set<string>();
+  const visit = (command: Command, path: string[]) => {
+    for (const sub of command.commands) {
+      const here = [...path, sub.name()];
+      if (sub.commands.length > 0) visit(sub, here);
+      else {
+        const key = here.join(" ");
+        paths.add(key);
+        const mine = table.filter((c) => !c.commands || c.commands.includes(key));
+        sub.addHelpText("after", exitCodesHelp([...mine, DEFECT_EXIT]));
+      }
+    }
+  };
+  visit(program, []);
+  for (const line of table) {
+    for (const c of line.commands ?? []) {
+      if (!paths.has(c)) throw new Error(`Exit code ${line.code} names no command "${c}"`);
+    }
+  }
+  program.addHelpText("after", exitCodesHelp([...table, DEFECT_EXIT], true));
+}
+
+/**
+ * Commander checks required options before it checks for unknown ones, so a misspelt
+ * `--registy x` was reported as `--registry` missing. This moves every required option's check
+ * after commander's own (unknown options, arguments, excess arguments): a preAction hook on the
+ * command that declares it.
+ */
+function deferMandatoryOptions(command: Command): void {
+  const mandatory = command.options.filter((o) => o.mandatory);
+  for (const option of mandatory) option.makeOptionMandatory(false);
+  if (mandatory.length > 0) {
+    command.hook("preAction", (self) => {
+      for (const option of mandatory) {
+        if (self.getOptionValue(option.attributeName()) === undefined) {
+          self.error(`error: required option '${option.flags}' not specified`, {
+            code: "commander.missingMandatoryOptionValue",
+          });
+        }
+      }
+    });
+  }
+  for (const sub of command.commands) deferMandatoryOptions(sub);
+}
+
+/**
+ * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
+ * an Error at all, or one of the errors the language raises on a programming mistake
+ * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
+ * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
+ */
+export function isDefect(error: unknown): boolean {
+  if (!(error instanceof Error)) return true;
+  if (error instanceof TypeError) {
+    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
+      error.message,
+    );
+  }
+  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
+  return error instanceof ReferenceError || error instanceof RangeError ||
+    error instanceof EvalError;
+}
+
+/** The message of `error`, its causes and its stack, for `--verbose`. */
+export function describeDefect(error: unknown, verbose: boolean): string {
+  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
+  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
+  const lines = [head];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 10; depth++) {
+    if (depth > 0) {
+      lines.push(
+        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
+      );
+    }
+    if (current instanceof Error && current.stack) lines.push(current.stack);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join("\n") + "\n";
 }
 
 /**
  * Parses `args` and runs the chosen action. No arguments at all is help on stderr and
- * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0.
+ * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0; a command
+ * group without its subcommand is help on stderr and `usageCode`.
  */
 export async function runProgram(
   program: Command,
   args: string[],
   options: RunProgramOptions,
 ): Promise<number> {
+  const name = program.name();
   try {
+    deferMandatoryOptions(program);
+    if (!program.options.some((o) => o.long === "--verbose")) {
+      program.addOption(
+        new Option("--verbose", "on an unexpected error, print its cause chain and stack"),
+      );
+    }
     if (args.length === 0 && !options.runWithoutArguments) {
       options.err(program.helpInformation());
       return options.usageCode;
@@ -39,11 +191,16 @@ export async function runProgram(
     return options.code();
   } catch (error) {
     if (error instanceof CommanderError) {
-      return ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code)
-        ? 0
-        : options.usageCode;
+      // --help, --version and `help` exit 0; help shown because something was missing (a
+      // command group without its subcommand) is misuse.
+      return error.exitCode === 0 ? 0 : options.usageCode;
     }
-    return options.onError(error);
+    if (!isDefect(error)) return options.onError(error);
+    const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
+      .includes("--verbose");
+    const text = describeDefect(error, verbose);
+    options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
+    return EXIT_DEFECT;
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * Durations written by people: `90s`, `15m`, `36h`, `14d`, `2w`, or a bare number of days.
+ * Durations written by people: `90s`, `15m`, `36h`, `14d`, `2w`, `1h30m`. A duration always
+ * carries its unit: a bare number is refused, naming the form it most likely meant.
  *
  * @module
  */
@@ -13,15 +14,26 @@ const UNITS: Record<string, number> = {
   w: 604_800_000,
 };
 
+/** The units a duration is written in. */
+export type DurationUnit = "ms" | "s" | "m" | "h" | "d" | "w";
+
 /**
- * Parses a duration into milliseconds. A bare number is read in `bareUnit` (default days).
+ * Parses a duration into milliseconds. A bare number is refused (it used to be read as days
+ * here and as seconds there); the refusal names it with `unit`, the unit it most likely meant.
  *
- * @param text e.g. `"14d"`, `"36h"`, `"1h30m"`, `"7"`.
- * @throws {Error} naming the text when it is not a duration.
+ * @param text e.g. `"14d"`, `"36h"`, `"1h30m"`, `"500ms"`.
+ * @param options.unit the unit named in the refusal of a bare number (default `s`).
+ * @throws {Error} naming the text when it is not a duration with its unit.
  */
-export function parseDuration(text: string, options: { bareUnit?: "d" | "s" } = {}): number {
+export function parseDuration(text: string, options: { unit?: DurationUnit } = {}): number {
   const t = text.trim();
-  if (/^\d+(\.\d+)?$/.test(t)) return Number(t) * UNITS[options.bareUnit ?? "d"]!;
+  if (/^\d+(\.\d+)?$/.test(t)) {
+    throw new Error(
+      `Cannot read duration "${text}": a duration carries its unit, e.g. "${t}${
+        options.unit ?? "s"
+      }" (ms, s, m, h, d, w)`,
+    );
+  }
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
   let total = 0;
   let matched = 0;

@@ -7,19 +7,16 @@
  * @module
  */
 
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
+import { addExitCodes, type ExitCode, runProgram } from "../lib/cli.ts";
 import { assertWritablePath, messageOf, writeAll, writeFileAtomic } from "../lib/atomic.ts";
-import { parseDuration } from "../lib/duration.ts";
+import { type DurationUnit, parseDuration } from "../lib/duration.ts";
 import { adoptRegistry } from "./adopt.ts";
-import { loadRegistry, RegistryError, registryJsonSchema } from "./registry.ts";
+import { loadRegistry, registryJsonSchema } from "./registry.ts";
 import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "./report.ts";
 import { BOOT_VIEWS, type BootView, NO_PROXY, observe, reconcile } from "./run.ts";
 import { repoCheckFromFlags } from "./repo_check.ts";
-import {
-  assertRegistryOutsideCode,
-  IN_CHECKOUT_FLAG,
-  RegistryPlaceError,
-} from "./registry_place.ts";
+import { assertRegistryOutsideCode, IN_CHECKOUT_FLAG } from "./registry_place.ts";
 import { saveRepoSeen } from "./repo_seen.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
@@ -29,6 +26,40 @@ export const EXIT_CLEAN = 0;
 export const EXIT_DRIFT = 1;
 /** Exit code: could not observe, or bad input. */
 export const EXIT_UNOBSERVABLE = 2;
+
+/** What each exit code means, by command: the one table help is rendered from. */
+export const EXIT_CODES: readonly ExitCode[] = [
+  { code: EXIT_CLEAN, meaning: "clean (the stamp refreshed)", commands: ["run"] },
+  { code: 0, meaning: "the stamp is up (fresh)", commands: ["watch"] },
+  { code: 0, meaning: "stopped by SIGTERM or SIGINT", commands: ["stamp serve"] },
+  {
+    code: 0,
+    meaning: "done (printed, written, switched)",
+    commands: ["check-registry", "schema", "init", "render caddy", "render backup", "port next"]
+      .concat(["batch enable", "batch disable"]),
+  },
+  { code: EXIT_DRIFT, meaning: "drift found", commands: ["run"] },
+  {
+    code: 1,
+    meaning: "failed (the message says what was undone and what is left)",
+    commands: ["batch enable", "batch disable"],
+  },
+  {
+    code: EXIT_UNOBSERVABLE,
+    meaning:
+      "refused or could not observe: bad input, a bad registry, a path that cannot be written, " +
+      "no free port, a server that cannot start, a state file that cannot be read or written " +
+      "(nothing written)",
+  },
+  { code: 3, meaning: "new: never stamped", commands: ["watch"] },
+  { code: 4, meaning: "late: past --max-age, within --grace", commands: ["watch"] },
+  { code: 5, meaning: "down: past --grace", commands: ["watch"] },
+  {
+    code: 6,
+    meaning: "unreachable: cannot read, a bad answer, or garbage (said which)",
+    commands: ["watch"],
+  },
+];
 
 class UsageError extends Error {}
 
@@ -48,10 +79,10 @@ async function assertDistinct(paths: Record<string, string | undefined>): Promis
   }
 }
 
-function durationOption(flag: string) {
+function durationOption(flag: string, unit: DurationUnit = "s") {
   return (value: string) => {
     try {
-      return parseDuration(value);
+      return parseDuration(value, { unit });
     } catch (error) {
       throw new UsageError(`${flag}: ${messageOf(error)}`);
     }
@@ -66,10 +97,6 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
     .description(
       "Compare the registry of what should run on this machine with what does, both ways.",
-    )
-    .addHelpText(
-      "after",
-      "\nExit codes: 0 clean (stamp refreshed), 1 drift found, 2 could not observe or bad input.",
     )
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err })
@@ -122,7 +149,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
         "--cert-warn <duration>",
         "a certificate expiring within this is a finding (e.g. 14d, 36h)",
       )
-        .default(14 * 86_400_000, "14d").argParser(durationOption("--cert-warn")),
+        .default(14 * 86_400_000, "14d").argParser(durationOption("--cert-warn", "d")),
     )
     .addOption(
       new Option("--timeout <duration>", "time limit for each command and request")
@@ -308,7 +335,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
       '\nAnswers (JSON): 200 {"state":"stamped","stamp","stampedAt","ageSeconds","servedAt"},' +
         '\n200 {"state":"never"} when no stamp was written, 500 {"state":"error","problem",' +
         '"reason"}\nwhen it cannot be read or holds garbage. Only GET and HEAD. Runs until SIGTERM' +
-        " or SIGINT\n(exit 0); exit 2 when it cannot start.",
+        " or SIGINT.",
     )
     .action(async (opts: { listen: string; stamp: string }) => {
       const { parseListen, serveStamp } = await import("./stamp_serve.ts");
@@ -376,10 +403,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .option("--json", "print the result as JSON")
     .addHelpText(
       "after",
-      "\nExit codes: 0 up, 3 new (never stamped), 4 late (past max-age, within grace), 5 down" +
-        "\n(past grace), 6 unreachable (cannot read, bad answer, or garbage: said which), 2 bad" +
-        "\ninput or the state file cannot be read or written. 1 is never used." +
-        "\nA file's age is measured by this machine's clock; a URL's age is the server's.",
+      "\nA file's age is measured by this machine's clock; a URL's age is the server's.",
     )
     .action(async (source: string, opts: {
       maxAge: number;
@@ -421,8 +445,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .addHelpText(
       "after",
       "\nA redirect renders redir to its target, a port reverse_proxy to 127.0.0.1:<first port>," +
-        "\na site's state directory file_server from it. Exit codes: 0 printed, 2 bad registry" +
-        "\nor an address that cannot be rendered (every such entry is named).",
+        "\na site's state directory file_server from it.",
     )
     .action(async (opts: { registry: string }) => {
       const { renderCaddyfile } = await import("./render.ts");
@@ -448,8 +471,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .addHelpText(
       "after",
       "\nIn use: a listening TCP socket (IPv4 or IPv6) or a port a container of the registry's" +
-        "\naccounts publishes. Exit codes: 0 printed, 2 none free, bad range or registry, or" +
-        "\nsomething could not be observed.",
+        "\naccounts publishes.",
     )
     .action(async (opts: { registry: string; range: string }) => {
       const { nextPort, parsePortRange } = await import("./ports.ts");
@@ -481,12 +503,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
 
   // --- Batch jobs registered when switched on (issue 3, part 2): ./batch.ts.
   const batch = program.command("batch")
-    .description("switch a timer-driven job on or off and (un)register it in the same step")
-    .addHelpText(
-      "after",
-      "\nExit codes: 0 done, 1 failed (the message says what was undone and what is left),\n" +
-        "2 refused (nothing was run and nothing was written).",
-    );
+    .description("switch a timer-driven job on or off and (un)register it in the same step");
   const batchDone = async (
     result: Promise<import("./batch.ts").BatchResult>,
     json: boolean | undefined,
@@ -539,6 +556,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     });
   // --- end of batch
 
+  addExitCodes(program, EXIT_CODES);
   return { program, exitCode: () => exitCode };
 }
 
@@ -549,32 +567,15 @@ export async function main(args: string[]): Promise<number> {
     err: (s: string) => writeAll(Deno.stderr, s),
   };
   const { program, exitCode } = buildProgram(io);
-  try {
-    if (args.length === 0) {
-      // Nothing asked is not something done: say what can be asked, and fail.
-      io.err(program.helpInformation());
-      return 2;
-    }
-    await program.parseAsync(args, { from: "user" });
-    return exitCode();
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      if (
-        error.code === "commander.helpDisplayed" || error.code === "commander.version" ||
-        error.code === "commander.help"
-      ) return 0;
-      return EXIT_UNOBSERVABLE; // commander already printed what was wrong
-    }
-    if (
-      error instanceof RegistryError || error instanceof UsageError ||
-      error instanceof RegistryPlaceError
-    ) {
-      io.err(`mesh-reconcile: ${error.message}\n`);
-    } else {
+  return await runProgram(program, args, {
+    err: io.err,
+    code: exitCode,
+    usageCode: EXIT_UNOBSERVABLE,
+    onError: (error) => {
       io.err(`mesh-reconcile: ${messageOf(error)}\n`);
-    }
-    return EXIT_UNOBSERVABLE;
-  }
+      return EXIT_UNOBSERVABLE;
+    },
+  });
 }
 
 if (import.meta.main) {

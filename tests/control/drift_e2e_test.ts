@@ -102,7 +102,7 @@ function startReconcile(host: Host): Deno.ChildProcess {
       host.netns,
       "sh",
       `${ROOT}packaging/mesh-every.sh`,
-      "3",
+      "3s",
       Deno.execPath(),
       "run",
       "-A",

@@ -389,9 +389,17 @@ Deno.test("an owner that does not exist fails the resource, naming it", async ()
 });
 
 Deno.test("apply --help documents the exit codes; a missing file is refused", async () => {
-  const help = await cli("host/debian.ts", ["--help"]);
+  const help = await cli("host/debian.ts", ["apply", "--help"]);
   assertEquals(help.code, 0);
-  for (const words of ["0  applied", "1  failed", "2  refused", "3  the host cannot work"]) {
+  for (
+    const words of [
+      "0  applied",
+      "1  failed",
+      "2  refused",
+      "3  the host cannot work",
+      "4  --dry-run",
+    ]
+  ) {
     assertStringIncludes(help.stdout, words);
   }
   const missing = await cli("host/debian.ts", ["apply", "/nonexistent.json"]);

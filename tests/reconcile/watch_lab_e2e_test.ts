@@ -271,7 +271,7 @@ done
 mkdir -p /etc/conf.d
 cat >/etc/conf.d/mesh-reconcile <<'MESH_EOF'
 MESH_RECONCILE_ARGS="--caddy-admin none --boot none"
-MESH_RECONCILE_INTERVAL=2
+MESH_RECONCILE_INTERVAL=2s
 MESH_EOF
 echo 'MESH_STAMP_LISTEN=127.0.0.1:${port}' >/etc/conf.d/mesh-reconcile-stamp
 cat >/etc/conf.d/mesh-reconcile-watch <<'MESH_EOF'
@@ -279,7 +279,7 @@ MESH_WATCH_SOURCE=http://127.0.0.1:${port}/
 MESH_WATCH_MAX_AGE=8s
 MESH_WATCH_GRACE=0s
 MESH_WATCH_ARGS="--notify ${hook.url}"
-MESH_WATCH_INTERVAL=2
+MESH_WATCH_INTERVAL=2s
 MESH_EOF
 rc-service mesh-reconcile-stamp start
 rc-service mesh-reconcile start

@@ -258,9 +258,11 @@ Deno.test({
       const noGrace = await watchJson(serve.url, ["--max-age", "1h"]);
       assertEquals([noGrace.j.state, noGrace.r.code], ["down", 5]);
       const help = await cli(["watch", "--help"]);
-      assertStringIncludes(help.stdout, "0 up, 3 new (never stamped), 4 late");
-      assertStringIncludes(help.stdout, "5 down");
-      assertStringIncludes(help.stdout, "6 unreachable");
+      assertStringIncludes(help.stdout, " 0  the stamp is up");
+      assertStringIncludes(help.stdout, " 3  new: never stamped");
+      assertStringIncludes(help.stdout, " 4  late");
+      assertStringIncludes(help.stdout, " 5  down");
+      assertStringIncludes(help.stdout, " 6  unreachable");
     } finally {
       await serve.stop();
       await Deno.remove(dir, { recursive: true });
@@ -938,16 +940,16 @@ Deno.test("packaging: the OpenRC scripts parse and run mesh-every with the comma
     sh(`. ./${f} && printf '%s %s' "$command" "$command_args"`, env).then((r) => r.stdout);
   assertEquals(
     (await line("mesh-reconcile.openrc")).trim(),
-    "/usr/lib/mesh/mesh-every 900 /usr/lib/mesh/mesh-reconcile run --registry " +
+    "/usr/lib/mesh/mesh-every 15m /usr/lib/mesh/mesh-reconcile run --registry " +
       "/var/lib/mesh/reconcile/registry.yaml --stamp /var/lib/mesh/reconcile/stamp " +
-      "--result /var/lib/mesh/reconcile/result.json --interval 900s",
+      "--result /var/lib/mesh/reconcile/result.json --interval 15m",
   );
   assertEquals(
     (await line("mesh-reconcile-watch.openrc", {
       MESH_WATCH_SOURCE: "http://a:9470/",
-      MESH_WATCH_INTERVAL: "60",
+      MESH_WATCH_INTERVAL: "60s",
     })).trim(),
-    "/usr/lib/mesh/mesh-every 60 /usr/lib/mesh/mesh-reconcile watch http://a:9470/ --max-age " +
+    "/usr/lib/mesh/mesh-every 60s /usr/lib/mesh/mesh-reconcile watch http://a:9470/ --max-age " +
       "45m --grace 1h --state /var/lib/mesh/reconcile-watch/state.json --stamp " +
       "/var/lib/mesh/reconcile-watch/stamp",
   );
@@ -979,7 +981,7 @@ Deno.test("packaging: mesh-every runs again after each run ends, and stops on SI
         stderr: "piped",
       }).spawn();
     // A command that fails (exit 5, a "down") is run again: its verdict is not the loop's failure.
-    const loop = every(["1", "sh", "-c", `echo run >> ${dir}/runs; exit 5`]);
+    const loop = every(["1s", "sh", "-c", `echo run >> ${dir}/runs; exit 5`]);
     await new Promise((r) => setTimeout(r, 2500));
     loop.kill("SIGTERM");
     const out = await loop.output();
@@ -990,7 +992,7 @@ Deno.test("packaging: mesh-every runs again after each run ends, and stops on SI
     assertStringIncludes(stderr, "mesh-every: sh exit 5; next run in 1s");
     assertStringIncludes(stderr, "mesh-every: stopped");
     // SIGTERM during a run: the run is ended too, and waited for.
-    const long = every(["60", "sh", "-c", `echo $$ > ${dir}/pid; exec sleep 30`]);
+    const long = every(["1m", "sh", "-c", `echo $$ > ${dir}/pid; exec sleep 30`]);
     let pid = "";
     for (let i = 0; i < 100 && pid === ""; i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -1004,11 +1006,18 @@ Deno.test("packaging: mesh-every runs again after each run ends, and stops on SI
     const alive = await new Deno.Command("kill", { args: ["-0", pid], stderr: "null" }).output();
     assert(!alive.success, `the run ${pid} was left behind`);
     // Bad usage: exit 2.
-    for (const args of [["sh"], ["x", "true"], ["0", "true"]]) {
+    for (const args of [["sh"], ["x", "true"], ["0s", "true"], ["1.5m", "true"]]) {
       const bad = await new Deno.Command(`${PACKAGING}/mesh-every.sh`, { args, stderr: "piped" })
         .output();
       assertEquals(bad.code, 2, args.join(" "));
     }
+    // A bare number (seconds, before durations carried their unit) is refused, naming the form.
+    const bare = await new Deno.Command(`${PACKAGING}/mesh-every.sh`, {
+      args: ["900", "true"],
+      stderr: "piped",
+    }).output();
+    assertEquals(bare.code, 2);
+    assertStringIncludes(new TextDecoder().decode(bare.stderr), '"900s"');
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
