@@ -18,8 +18,15 @@ import { connect } from "amqplib";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
-import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
-import { freshVhost, type TestVhost } from "./vhost.ts";
+import {
+  controlCli,
+  freshInventory,
+  mustControl,
+  type TestInventory,
+  uniqueNode,
+  waitFor,
+} from "./support.ts";
+import { enrollIn, freshVhost, type TestVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 /** The silence rule's grace in these tests: heard for 2 × 1 s + 3 s after the last report. */
@@ -45,34 +52,6 @@ function startLink(url: string, stateDir: string): LinkProcess {
   ]);
 }
 
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 90_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
-async function must(env: Record<string, string>, args: string[]) {
-  const out = await controlCli(args, env);
-  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
-  return out;
-}
-
-async function enroll(vhost: TestVhost, node: string, extra: string[] = []): Promise<string> {
-  vhost.users.push(node);
-  const out = await must(vhost.env, ["node", "enroll", node, "--system", "debian", ...extra]);
-  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
-  assert(url, out.stdout);
-  return url;
-}
-
 /** A module with one file under `dir`, assigned to `node`. */
 async function giveModule(vhost: TestVhost, dir: string, node: string): Promise<void> {
   await Deno.mkdir(`${dir}/files`, { recursive: true });
@@ -90,8 +69,8 @@ async function giveModule(vhost: TestVhost, dir: string, node: string): Promise<
       }],
     }),
   );
-  await must(vhost.env, ["module", "add", path, "--name", `m-${node}`]);
-  await must(vhost.env, ["node", "assign", node, `m-${node}`]);
+  await mustControl(vhost.env, ["module", "add", path, "--name", `m-${node}`]);
+  await mustControl(vhost.env, ["node", "assign", node, `m-${node}`]);
 }
 
 interface Machine {
@@ -104,8 +83,8 @@ interface Machine {
 
 /** Drains the reports into the inventory, then reads the board (judged with {@linkcode GRACE}). */
 async function verdicts(vhost: TestVhost): Promise<Map<string, Machine>> {
-  await must(vhost.env, ["ingest", "--drain"]);
-  const out = await must(vhost.env, ["board", "--json", "--grace", GRACE]);
+  await mustControl(vhost.env, ["ingest", "--drain"]);
+  const out = await mustControl(vhost.env, ["board", "--json", "--grace", GRACE]);
   const board = JSON.parse(out.stdout) as { machines: Machine[] };
   return new Map(board.machines.map((m) => [m.name, m]));
 }
@@ -157,8 +136,8 @@ Deno.test(
       const [good, dead] = [uniqueNode("good"), uniqueNode("dead")];
       const phone = uniqueNode("phone");
       const urls = new Map<string, string>();
-      for (const node of [good, dead]) urls.set(node, await enroll(vhost, node));
-      urls.set(phone, await enroll(vhost, phone, ["--episodic"]));
+      for (const node of [good, dead]) urls.set(node, await enrollIn(vhost, node));
+      urls.set(phone, await enrollIn(vhost, phone, ["--episodic"]));
       const running = new Map<string, LinkProcess>();
       const start = (node: string) => {
         const link = startLink(urls.get(node)!, `${dir}/state-${node}`);
@@ -169,7 +148,7 @@ Deno.test(
         await giveModule(vhost, dir, node);
         start(node);
       }
-      await must(vhost.env, ["push", "--behind"]);
+      await mustControl(vhost.env, ["push", "--behind"]);
 
       await t.step("all three report a clean apply: ok", async () => {
         const v = await until(vhost, "all ok", { [good]: "ok", [dead]: "ok", [phone]: "ok" });
@@ -237,14 +216,14 @@ Deno.test(
   async () => {
     await world(async (inv, vhost, dir, links) => {
       const node = uniqueNode("rot");
-      const old = await enroll(vhost, node);
+      const old = await enrollIn(vhost, node);
       await giveModule(vhost, dir, node);
-      await must(vhost.env, ["push", node]);
+      await mustControl(vhost.env, ["push", node]);
       const link = startLink(old, `${dir}/state`);
       links.push(link);
       await until(vhost, "the node ok", { [node]: "ok" });
 
-      const out = await must(vhost.env, ["node", "rotate", node]);
+      const out = await mustControl(vhost.env, ["node", "rotate", node]);
       assertMatch(out.stdout, /the old one is refused, 1 open connection closed/);
       const fresh = out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
 
@@ -266,7 +245,7 @@ Deno.test(
       const again = startLink(fresh, `${dir}/state`);
       links.push(again);
       await waitFor("a report over the new credential", async () => {
-        await must(vhost.env, ["ingest", "--drain"]);
+        await mustControl(vhost.env, ["ingest", "--drain"]);
         const [row] = await inv.sql`select count(*)::int as n from reports where node = ${node}`;
         return row!.n > before ? true : undefined;
       });
@@ -282,14 +261,14 @@ Deno.test(
   async () => {
     await world(async (inv, vhost, dir, links) => {
       const node = uniqueNode("gone");
-      const url = await enroll(vhost, node);
+      const url = await enrollIn(vhost, node);
       await giveModule(vhost, dir, node);
-      await must(vhost.env, ["push", node]);
+      await mustControl(vhost.env, ["push", node]);
       const link = startLink(url, `${dir}/state`);
       links.push(link);
       await until(vhost, "the node ok", { [node]: "ok" });
 
-      const out = await must(vhost.env, ["node", "remove", node]);
+      const out = await mustControl(vhost.env, ["node", "remove", node]);
       assertMatch(out.stdout, new RegExp(`^removed ${node}: broker account deleted, 1 open`));
       await waitFor(
         "the link to say it was disconnected",
@@ -309,7 +288,7 @@ Deno.test(
       // It goes on reconciling what it was told; nothing of it reaches the inventory.
       const applied = link.lines.length;
       await waitFor("another apply while cut off", () => link.lines.length > applied || undefined);
-      await must(vhost.env, ["ingest", "--drain"]);
+      await mustControl(vhost.env, ["ingest", "--drain"]);
       assertEquals((await inv.sql`select 1 from nodes where name = ${node}`).length, 0);
       assertEquals((await inv.sql`select 1 from reports where node = ${node}`).length, 0);
       const status = await controlCli(["status"], vhost.env);

@@ -23,8 +23,8 @@ import {
   type ReportMessage,
 } from "../../lib/broker.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
-import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
-import { brokerApi, freshVhost, type TestVhost } from "./vhost.ts";
+import { controlCli, mustControl, type TestInventory, uniqueNode, waitFor } from "./support.ts";
+import { brokerApi, enrollIn, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -65,16 +65,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]);
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** Publishes one message with a publisher confirm; resolves or rejects with the broker's word. */
 async function publishConfirmed(conn: ChannelModel, key: string, body: string): Promise<void> {
   const ch = await conn.createConfirmChannel();
@@ -86,20 +76,6 @@ async function publishConfirmed(conn: ChannelModel, key: string, body: string): 
     });
   });
   await ch.close().catch(() => {});
-}
-
-async function must(env: Record<string, string>, args: string[]) {
-  const out = await controlCli(args, env);
-  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
-  return out;
-}
-
-async function enroll(vhost: TestVhost, node: string, extra: string[] = []): Promise<string> {
-  vhost.users.push(node);
-  const out = await must(vhost.env, ["node", "enroll", node, "--system", "debian", ...extra]);
-  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
-  assert(url, out.stdout);
-  return url;
 }
 
 /** Everything in the inventory, to show a refused command changed nothing. */
@@ -132,40 +108,29 @@ function report(node: string): ReportMessage {
   };
 }
 
-async function world(fn: (inv: TestInventory, vhost: TestVhost) => Promise<void>) {
-  const inv = await freshInventory();
-  const vhost = await freshVhost(inv);
-  try {
-    await fn(inv, vhost);
-  } finally {
-    await vhost.drop();
-    await inv.drop();
-  }
-}
-
 Deno.test(
   "node remove: account, open connection and queue gone, rows removed, a removal kept",
   opts,
   async (t) => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const node = uniqueNode("rm");
       const other = uniqueNode("keep");
-      const url = await enroll(vhost, node);
-      await enroll(vhost, other);
+      const url = await enrollIn(vhost, node);
+      await enrollIn(vhost, other);
       const dir = await Deno.makeTempDir({ prefix: "mesh-leave-" });
       await Deno.writeTextFile(`${dir}/m.json`, JSON.stringify({ version: 1, resources: [] }));
-      await must(vhost.env, ["module", "add", `${dir}/m.json`, "--name", `m-${node}`]);
+      await mustControl(vhost.env, ["module", "add", `${dir}/m.json`, "--name", `m-${node}`]);
       await Deno.remove(dir, { recursive: true });
-      await must(vhost.env, ["node", "assign", node, `m-${node}`]);
-      await must(vhost.env, ["push", node]);
+      await mustControl(vhost.env, ["node", "assign", node, `m-${node}`]);
+      await mustControl(vhost.env, ["push", node]);
       // It reported once (published as itself: the positive control for its credential).
       const before = await open(url);
       await publishConfirmed(before.conn, reportKey(node), JSON.stringify(report(node)));
-      await must(vhost.env, ["ingest", "--drain"]);
+      await mustControl(vhost.env, ["ingest", "--drain"]);
       assertEquals((await inv.sql`select 1 from reports where node = ${node}`).length, 1);
 
       await t.step("it is removed, and says what went", async () => {
-        const out = await must(vhost.env, ["node", "remove", node]);
+        const out = await mustControl(vhost.env, ["node", "remove", node]);
         assertMatch(
           out.stdout,
           new RegExp(
@@ -235,7 +200,7 @@ Deno.test(
 
       await t.step("removing it again says so and changes nothing", async () => {
         const was = await snapshot(inv);
-        const out = await must(vhost.env, ["node", "remove", node]);
+        const out = await mustControl(vhost.env, ["node", "remove", node]);
         assertMatch(
           out.stdout,
           new RegExp(
@@ -246,11 +211,11 @@ Deno.test(
       });
 
       await t.step("enrolled again under the same name, it is a new node", async () => {
-        const again = await enroll(vhost, node);
+        const again = await enrollIn(vhost, node);
         const c = await open(again);
         await c.conn.close();
         assertEquals((await inv.sql`select 1 from removals where name = ${node}`).length, 0);
-        await must(vhost.env, ["node", "remove", node]);
+        await mustControl(vhost.env, ["node", "remove", node]);
       });
     });
   },
@@ -260,9 +225,9 @@ Deno.test(
   "node remove and node rotate of a node that does not exist: exit 2, nothing changed",
   opts,
   async () => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const node = uniqueNode("real");
-      await enroll(vhost, node);
+      await enrollIn(vhost, node);
       const was = await snapshot(inv);
       const ghost = uniqueNode("ghost");
       for (const verb of ["remove", "rotate"]) {
@@ -284,9 +249,9 @@ Deno.test(
   "node remove and node rotate with a management API that refuses: exit 2, nothing changed",
   opts,
   async () => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const node = uniqueNode("keep");
-      const url = await enroll(vhost, node);
+      const url = await enrollIn(vhost, node);
       const was = await snapshot(inv);
       const refusing = {
         ...vhost.env,
@@ -312,14 +277,14 @@ Deno.test(
   "node rotate: a new credential once; the old refused at once, on an open connection too",
   opts,
   async () => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const node = uniqueNode("rot");
-      const old = await enroll(vhost, node);
+      const old = await enrollIn(vhost, node);
       const openBefore = await open(old);
       // Positive control: the old credential publishes its own report, confirmed.
       await publishConfirmed(openBefore.conn, reportKey(node), JSON.stringify(report(node)));
 
-      const out = await must(vhost.env, ["node", "rotate", node]);
+      const out = await mustControl(vhost.env, ["node", "rotate", node]);
       assertMatch(
         out.stdout,
         new RegExp(
@@ -350,7 +315,7 @@ Deno.test(
       // The inventory holds no credential: nothing there changed but the reports.
       assertEquals((await inv.sql`select 1 from nodes where name = ${node}`).length, 1);
       // Rotating again works the same way (each run a new credential).
-      const again = await must(vhost.env, ["node", "rotate", node]);
+      const again = await mustControl(vhost.env, ["node", "rotate", node]);
       assertMatch(again.stdout, /0 open connections closed/);
       await assertConnectRefused(fresh, "the credential rotated away");
     });
@@ -361,17 +326,17 @@ Deno.test(
   "module remove: refused while assigned, naming the nodes; then removed",
   opts,
   async () => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const [a, b] = [uniqueNode("ma"), uniqueNode("mb")].sort();
-      await enroll(vhost, a!);
-      await enroll(vhost, b!);
+      await enrollIn(vhost, a!);
+      await enrollIn(vhost, b!);
       const dir = await Deno.makeTempDir({ prefix: "mesh-leave-" });
       try {
         const module = `web-${a}`;
         await Deno.writeTextFile(`${dir}/m.json`, JSON.stringify({ version: 1, resources: [] }));
-        await must(vhost.env, ["module", "add", `${dir}/m.json`, "--name", module]);
-        await must(vhost.env, ["node", "assign", a!, module]);
-        await must(vhost.env, ["node", "assign", b!, module]);
+        await mustControl(vhost.env, ["module", "add", `${dir}/m.json`, "--name", module]);
+        await mustControl(vhost.env, ["node", "assign", a!, module]);
+        await mustControl(vhost.env, ["node", "assign", b!, module]);
         const was = await snapshot(inv);
         const refused = await controlCli(["module", "remove", module], vhost.env);
         assertEquals(refused.code, 2, refused.stdout + refused.stderr);
@@ -390,20 +355,20 @@ Deno.test(
         assertStringIncludes(none.stderr, `Cannot remove module "no-such-module": no such module`);
         assertEquals(await snapshot(inv), was);
 
-        await must(vhost.env, ["node", "unassign", a!, module]);
-        await must(vhost.env, ["node", "unassign", b!, module]);
-        const out = await must(vhost.env, ["module", "remove", module]);
+        await mustControl(vhost.env, ["node", "unassign", a!, module]);
+        await mustControl(vhost.env, ["node", "unassign", b!, module]);
+        const out = await mustControl(vhost.env, ["module", "remove", module]);
         assertEquals(
           out.stdout,
           `removed module ${module} (version 1); its build history is kept\n`,
         );
         assertEquals((await inv.sql`select 1 from modules where name = ${module}`).length, 0);
-        const list = await must(vhost.env, ["module", "list"]);
+        const list = await mustControl(vhost.env, ["module", "list"]);
         assert(!list.stdout.includes(module), list.stdout);
-        const again = await must(vhost.env, ["module", "remove", module]);
+        const again = await mustControl(vhost.env, ["module", "remove", module]);
         assertMatch(again.stdout, new RegExp(`^module ${module} was already removed at `));
         // Added again, it is in the catalogue anew.
-        await must(vhost.env, ["module", "add", `${dir}/m.json`, "--name", module]);
+        await mustControl(vhost.env, ["module", "add", `${dir}/m.json`, "--name", module]);
         assertEquals((await inv.sql`select 1 from removals where name = ${module}`).length, 0);
       } finally {
         await Deno.remove(dir, { recursive: true });
@@ -426,10 +391,10 @@ Deno.test(
     })();
     const builders: JsonLinesProcess<unknown>[] = [];
     try {
-      await world(async (_inv, vhost) => {
+      await withVhost(async (_inv, vhost) => {
         const issue = async (name: string) => {
           vhost.users.push(`builder.${name}`);
-          const out = await must(vhost.env, ["builder", "issue", name]);
+          const out = await mustControl(vhost.env, ["builder", "issue", name]);
           return out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
         };
         const start = (url: string) => {
@@ -464,7 +429,7 @@ Deno.test(
         );
         await waitFor("builder A's clone to reach the source", () => held.length > 0);
 
-        const out = await must(vhost.env, ["builder", "revoke", nameA]);
+        const out = await mustControl(vhost.env, ["builder", "revoke", nameA]);
         assertEquals(
           out.stdout,
           `revoked builder.${nameA}: account deleted, 1 open connection closed\n`,

@@ -6,7 +6,14 @@
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
-import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
+import {
+  controlCli,
+  freshInventory,
+  mustControl,
+  type TestInventory,
+  uniqueNode,
+  waitFor,
+} from "./support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
@@ -42,29 +49,9 @@ function startLink(
   ]);
 }
 
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 120_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function mustRun(inv: TestInventory, args: string[]) {
-  const out = await controlCli(args, inv.env);
-  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
-  return out;
-}
-
 /** Enrolls a node and returns its broker URL (printed once). */
 async function enroll(inv: TestInventory, node: string): Promise<string> {
-  const out = await mustRun(inv, ["node", "enroll", node, "--system", "debian"]);
+  const out = await mustControl(inv.env, ["node", "enroll", node, "--system", "debian"]);
   const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
   assert(url, `enroll printed no URL: ${out.stdout}`);
   return url;
@@ -80,7 +67,7 @@ async function deleteAccount(node: string) {
 
 /** Drains reports into the inventory and returns the node's state. */
 async function stateOf(inv: TestInventory, node: string) {
-  await mustRun(inv, ["ingest", "--drain"]);
+  await mustControl(inv.env, ["ingest", "--drain"]);
   const [state] = await readNodeStates(inv.sql, [node]);
   return state!;
 }
@@ -101,10 +88,10 @@ Deno.test(
     const broken = uniqueNode("bad");
     const links: LinkProcess[] = [];
     try {
-      await mustRun(inv, ["broker", "setup"]);
+      await mustControl(inv.env, ["broker", "setup"]);
       const healthyUrl = await enroll(inv, healthy);
       const brokenUrl = await enroll(inv, broken);
-      await mustRun(inv, [
+      await mustControl(inv.env, [
         "module",
         "add",
         await writeModule(dir, `files-${healthy}`, [
@@ -119,7 +106,7 @@ Deno.test(
         ]),
       ]);
       const brokenModule = `app-${broken}`;
-      await mustRun(inv, [
+      await mustControl(inv.env, [
         "module",
         "add",
         await writeModule(dir, brokenModule, [
@@ -127,13 +114,13 @@ Deno.test(
           { id: "tool", type: "package", package: "mesh-no-such-package-e2e" },
         ]),
       ]);
-      await mustRun(inv, ["node", "assign", healthy, `files-${healthy}`]);
-      await mustRun(inv, ["node", "assign", broken, brokenModule]);
+      await mustControl(inv.env, ["node", "assign", healthy, `files-${healthy}`]);
+      await mustControl(inv.env, ["node", "assign", broken, brokenModule]);
       links.push(startLink(healthyUrl, `${dir}/state-${healthy}`));
       links.push(startLink(brokenUrl, `${dir}/state-${broken}`));
 
       await t.step("the first push --behind reaches both: never pushed, never spoke", async () => {
-        const out = await mustRun(inv, ["push", "--behind"]);
+        const out = await mustControl(inv.env, ["push", "--behind"]);
         assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${healthy}: never pushed`));
         assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${broken}: never pushed`));
       });
@@ -155,7 +142,7 @@ Deno.test(
       await t.step(
         "push --behind names the broken node, with why, and not the healthy one",
         async () => {
-          const out = await mustRun(inv, ["push", "--behind"]);
+          const out = await mustControl(inv.env, ["push", "--behind"]);
           assertMatch(
             out.stdout,
             new RegExp(
@@ -181,7 +168,7 @@ Deno.test(
       await t.step("failing the same way for hours is pushed to anyway, and said", async () => {
         await inv.sql`update reports set received_at = received_at - interval '6 hours'
                       where node = ${broken}`;
-        const out = await mustRun(inv, ["push", "--behind"]);
+        const out = await mustControl(inv.env, ["push", "--behind"]);
         assertMatch(out.stdout, new RegExp(`pushed generation 3 to ${broken}`));
         assertMatch(
           out.stdout,
@@ -192,7 +179,7 @@ Deno.test(
       await t.step(
         "the module is corrected; the next push --behind reaches it unnamed",
         async () => {
-          await mustRun(inv, [
+          await mustControl(inv.env, [
             "module",
             "add",
             await writeModule(dir, brokenModule, [
@@ -206,7 +193,7 @@ Deno.test(
               },
             ]),
           ]);
-          const out = await mustRun(inv, ["push", "--behind"]);
+          const out = await mustControl(inv.env, ["push", "--behind"]);
           assertMatch(out.stdout, new RegExp(`pushed generation 4 to ${broken}`));
           assert(!out.stdout.includes(healthy), out.stdout);
           const s = await waitFor("the corrected node's clean report", async () => {
@@ -219,7 +206,7 @@ Deno.test(
       );
 
       await t.step("now nothing is behind, and it says so", async () => {
-        const out = await mustRun(inv, ["push", "--behind"]);
+        const out = await mustControl(inv.env, ["push", "--behind"]);
         assertMatch(out.stdout, /nothing behind: 2 of 2 nodes report a clean apply/);
         const status = await controlCli(["status"], inv.env);
         assertEquals(status.code, 0, status.stdout);
@@ -244,10 +231,10 @@ Deno.test(
     const node = uniqueNode("away");
     let link: LinkProcess | undefined;
     try {
-      await mustRun(inv, ["broker", "setup"]);
+      await mustControl(inv.env, ["broker", "setup"]);
       const url = await enroll(inv, node);
       for (const n of [1, 2, 3]) {
-        await mustRun(inv, [
+        await mustControl(inv.env, [
           "module",
           "add",
           "--name",
@@ -256,8 +243,8 @@ Deno.test(
             { id: "f", type: "file", path: `${dir}/f`, content: `${n}\n`, mode: "0644" },
           ]),
         ]);
-        if (n === 1) await mustRun(inv, ["node", "assign", node, "m"]);
-        await mustRun(inv, ["push", node]);
+        if (n === 1) await mustControl(inv.env, ["node", "assign", node, "m"]);
+        await mustControl(inv.env, ["push", node]);
       }
       link = startLink(url, `${dir}/state`);
       const first = await waitFor("a report", () => link!.lines[0]);
@@ -314,20 +301,20 @@ Deno.test(
     );
     let link: LinkProcess | undefined;
     try {
-      await mustRun(inv, ["broker", "setup"]);
+      await mustControl(inv.env, ["broker", "setup"]);
       const url = await enroll(inv, node);
-      await mustRun(inv, [
+      await mustControl(inv.env, [
         "module",
         "add",
         await writeModule(dir, `app-${node}`, [
           { id: "app", type: "directory", path: `${dir}/app`, mode: "0755" },
         ]),
       ]);
-      await mustRun(inv, ["node", "assign", node, `app-${node}`]);
+      await mustControl(inv.env, ["node", "assign", node, `app-${node}`]);
       // A node that never took its bundle (a node joining a mesh) is not raised by the link:
       // the link keeps only the sources the node holds.
       link = startLink(url, `${dir}/state`, "2s", entry);
-      await mustRun(inv, ["push", node]);
+      await mustControl(inv.env, ["push", node]);
       await waitFor("the push's report", () => link!.lines.find((r) => r.trigger === "push"));
       await waitFor(
         "an interval's report",
@@ -354,7 +341,7 @@ Deno.test(
       assertEquals(raised.code, 0);
       assert(await Deno.stat(`${dir}/substrate/broker.conf`).then(() => true, () => false));
       link = startLink(url, `${dir}/state`, "2s", entry);
-      await mustRun(inv, ["push", node]);
+      await mustControl(inv.env, ["push", node]);
       const pushed = await waitFor(
         "the push's report",
         () => link!.lines.find((r) => r.trigger === "push"),
@@ -406,9 +393,9 @@ Deno.test(
     let link: LinkProcess | undefined;
     let stopped = false;
     try {
-      await mustRun(inv, ["broker", "setup"]);
+      await mustControl(inv.env, ["broker", "setup"]);
       const url = await enroll(inv, node);
-      await mustRun(inv, [
+      await mustControl(inv.env, [
         "module",
         "add",
         "--name",
@@ -417,8 +404,8 @@ Deno.test(
           { id: "f", type: "file", path: `${dir}/f`, content: "x\n", mode: "0644" },
         ]),
       ]);
-      await mustRun(inv, ["node", "assign", node, `m-${node}`]);
-      await mustRun(inv, ["push", node]);
+      await mustControl(inv.env, ["node", "assign", node, `m-${node}`]);
+      await mustControl(inv.env, ["push", node]);
       const state = `${dir}/state`;
       link = startLink(url, state, "1s");
       await waitFor("the first report", () => link!.lines[0]);
@@ -470,7 +457,7 @@ Deno.test(
     const node = uniqueNode("kill");
     let link: LinkProcess | undefined;
     try {
-      await mustRun(inv, ["broker", "setup"]);
+      await mustControl(inv.env, ["broker", "setup"]);
       const url = await enroll(inv, node);
       const resources: unknown[] = [
         { id: "root", type: "directory", path: `${dir}/files`, mode: "0755" },
@@ -484,9 +471,13 @@ Deno.test(
           mode: "0644",
         });
       }
-      await mustRun(inv, ["module", "add", await writeModule(dir, `many-${node}`, resources)]);
-      await mustRun(inv, ["node", "assign", node, `many-${node}`]);
-      await mustRun(inv, ["push", node]);
+      await mustControl(inv.env, [
+        "module",
+        "add",
+        await writeModule(dir, `many-${node}`, resources),
+      ]);
+      await mustControl(inv.env, ["node", "assign", node, `many-${node}`]);
+      await mustControl(inv.env, ["push", node]);
       const state = `${dir}/state`;
       link = startLink(url, state);
       await waitFor("the apply to be under way", async () => {

@@ -10,33 +10,13 @@
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { startRabbitCluster } from "../support/rabbit_cluster.ts";
-import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
+import { controlCli, freshInventory, mustControl, uniqueNode, waitFor } from "./support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
 import { EXCHANGE, nodeQueue, reportKey, type ReportMessage } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 120_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function mustRun(inv: TestInventory, args: string[]) {
-  const out = await controlCli(args, inv.env);
-  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
-  return out;
-}
 
 async function queueTypes(api: string): Promise<Map<string, string>> {
   const u = new URL(api);
@@ -77,9 +57,9 @@ Deno.test(
       await t.step(
         "a classic topology on the cluster, nodes enrolled, messages waiting",
         async () => {
-          await mustRun(inv, ["broker", "setup", "--queue-type", "classic"]);
+          await mustControl(inv.env, ["broker", "setup", "--queue-type", "classic"]);
           for (const node of nodes) {
-            const out = await mustRun(inv, ["node", "enroll", node, "--system", "debian"]);
+            const out = await mustControl(inv.env, ["node", "enroll", node, "--system", "debian"]);
             const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
             assert(url, out.stdout);
             // One URL per member, each with the node's own account.
@@ -102,12 +82,12 @@ Deno.test(
                 ],
               }),
             );
-            await mustRun(inv, ["module", "add", module]);
-            await mustRun(inv, ["node", "assign", node, `m-${node}`]);
+            await mustControl(inv.env, ["module", "add", module]);
+            await mustControl(inv.env, ["node", "assign", node, `m-${node}`]);
           }
           // A declaration waits in the first node's queue; a report of the second waits in
           // mesh.reports, published with its own account through the second member.
-          await mustRun(inv, ["push", nodes[0]!]);
+          await mustControl(inv.env, ["push", nodes[0]!]);
           const second = urls.get(nodes[1]!)!.split(",")[1]!;
           const session = await openBroker(second);
           try {
@@ -156,7 +136,7 @@ Deno.test(
       );
 
       await t.step("broker convert --queue-type quorum moves every waiting message", async () => {
-        const out = await mustRun(inv, ["broker", "convert", "--queue-type", "quorum"]);
+        const out = await mustControl(inv.env, ["broker", "convert", "--queue-type", "quorum"]);
         assertMatch(
           out.stdout,
           /converted mesh\.reports from classic to quorum \(2 messages moved\)/,
@@ -175,12 +155,12 @@ Deno.test(
         }
         assert(![...types.keys()].some((q) => q.endsWith(".migrating")), [...types.keys()].join());
         // Idempotent: nothing left to convert, and setup as quorum now agrees.
-        const again = await mustRun(inv, ["broker", "convert", "--queue-type", "quorum"]);
+        const again = await mustControl(inv.env, ["broker", "convert", "--queue-type", "quorum"]);
         assertMatch(again.stdout, /every mesh queue is already quorum/);
-        await mustRun(inv, ["broker", "setup", "--queue-type", "quorum"]);
+        await mustControl(inv.env, ["broker", "setup", "--queue-type", "quorum"]);
         // A node enrolled now gets a queue of the topology's type.
         const late = uniqueNode("qc");
-        await mustRun(inv, ["node", "enroll", late, "--system", "debian"]);
+        await mustControl(inv.env, ["node", "enroll", late, "--system", "debian"]);
         assertEquals((await queueTypes(cluster.members[0]!.api)).get(nodeQueue(late)), "quorum");
         // A conversion that stopped half-way (a temporary queue left holding a message) is
         // finished by running it again.
@@ -203,7 +183,7 @@ Deno.test(
         } finally {
           await admin.close();
         }
-        const resumed = await mustRun(inv, ["broker", "convert", "--queue-type", "quorum"]);
+        const resumed = await mustControl(inv.env, ["broker", "convert", "--queue-type", "quorum"]);
         assertMatch(
           resumed.stdout,
           /finished converting mesh\.build to quorum \(1 message moved back from mesh\.build\.migrating\)/,
@@ -218,7 +198,7 @@ Deno.test(
           await check.close();
         }
         // The report delivered twice is recorded once.
-        const ingest = await mustRun(inv, ["ingest", "--drain"]);
+        const ingest = await mustControl(inv.env, ["ingest", "--drain"]);
         assertMatch(ingest.stdout, /ingested 1 report; 1 delivered again, recorded once/);
       });
 
@@ -297,7 +277,7 @@ Deno.test(
         for (const link of links) await link.kill();
         // What the links journaled and could not send yet is sent when they are back: here,
         // whatever is still in their journals is simply not expected in the inventory.
-        await mustRun(inv, ["ingest", "--drain"]);
+        await mustControl(inv.env, ["ingest", "--drain"]);
         const rows = await inv.sql<{ node: string; at: string; n: number }[]>`
           select node, to_char(reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at,
             count(*)::int as n

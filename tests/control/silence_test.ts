@@ -15,25 +15,11 @@ import { connect } from "amqplib";
 import { Buffer } from "node:buffer";
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { EXCHANGE, nodeQueue, reportKey, type ReportMessage } from "../../lib/broker.ts";
-import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
-import { freshVhost, type TestVhost } from "./vhost.ts";
+import { controlCli, mustControl, uniqueNode } from "./support.ts";
+import { enrollIn, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const DAY = 24 * 3600_000;
-
-async function must(env: Record<string, string>, args: string[]) {
-  const out = await controlCli(args, env);
-  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
-  return out;
-}
-
-async function enroll(vhost: TestVhost, node: string, extra: string[] = []): Promise<string> {
-  vhost.users.push(node);
-  const out = await must(vhost.env, ["node", "enroll", node, "--system", "debian", ...extra]);
-  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
-  assert(url, out.stdout);
-  return url;
-}
 
 /** Publishes `report` with the node's own credential, confirmed by the broker. */
 async function sendReport(url: string, report: ReportMessage): Promise<void> {
@@ -88,34 +74,23 @@ async function board(env: Record<string, string>, grace: string) {
   return { ...b, byName: new Map(b.machines.map((m) => [m.name, m])) };
 }
 
-async function world(fn: (inv: TestInventory, vhost: TestVhost) => Promise<void>) {
-  const inv = await freshInventory();
-  const vhost = await freshVhost(inv);
-  try {
-    await fn(inv, vhost);
-  } finally {
-    await vhost.drop();
-    await inv.drop();
-  }
-}
-
 Deno.test(
   "silence is judged by when the control plane received a report, never by the node's clock",
   opts,
   async (t) => {
-    await world(async (_inv, vhost) => {
+    await withVhost(async (_inv, vhost) => {
       const behind = uniqueNode("slow-clock");
       const ahead = uniqueNode("fast-clock");
       const now = Date.now();
       await sendReport(
-        await enroll(vhost, behind),
+        await enrollIn(vhost, behind),
         report(behind, { at: new Date(now - 3 * DAY).toISOString() }),
       );
       await sendReport(
-        await enroll(vhost, ahead),
+        await enrollIn(vhost, ahead),
         report(ahead, { at: new Date(now + 3 * DAY).toISOString() }),
       );
-      await must(vhost.env, ["ingest", "--drain"]);
+      await mustControl(vhost.env, ["ingest", "--drain"]);
 
       await t.step("a node whose clock is three days behind is heard now", async () => {
         const b = await board(vhost.env, "10m");
@@ -162,9 +137,9 @@ Deno.test(
   "push --behind leaves an identical declaration waiting: same generation, same pushed time",
   opts,
   async (t) => {
-    await world(async (inv, vhost) => {
+    await withVhost(async (inv, vhost) => {
       const node = uniqueNode("phone");
-      const url = await enroll(vhost, node, ["--episodic"]);
+      const url = await enrollIn(vhost, node, ["--episodic"]);
       const dir = await Deno.makeTempDir({ prefix: "mesh-churn-" });
       try {
         const module = async (content: string) => {
@@ -175,11 +150,11 @@ Deno.test(
               resources: [{ id: "f", type: "file", path: `${dir}/f`, content, mode: "0644" }],
             }),
           );
-          await must(vhost.env, ["module", "add", `${dir}/m.json`, "--name", `m-${node}`]);
+          await mustControl(vhost.env, ["module", "add", `${dir}/m.json`, "--name", `m-${node}`]);
         };
         await module("one\n");
-        await must(vhost.env, ["node", "assign", node, `m-${node}`]);
-        const first = await must(vhost.env, ["push", "--behind"]);
+        await mustControl(vhost.env, ["node", "assign", node, `m-${node}`]);
+        const first = await mustControl(vhost.env, ["push", "--behind"]);
         assertMatch(first.stdout, new RegExp(`pushed generation 1 to ${node}: never pushed`));
         const [pushed] = await inv.sql`select generation, pushed_at from declarations
                                        where node = ${node}`;
@@ -197,7 +172,7 @@ Deno.test(
         };
 
         await t.step("never spoke since: left waiting, and said", async () => {
-          const out = await must(vhost.env, ["push", "--behind"]);
+          const out = await mustControl(vhost.env, ["push", "--behind"]);
           assertMatch(
             out.stdout,
             new RegExp(
@@ -213,7 +188,7 @@ Deno.test(
 
         await t.step("spoke about an older declaration: still left waiting", async () => {
           await sendReport(url, report(node, { generation: 0 }));
-          const out = await must(vhost.env, ["push", "--behind"]);
+          const out = await mustControl(vhost.env, ["push", "--behind"]);
           assertMatch(
             out.stdout,
             new RegExp(`${node}: left generation 1 waiting, .*it has not reported on it yet`),
@@ -225,7 +200,7 @@ Deno.test(
 
         await t.step("a changed declaration is pushed as the next generation", async () => {
           await module("two\n");
-          const out = await must(vhost.env, ["push", "--behind"]);
+          const out = await mustControl(vhost.env, ["push", "--behind"]);
           assertMatch(out.stdout, new RegExp(`pushed generation 2 to ${node}: outstanding`));
           assertEquals((await declarations()).length, 2);
         });
@@ -237,10 +212,10 @@ Deno.test(
 );
 
 Deno.test("node kind: set, said when unchanged, refused for a bad kind or node", opts, async () => {
-  await world(async (inv, vhost) => {
+  await withVhost(async (inv, vhost) => {
     const node = uniqueNode("kind");
     vhost.users.push(node);
-    const enrolled = await must(vhost.env, [
+    const enrolled = await mustControl(vhost.env, [
       "node",
       "enroll",
       node,
@@ -252,11 +227,11 @@ Deno.test("node kind: set, said when unchanged, refused for a bad kind or node",
     const kind = async () => (await inv.sql`select kind from nodes where name = ${node}`)[0]?.kind;
     assertEquals(await kind(), "episodic");
     assertEquals(
-      (await must(vhost.env, ["node", "kind", node, "server"])).stdout,
+      (await mustControl(vhost.env, ["node", "kind", node, "server"])).stdout,
       `${node} is now server (was episodic)\n`,
     );
     assertEquals(
-      (await must(vhost.env, ["node", "kind", node, "server"])).stdout,
+      (await mustControl(vhost.env, ["node", "kind", node, "server"])).stdout,
       `${node} is already server\n`,
     );
     const bad = await controlCli(["node", "kind", node, "laptop"], vhost.env);
@@ -266,7 +241,7 @@ Deno.test("node kind: set, said when unchanged, refused for a bad kind or node",
     assertEquals(ghost.code, 2, ghost.stdout);
     assertMatch(ghost.stderr, /No node "ghost-.*" is enrolled/);
     assertEquals(await kind(), "server");
-    const board = JSON.parse((await must(vhost.env, ["board", "--json"])).stdout);
+    const board = JSON.parse((await mustControl(vhost.env, ["board", "--json"])).stdout);
     assertEquals(board.machines[0].kind, "server");
   });
 });

@@ -7,6 +7,7 @@
 
 import postgres from "postgres";
 import { cli, type CliResult } from "../support/mod.ts";
+import { assertEquals } from "../support/assert.ts";
 import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
 import { installShipped } from "../../control/shipped.ts";
 
@@ -67,4 +68,29 @@ export function controlCli(args: string[], env: Record<string, string> = {}): Pr
 /** A node name unique to this run (a valid DNS label). */
 export function uniqueNode(prefix: string): string {
   return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** Runs `mesh-control` and requires exit 0, saying the command and what it printed otherwise. */
+export async function mustControl(env: Record<string, string>, args: string[]): Promise<CliResult> {
+  const out = await controlCli(args, env);
+  assertEquals(out.code, 0, `mesh-control ${args.join(" ")}: ${out.stderr}${out.stdout}`);
+  return out;
+}
+
+/**
+ * Asks `probe` every 250 ms until it returns something other than undefined or false, and returns
+ * that; throws naming `what` after `timeoutMs` (default 120 s).
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }

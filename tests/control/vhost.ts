@@ -8,7 +8,13 @@
  */
 
 import { assert } from "../support/assert.ts";
-import { BROKER_API_URL, controlCli, type TestInventory } from "./support.ts";
+import {
+  BROKER_API_URL,
+  controlCli,
+  freshInventory,
+  mustControl,
+  type TestInventory,
+} from "./support.ts";
 
 const API = new URL(BROKER_API_URL);
 const AUTH = `Basic ${
@@ -77,4 +83,41 @@ export async function freshVhost(inv: TestInventory): Promise<TestVhost> {
       await brokerApi("DELETE", `/api/vhosts/${path}`);
     },
   };
+}
+
+/** Runs `fn` with a fresh inventory and a vhost of its own, and drops both afterwards. */
+export async function withVhost(
+  fn: (inv: TestInventory, vhost: TestVhost) => Promise<void>,
+): Promise<void> {
+  const inv = await freshInventory();
+  const vhost = await freshVhost(inv);
+  try {
+    await fn(inv, vhost);
+  } finally {
+    await vhost.drop();
+    await inv.drop();
+  }
+}
+
+/**
+ * Enrolls `node` (system debian, plus `extra` options) in `vhost`, noting its broker user for the
+ * vhost's cleanup; returns the broker URL `node enroll` printed once.
+ */
+export async function enrollIn(
+  vhost: TestVhost,
+  node: string,
+  extra: string[] = [],
+): Promise<string> {
+  vhost.users.push(node);
+  const out = await mustControl(vhost.env, [
+    "node",
+    "enroll",
+    node,
+    "--system",
+    "debian",
+    ...extra,
+  ]);
+  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
+  assert(url, out.stdout);
+  return url;
 }
