@@ -14,6 +14,14 @@ import { addExitCodes, EXIT_DEFECT, runProgram } from "../../lib/cli.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 
+/** Host options that point at nothing on this machine. */
+const NOWHERE = [
+  "--state-dir",
+  "/nonexistent/mesh-cli-test/state",
+  "--declarations",
+  "/nonexistent/mesh-cli-test/declarations",
+];
+
 const PROGRAMS = {
   host: "tests/support/host_no_bundle.ts",
   control: "control/main.ts",
@@ -246,8 +254,10 @@ Deno.test("a duration carries its unit: a bare number is refused naming the form
   const cases: [keyof typeof PROGRAMS, string[], string][] = [
     ["reconcile", ["run", "--registry", "/nonexistent.yaml", "--cert-warn", "14"], '"14d"'],
     ["reconcile", ["run", "--registry", "/nonexistent.yaml", "--timeout", "30"], '"30s"'],
-    ["host", ["reconcile", "--every", "15"], '"15s"'],
-    ["host", ["link", "--every", "15"], '"15s"'],
+    // The host carries no bundle and is pointed at nothing: were the refusal to regress, nothing
+    // would be applied to this machine.
+    ["host", ["reconcile", "--every", "15", ...NOWHERE], '"15s"'],
+    ["host", ["link", "--every", "15", ...NOWHERE], '"15s"'],
     ["control", ["status", "--grace", "15"], '"15s"'],
     ["control", ["prune", "--keep", "30"], '"30d"'],
     ["control", ["module", "build", "m", "--timeout", "30"], '"30s"'],
