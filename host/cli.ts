@@ -323,6 +323,10 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
     )
     .addOption(stateDir())
     .addOption(declarationsDir())
+    .option(
+      "--no-bundle",
+      "leave the carried bundle alone (neither applied nor removed): a node that is not its mesh's first node, kept by local declarations only",
+    )
     .addOption(
       new Option("--every <duration>", "reconcile again at this interval (e.g. 15m)").argParser(
         (v) => {
@@ -342,6 +346,7 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
           stateDir: string;
           every?: number;
           declarations: string;
+          bundle: boolean;
         },
       ) => {
         if (opts.dryRun && opts.every !== undefined) {
@@ -350,14 +355,23 @@ export async function hostMain(args: string[], build: HostBuild): Promise<number
         for (;;) {
           // Read afresh every time: a local declaration added, changed or removed is seen at the
           // next reconcile.
-          const { input: bundle, absent } = await bundleSource(build.bundle, build.system.name);
+          const { input: bundle, absent } = opts.bundle
+            ? await bundleSource(build.bundle, build.system.name)
+            : { input: undefined, absent: undefined };
           const locals = await readLocalDeclarations(opts.declarations);
+          if (!opts.bundle && locals.length === 0) {
+            // Nothing to keep this time; a declaration put in the directory later is seen then.
+            err(
+              `mesh-host: nothing to reconcile: no declaration in "${opts.declarations}", and the ` +
+                `bundle is left alone (--no-bundle)\n`,
+            );
+          }
           const known = await Store.load(opts.stateDir, {
             readOnly: true,
             migration: () => Promise.resolve({ claims: [] }),
           })
             .then((s) => (s.close(), s.sources().size), () => 0);
-          if (bundle === undefined && locals.length === 0 && known === 0) {
+          if (opts.bundle && bundle === undefined && locals.length === 0 && known === 0) {
             // Nothing to keep converged at all: said, as before sources existed.
             await loadBundle(build.bundle, build.system.name);
           }

@@ -59,7 +59,7 @@ export async function assertRegistryOutsideCode(
   const real = await realOrResolved(registry);
   const where = real === resolve(registry) ? "" : ` (it resolves to "${real}")`;
   const advice = `: a deployment from there can overwrite or revert it. Keep the registry in a ` +
-    `state directory outside any checkout (e.g. /var/lib/mesh/registry.yaml), or name ` +
+    `state directory outside any checkout (e.g. /var/lib/mesh/reconcile/registry.yaml), or name ` +
     `${IN_CHECKOUT_FLAG} to keep it there on purpose`;
   if (options.repo !== undefined) {
     const repo = await Deno.realPath(options.repo).catch(() => undefined);

@@ -325,3 +325,32 @@ Deno.test("a local declaration that cannot be read is refused alone, its footpri
     assertEquals(((await Deno.lstat(`${w.root}/web`)).mode ?? 0) & 0o777, 0o755);
   });
 });
+
+Deno.test("reconcile --no-bundle keeps the local declarations and leaves the bundle alone", async () => {
+  await withWorld(bundleOf, async (w) => {
+    // A node that is not its mesh's first node: its bundle (the substrate) is never raised.
+    await w.local("web", [dir("web", `${w.root}/web`)]);
+    const first = await w.host(["reconcile", "--no-bundle", "--json"]);
+    assertEquals(first.code, 0, first.stderr);
+    assert(await exists(`${w.root}/web`), "the local declaration applied");
+    assert(!(await exists(`${w.root}/mesh`)), "the bundle was applied despite --no-bundle");
+    assertEquals((await w.owned()).map((e) => e.source), ["web"]);
+
+    // A node that took its bundle and then runs --no-bundle: the bundle's footprint is left as
+    // it is (neither applied nor removed).
+    const taken = await w.reconcile();
+    assertEquals(taken.code, 0, taken.stderr);
+    assert(await exists(`${w.root}/mesh`));
+    await Deno.remove(`${w.declarations}/web.json`);
+    const after = await w.host(["reconcile", "--no-bundle", "--json"]);
+    assertEquals(after.code, 0, after.stderr);
+    assert(await exists(`${w.root}/mesh`), "--no-bundle removed the bundle's work");
+    assert(!(await exists(`${w.root}/web`)), "a removed local declaration leaves");
+    assertEquals((await w.owned()).map((e) => e.source), ["bundle"]);
+
+    // Nothing to keep is said, not refused: a declaration put there later is seen then.
+    const nothing = await w.host(["reconcile", "--no-bundle"]);
+    assertEquals(nothing.code, 0, nothing.stderr);
+    assertStringIncludes(nothing.stderr, "nothing to reconcile");
+  });
+});
