@@ -42,7 +42,7 @@ import {
   type SourceInput,
 } from "./apply.ts";
 import { declarationDigest } from "./declaration.ts";
-import { type Migration, StoreError } from "./store.ts";
+import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import type { System } from "../systems/mod.ts";
 
@@ -114,6 +114,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   const dir = join(options.stateDir, LINK_DIR);
   const outbox = join(dir, OUTBOX_DIR);
   try {
+    await makeStateDir(options.stateDir);
     await Deno.mkdir(outbox, { recursive: true, mode: 0o700 });
   } catch (error) {
     throw new StoreError(`Cannot create the link's journal "${outbox}": ${messageOf(error)}`);

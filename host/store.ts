@@ -18,7 +18,7 @@
  */
 
 import { z } from "zod";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 
 /** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
@@ -51,6 +51,18 @@ export const Original = z.discriminatedUnion("kind", [
 ]);
 /** What a path was before this host took it over. */
 export type Original = z.output<typeof Original>;
+
+/**
+ * Creates a state directory (mode 0700) and its missing parents (mode 0755): others must be able
+ * to pass through a parent such as /var/lib/mesh (mesh-reconcile's stamp server reads
+ * /var/lib/mesh/reconcile as a dynamic user), while the host's own state stays root's.
+ *
+ * @throws {Deno.errors.PermissionDenied} (or another file system error) when it cannot.
+ */
+export async function makeStateDir(dir: string): Promise<void> {
+  await Deno.mkdir(dirname(dir), { recursive: true, mode: 0o755 });
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+}
 
 /** One thing in the footprint. */
 export const FootprintEntry = z.strictObject({
@@ -232,7 +244,7 @@ export class Store {
         });
       }
       try {
-        await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+        await makeStateDir(dir);
       } catch (cause) {
         throw new StoreError(`Cannot create state directory "${dir}": ${messageOf(cause)}`, {
           cause,

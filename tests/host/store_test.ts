@@ -112,3 +112,16 @@ Deno.test("one host at a time: a second load of the same state directory waits f
     second!.release();
   });
 });
+
+Deno.test("a new state directory is root's alone, and its new parents can be passed through", async () => {
+  await withDir(async (dir) => {
+    // As /var/lib/mesh/host on a fresh machine: mesh-reconcile's stamp server (a dynamic user)
+    // reads /var/lib/mesh/reconcile, so the parent the host makes must not be 0700.
+    const store = await Store.load(`${dir}/var/lib/mesh/host`, { create: true, exists });
+    store.release();
+    const mode = async (p: string) => (await Deno.stat(p)).mode! & 0o777;
+    assertEquals(await mode(`${dir}/var/lib/mesh/host`), 0o700);
+    assertEquals(await mode(`${dir}/var/lib/mesh`), 0o755);
+    assertEquals(await mode(`${dir}/var/lib`), 0o755);
+  });
+});
