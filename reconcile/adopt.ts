@@ -62,20 +62,22 @@ export function adoptRegistry(observation: Observation, options: AdoptOptions): 
       note: ADOPTED,
     };
   }
-  const daemons = new Map<string, { user: string; ports: Set<number> }>();
+  const daemons = new Map<string, { user: string; account?: string; ports: Set<number> }>();
   for (const l of [...observation.listeners].sort((a, b) => a.port - b.port)) {
     if (claimed.has(l.port)) continue;
     const command = l.processes[0]?.command;
     // The account its process runs as, as `run` compares a daemon's user: the socket's owner
     // when a holder runs as it (a root master with workers), else the first holder's.
     const holders = l.processes.map((p) => p.user);
-    const user = (l.processes.length === 0 || holders.includes(l.user)
+    const account = l.processes.length === 0 || holders.includes(l.user)
       ? l.user
-      : holders.find((u) =>
-        u !== undefined
-      )) ?? `uid-${l.uid}`;
+      : holders.find((u) => u !== undefined);
+    // A uid with no account name groups its sockets here, and is never written as a user: `run`
+    // compares a user by its account, and `uid-105` names none.
+    const user = account ?? `uid-${l.uid}`;
     const key = command ? `${command}\0${user}` : `port-${l.port}\0${user}`;
-    const d = daemons.get(key) ?? { user, ports: new Set() };
+    const d = daemons.get(key) ??
+      { user, ...(account !== undefined ? { account } : {}), ports: new Set<number>() };
     d.ports.add(l.port);
     daemons.set(key, d);
     claimed.add(l.port);
@@ -84,7 +86,9 @@ export function adoptRegistry(observation: Observation, options: AdoptOptions): 
     const ports = [...d.ports];
     services[unique(key.split("\0")[0]!)] = {
       kind: "daemon",
-      ...(/^[a-z_][a-z0-9_-]*\$?$/.test(d.user) ? { user: d.user } : {}),
+      ...(d.account !== undefined && /^[a-z_][a-z0-9_-]*\$?$/.test(d.account)
+        ? { user: d.account }
+        : {}),
       port: ports.length === 1 ? ports[0] : ports,
       note: key.startsWith("port-") ? `${ADOPTED}; no process was found holding it` : ADOPTED,
     };

@@ -359,3 +359,14 @@ Deno.test("text from the machine cannot forge lines or colours in the report", (
   assert(text.includes("ev\\x1b[31mil\\x0aFAKE line\\u{202e}"), text);
   assert(!text.includes("\x1b"));
 });
+
+Deno.test("adoption never writes a user that names no account: its next run is clean", async () => {
+  const { adoptRegistry } = await import("../../reconcile/adopt.ts");
+  // A socket whose uid has no name in /etc/passwd (seen in the lab: uid 105, no process found).
+  const o = observation({
+    listeners: [{ family: 4, address: "127.0.0.1", port: 1883, uid: 105, inode: 1, processes: [] }],
+  });
+  const text = adoptRegistry(o, { accounts: ["root"] });
+  assert(!text.includes("uid-105"), text);
+  assertEquals(compare(parseRegistry(text), o, OPTIONS), []);
+});
