@@ -343,12 +343,17 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       if (stopping) return;
       // A connection the broker closed on purpose (the node removed, its credential rotated)
       // says why; that is news, not just "went away".
+      // amqplib gives a close the broker sent its AMQP reply code (a number: 320 when forced);
+      // a lost socket (a member stopped, the network) has a system error code or none.
+      const forced = typeof (error as { code?: unknown } | undefined)?.code === "number";
       news(
-        error === undefined
-          ? "the broker went away; reconciling the kept declaration meanwhile"
-          : `the broker closed the connection (${
+        forced
+          ? `the broker closed the connection (${
             messageOf(error)
-          }); reconciling the kept declaration meanwhile`,
+          }); reconciling the kept declaration meanwhile`
+          : `the broker went away${
+            error === undefined ? "" : ` (${messageOf(error)})`
+          }; reconciling the kept declaration meanwhile`,
       );
     });
     await serial(flush);

@@ -28,7 +28,9 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
       resources: [
         { id: "d", type: "directory", path: "/srv/onefile", mode: "0750" },
         { id: "f", type: "file", path: "/srv/onefile/hello", mode: "0640", content: "hello\n" },
-        { id: "p", type: "package", package: "podman" },
+        // Not a subject of the carried bundle (which declares podman): the bundle shown below
+        // would otherwise be refused, source "local" holding it.
+        { id: "p", type: "package", package: "procps" },
       ],
     });
     await m.exec(["sh", "-c", 'printf %s "$1" > /root/d.json', "sh", declaration]);

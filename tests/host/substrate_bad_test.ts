@@ -7,8 +7,9 @@
  *
  * The host carries a lock produced on this machine by scripts/substrate.ts (`deno task hosts
  * --bundle`), not the committed bundles/substrate-debian.lock, whose digests only the machine that
- * committed it has. The broken variants are that bundle's own declaration with one resource
- * changed, applied with `mesh-host apply` (a local file is trusted input, as the bundle is).
+ * committed it has. The broken variants are that lock with one resource changed, each carried by
+ * a host of its own and reconciled as source `bundle`, so that the good host's reconcile resumes
+ * the same source (a broken bundle is what an operator would ship).
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
@@ -35,8 +36,9 @@ interface Resource {
 async function hostRun(
   m: LabMachine,
   args: string[],
+  program = "mesh-host",
 ): Promise<Result & { code: number | null; raw: string }> {
-  const r = await m.exec(["mesh-host", ...args, "--json"], {
+  const r = await m.exec([program, ...args, "--json"], {
     allowFailure: true,
     timeoutMs: 900_000,
   });
@@ -58,14 +60,15 @@ async function applyVariant(
     declaration: { version: 1; resources: Resource[] };
   };
   change(bundle.declaration.resources);
-  await m.exec([
-    "sh",
-    "-c",
-    'printf %s "$1" > /root/variant.json',
-    "sh",
-    JSON.stringify(bundle.declaration),
-  ]);
-  return await hostRun(m, ["apply", "/root/variant.json"]);
+  const dir = await Deno.makeTempDir({ prefix: "mesh-variant-" });
+  try {
+    await Deno.writeTextFile(`${dir}/variant.lock`, JSON.stringify(bundle));
+    const host = await substrateHost(`${dir}/variant.lock`);
+    await m.copyIn(host.path, "/usr/local/sbin/mesh-host-variant");
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  return await hostRun(m, ["reconcile"], "mesh-host-variant");
 }
 
 Deno.test({
