@@ -275,7 +275,8 @@ export async function applySources(
   });
   try {
     if (options.heldOnly !== undefined) {
-      const held = store.sources();
+      // Held: the store knows the source, or holds a record of it.
+      const held = new Set([...store.sources().keys(), ...store.entries().map((e) => e.source)]);
       for (let i = inputs.length - 1; i >= 0; i--) {
         const name = inputs[i]!.name;
         if (options.heldOnly.includes(name) && !held.has(name)) {
