@@ -113,7 +113,16 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
 
     // A signal the program does not handle ends it, and the caller sees that signal.
     const killed = new Deno.Command(file, {
-      args: ["link", "--broker", "amqp://n:p@127.0.0.1:1/%2F", "--node", "onefile-probe"],
+      args: [
+        "link",
+        "--broker",
+        "amqp://n:p@127.0.0.1:1/%2F",
+        "--node",
+        "onefile-probe",
+        // Never this machine's own state directory.
+        "--state-dir",
+        `${dir}/killed-state`,
+      ],
       env: { MESH_RUNTIME_CACHE: `${dir}/cache` },
       stdout: "null",
       stderr: "null",
