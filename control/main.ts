@@ -17,7 +17,7 @@ import {
   writeAll,
   writeFileAtomic,
 } from "../lib/atomic.ts";
-import { parseDuration } from "../lib/duration.ts";
+import { durationArgument } from "../lib/duration.ts";
 import { redactUrl } from "../lib/url.ts";
 import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration.ts";
@@ -59,6 +59,8 @@ export const EXIT_CODES: readonly ExitCode[] = [
 
 /** Input refused before anything is done. */
 class Refused extends Error {}
+/** Throws as this program's refusal (exit 2): for the shared option parsers. */
+const refuse = (message: string): Error => new Refused(message);
 
 interface Connections {
   database?: string;
@@ -463,16 +465,9 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(
       new Option("--timeout <duration>", "how long to wait for the answer (>= 1s)")
         .default(30 * 60 * 1000, "30m")
-        .argParser((v) => {
-          let ms: number;
-          try {
-            ms = parseDuration(v, { unit: "s" });
-          } catch (error) {
-            throw new Refused(`--timeout: ${messageOf(error)}`);
-          }
-          if (ms < 1000) throw new Refused(`--timeout: at least 1s, not "${v}"`);
-          return ms;
-        }),
+        .argParser(
+          durationArgument("--timeout", { unit: "s", minMs: 1000, min: "1s", refuse }),
+        ),
     )
     .addOption(databaseOption())
     .addOption(brokerOption())
@@ -609,13 +604,7 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(
       new Option("--stuck-after <duration>", "say so of a node failing the same way this long")
         .default(60 * 60 * 1000, "1h")
-        .argParser((v) => {
-          try {
-            return parseDuration(v, { unit: "s" });
-          } catch (error) {
-            throw new Refused(`--stuck-after: ${messageOf(error)}`);
-          }
-        }),
+        .argParser(durationArgument("--stuck-after", { unit: "s", refuse })),
     )
     .option("--dry-run", "with --behind: say which nodes are behind and why, push nothing")
     .addOption(databaseOption())
@@ -791,13 +780,7 @@ export async function controlMain(args: string[]): Promise<number> {
       "silence rule: a node is heard for 2 reconcile intervals plus this after its last report",
     )
       .default(DEFAULT_GRACE_MS, "1m")
-      .argParser((v) => {
-        try {
-          return parseDuration(v, { unit: "s" });
-        } catch (error) {
-          throw new Refused(`--grace: ${messageOf(error)}`);
-        }
-      });
+      .argParser(durationArgument("--grace", { unit: "s", refuse }));
   const readOptions = (command: Command) =>
     command
       .addOption(graceOption())
@@ -813,13 +796,7 @@ export async function controlMain(args: string[]): Promise<number> {
           "with --database-read: a replay lag beyond this is said to make the data stale",
         )
           .default(60_000, "60s")
-          .argParser((v) => {
-            try {
-              return parseDuration(v, { unit: "s" });
-            } catch (error) {
-              throw new Refused(`--max-lag: ${messageOf(error)}`);
-            }
-          }),
+          .argParser(durationArgument("--max-lag", { unit: "s", refuse })),
       );
   readOptions(
     program.command("status")
@@ -849,16 +826,9 @@ export async function controlMain(args: string[]): Promise<number> {
     .addOption(
       new Option("--keep <duration>", "keep reports this recent (>= 1h; e.g. 14d)")
         .makeOptionMandatory()
-        .argParser((v) => {
-          let ms: number;
-          try {
-            ms = parseDuration(v, { unit: "d" });
-          } catch (error) {
-            throw new Refused(`--keep: ${messageOf(error)}`);
-          }
-          if (ms < 3600_000) throw new Refused(`--keep: at least 1h, not "${v}"`);
-          return ms;
-        }),
+        .argParser(
+          durationArgument("--keep", { unit: "d", minMs: 3600_000, min: "1h", refuse }),
+        ),
     )
     .option("--dry-run", "count what would be deleted, delete nothing")
     .addOption(databaseOption())

@@ -63,3 +63,30 @@ export function formatDuration(ms: number): string {
   const s = parts.slice(0, 2).join(" ") || "0s";
   return neg ? `-${s}` : s;
 }
+
+/**
+ * An option's argument parser for a duration: `parseDuration` with `unit` for the form a bare
+ * number is refused with, and a lower bound. Every problem is thrown as `refuse(message)` (each
+ * program's own refusal), the message starting with the flag, e.g. `--keep: at least 1h, not "5m"`.
+ *
+ * @returns a function from the argument's text to milliseconds.
+ */
+export function durationArgument(
+  flag: string,
+  options: { unit: DurationUnit; minMs?: number; min?: string; refuse: (message: string) => Error },
+): (text: string) => number {
+  return (text) => {
+    let ms: number;
+    try {
+      ms = parseDuration(text, { unit: options.unit });
+    } catch (error) {
+      throw options.refuse(`${flag}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (options.minMs !== undefined && ms < options.minMs) {
+      throw options.refuse(
+        `${flag}: at least ${options.min ?? `${options.minMs}ms`}, not "${text}"`,
+      );
+    }
+    return ms;
+  };
+}
