@@ -57,7 +57,15 @@ export const AbsolutePath = z.string().max(4096).superRefine((p, ctx) => {
 });
 
 /** A mode as an octal string: `"0644"`, `"755"`, `"2775"`. */
-export const Mode = z.string().regex(
+export const Mode = z.string({
+  error: (issue) =>
+    typeof issue.input === "number"
+      ? `Must be an octal mode as a string, not the number ${issue.input} (a JSON number is ` +
+        (/^[0-7]{3,4}$/.test(String(issue.input))
+          ? `decimal; write "${String(issue.input).padStart(4, "0")}")`
+          : 'decimal; write the mode in octal digits such as "0644")')
+      : 'Must be an octal mode such as "0644"',
+}).regex(
   /^0?[0-7]{3}$|^[0-7]{4}$/,
   'Must be an octal mode such as "0644"',
 );

@@ -146,6 +146,18 @@ Deno.test("every problem is reported at once", () => {
   ]);
 });
 
+Deno.test("a mode written as a JSON number is refused with the string to write instead", () => {
+  const input = withResource({});
+  input.resources[0]!.mode = 644;
+  input.resources[1]!.mode = 493;
+  const p = problems(input);
+  assertEquals(p.map((x) => x.message), [
+    'Must be an octal mode as a string, not the number 644 (a JSON number is decimal; write "0644")',
+    "Must be an octal mode as a string, not the number 493 (a JSON number is decimal; " +
+    'write the mode in octal digits such as "0644")',
+  ]);
+});
+
 Deno.test("not JSON, truncated JSON, invalid UTF-8, a lone surrogate: refused, said why", () => {
   assert(problems('{"version": 1, "resources": [')[0]!.message.includes("not JSON"));
   const bytes = new TextEncoder().encode(JSON.stringify(VALID));
