@@ -42,3 +42,36 @@ export function oneFileHost(system = "debian"): Promise<string> {
   }
   return path;
 }
+
+const builtPrograms = new Map<string, Promise<string>>();
+
+/**
+ * Builds (once per process) the one-file `mesh-<program>` (scripts/build_programs.ts) for this
+ * machine and returns its path.
+ *
+ * @throws {CommandError} when the build fails.
+ */
+export function oneFileProgram(program: "reconcile" | "control" | "builder"): Promise<string> {
+  let path = builtPrograms.get(program);
+  if (path === undefined) {
+    path = (async () => {
+      const out = `${ROOT}dist/test`;
+      await run([
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--quiet",
+        `${ROOT}scripts/build_programs.ts`,
+        "--program",
+        program,
+        "--arch",
+        NATIVE_ARCH,
+        "--out",
+        out,
+      ], { timeoutMs: 15 * 60_000 });
+      return `${out}/mesh-${program}-${NATIVE_ARCH}`;
+    })();
+    builtPrograms.set(program, path);
+  }
+  return path;
+}
