@@ -111,6 +111,13 @@ export interface RunOptions {
    * node joining a mesh must not raise a second substrate). Read under the store's lock.
    */
   heldOnly?: readonly SourceName[];
+  /**
+   * An operator's move (`apply --take-from SOURCE`): a subject this source holds, and a source of
+   * this run declares with the same type, moves to that source (its record keeps whether this host
+   * created it and its original) instead of refusing the run. The source keeps what no input of
+   * this run declares.
+   */
+  takeFrom?: SourceName;
 }
 
 /** The declaration a removed local declaration is applied as: nothing. */
@@ -344,7 +351,8 @@ export async function applySources(
         const holder = holders.get(k);
         const first = claimed.get(k);
         if (holder !== undefined && holder.source !== input.name) {
-          if (givesUp(holder.source, k) && holder.type === r.type && first === undefined) {
+          const movable = givesUp(holder.source, k) || holder.source === options.takeFrom;
+          if (movable && holder.type === r.type && first === undefined) {
             moves.push({ entry: holder, id: r.id });
           } else {
             conflicts.push({
