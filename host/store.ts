@@ -458,14 +458,14 @@ export class Store {
   async intend(intent: Intent & { source: SourceName }): Promise<void> {
     this.#pending.push(intent);
     try {
-      this.#journal ??= await Deno.open(join(this.dir, JOURNAL_FILE), {
+      this.#journal ??= Deno.openSync(join(this.dir, JOURNAL_FILE), {
         append: true,
         create: true,
         mode: 0o600,
       });
       const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
       let written = 0;
-      while (written < bytes.length) written += await this.#journal.write(bytes.subarray(written));
+      while (written < bytes.length) written += this.#journal.writeSync(bytes.subarray(written));
       await this.#journal.syncData();
     } catch (cause) {
       throw new StoreError(
