@@ -153,10 +153,10 @@ function refuseNonTarget(path: string, state: PathState, want: "file" | "directo
   }
 }
 
-async function ensureParents(path: string, context: ApplyContext): Promise<void> {
+function ensureParents(path: string, context: ApplyContext): void {
   if (context.dryRun) return;
   try {
-    await Deno.mkdir(dirname(path), { recursive: true, mode: 0o755 });
+    Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
   } catch (error) {
     throw new ResourceError(`Cannot create the directories above "${path}": ${messageOf(error)}`, {
       cause: error,
@@ -177,7 +177,7 @@ async function holdAttributes(
   try {
     // Owner first: chown clears setuid/setgid bits, which chmod then sets as declared.
     if (chown) await lchown(path, want.uid ?? state.uid, want.gid ?? state.gid);
-    await Deno.chmod(path, want.mode);
+    Deno.chmodSync(path, want.mode);
   } catch (error) {
     throw new ResourceError(`Cannot set mode or owner of "${path}": ${messageOf(error)}`, {
       cause: error,
@@ -363,9 +363,9 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
     }
     if (plan.create) {
       await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
-      await ensureParents(resource.path, context);
+      ensureParents(resource.path, context);
       try {
-        await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
+        Deno.mkdirSync(resource.path, { mode: want.mode & 0o777 });
       } catch (error) {
         throw new ResourceError(
           `Cannot create directory "${resource.path}": ${messageOf(error)}`,
@@ -415,7 +415,7 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
       });
       journaled.catch(() => {}); // awaited below; a rejection is never left unhandled meanwhile
       try {
-        await ensureParents(resource.path, context);
+        ensureParents(resource.path, context);
       } catch (error) {
         await journaled.catch(() => {});
         throw error;
