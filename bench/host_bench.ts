@@ -42,6 +42,9 @@ const PACKAGES: Partial<Record<ToolName, string>> = {
   "puppet apply": "puppet",
 };
 
+/** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
+const HOST_V8_FLAGS = ["--v8-flags=--max-semi-space-size=1,--optimize-for-size"];
+
 const TOOLS = ["mesh-host", "floor", "cf-agent", "ansible-playbook", "puppet apply"] as const;
 type ToolName = typeof TOOLS[number];
 /** Default measured runs per scenario; ansible-playbook takes minutes per run over 1,100 items. */
@@ -308,6 +311,7 @@ function meshHost(dir: string): Tool {
         Deno.execPath(),
         "run",
         "-A",
+        ...HOST_V8_FLAGS,
         "host/debian.ts",
         "apply",
         declaration,
