@@ -2,15 +2,16 @@
  * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
- * [--every MS]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * [--v8-flags FLAGS]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
  * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
  * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
  * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
- * link` runs, without the carried bundle) in a child process with a short interval (default 20
- * ms; the command line's `--every` accepts 1 s at least, which would make 1,000 applies take
- * twenty minutes). The child reads its own `VmRSS` and `VmHWM` from `/proc/self/status` after
- * the 1st (the converge), 10th, 100th, ... apply, checks every report (`applied`, 1,100 of
- * 1,100; after the first, nothing changed), and stops after `--applies` (default 1,000).
+ * link` runs, without the carried bundle) in a child process, with the V8 flags the built hosts
+ * run with unless `--v8-flags` says otherwise (`""`: none). The link runs with `--every 1s` on a
+ * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
+ * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
+ * 100th, ... apply, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
+ * changed), and stops after `--applies` (default 1,000).
  *
  * Everything is removed in a `finally` (the vhost with its queues, the node's account, the temp
  * dir), also on failure and on Ctrl-C. The table goes to stdout and, with the raw samples, to
