@@ -538,18 +538,22 @@ async function writeReplacing(
   const { previous } = options;
   const temp = tempPathFor(path);
   // The temporary name is the same for every write of this file, so one left by a host killed
-  // before its rename is consumed by the next write. It is removed first, never opened: a
-  // symlink planted at that name must not be followed.
-  if (options.temp !== false) {
-    try {
-      Deno.removeSync(temp);
-    } catch { /* none */ }
-  }
+  // before its rename is consumed by the next write. It is removed, never opened: a symlink
+  // planted at that name must not be followed (creating it exclusively never follows one; one
+  // that appeared since its directory was listed is removed then).
+  if (options.temp !== false) removeQuietly(temp);
   // Synchronous calls on a local file, but the sync itself: it waits on the disk, and the
   // creation's journal entry is synced meanwhile.
   let file: Deno.FsFile | undefined;
   try {
-    file = Deno.openSync(temp, { write: true, createNew: true, mode: 0o600 });
+    const create = () => Deno.openSync(temp, { write: true, createNew: true, mode: 0o600 });
+    try {
+      file = create();
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      removeQuietly(temp);
+      file = create();
+    }
     let written = 0;
     while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
     await file.sync();
