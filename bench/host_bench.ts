@@ -35,9 +35,17 @@ const FILES = DIRS * FILES_PER_DIR;
 const CHANGED = FILES / 10;
 const DIR_MODE = 0o755;
 const FILE_MODE = 0o644;
-const PACKAGES = ["cfengine3", "ansible-core", "puppet"];
+/** The Debian package of each peer. */
+const PACKAGES: Partial<Record<ToolName, string>> = {
+  "cf-agent": "cfengine3",
+  "ansible-playbook": "ansible-core",
+  "puppet apply": "puppet",
+};
 
-const TOOLS = ["mesh-host", "cf-agent", "ansible-playbook", "puppet apply"] as const;
+/** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
+const HOST_V8_FLAGS = ["--v8-flags=--max-semi-space-size=1,--optimize-for-size"];
+
+const TOOLS = ["mesh-host", "floor", "cf-agent", "ansible-playbook", "puppet apply"] as const;
 type ToolName = typeof TOOLS[number];
 /** Default measured runs per scenario; ansible-playbook takes minutes per run over 1,100 items. */
 const DEFAULT_RUNS: Partial<Record<ToolName, number>> = { "ansible-playbook": 1 };
@@ -303,6 +311,7 @@ function meshHost(dir: string): Tool {
         Deno.execPath(),
         "run",
         "-A",
+        ...HOST_V8_FLAGS,
         "host/debian.ts",
         "apply",
         declaration,
@@ -342,6 +351,71 @@ function meshHost(dir: string): Tool {
         );
       }
       const reported = result.changes.filter((c) => c.change !== "unchanged").length;
+      return expectReported(this.name, scenario, reported, out);
+    },
+  };
+}
+
+/**
+ * The floor: a Deno script (start-up included) that does what the task needs and nothing else,
+ * synchronously: lstat every path; a directory missing is made, a wrong mode set; a file whose
+ * size differs or whose bytes differ (read and compared) is written durably as mesh-host writes
+ * it (temporary file beside it, fsync, rename). No footprint, no journal, no validation.
+ */
+function floor(dir: string): Tool {
+  const tree = `${dir}/floor/tree`;
+  const spec = `${dir}/floor/spec.json`;
+  const script = `${dir}/floor/floor.ts`;
+  return {
+    name: "floor",
+    tree,
+    input: "JSON list of paths",
+    async prepare(state) {
+      await Deno.writeTextFile(
+        spec,
+        JSON.stringify({
+          dirs: state.dirs.map((d) => `${tree}/${d}`),
+          files: state.files.map((f) => [`${tree}/${f.rel}`, f.content]),
+        }),
+      );
+      await Deno.writeTextFile(
+        script,
+        `const spec = JSON.parse(Deno.readTextFileSync(Deno.args[0]));
+const encoder = new TextEncoder();
+let changed = 0;
+const lstat = (p) => { try { return Deno.lstatSync(p); } catch { return undefined; } };
+for (const d of spec.dirs) {
+  const info = lstat(d);
+  if (!info) { Deno.mkdirSync(d); Deno.chmodSync(d, 0o755); changed++; }
+  else if ((info.mode & 0o7777) !== 0o755) { Deno.chmodSync(d, 0o755); changed++; }
+}
+for (const [path, content] of spec.files) {
+  const want = encoder.encode(content);
+  const info = lstat(path);
+  let same = info !== undefined && info.size === want.length && (info.mode & 0o7777) === 0o644;
+  if (same) {
+    const have = Deno.readFileSync(path);
+    for (let i = 0; i < have.length; i++) if (have[i] !== want[i]) { same = false; break; }
+  }
+  if (same) continue;
+  const temp = path.replace(/[^/]*$/, (n) => "." + n + ".tmp");
+  const f = Deno.openSync(temp, { write: true, createNew: true, mode: 0o600 });
+  f.writeSync(want); f.syncSync(); f.close();
+  Deno.chmodSync(temp, 0o644);
+  Deno.renameSync(temp, path);
+  changed++;
+}
+console.log(JSON.stringify({ changed }));
+`,
+      );
+    },
+    run: { argv: [Deno.execPath(), "run", "-A", "--no-config", script, spec] },
+    check(out, scenario) {
+      if (out.code !== 0) fail(this.name, scenario, `exit code ${out.code}`, out);
+      const reported = (JSON.parse(out.stdout) as { changed: number }).changed;
+      if (scenario === "converge" && reported !== DIRS + FILES) {
+        fail(this.name, scenario, `changed ${reported}, expected ${DIRS + FILES}`, out);
+      }
       return expectReported(this.name, scenario, reported, out);
     },
   };
@@ -605,9 +679,10 @@ async function packageVersion(name: string): Promise<string | undefined> {
 }
 
 /** Installs the peers (and GNU time) from Debian when any is missing. */
-async function ensurePeers(): Promise<void> {
+async function ensurePeers(tools: readonly ToolName[]): Promise<void> {
   const missing: string[] = [];
-  for (const p of [...PACKAGES, "time"]) if (await packageVersion(p) === undefined) missing.push(p);
+  const wanted = tools.flatMap((t) => PACKAGES[t] ?? []);
+  for (const p of [...wanted, "time"]) if (await packageVersion(p) === undefined) missing.push(p);
   if (missing.length === 0) return;
   const env = { DEBIAN_FRONTEND: "noninteractive" };
   const install = ["apt-get", "install", "-y", "--no-install-recommends", ...missing];
@@ -675,7 +750,9 @@ interface Options {
 function toolName(s: string): ToolName {
   const name = s === "puppet" ? "puppet apply" : s === "ansible" ? "ansible-playbook" : s;
   if (!(TOOLS as readonly string[]).includes(name)) {
-    throw new Error(`unknown tool "${s}" (one of: mesh-host, cf-agent, ansible-playbook, puppet)`);
+    throw new Error(
+      `unknown tool "${s}" (one of: mesh-host, floor, cf-agent, ansible-playbook, puppet)`,
+    );
   }
   return name as ToolName;
 }
@@ -701,6 +778,7 @@ function parseArgs(args: string[]): Options {
       }
     } else if (a === "--tools") {
       options.tools = (args[++i] ?? "").split(",").filter(Boolean).map(toolName);
+      if (!options.tools.includes("floor")) options.tools.unshift("floor");
       if (!options.tools.includes("mesh-host")) options.tools.unshift("mesh-host");
     } else if (a === "--seed") {
       const list = args[++i] ?? "";
@@ -725,7 +803,7 @@ function parseArgs(args: string[]): Options {
 async function main(dir: string) {
   const options = parseArgs(Deno.args);
   if (Deno.uid() !== 0) throw new Error("run as root (the peers manage files as root)");
-  await ensurePeers();
+  await ensurePeers(options.tools);
   const versions = {
     deno: Deno.version.deno,
     cfengine3: await packageVersion("cfengine3"),
@@ -737,7 +815,7 @@ async function main(dir: string) {
   log(`versions: ${JSON.stringify(versions)}`);
 
   const state = desiredState();
-  const all = [meshHost(dir), cfAgent(dir), ansiblePlaybook(dir), puppetApply(dir)];
+  const all = [meshHost(dir), floor(dir), cfAgent(dir), ansiblePlaybook(dir), puppetApply(dir)];
   const tools = all.filter((t) => options.tools.includes(t.name));
   const runsOf = (t: Tool) => options.runsFor[t.name] ?? options.runs;
   for (const t of tools) {

@@ -550,11 +550,16 @@ async function applyOne(
  */
 export async function recordKnownGood(stateDir: string, version: string): Promise<void> {
   const path = join(stateDir, KNOWN_GOOD_FILE);
-  const current = await Deno.readTextFile(path).catch(() => undefined);
+  let current: string | undefined;
+  try {
+    current = Deno.readTextFileSync(path);
+  } catch { /* none yet, or unreadable: written again */ }
   if (current !== `${version}\n`) await writeFileAtomic(path, `${version}\n`, { mode: 0o644 });
-  await Deno.remove(join(stateDir, FAILURES_FILE)).catch((error) => {
+  try {
+    Deno.removeSync(join(stateDir, FAILURES_FILE));
+  } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
-  });
+  }
 }
 
 function key(id: string, type: string, subject: string): string {

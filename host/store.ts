@@ -225,14 +225,16 @@ export class Store {
   ): Promise<Store> {
     const path = join(dir, STORE_FILE);
     if (options.readOnly) {
-      const missing = await Deno.stat(dir).then(
-        () => false,
-        (e) => e instanceof Deno.errors.NotFound,
-      );
+      let missing = false;
+      try {
+        Deno.statSync(dir);
+      } catch (error) {
+        missing = error instanceof Deno.errors.NotFound;
+      }
       if (missing) return new Store(dir, [], new Map(), 2);
     }
     try {
-      const info = await Deno.stat(dir);
+      const info = Deno.statSync(dir);
       if (!info.isDirectory) {
         throw new StoreError(`Cannot use state directory "${dir}": it is not a directory`);
       }
@@ -265,7 +267,7 @@ export class Store {
         });
       }
       // A save killed before its rename leaves the store's temporary files: this host's own.
-      for await (const e of Deno.readDir(dir)) {
+      for (const e of Deno.readDirSync(dir)) {
         if (e.name.startsWith(`.${STORE_FILE}.`) && e.name.endsWith(".tmp")) {
           await Deno.remove(join(dir, e.name)).catch(() => {});
         }
@@ -278,7 +280,7 @@ export class Store {
     try {
       let text: string | undefined;
       try {
-        text = await Deno.readTextFile(path);
+        text = Deno.readTextFileSync(path);
       } catch (error) {
         if (!(error instanceof Deno.errors.NotFound)) {
           throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, {
@@ -344,7 +346,7 @@ export class Store {
     const path = join(this.dir, JOURNAL_FILE);
     let text: string;
     try {
-      text = await Deno.readTextFile(path);
+      text = Deno.readTextFileSync(path);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return;
       throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
@@ -458,14 +460,14 @@ export class Store {
   async intend(intent: Intent & { source: SourceName }): Promise<void> {
     this.#pending.push(intent);
     try {
-      this.#journal ??= await Deno.open(join(this.dir, JOURNAL_FILE), {
+      this.#journal ??= Deno.openSync(join(this.dir, JOURNAL_FILE), {
         append: true,
         create: true,
         mode: 0o600,
       });
       const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
       let written = 0;
-      while (written < bytes.length) written += await this.#journal.write(bytes.subarray(written));
+      while (written < bytes.length) written += this.#journal.writeSync(bytes.subarray(written));
       await this.#journal.syncData();
     } catch (cause) {
       throw new StoreError(

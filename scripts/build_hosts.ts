@@ -48,6 +48,15 @@ export const HOST_PERMISSIONS = [
   "--allow-net",
 ];
 
+/**
+ * V8 flags every built host runs with (baked in by `deno compile`, on the one-file form's `deno
+ * run` line; bench/host_bench.ts and bench/link_memory_bench.ts run with them too). A young
+ * generation of 1 MiB (V8 lets its semi-spaces grow to 16 MiB) and V8's memory-saving mode keep
+ * the link's heap at about 23 MiB over its interval applies, where by default it grew past 80 MiB
+ * with 13 MiB live (bench/README.md, "link_memory_bench.ts"); an apply's CPU time is the same.
+ */
+export const HOST_V8_FLAGS = ["--v8-flags=--max-semi-space-size=1,--optimize-for-size"];
+
 const root = new URL("../", import.meta.url).pathname;
 const native: OneFileArch | undefined = Deno.build.arch === "x86_64"
   ? "x86_64"
@@ -274,6 +283,7 @@ for (const arch of arches) {
           "--target",
           TRIPLES[arch],
           ...HOST_PERMISSIONS,
+          ...HOST_V8_FLAGS,
           "--output",
           output,
           entries.get(system)!,
@@ -322,7 +332,7 @@ for (const arch of arches) {
       file = await buildOneFile(entries.get(system)!, output, {
         name: `mesh-host-${system}-${arch}`,
         runtime,
-        permissions: HOST_PERMISSIONS,
+        permissions: [...HOST_PERMISSIONS, ...HOST_V8_FLAGS],
         config: `${root}deno.json`,
       });
     } catch (error) {

@@ -15,7 +15,6 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { lchown } from "node:fs/promises";
 import { messageOf } from "../../lib/atomic.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
@@ -40,14 +39,29 @@ export type PathState =
   | { kind: "directory"; mode: number; uid: number; gid: number }
   | { kind: "file"; mode: number; uid: number; gid: number; size: number; content?: Uint8Array };
 
-/** Reads what is at `path` without following a symlink. */
-export async function observePath(
+/**
+ * Reads what is at `path` without following a symlink (and its content when `readContent` is
+ * given and the size matches: a file of another size differs without reading it).
+ *
+ * Synchronous underneath: one `lstat` and at most one read of a local file, where an
+ * asynchronous call per path only left the thread idle between them (an apply converges one
+ * resource after the other and has nothing else to do meanwhile).
+ */
+export function observePath(
   path: string,
   readContent?: { size: number },
 ): Promise<PathState> {
+  try {
+    return Promise.resolve(observePathSync(path, readContent));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function observePathSync(path: string, readContent?: { size: number }): PathState {
   let info: Deno.FileInfo;
   try {
-    info = await Deno.lstat(path);
+    info = Deno.lstatSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return { kind: "absent" };
     if (error instanceof Deno.errors.NotADirectory) {
@@ -56,7 +70,11 @@ export async function observePath(
     throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
   }
   if (info.isSymlink) {
-    return { kind: "symlink", target: await Deno.readLink(path).catch(() => "?") };
+    let target = "?";
+    try {
+      target = Deno.readLinkSync(path);
+    } catch { /* gone meanwhile */ }
+    return { kind: "symlink", target };
   }
   const ids = { mode: (info.mode ?? 0) & 0o7777, uid: info.uid ?? -1, gid: info.gid ?? -1 };
   if (info.isDirectory) return { kind: "directory", ...ids };
@@ -64,12 +82,47 @@ export async function observePath(
   const state: PathState = { kind: "file", ...ids, size: info.size };
   if (readContent && readContent.size === info.size) {
     try {
-      state.content = await Deno.readFile(path);
+      state.content = Deno.readFileSync(path);
     } catch (error) {
       throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
     }
   }
   return state;
+}
+
+/**
+ * `lchown` of Node's `fs/promises`, loaded only when an owner or group is changed: that module
+ * brings Node's whole file system layer (~10 MiB and ~30 ms at start-up) to every apply otherwise.
+ */
+async function lchown(path: string, uid: number, gid: number): Promise<void> {
+  const fs = await import("node:fs/promises");
+  await fs.lchown(path, uid, gid);
+}
+
+/** The cache key prefix under which a run remembers the temporary files of a directory. */
+const TEMPS = "fs:temps\0";
+
+/**
+ * Whether a temporary file of this host (see {@linkcode tempPathFor}) may stand beside `path`:
+ * its directory is listed once per run (a killed write is the only way one is left) instead of
+ * trying to remove one beside every file, which almost never exists. Unknown (the directory
+ * cannot be listed) counts as yes.
+ */
+function mayHaveTemp(path: string, context: ApplyContext): boolean {
+  const dir = dirname(path);
+  let temps = context.cache.get(TEMPS + dir) as Set<string> | null | undefined;
+  if (temps === undefined) {
+    temps = new Set();
+    try {
+      for (const e of Deno.readDirSync(dir)) {
+        if (e.name.endsWith(TEMP_SUFFIX)) temps.add(e.name);
+      }
+    } catch {
+      temps = null;
+    }
+    context.cache.set(TEMPS + dir, temps);
+  }
+  return temps === null || temps.has(basename(tempPathFor(path)));
 }
 
 function resolveId(
@@ -100,10 +153,10 @@ function refuseNonTarget(path: string, state: PathState, want: "file" | "directo
   }
 }
 
-async function ensureParents(path: string, context: ApplyContext): Promise<void> {
+function ensureParents(path: string, context: ApplyContext): void {
   if (context.dryRun) return;
   try {
-    await Deno.mkdir(dirname(path), { recursive: true, mode: 0o755 });
+    Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
   } catch (error) {
     throw new ResourceError(`Cannot create the directories above "${path}": ${messageOf(error)}`, {
       cause: error,
@@ -124,7 +177,7 @@ async function holdAttributes(
   try {
     // Owner first: chown clears setuid/setgid bits, which chmod then sets as declared.
     if (chown) await lchown(path, want.uid ?? state.uid, want.gid ?? state.gid);
-    await Deno.chmod(path, want.mode);
+    Deno.chmodSync(path, want.mode);
   } catch (error) {
     throw new ResourceError(`Cannot set mode or owner of "${path}": ${messageOf(error)}`, {
       cause: error,
@@ -310,9 +363,9 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
     }
     if (plan.create) {
       await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
-      await ensureParents(resource.path, context);
+      ensureParents(resource.path, context);
       try {
-        await Deno.mkdir(resource.path, { mode: want.mode & 0o777 });
+        Deno.mkdirSync(resource.path, { mode: want.mode & 0o777 });
       } catch (error) {
         throw new ResourceError(
           `Cannot create directory "${resource.path}": ${messageOf(error)}`,
@@ -353,14 +406,32 @@ export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array 
     let original: Original | undefined;
     if (plan.takeOver) original = await takeOver(resource, file, context);
     if (plan.create) {
-      await context.store.intend({ id: resource.id, type: "file", subject: resource.path });
-      await ensureParents(resource.path, context);
-      await writeReplacing(resource.path, bytes, want);
+      // Journaled before the file appears under its name (the rename), not before its temporary
+      // file is written: the journal's sync and the file's run together.
+      const journaled = context.store.intend({
+        id: resource.id,
+        type: "file",
+        subject: resource.path,
+      });
+      journaled.catch(() => {}); // awaited below; a rejection is never left unhandled meanwhile
+      try {
+        ensureParents(resource.path, context);
+      } catch (error) {
+        await journaled.catch(() => {});
+        throw error;
+      }
+      await writeReplacing(resource.path, bytes, want, {
+        temp: mayHaveTemp(resource.path, context),
+        before: journaled,
+      });
     } else if (plan.write) {
-      await writeReplacing(resource.path, bytes, want, file);
+      await writeReplacing(resource.path, bytes, want, {
+        previous: file,
+        temp: mayHaveTemp(resource.path, context),
+      });
     } else {
       // A write killed before its rename leaves the host's temporary file: consume it.
-      await Deno.remove(tempPathFor(resource.path)).catch(() => {});
+      if (mayHaveTemp(resource.path, context)) removeQuietly(tempPathFor(resource.path));
       if (plan.attributes) await holdAttributes(resource.path, file, want, context);
     }
     return { ...result, ...(original ? { original } : {}) };
@@ -449,39 +520,75 @@ async function restore(
 
 /**
  * Writes `bytes` to a temporary file beside `path` with the mode and owner already set, syncs
- * it, and renames it over `path`. Owner and group not declared are kept from `previous`.
+ * it, and renames it over `path`. Owner and group not declared are kept from `options.previous`.
+ * With `options.before` (the creation's journal entry being synced), the rename waits for it;
+ * when it fails nothing is renamed and its error is thrown.
  */
 async function writeReplacing(
   path: string,
   bytes: Uint8Array,
   want: { mode: number; uid?: number; gid?: number },
-  previous?: { uid: number; gid: number },
+  options: {
+    previous?: { uid: number; gid: number };
+    /** Whether a temporary file may be left at the name (default: yes). */
+    temp?: boolean;
+    before?: Promise<void>;
+  } = {},
 ): Promise<void> {
+  const { previous } = options;
   const temp = tempPathFor(path);
   // The temporary name is the same for every write of this file, so one left by a host killed
-  // before its rename is consumed by the next write. It is removed first, never opened: a
-  // symlink planted at that name must not be followed.
-  await Deno.remove(temp).catch(() => {});
+  // before its rename is consumed by the next write. It is removed, never opened: a symlink
+  // planted at that name must not be followed (creating it exclusively never follows one; one
+  // that appeared since its directory was listed is removed then).
+  if (options.temp !== false) removeQuietly(temp);
+  // Synchronous calls on a local file, but the sync itself: it waits on the disk, and the
+  // creation's journal entry is synced meanwhile.
   let file: Deno.FsFile | undefined;
   try {
-    file = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
+    const create = () => Deno.openSync(temp, { write: true, createNew: true, mode: 0o600 });
+    try {
+      file = create();
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      removeQuietly(temp);
+      file = create();
+    }
     let written = 0;
-    while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
     await file.sync();
     file.close();
     file = undefined;
     const uid = want.uid ?? previous?.uid;
     const gid = want.gid ?? previous?.gid;
-    if (uid !== undefined || gid !== undefined) await Deno.chown(temp, uid ?? null, gid ?? null);
-    await Deno.chmod(temp, want.mode);
-    await Deno.rename(temp, path);
+    if (uid !== undefined || gid !== undefined) Deno.chownSync(temp, uid ?? null, gid ?? null);
+    Deno.chmodSync(temp, want.mode);
   } catch (error) {
     try {
       file?.close();
     } catch { /* closed */ }
-    await Deno.remove(temp).catch(() => {});
+    removeQuietly(temp);
+    await options.before?.catch(() => {});
     throw new ResourceError(`Cannot write "${path}": ${messageOf(error)}`, { cause: error });
   }
+  try {
+    await options.before;
+  } catch (error) {
+    removeQuietly(temp);
+    throw error;
+  }
+  try {
+    Deno.renameSync(temp, path);
+  } catch (error) {
+    removeQuietly(temp);
+    throw new ResourceError(`Cannot write "${path}": ${messageOf(error)}`, { cause: error });
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch { /* gone, or never made */ }
 }
 
 /**
@@ -489,8 +596,10 @@ async function writeReplacing(
  * filesystem, so the rename is atomic).
  */
 export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}.mesh-tmp`);
+  return join(dirname(path), `.${basename(path)}${TEMP_SUFFIX}`);
 }
+
+const TEMP_SUFFIX = ".mesh-tmp";
 
 /** The cache key under which a dry run remembers what it would have removed. */
 const DRY_REMOVED = "fs:dry-removed";

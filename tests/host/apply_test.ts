@@ -142,6 +142,29 @@ Deno.test("a file is replaced by rename, never written in place", async () => {
   });
 });
 
+Deno.test("a temporary file a killed write left is consumed by the next apply, changed or not", async () => {
+  await withFixture(async (f) => {
+    await f.apply(base(f));
+    // What a host killed between writing a temporary file and its rename leaves: one beside a
+    // file that is right now (nothing to write there), one beside a file about to change.
+    const unchanged = `${f.root}/a/b/c/.deep.txt.mesh-tmp`;
+    const changing = `${f.root}/app/.app.conf.mesh-tmp`;
+    await Deno.writeTextFile(unchanged, "half a write");
+    await Deno.writeTextFile(changing, "half a write");
+    const resources = base(f);
+    resources[1]!.content = "port=8081\n";
+    const next = await f.apply(resources);
+    assertEquals(next.code, 0, next.stderr);
+    assertEquals([f.change(next.result, "deep"), f.change(next.result, "conf")], [
+      "unchanged",
+      "updated",
+    ]);
+    assertEquals(await Deno.lstat(unchanged).then(() => "there", () => "gone"), "gone");
+    assertEquals(await Deno.lstat(changing).then(() => "there", () => "gone"), "gone");
+    assertEquals(await Deno.readTextFile(`${f.root}/app/app.conf`), "port=8081\n");
+  });
+});
+
 Deno.test("the footprint: what left is removed first, what the host took over is put back as it was", async () => {
   await withFixture(async (f) => {
     await Deno.mkdir(`${f.root}/app`, { recursive: true, mode: 0o755 });

@@ -1,0 +1,306 @@
+/**
+ * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
+ *
+ * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
+ * [--v8-flags FLAGS]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
+ * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
+ * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
+ * link` runs, without the carried bundle) in a child process, with the V8 flags the built hosts
+ * run with unless `--v8-flags` says otherwise (`""`: none). The link runs with `--every 1s` on a
+ * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
+ * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
+ * 100th, ... apply, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
+ * changed), and stops after `--applies` (default 1,000).
+ *
+ * Everything is removed in a `finally` (the vhost with its queues, the node's account, the temp
+ * dir), also on failure and on Ctrl-C. The table goes to stdout and, with the raw samples, to
+ * `bench/out/link-memory-<time>.{md,json}`.
+ *
+ * @module
+ */
+
+import { declarationKey, type DeclarationMessage, EXCHANGE } from "../lib/broker.ts";
+import { openBroker, publishConfirmed } from "../lib/amqp.ts";
+import { declarationDigest } from "../host/declaration.ts";
+import { createNodeAccount, deleteNodeAccount, setupTopology } from "../control/broker_admin.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const OUT_DIR = `${ROOT}bench/out`;
+const API = "http://127.0.0.1:15672";
+const ADMIN = { user: "guest", password: "guest" };
+const DIRS = 100;
+const FILES_PER_DIR = 10;
+const MiB = 1024 * 1024;
+/** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
+const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size"];
+/** How much faster the child's clock runs than the real one (see `child`). */
+const SPEED = 50;
+
+/** One sample the child prints: after `applies` applies. */
+interface Sample {
+  applies: number;
+  rssKiB: number;
+  hwmKiB: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  ms: number;
+}
+
+function log(line: string) {
+  console.error(`link_memory_bench: ${line}`);
+}
+
+function status(): { rssKiB: number; hwmKiB: number } {
+  const text = Deno.readTextFileSync("/proc/self/status");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1]);
+  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM") };
+}
+
+/** The child: the link's loop until `applies` reports, sampling its own memory. */
+async function child(
+  args: { broker: string; node: string; stateDir: string; applies: number; every: number },
+) {
+  // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
+  // on a clock that goes `SPEED` times faster, so that its loop (which sleeps 200 ms at most
+  // between looks) applies about five times a second. Only the link's schedule reads Date.now.
+  const realNow = Date.now.bind(Date);
+  const origin = realNow();
+  Date.now = () => origin + (realNow() - origin) * SPEED;
+  const { runLink } = await import("../host/link.ts");
+  const { debian } = await import("../systems/debian.ts");
+  const total = DIRS + DIRS * FILES_PER_DIR;
+  const stop = new AbortController();
+  const started = performance.now();
+  let count = 0;
+  let problem: string | undefined;
+  const marks = new Set([1, 2, 10, 50, 100, 200, 500, 1000, 10000, args.applies]);
+  await runLink({
+    system: debian,
+    broker: args.broker,
+    node: args.node,
+    stateDir: args.stateDir,
+    version: "bench",
+    every: 1000,
+    retry: 1000,
+    signal: stop.signal,
+    onNews: (line) => log(`link: ${line}`),
+    onApplied: (report) => {
+      count++;
+      const changed = report.changes.filter((c) => c.change !== "unchanged").length;
+      if (report.outcome !== "applied" || report.applied !== total || report.total !== total) {
+        problem ??= `apply ${count}: ${report.outcome}, ${report.applied} of ${report.total}`;
+      } else if (count > 1 && changed !== 0) {
+        problem ??= `apply ${count} (${report.trigger}) changed ${changed} resources`;
+      }
+      if (problem !== undefined) stop.abort();
+      if (marks.has(count)) {
+        // With --gc: the heap's live size, collected first (else it includes garbage).
+        (globalThis as { gc?: () => void }).gc?.();
+        const m = Deno.memoryUsage();
+        const sample: Sample = {
+          applies: count,
+          ...status(),
+          heapUsed: m.heapUsed,
+          heapTotal: m.heapTotal,
+          external: m.external,
+          ms: Math.round(performance.now() - started),
+        };
+        console.log(JSON.stringify(sample));
+      }
+      if (count >= args.applies) stop.abort();
+    },
+  });
+  if (problem !== undefined) throw new Error(problem);
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<void> {
+  const response = await fetch(`${API}${path}`, {
+    method,
+    headers: {
+      authorization: `Basic ${btoa(`${ADMIN.user}:${ADMIN.password}`)}`,
+      "content-type": "application/json",
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  await response.body?.cancel();
+  if (!response.ok && !(method === "DELETE" && response.status === 404)) {
+    throw new Error(`${method} ${path}: HTTP ${response.status}`);
+  }
+}
+
+function declarationOf(tree: string): string {
+  const resources: unknown[] = [];
+  for (let d = 1; d <= DIRS; d++) {
+    const dir = `d${String(d).padStart(3, "0")}`;
+    resources.push({ id: dir, type: "directory", path: `${tree}/${dir}`, mode: "0755" });
+    for (let f = 1; f <= FILES_PER_DIR; f++) {
+      const name = `f${String(f).padStart(2, "0")}.conf`;
+      const lines = Array.from(
+        { length: 4 + ((d * 7 + f) % 5) },
+        (_, k) => `key_${k} = value-${(d * 1000 + f * 10 + k).toString(16)}\n`,
+      );
+      resources.push({
+        id: `${dir}-${name}`,
+        type: "file",
+        path: `${tree}/${dir}/${name}`,
+        content: `# ${dir}/${name}\n${lines.join("")}`,
+        mode: "0644",
+      });
+    }
+  }
+  return JSON.stringify({ version: 1, resources });
+}
+
+interface Options {
+  applies: number;
+  /** Given to the link's process as `--v8-flags=...` (`--expose-gc`: collect before sampling). */
+  v8Flags: string[];
+}
+
+async function parent(options: Options) {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-link-memory-" });
+  const vhost = `meshbench-link-${crypto.randomUUID().slice(0, 8)}`;
+  const endpoints = {
+    amqp: `amqp://${ADMIN.user}:${ADMIN.password}@127.0.0.1:5672/${vhost}`,
+    api: `http://${ADMIN.user}:${ADMIN.password}@127.0.0.1:15672`,
+  };
+  const node = `memory-${crypto.randomUUID().slice(0, 8)}`;
+  let link: Deno.ChildProcess | undefined;
+  const onSignal = () => {
+    log("interrupted; stopping and cleaning up");
+    try {
+      link?.kill("SIGTERM");
+    } catch { /* gone */ }
+  };
+  Deno.addSignalListener("SIGINT", onSignal);
+  try {
+    await api("PUT", `/api/vhosts/${encodeURIComponent(vhost)}`, {});
+    await api("PUT", `/api/permissions/${encodeURIComponent(vhost)}/${ADMIN.user}`, {
+      configure: ".*",
+      write: ".*",
+      read: ".*",
+    });
+    await setupTopology(endpoints);
+    const account = await createNodeAccount(endpoints, node);
+    const text = declarationOf(`${dir}/tree`);
+    const message: DeclarationMessage = {
+      kind: "declaration",
+      node,
+      generation: 1,
+      digest: await declarationDigest(text),
+      pushedAt: new Date().toISOString(),
+      declaration: text,
+    };
+    const session = await openBroker(endpoints.amqp);
+    try {
+      await publishConfirmed(session.channel, [{
+        exchange: EXCHANGE,
+        routingKey: declarationKey(node),
+        body: new TextEncoder().encode(JSON.stringify(message)),
+      }]);
+    } finally {
+      await session.close();
+    }
+    log(
+      `vhost ${vhost}, node ${node}: ${DIRS + DIRS * FILES_PER_DIR} resources (${
+        (text.length / 1024).toFixed(0)
+      } KiB); ${options.applies} applies`,
+    );
+    link = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        ...options.v8Flags.map((f) => `--v8-flags=${f}`),
+        `${ROOT}bench/link_memory_bench.ts`,
+        "--child",
+        JSON.stringify({
+          broker: account.url,
+          node,
+          stateDir: `${dir}/state`,
+          applies: options.applies,
+        }),
+      ],
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    const samples: Sample[] = [];
+    const text2 = await new Response(link.stdout).text();
+    const code = (await link.status).code;
+    for (const line of text2.split("\n")) if (line.trim()) samples.push(JSON.parse(line));
+    for (const s of samples) {
+      log(
+        `after ${s.applies}: VmRSS ${(s.rssKiB / 1024).toFixed(1)} MiB, VmHWM ${
+          (s.hwmKiB / 1024).toFixed(1)
+        } MiB, heap ${(s.heapUsed / MiB).toFixed(1)} MiB, ${(s.ms / 1000).toFixed(0)} s`,
+      );
+    }
+    if (code !== 0) throw new Error(`the link's child exited ${code}`);
+    const markdown = [
+      `Link memory: ${DIRS} directories + ${
+        DIRS * FILES_PER_DIR
+      } files, \`--every 1s\` on a clock ${SPEED} times faster.`,
+      "",
+      "| applies | VmRSS MiB | VmHWM MiB (peak so far) | V8 heap used / total MiB | external MiB | elapsed s |",
+      "| ---: | ---: | ---: | ---: | ---: | ---: |",
+      ...samples.map((s) =>
+        `| ${s.applies} | ${(s.rssKiB / 1024).toFixed(1)} | ${(s.hwmKiB / 1024).toFixed(1)} | ${
+          (s.heapUsed / MiB).toFixed(1)
+        } / ${(s.heapTotal / MiB).toFixed(1)} | ${(s.external / MiB).toFixed(1)} | ${
+          (s.ms / 1000).toFixed(0)
+        } |`
+      ),
+      "",
+      `deno ${Deno.version.deno}, Linux ${Deno.osRelease()}, ${navigator.hardwareConcurrency} cores.`,
+    ].join("\n");
+    console.log(markdown);
+    await Deno.mkdir(OUT_DIR, { recursive: true });
+    const stamp = new Date().toISOString().replaceAll(/[:.]/g, "-");
+    await Deno.writeTextFile(`${OUT_DIR}/link-memory-${stamp}.md`, `${markdown}\n`);
+    await Deno.writeTextFile(
+      `${OUT_DIR}/link-memory-${stamp}.json`,
+      JSON.stringify({ date: new Date().toISOString(), options, samples }, null, 2),
+    );
+    log(`wrote ${OUT_DIR}/link-memory-${stamp}.md and .json`);
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    try {
+      link?.kill("SIGKILL");
+    } catch { /* exited */ }
+    await deleteNodeAccount(endpoints, node).catch((e) => log(`cleanup: account: ${e}`));
+    await api("DELETE", `/api/vhosts/${encodeURIComponent(vhost)}`).catch((e) =>
+      log(`cleanup: vhost: ${e}`)
+    );
+    await Deno.remove(dir, { recursive: true }).catch((e) => log(`cleanup: ${dir}: ${e}`));
+    log(`cleanup: removed vhost ${vhost}, account ${node} and ${dir}`);
+  }
+}
+
+function parseArgs(args: string[]): Options {
+  const options: Options = { applies: 1000, v8Flags: [] };
+  let flagsGiven = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const n = Number(args[i + 1]);
+    if (a === "--applies" && Number.isInteger(n) && n > 0) {
+      options.applies = n;
+      i++;
+    } else if (a === "--v8-flags" && args[i + 1] !== undefined) {
+      flagsGiven = true;
+      if (args[++i] !== "") options.v8Flags.push(args[i]!);
+    } else {
+      throw new Error(
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--v8-flags FLAGS]`,
+      );
+    }
+  }
+  // By default the flags the built host runs with (scripts/build_hosts.ts); `--v8-flags ""`: none.
+  if (!flagsGiven) options.v8Flags.push(...HOST_V8_FLAGS);
+  return options;
+}
+
+if (import.meta.main) {
+  if (Deno.args[0] === "--child") await child(JSON.parse(Deno.args[1]!));
+  else await parent(parseArgs(Deno.args));
+}
