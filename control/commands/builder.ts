@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type Command } from "commander";
+import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import {
   brokerApiOption,

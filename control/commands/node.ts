@@ -1,10 +1,11 @@
 /**
- * `mesh-control node`: nodes and their modules: `enroll`, `assign`, `unassign`, `kind`, `remove`, `rotate`.
+ * `mesh-control node`: nodes and their modules: `enroll`, `assign`, `unassign`, `kind`, `remove`,
+ * `rotate`.
  *
  * @module
  */
 
-import { type Command } from "commander";
+import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import {
   brokerApiOption,

@@ -1,5 +1,6 @@
 /**
- * `mesh-control push`: render a node's declaration and publish it, or push to every node that is behind.
+ * `mesh-control push`: render a node's declaration and publish it, or push to every node that is
+ * behind.
  *
  * @module
  */

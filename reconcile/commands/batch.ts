@@ -1,10 +1,11 @@
 /**
- * `mesh-reconcile batch`: `enable`, `disable`: switch a timer-driven job on or off and (un)register it.
+ * `mesh-reconcile batch`: `enable`, `disable`: switch a timer-driven job on or off and (un)register
+ * it.
  *
  * @module
  */
 
-import { type Command } from "commander";
+import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { assertRegistryOutsideCode, IN_CHECKOUT_FLAG } from "../registry_place.ts";
 import { IN_CHECKOUT_HELP, type ReconcileContext } from "./context.ts";
