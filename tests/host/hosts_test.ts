@@ -166,7 +166,7 @@ Deno.test("`bundle` shows the carried bundle and what it would do, changing noth
   try {
     const shown = await cli("host/debian.ts", ["bundle", "--state-dir", `${dir}/state`]);
     // A dry run like every other: changes pending exit 4 (EXIT_PENDING), as `reconcile --dry-run`.
-    assertEquals(shown.code, 4, shown.stderr);
+    assertEquals(shown.code, 4, shown.stdout + shown.stderr);
     assertStringIncludes(shown.stdout, "bundle substrate-debian");
     assertStringIncludes(shown.stdout, "dry run: would have applied");
     assertEquals(
