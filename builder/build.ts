@@ -20,8 +20,8 @@ export const GIT_TIMEOUT_MS = 5 * 60_000;
 export const BUILD_TIMEOUT_MS = 60 * 60_000;
 /** How long a push may take (ms). */
 export const PUSH_TIMEOUT_MS = 20 * 60_000;
-/** The variable a builder run by hand reads its artifact store from (a binding wins). */
-export const STORE_VARIABLE = "MESH_ARTIFACT_STORE";
+import { STORE_VARIABLE } from "./store_variable.ts";
+export { STORE_VARIABLE };
 
 /** Options for {@linkcode build}. */
 export interface BuildOptions {

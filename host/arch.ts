@@ -1,14 +1,18 @@
 /**
  * `mesh-host-arch`: the host built for arch. The system and its bundle are pinned here by
- * static imports, so `deno run -A host/arch.ts` behaves exactly like the compiled binary.
+ * imports (the system's appliers by a dynamic import of a static specifier: loaded only when a
+ * command runs, and bundled all the same), so `deno run -A host/arch.ts` behaves exactly like the compiled binary.
  *
  * @module
  */
 
-import { arch } from "../systems/arch.ts";
 import bundle from "../bundles/substrate-arch.lock" with { type: "text" };
 import { hostMain } from "./cli.ts";
 
 if (import.meta.main) {
-  Deno.exit(await hostMain(Deno.args, { system: arch, bundle }));
+  const system = {
+    name: "arch",
+    load: async () => (await import("../systems/arch.ts")).arch,
+  } as const;
+  Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

@@ -36,9 +36,7 @@ export function applyText(result: ApplyResult): string {
       );
       break;
     case "refused":
-      lines.push(
-        `${source}refused: nothing applied, 0 of ${result.total} (declaration ${result.declaration})`,
-      );
+      lines.push(`${source}${refusedHead(result)}`);
       break;
   }
   const shown = result.changes.filter((c) => c.change !== "unchanged");
@@ -58,6 +56,28 @@ export function applyText(result: ApplyResult): string {
     }
   }
   return lines.join("\n") + "\n";
+}
+
+/**
+ * The first line of a refused source: what was refused (the source, and how many resources its
+ * declaration held when it was read at all) and why (the first problem; the rest are listed
+ * below it). Never "0 of 0": a declaration that could not be read has no resources to count.
+ */
+function refusedHead(result: ApplyResult): string {
+  const what = result.total > 0
+    ? `refused, none of its ${result.total} resource${result.total === 1 ? "" : "s"} applied`
+    : "refused, nothing applied";
+  const first = result.problems[0];
+  const where = first
+    ? [first.path || undefined, first.id ? `[${first.id}]` : undefined].filter(Boolean).join(" ")
+    : "";
+  const why = first
+    ? `: ${where ? `${where}: ` : ""}${printable(first.message)}${
+      result.problems.length > 1 ? ` (and ${result.problems.length - 1} more, below)` : ""
+    }`
+    : "";
+  const declaration = result.declaration ? ` (declaration ${result.declaration})` : "";
+  return `${what}${why}${declaration}`;
 }
 
 /** The text form of the footprint, each record with its source. */

@@ -7,6 +7,9 @@
 
 import { basename, dirname, join } from "node:path";
 
+// Kept in its own module so that a program's help loads no node: module (lib/cli_table.ts).
+export { writeAll } from "./write.ts";
+
 /** Options for {@linkcode writeFileAtomic}. */
 export interface WriteAtomicOptions {
   /** File mode of the new file (e.g. `0o644`); it is set before the rename. Default `0o644`. */
@@ -101,21 +104,6 @@ export function messageOf(error: unknown): string {
   // fetch and node:net wrap the real reason (ECONNREFUSED, ...) in `cause`.
   const cause = error.cause instanceof Error ? error.cause.message : undefined;
   return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
-}
-
-/**
- * Writes all of `text` to a standard stream. A reader that went away (`| head`) is not this
- * program's failure: the work is done and its exit code must say how it went, so a broken
- * pipe is ignored.
- */
-export function writeAll(stream: typeof Deno.stdout | typeof Deno.stderr, text: string): void {
-  const bytes = new TextEncoder().encode(text);
-  try {
-    let written = 0;
-    while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
-  } catch (error) {
-    if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
-  }
 }
 
 /**

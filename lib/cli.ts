@@ -14,13 +14,19 @@
  * @module
  */
 
-import { type Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
+import {
+  checkExitCodes,
+  type CommandEntry,
+  DEFECT_EXIT,
+  EXIT_DEFECT,
+  type ExitCode,
+  exitCodesHelp,
+  type ProgramTable,
+  VERBOSE_HELP,
+} from "./cli_table.ts";
 
-/**
- * Exit code of an unexpected error: a defect of the program (EX_SOFTWARE of sysexits.h), never
- * 1, which means drift, partly applied, or nodes not doing what they were told.
- */
-export const EXIT_DEFECT = 70;
+export { DEFECT_EXIT, EXIT_DEFECT, type ExitCode, exitCodesHelp };
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -42,47 +48,18 @@ export interface RunProgramOptions {
 }
 
 /**
- * One line of a program's exit code table: the code, what it means, and the commands (paths
- * below the program, e.g. `"render caddy"`) it is used by; every command when not given.
- */
-export interface ExitCode {
-  code: number;
-  meaning: string;
-  commands?: readonly string[];
-}
-
-/** The line every exit code table ends with. */
-export const DEFECT_EXIT: ExitCode = {
-  code: EXIT_DEFECT,
-  meaning: "unexpected error: a defect of the program (--verbose prints the cause chain and stack)",
-};
-
-/** Renders exit code lines as help text ("Exit codes:", one code a line, wrapped at 80). */
-export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false): string {
-  const lines = codes.map((c) => {
-    const text = `${withCommands && c.commands ? `${c.commands.join(", ")}: ` : ""}${c.meaning}`;
-    const wrapped: string[] = [];
-    let line = "";
-    for (const word of text.split(" ")) {
-      if (line !== "" && line.length + 1 + word.length > 74) {
-        wrapped.push(line);
-        line = word;
-      } else line = line === "" ? word : `${line} ${word}`;
-    }
-    wrapped.push(line);
-    return `  ${String(c.code).padStart(2)}  ${wrapped.join("\n      ")}`;
-  });
-  return "\nExit codes:\n" + lines.join("\n");
-}
-
-/**
  * Lists exit codes in help from the program's one table: the whole table (with the commands
  * each line is for) after the program's help, and after every command's help the lines for that
- * command. The defect line ({@linkcode EXIT_DEFECT}) ends every list.
+ * command. The defect line ({@linkcode EXIT_DEFECT}) ends every list. With `partial`, the
+ * program holds only some of its commands and the table is not checked against them.
  *
  * @throws {Error} when a line names a command the program does not have (the table drifted).
  */
-export function addExitCodes(program: Command, table: readonly ExitCode[]): void {
+export function addExitCodes(
+  program: Command,
+  table: readonly ExitCode[],
+  options: { partial?: boolean } = {},
+): void {
   const paths = new Set<string>();
   const visit = (command: Command, path: string[]) => {
     for (const sub of command.commands) {
@@ -97,6 +74,8 @@ export function addExitCodes(program: Command, table: readonly ExitCode[]): void
     }
   };
   visit(program, []);
+  // A program built with only the command that runs (runTable) is checked from its table.
+  if (options.partial) return;
   for (const line of table) {
     for (const c of line.commands ?? []) {
       if (!paths.has(c)) throw new Error(`Exit code ${line.code} names no command "${c}"`);
@@ -180,7 +159,7 @@ export async function runProgram(
     deferMandatoryOptions(program);
     if (!program.options.some((o) => o.long === "--verbose")) {
       program.addOption(
-        new Option("--verbose", "on an unexpected error, print its cause chain and stack"),
+        new Option("--verbose", VERBOSE_HELP),
       );
     }
     if (args.length === 0 && !options.runWithoutArguments) {
@@ -202,6 +181,59 @@ export async function runProgram(
     options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
     return EXIT_DEFECT;
   }
+}
+
+/** Options for {@linkcode runTable}: those of {@linkcode runProgram}, and what commands share. */
+export interface RunTableOptions<C> extends RunProgramOptions {
+  /** Writes to stdout. */
+  out: (text: string) => void;
+  /** What the program shares with its commands (passed to each command's `define`). */
+  context: C;
+  /** Called with the program before it parses (a hook every command runs, say). */
+  configure?: (program: Command) => void;
+}
+
+/**
+ * Builds the commander program of `table` with the commands of `entries` defined (each loaded
+ * from its module), their exit codes in their help. With every command of the table, the exit
+ * code table is checked against them; with some, against the table's names.
+ *
+ * @throws {Error} when the exit code table names a command the program lacks.
+ */
+export async function buildProgram<C>(
+  table: ProgramTable<C>,
+  entries: readonly CommandEntry<C>[],
+  options: Pick<RunTableOptions<C>, "out" | "err" | "context">,
+): Promise<Command> {
+  const program = new Command()
+    .name(table.name)
+    .description(table.description)
+    .version(table.version, "-V, --version", table.versionHelp)
+    .exitOverride()
+    .configureOutput({ writeOut: options.out, writeErr: options.err })
+    .addOption(new Option("--verbose", VERBOSE_HELP));
+  if (table.helpAfter) program.addHelpText("after", table.helpAfter);
+  const modules = await Promise.all(entries.map((e) => e.load()));
+  entries.forEach((entry, i) => modules[i]!.define(program, entry, options.context));
+  const partial = entries.length !== table.commands.length;
+  if (partial) checkExitCodes(table);
+  addExitCodes(program, table.exitCodes, { partial });
+  return program;
+}
+
+/**
+ * Runs `args` through commander with `entry` only loaded and defined (every command when not
+ * given), with the conventions of {@linkcode runProgram}. What lib/cli_table.ts dispatch calls.
+ */
+export async function runTable<C>(
+  table: ProgramTable<C>,
+  entry: CommandEntry<C> | undefined,
+  args: string[],
+  options: RunTableOptions<C>,
+): Promise<number> {
+  const program = await buildProgram(table, entry ? [entry] : table.commands, options);
+  options.configure?.(program);
+  return await runProgram(program, args, options);
 }
 
 /**

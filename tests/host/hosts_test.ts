@@ -165,7 +165,8 @@ Deno.test("`bundle` shows the carried bundle and what it would do, changing noth
   const dir = await Deno.makeTempDir();
   try {
     const shown = await cli("host/debian.ts", ["bundle", "--state-dir", `${dir}/state`]);
-    assertEquals(shown.code, 0, shown.stderr);
+    // A dry run like every other: changes pending exit 4 (EXIT_PENDING), as `reconcile --dry-run`.
+    assertEquals(shown.code, 4, shown.stdout + shown.stderr);
     assertStringIncludes(shown.stdout, "bundle substrate-debian");
     assertStringIncludes(shown.stdout, "dry run: would have applied");
     assertEquals(

@@ -1,0 +1,109 @@
+/**
+ * What `mesh-control status` and `board` share: their read of the inventory and its options.
+ *
+ * @module
+ */
+
+import { type Command, Option } from "commander";
+import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
+import { durationArgument } from "../../lib/duration.ts";
+import type { Sql } from "../db.ts";
+import { DEFAULT_GRACE_MS } from "../state.ts";
+import { connect, type Connections, type ControlContext, refuse, Refused } from "./context.ts";
+
+/**
+ * The action of `status` and `board`: one read of the inventory (or its standby), rendered as
+ * text, `--json` or `--html`; `status` exits 1 when a node needs attention.
+ */
+export const boardAction = (ctx: ControlContext, kind: "status" | "board") =>
+async (
+  opts: Connections & {
+    json?: boolean;
+    html?: string;
+    databaseRead?: string;
+    maxLag: number;
+    grace: number;
+  },
+) => {
+  const { out } = ctx;
+  const { database } = connect(ctx);
+  if (opts.html !== undefined) {
+    // A page that cannot be written is refused before anything is read.
+    try {
+      await assertWritablePath(opts.html);
+    } catch (error) {
+      throw new Refused(`--html: ${messageOf(error)}`);
+    }
+  }
+  // Reads only: from the standby when one is given (every write goes to the primary).
+  let sql: Sql;
+  let source: import("../read_source.ts").ReadSource = { kind: "primary" };
+  let sourceText = "";
+  if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
+    const standby = await import("../read_source.ts");
+    const read = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
+    ctx.cleanups.push(() => read.sql.end({ timeout: 5 }));
+    sql = read.sql;
+    source = read.source;
+    sourceText = standby.sourceText(source);
+  } else {
+    sql = await database(opts);
+  }
+  const { readClock, readNodeStates } = await import("../inventory.ts");
+  const { readDrift } = await import("../drift.ts");
+  const report = await import("../report.ts");
+  // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
+  // database's clock (the one that stamped each report's receipt), read alongside: a clock read
+  // a moment before a report's receipt judges that node quiet for 0 s, never silent.
+  const [states, drift, now] = await Promise.all([
+    readNodeStates(sql),
+    readDrift(sql),
+    readClock(sql),
+  ]);
+  const board = report.gatherBoard(states, { now, graceMs: opts.grace }, drift);
+  const json = (text: string) =>
+    source.kind === "primary"
+      ? text
+      : JSON.stringify({ ...JSON.parse(text), readFrom: source }, null, 2) + "\n";
+  if (kind === "board") {
+    if (opts.html !== undefined) {
+      const { boardHtml } = await import("../board_html.ts");
+      try {
+        await writeFileAtomic(opts.html, boardHtml(board));
+      } catch (error) {
+        throw new Refused(messageOf(error));
+      }
+      out(`wrote the board of ${board.nodes} nodes to ${opts.html}\n`);
+    }
+    if (opts.json) out(json(report.boardJson(board)));
+    else if (opts.html === undefined) out(sourceText + report.boardText(board));
+  } else {
+    out(opts.json ? json(report.statusJson(board)) : sourceText + report.statusText(board));
+    ctx.code = report.attentionMachines(board).length > 0 ? 1 : 0;
+  }
+};
+const graceOption = () =>
+  new Option(
+    "--grace <duration>",
+    "silence rule: a node is heard for 2 reconcile intervals plus this after its last report",
+  )
+    .default(DEFAULT_GRACE_MS, "1m")
+    .argParser(durationArgument("--grace", { unit: "s", refuse }));
+/** The options `status` and `board` share: the silence rule and where they read from. */
+export const readOptions = (command: Command): Command =>
+  command
+    .addOption(graceOption())
+    .addOption(
+      new Option(
+        "--database-read <url>",
+        "read from this PostgreSQL hot standby instead (the board says how old its data is)",
+      ).env("MESH_DATABASE_READ_URL"),
+    )
+    .addOption(
+      new Option(
+        "--max-lag <duration>",
+        "with --database-read: a replay lag beyond this is said to make the data stale",
+      )
+        .default(60_000, "60s")
+        .argParser(durationArgument("--max-lag", { unit: "s", refuse })),
+    );

@@ -1,0 +1,54 @@
+/**
+ * `mesh-host bundle`: show and validate the carried bundle, the same path `reconcile` applies,
+ * as a dry run: nothing changed, exit 4 when applying it would change something (as every dry
+ * run), 0 when it would change nothing.
+ *
+ * @module
+ */
+
+import type { Command } from "commander";
+import type { CommandEntry } from "../../lib/cli_table.ts";
+import { applyDeclaration } from "../apply.ts";
+import { loadBundle } from "../bundle.ts";
+import { applyText } from "../render.ts";
+import { DEFAULT_DECLARATIONS_DIR } from "../sources.ts";
+import { VERSION } from "../version.ts";
+import { exitCodeOf, type HostContext, migration, stateDirOption } from "./context.ts";
+
+/** Defines `bundle` on `parent`. */
+export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: HostContext): void {
+  parent.command(entry.name)
+    .description(entry.summary)
+    .option("--json", "print as JSON")
+    .addOption(stateDirOption())
+    .action(async (opts: { json?: boolean; stateDir: string }) => {
+      const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
+      const result = await applyDeclaration(bundle.declaration, {
+        system: ctx.build.system,
+        stateDir: opts.stateDir,
+        digest: bundle.digest,
+        dryRun: true,
+        version: VERSION,
+        source: "bundle",
+        origin: "bundle",
+        migration: migration(ctx, opts.stateDir, DEFAULT_DECLARATIONS_DIR),
+      });
+      if (opts.json) {
+        ctx.out(
+          JSON.stringify(
+            { system: bundle.system, says: bundle.says, declaration: bundle.declaration, result },
+            null,
+            2,
+          ) + "\n",
+        );
+      } else {
+        ctx.out(
+          `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\n${
+            applyText(result)
+          }`,
+        );
+      }
+      // A dry run like any other: 4 when applying the bundle would change something.
+      ctx.code = exitCodeOf([result]);
+    });
+}

@@ -1,0 +1,140 @@
+/**
+ * What `mesh-host`'s commands share: the build they run in, their output and exit code, the
+ * options several of them take, and how a run's results are printed. Loaded with the command
+ * that runs (host/cli.ts dispatches), never for the program's own help.
+ *
+ * @module
+ */
+
+import { Option } from "commander";
+import { writeAll } from "../../lib/atomic.ts";
+import { type ApplyResult, recordKnownGood } from "../apply.ts";
+import { type FileIdentity } from "../identity.ts";
+import { applyText } from "../render.ts";
+import {
+  bundleSource,
+  DEFAULT_DECLARATIONS_DIR,
+  migrationFor,
+  readLocalDeclarations,
+} from "../sources.ts";
+import type { Migration } from "../store.ts";
+import { VERSION } from "../version.ts";
+import {
+  DEFAULT_STATE_DIR,
+  EXIT_APPLIED,
+  EXIT_FAILED,
+  EXIT_PENDING,
+  EXIT_REFUSED,
+  type LoadedBuild,
+} from "../cli.ts";
+
+/** Input refused before anything is done (exit 2). */
+export class Refused extends Error {}
+
+/** What every `mesh-host` command is given. */
+export interface HostContext {
+  /** The build this host is (its system, its carried bundle). */
+  build: LoadedBuild;
+  /** Writes to stdout. */
+  out: (text: string) => void;
+  /** Writes to stderr. */
+  err: (text: string) => void;
+  /** The exit code the command leaves (0 unless it sets one). */
+  code: number;
+  /** The executable's identity at start: a host notices its binary being replaced. */
+  start: FileIdentity;
+}
+
+/** A new context for `build`, writing to the process's stdout and stderr. */
+export function hostContext(build: LoadedBuild, start: FileIdentity): HostContext {
+  return {
+    build,
+    out: (s) => writeAll(Deno.stdout, s),
+    err: (s) => writeAll(Deno.stderr, s),
+    code: 0,
+    start,
+  };
+}
+
+/** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
+export function stateDirOption(): Option {
+  return new Option("--state-dir <dir>", "the state directory (an absolute path)").default(
+    DEFAULT_STATE_DIR,
+  )
+    .argParser((dir: string) => {
+      // An empty or relative state directory would put the footprint wherever the host
+      // happened to be started (a checkout, say): refused.
+      if (!dir.startsWith("/")) {
+        throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
+      }
+      return dir.replace(/\/+$/, "") || "/";
+    });
+}
+
+/** `--declarations`: the local declarations' directory, an absolute path. */
+export function declarationsDirOption(): Option {
+  return new Option(
+    "--declarations <dir>",
+    "the local declarations' directory: each NAME.json in it is source NAME",
+  ).default(DEFAULT_DECLARATIONS_DIR).argParser((dir: string) => {
+    if (!dir.startsWith("/")) {
+      throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
+    }
+    return dir.replace(/\/+$/, "") || "/";
+  });
+}
+
+/** How a store of format 1 gives its records a source (see host/sources.ts). */
+export function migration(
+  ctx: HostContext,
+  dir: string,
+  declarations: string,
+): () => Promise<Migration> {
+  return async () => {
+    const { input } = await bundleSource(ctx.build.bundle, ctx.build.system.name);
+    return await migrationFor(dir, {
+      ...(input?.declaration ? { bundle: input.declaration } : {}),
+      locals: await readLocalDeclarations(declarations),
+    });
+  };
+}
+
+/**
+ * Prints one run's results (one per source; `--json`: `apply`'s one result as one object, as
+ * always; `reconcile`'s as one JSON object per line and source) and sets the exit code: 1 when
+ * one failed, else 2 when one was refused, else 4 when a dry run found changes pending, else 0.
+ * Known-good after a clean run only.
+ */
+export async function finish(
+  ctx: HostContext,
+  results: ApplyResult[],
+  options: { json?: boolean; stateDir: string; lines?: boolean },
+): Promise<void> {
+  const clean = results.every((r) => r.outcome === "applied");
+  if (clean && results.length > 0 && !results[0]!.dryRun) {
+    await recordKnownGood(options.stateDir, VERSION);
+  }
+  if (options.json) {
+    ctx.out(
+      results.length === 1 && !options.lines
+        ? JSON.stringify(results[0], null, 2) + "\n"
+        : results.map((r) => JSON.stringify(r) + "\n").join(""),
+    );
+  } else ctx.out(results.map(applyText).join(""));
+  ctx.code = exitCodeOf(results);
+}
+
+/**
+ * The exit code of a run's results: 1 when one failed, else 2 when one was refused, else 4 when
+ * a dry run found changes pending, else 0.
+ */
+export function exitCodeOf(results: readonly ApplyResult[]): number {
+  const pending = results.some((r) => r.dryRun && r.changes.some((c) => c.change !== "unchanged"));
+  return results.some((r) => r.outcome === "failed")
+    ? EXIT_FAILED
+    : results.some((r) => r.outcome === "refused")
+    ? EXIT_REFUSED
+    : pending
+    ? EXIT_PENDING
+    : EXIT_APPLIED;
+}

@@ -1,0 +1,42 @@
+/**
+ * `mesh-reconcile render`: `caddy`, `backup`: what the registry's declarations produce.
+ *
+ * @module
+ */
+
+import type { Command } from "commander";
+import type { CommandEntry } from "../../lib/cli_table.ts";
+import { loadRegistry } from "../registry.ts";
+import { type ReconcileContext } from "./context.ts";
+
+/** Defines `render` on `parent`. */
+export function define(
+  parent: Command,
+  entry: CommandEntry<ReconcileContext>,
+  ctx: ReconcileContext,
+): void {
+  const render = parent.command(entry.name)
+    .description(entry.summary);
+  render.command("caddy")
+    .description("print a Caddyfile with a site block for every declared web address")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .addHelpText(
+      "after",
+      "\nA redirect renders redir to its target, a port reverse_proxy to 127.0.0.1:<first port>," +
+        "\na site's state directory file_server from it.",
+    )
+    .action(async (opts: { registry: string }) => {
+      const { renderCaddyfile } = await import("../render.ts");
+      const registry = await loadRegistry(opts.registry);
+      ctx.out(renderCaddyfile(registry, opts.registry));
+    });
+  render.command("backup")
+    .description("list the state directories and databases the registry declares, to back up")
+    .requiredOption("--registry <file>", "the registry (YAML, version 1)")
+    .option("--json", "print the list as JSON")
+    .action(async (opts: { registry: string; json?: boolean }) => {
+      const { backupText, renderBackup } = await import("../render.ts");
+      const plan = renderBackup(await loadRegistry(opts.registry), opts.registry);
+      ctx.out(opts.json ? JSON.stringify(plan, null, 2) + "\n" : backupText(plan));
+    });
+}

@@ -1,0 +1,165 @@
+/**
+ * The command tables (lib/cli_table.ts) of mesh-host, mesh-control and mesh-reconcile: the help a
+ * table prints without loading commander is the help commander prints for the whole program; a
+ * group's subcommands in the table are the ones its module defines; the program's help, its
+ * `--version` and a bare invocation load no command; a command loads its own module only.
+ *
+ * @module
+ */
+
+import type { Command } from "commander";
+import { buildProgram, runTable } from "../../lib/cli.ts";
+import {
+  type CommandEntry,
+  dispatch,
+  programHelp,
+  type ProgramTable,
+} from "../../lib/cli_table.ts";
+import { hostTable } from "../../host/cli.ts";
+import { CONTROL_TABLE } from "../../control/main.ts";
+import { RECONCILE_TABLE } from "../../reconcile/main.ts";
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { ROOT } from "../support/mod.ts";
+
+// deno-lint-ignore no-explicit-any
+const TABLES: [string, ProgramTable<any>, () => unknown][] = [
+  ["host", hostTable("debian"), () => ({ out: () => {}, err: () => {}, code: 0 })],
+  ["control", CONTROL_TABLE, () => ({ out: () => {}, err: () => {}, code: 0, cleanups: [] })],
+  ["reconcile", RECONCILE_TABLE, () => ({ out: () => {}, err: () => {}, code: 0 })],
+];
+
+/** What `args` prints through commander with every command of `table` loaded. */
+async function commanderSays<C>(table: ProgramTable<C>, context: C, args: string[]) {
+  let out = "";
+  let err = "";
+  const code = await runTable(table, undefined, args, {
+    out: (s) => out += s,
+    err: (s) => err += s,
+    context,
+    code: () => 0,
+    usageCode: 2,
+    onError: () => 2,
+  });
+  return { code, out, err };
+}
+
+Deno.test("a table's help is commander's help of the whole program", async () => {
+  for (const [name, table, context] of TABLES) {
+    const full = await commanderSays(table, context(), ["--help"]);
+    assertEquals(full.code, 0, name);
+    assertEquals(programHelp(table, { after: true }), full.out, name);
+    // A bare invocation: the help without what follows it, on stderr.
+    let err = "";
+    const bare = await dispatch(table, [], {
+      out: () => {},
+      err: (s) => err += s,
+      usageCode: 2,
+      run: () => Promise.reject(new Error("nothing is run")),
+    });
+    assertEquals(bare, 2);
+    const program: Command = await buildProgram(table, table.commands, {
+      out: () => {},
+      err: () => {},
+      context: context(),
+    });
+    assertEquals(err, program.helpInformation(), name);
+  }
+});
+
+Deno.test("a group's subcommands in the table are those its module defines", async () => {
+  for (const [name, table, context] of TABLES) {
+    const program: Command = await buildProgram(table, table.commands, {
+      out: () => {},
+      err: () => {},
+      context: context(),
+    });
+    for (const entry of table.commands as CommandEntry<unknown>[]) {
+      const command = program.commands.find((c) => c.name() === entry.name);
+      assert(command, `${name} ${entry.name}`);
+      assertEquals(
+        command.commands.map((c) => c.name()),
+        [...entry.subcommands ?? []],
+        `${name} ${entry.name}`,
+      );
+    }
+  }
+});
+
+Deno.test("help and --version are answered from the table; a command loads its module only", async () => {
+  for (const [name, table] of TABLES) {
+    const ran: (string | undefined)[] = [];
+    const said: string[] = [];
+    const io = {
+      out: (s: string) => said.push(s),
+      err: (s: string) => said.push(s),
+      usageCode: 2,
+      run: (entry: CommandEntry<unknown> | undefined) => {
+        ran.push(entry?.name);
+        return Promise.resolve(0);
+      },
+    };
+    for (const args of [["--help"], ["-h"], ["help"], ["--version"], ["-V"], ["--verbose", "-h"]]) {
+      assertEquals(await dispatch(table, args, io), 0, `${name} ${args.join(" ")}`);
+    }
+    assertEquals(ran, [], name);
+    const first = table.commands[0]!;
+    await dispatch(table, [first.name, "--help"], io);
+    await dispatch(table, ["help", first.name], io);
+    await dispatch(table, ["--verbose", first.name], io);
+    assertEquals(ran, [first.name, first.name, first.name], name);
+    // What the table does not know goes to commander with every command, to be said as before.
+    await dispatch(table, ["no-such-command"], io);
+    await dispatch(table, ["--no-such-option"], io);
+    assertEquals(ran.slice(3), [undefined, undefined], name);
+  }
+});
+
+Deno.test("an unknown command is misuse said by commander, with every command known", async () => {
+  for (const [name, table, context] of TABLES) {
+    const r = await commanderSays(table, context(), ["aply"]);
+    assertEquals(r.code, 2, name);
+    assertStringIncludes(r.err, "unknown command 'aply'");
+  }
+});
+
+/** The modules `entry` loads before it runs anything: its static imports, not the dynamic ones. */
+async function loadedAtStart(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", `${ROOT}${entry}`],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert(out.success, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    modules: {
+      specifier: string;
+      dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
+    }[];
+  };
+  const bySpecifier = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>();
+  const visit = (specifier: string) => {
+    if (seen.has(specifier)) return;
+    seen.add(specifier);
+    for (const d of bySpecifier.get(specifier)?.dependencies ?? []) {
+      // A type-only import has no `code`; a dynamic one is loaded when it runs.
+      if (d.code?.specifier !== undefined && !d.isDynamic) visit(d.code.specifier);
+    }
+  };
+  visit(info.roots[0]!);
+  return [...seen];
+}
+
+Deno.test("a program's help, --version and bare start load no npm package, node: module or command", async () => {
+  for (const entry of ["host/debian.ts", "control/main.ts", "reconcile/main.ts"]) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
+    assertEquals(
+      loaded.filter((s) => /^npm:|^node:|\/commands\/|\/systems\/(?!mod\.ts)/.test(s)),
+      [],
+      entry,
+    );
+  }
+});
