@@ -27,6 +27,11 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
     .description(entry.summary)
     .argument("<file>", "the declaration (JSON, version 1)")
     .option("--source <name>", "the source it is applied as", "local")
+    .option(
+      "--take-from <source>",
+      "move what that source holds and this file declares to --source, instead of refusing " +
+        "(e.g. from local, applied by hand, to a file in the declarations directory)",
+    )
     .option("--dry-run", "change nothing; show what would change (exit 4 when something would)")
     .option("--json", "print the result as JSON")
     .addOption(stateDirOption())
@@ -36,6 +41,7 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
         file: string,
         opts: {
           source: string;
+          takeFrom?: string;
           dryRun?: boolean;
           json?: boolean;
           stateDir: string;
@@ -44,6 +50,13 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
       ) => {
         const bad = sourceNameProblem(opts.source);
         if (bad !== undefined) throw new Refused(`--source: ${bad}`);
+        if (opts.takeFrom !== undefined) {
+          const badFrom = sourceNameProblem(opts.takeFrom);
+          if (badFrom !== undefined) throw new Refused(`--take-from: ${badFrom}`);
+          if (opts.takeFrom === opts.source) {
+            throw new Refused(`--take-from names the source applied ("${opts.source}")`);
+          }
+        }
         let bytes: Uint8Array;
         try {
           bytes = await readRegularFileLimited(file, MAX_DECLARATION_BYTES);
@@ -61,6 +74,7 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
           origin: originOfFile(path, opts.source, opts.declarations),
           file: path,
           migration: migration(ctx, opts.stateDir, opts.declarations),
+          ...(opts.takeFrom !== undefined ? { takeFrom: opts.takeFrom } : {}),
         });
         await finish(ctx, [result], { json: opts.json, stateDir: opts.stateDir });
       },

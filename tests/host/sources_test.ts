@@ -209,6 +209,57 @@ Deno.test("a subject another source holds is refused in the source that asks sec
   });
 });
 
+Deno.test("apply --take-from moves what a source holds to another, its records kept; without it, refused", async () => {
+  await withWorld(bundleOf, async (w) => {
+    // An operator applied by hand (source local), taking over a file that was there before.
+    await Deno.writeTextFile(`${w.root}/motd`, "before mesh\n");
+    const byHand = await w.file("by-hand.json", [
+      dir("site", `${w.root}/site`),
+      file("motd", `${w.root}/motd`, "managed\n"),
+      dir("tmp", `${w.root}/scratch`),
+    ]);
+    assertEquals((await w.apply(byHand)).code, 0);
+    // Now the site and the motd belong in a declaration of their own.
+    const web = [
+      dir("web-site", `${w.root}/site`),
+      file("web-motd", `${w.root}/motd`, "managed\n"),
+    ];
+    await w.local("web", web);
+    const webFile = `${w.declarations}/web.json`;
+    const refused = await w.apply(webFile, "web");
+    assertEquals(refused.code, 2, refused.stderr);
+    assertStringIncludes(refused.result.problems[0]!.message, 'source "local" holds it');
+
+    const moved = await w.apply(webFile, "web", ["--take-from", "local"]);
+    assertEquals(moved.code, 0, moved.stderr + moved.stdout);
+    assertEquals(moved.result.changes.map((c) => [c.id, c.change]), [
+      ["web-site", "unchanged"],
+      ["web-motd", "unchanged"],
+    ]);
+    assertEquals(
+      (await w.owned()).map((e) => [e.source, e.id, e.created]).sort(),
+      [["local", "tmp", true], ["web", "web-motd", false], ["web", "web-site", true]],
+    );
+    // The next reconcile changes nothing: web is a local declaration now, local kept the rest.
+    const run = await w.reconcile();
+    assertEquals(run.code, 0, run.stderr);
+    assertEquals(run.by("web")!.changes.map((c) => c.change), ["unchanged", "unchanged"]);
+    assertEquals(run.by("local"), undefined);
+    assert(await exists(`${w.root}/scratch`));
+    // The original the local source saved moved with the record: it is put back when web lets go.
+    await w.local("web", [dir("web-site", `${w.root}/site`)]);
+    const let_go = await w.reconcile();
+    assertEquals(let_go.by("web")!.changes.find((c) => c.id === "web-motd")?.change, "restored");
+    assertEquals(await Deno.readTextFile(`${w.root}/motd`), "before mesh\n");
+
+    for (const bad of [["--take-from", "bundle"], ["--take-from", "web"]]) {
+      const r = await w.host(["apply", webFile, "--source", "web", ...bad]);
+      assertEquals(r.code, 2, r.stderr);
+      assertStringIncludes(r.stderr, "--take-from");
+    }
+  });
+});
+
 Deno.test("reconcile keeps the bundle and every local declaration; a removed one leaves, a moved subject moves", async () => {
   await withWorld(bundleOf, async (w) => {
     await w.local("web", [
