@@ -25,9 +25,9 @@
  * never refreshed here (`pacman -Sy` alone is the partial upgrade Arch does not support). After
  * installing, pacman is asked again.
  *
- * A dry run asks the same read-only questions (pacman -Q, -Sg for a group, which it refuses as
- * the apply does, and -Si for whether a repository has the package, said in its detail) and
- * installs nothing.
+ * The plan ({@linkcode PacmanPlan}) asks the read-only questions (pacman -Q; -Sg, refusing a
+ * group; -Si, refusing a name no repository has: "error: package 'NAME' was not found"), so a
+ * dry run refuses what the apply refuses; a dry run stops at the plan and installs nothing.
  *
  * Commands run with `LC_ALL=C`: the messages read here are pacman's untranslated ones.
  *
@@ -37,7 +37,7 @@
 import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { CommandError, run } from "../../lib/command.ts";
-import { type Applier, ResourceError } from "../applier.ts";
+import { type Applier, type Plan, ResourceError } from "../applier.ts";
 import type { Package } from "../declaration.ts";
 
 type PackageResource = z.output<typeof Package>;
@@ -107,28 +107,59 @@ async function refuseGroup(name: string): Promise<void> {
   );
 }
 
+/** What the pacman applier will do to one package, decided read-only (`-Q`, `-Sg`, `-Si`). */
+export type PacmanPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    | { kind: "install"; package: string }
+  );
+
 /** The `package` applier for pacman (Arch). */
-export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> = {
+export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation, PacmanPlan> = {
   observe(resource) {
     return queryPacman(resource.package);
   },
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context): Promise<PacmanPlan> {
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
-    if (observed.present) return { change: "unchanged", created: known?.created ?? false };
-    // A group is refused in a dry run as in the apply: both ask pacman -Sg (read-only).
-    await refuseGroup(name);
-    if (context.dryRun) {
-      const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+    if (observed.present) {
       return {
+        kind: "nothing",
+        steps: [],
+        result: { change: "unchanged", created: known?.created ?? false },
+      };
+    }
+    // A group is refused in a dry run as in the apply: both plan (pacman -Sg, read-only).
+    await refuseGroup(name);
+    const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+    const notFound = `error: package '${name}' was not found`;
+    if (info.code !== 0 && info.stderr.includes(notFound)) {
+      // Unknown to every repository pacman knows: refused, in a dry run as in the apply.
+      throw new ResourceError(
+        `Cannot install package "${name}": unknown package, no repository pacman knows has ` +
+          `it (pacman -Si says "${notFound}"); nothing was installed`,
+      );
+    }
+    return {
+      kind: "install",
+      package: name,
+      steps: [`pacman -S ${name}`],
+      result: {
         change: "created",
         created: true,
         detail: info.code === 0
           ? `install package ${name} (pacman -S; ${observed.reason})`
-          : `install package ${name}: unknown package, no repository pacman knows has it ` +
-            `(pacman -Si: ${info.stderr.trim().split("\n")[0] ?? ""}); the apply would fail`,
-      };
-    }
+          : `install package ${name}: pacman -Si cannot say whether a repository has it (${
+            info.stderr.trim().split("\n")[0] ?? ""
+          }); the apply would try pacman -S`,
+      },
+    };
+  },
+  async act(resource, plan, context) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    const name = plan.package;
     await context.store.intend({ id: resource.id, type: "package", subject: name });
     try {
       await run(["pacman", "-S", "--noconfirm", "--needed", name], {
@@ -147,7 +178,7 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> =
           `(${after.reason}); declare the package by its own name`,
       );
     }
-    return { change: "created", created: true };
+    return result;
   },
   remove() {
     // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host
