@@ -49,6 +49,8 @@ export interface PacmanObservation {
   version?: string;
   /** What pacman said, and what that means. */
   reason: string;
+  /** The installed package pacman -Q answered with instead: it provides the name. */
+  provider?: string;
 }
 
 const ENV = { LC_ALL: "C" };
@@ -75,6 +77,7 @@ export async function queryPacman(name: string): Promise<PacmanObservation> {
     }
     return {
       present: false,
+      provider: m[1]!,
       reason: `pacman -Q says "${line}": ${m[1]} provides ${name}, and no package named ${name} ` +
         `is installed`,
     };
@@ -129,6 +132,13 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation, P
         steps: [],
         result: { change: "unchanged", created: known?.created ?? false },
       };
+    }
+    if (observed.provider !== undefined) {
+      // pacman -S NAME would do nothing (its provider is installed), and NAME would never be.
+      throw new ResourceError(
+        `Cannot install package "${name}": ${observed.reason}; pacman -S ${name} would install ` +
+          `nothing. Declare the package by its own name (${observed.provider})`,
+      );
     }
     // A group is refused in a dry run as in the apply: both plan (pacman -Sg, read-only).
     await refuseGroup(name);
