@@ -12,8 +12,8 @@
  * - exit 0, "NAME VERSION" on stdout: present.
  * - exit 0, "OTHER VERSION": absent. pacman -Q answers for a name with the installed package
  *   that PROVIDES it, so an exit code of 0 alone would call a virtual name installed. Installing
- *   it then has pacman say "there is nothing to do", and the read-back after it fails naming the
- *   provider (declare the package by its own name).
+ *   it would have pacman say "there is nothing to do", so the plan refuses it naming the provider
+ *   (declare the package by its own name); the read-back after an install still checks the name.
  * - non-zero, "error: package 'NAME' was not found" on stderr: absent.
  * - anything else (e.g. "failed to initialize alpm library ... database is incorrect version",
  *   exit 255): a failure naming it. A non-zero exit is not absence by itself.

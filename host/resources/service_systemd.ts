@@ -587,13 +587,15 @@ export const systemdServiceApplier: Applier<ServiceResource, UnitState, SystemdP
       if (s.load === "not-found" && !pending.some((p) => basename(p) === unitName(s.unit))) {
         requireLoadable(s); // missing, and nothing written here makes it: fails
       }
-      let now: string[];
-      try {
-        const judged = await judge(resource, s);
-        now = [judged.boot?.why, judged.run?.why].filter((w) => w !== undefined);
-        if (now.length === 0) now = ["nothing else to change, as systemd reads it now"];
-      } catch (error) {
-        now = [`as systemd reads it now: ${error instanceof Error ? error.message : error}`];
+      let now = ["its unit file is new: judged once systemd has read it"];
+      if (s.load !== "not-found") {
+        try {
+          const judged = await judge(resource, s);
+          now = [judged.boot?.why, judged.run?.why].filter((w) => w !== undefined);
+          if (now.length === 0) now = ["nothing else to change, as systemd reads it now"];
+        } catch (error) {
+          now = [`as systemd reads it now: ${error instanceof Error ? error.message : error}`];
+        }
       }
       return {
         ...reload,

@@ -1,8 +1,9 @@
 /**
  * The generic applier contract: one suite, run against every applier on every system it exists
- * for (on this VM: directory, file, container, action; in the lab machines: service on systemd
- * and on OpenRC, package with dpkg, and the path appliers there too). For one declared resource
- * it asserts:
+ * for (on this VM: directory, file, container, action, and package with pacman (a private
+ * configuration) and apk (recorded outputs) from tests/host/package_test.ts; in the lab machines:
+ * service on systemd and on OpenRC, package with dpkg, and the path appliers there too). For one
+ * declared resource it asserts:
  *
  * 1. observe changes nothing: the subject's state, read by other means (the runtime, the init,
  *    the filesystem), is the same before and after `observe`, and observe writes nothing to the
