@@ -251,12 +251,6 @@ export interface OpenrcOptions {
  * (read-only), in the order `act` takes the steps: boot state, then running state.
  */
 export interface OpenrcPlan extends Plan {
-  /**
-   * Its init script is written by this apply and OpenRC does not know the service yet: it is
-   * read again once the script is there, and converged as OpenRC then says (in a dry run the
-   * script is not written, so the plan stops there).
-   */
-  afterScript?: true;
   /** `rc-update add` or `rc-update del` (runlevel {@linkcode RUNLEVEL}), and why. */
   boot?: { verb: "add" | "del"; why: string };
   /** `rc-service NAME zap`, `start`, `stop`, in order, and why. */
@@ -287,22 +281,24 @@ export function openrcServiceApplierAt(
 
     plan(resource, observed, context): Promise<OpenrcPlan> {
       const name = resource.unit;
+      if (
+        observed.status.kind === "missing" && context.dryRun &&
+        context.written.has(`${INIT_DIR}/${name}`)
+      ) {
+        // Its init script would be written earlier in this apply (in an apply it was, and is
+        // observed): a service OpenRC has never run is stopped, which is what the apply will
+        // observe, so it is planned from that (its runlevel as read).
+        observed = {
+          status: {
+            kind: "status",
+            word: "stopped",
+            said: `${INIT_DIR}/${name} would be written: a new service is stopped`,
+          },
+          enabled: observed.enabled,
+        };
+      }
       const status = observed.status;
       if (status.kind === "missing") {
-        if (context.dryRun && context.written.has(`${INIT_DIR}/${name}`)) {
-          // Its init script would be written earlier in this apply (in an apply it was, and
-          // OpenRC knows the service when it is observed): it would then be converged.
-          return Promise.resolve({
-            afterScript: true,
-            steps: [`converge ${name} as OpenRC reads it once ${INIT_DIR}/${name} is written`],
-            result: {
-              change: "updated",
-              created: false,
-              detail: `${INIT_DIR}/${name} would be written; then converge ${name} as OpenRC ` +
-                `reads it`,
-            },
-          });
-        }
         throw new ResourceError(
           `Service "${name}" does not exist: OpenRC has no init script ${INIT_DIR}/${name} ` +
             `(${status.said}); a missing service is never "stopped"${
@@ -374,11 +370,6 @@ export function openrcServiceApplierAt(
     async act(resource, plan, context): Promise<Converged> {
       const name = resource.unit;
       const { detail: _, ...result } = plan.result;
-      if (plan.afterScript) {
-        // Only a dry run plans this (an apply observes after the script is written); a dry
-        // run never acts.
-        throw new ResourceError(`Service "${name}" was planned for a dry run only`);
-      }
       // Boot state first (docs/design.md, "Declaration").
       if (plan.boot !== undefined) {
         const names = await runlevelOf(context);
