@@ -1,7 +1,9 @@
 /**
- * The applier interface: one per resource type and system. Observing is separate from acting:
- * `observe` never changes anything, and `apply` takes the observation. A dry run calls the
- * same `apply` with effects disabled, so what it says would change is what would.
+ * The applier interface: one per resource type and system, in three separate parts. `observe`
+ * reads the machine and never changes it; `plan` decides, from that observation alone and
+ * read-only, what will be done (a {@linkcode Plan}: the result and the steps); `act` executes
+ * exactly that plan. A dry run stops at the plan, so what it says would change is what the apply
+ * does: both are the same plan.
  *
  * @module
  */
@@ -53,7 +55,10 @@ export interface Ids {
 
 /** What every applier is given. */
 export interface ApplyContext {
-  /** When set, nothing is changed: the outcome says what would be. */
+  /**
+   * A dry run: the apply stops at each resource's plan, so nothing is changed. Plans read it to
+   * say more for people (a diff), and `remove` to change nothing.
+   */
   dryRun: boolean;
   /** This source's footprint: creations are journaled there before they happen. */
   store: SourceFootprint;
@@ -77,9 +82,10 @@ export interface Converged {
   /** What the path was before this host first applied it, saved now (a takeover). */
   original?: Original;
   /**
-   * In a dry run only: what would change, for people (a unified diff, `mode 0666 -> 0644`,
-   * `state inactive -> running`, a package to install and whether the package manager knows it,
-   * a container to create or replace and why). Several lines at most a few KiB.
+   * What would change, for people (a unified diff, `mode 0666 -> 0644`, `state inactive ->
+   * running`, a package to install and whether the package manager knows it, a container to
+   * create or replace and why): set by a plan, reported by a dry run only. Several lines at
+   * most a few KiB.
    */
   detail?: string;
 }
@@ -92,16 +98,46 @@ export class ResourceError extends Error {
   }
 }
 
+/**
+ * What an applier will do to one resource, decided from its observation alone. Each applier
+ * extends it with the typed steps its `act` executes (a discriminated union or a record of
+ * steps); these two fields are common to all.
+ */
+export interface Plan {
+  /**
+   * What the apply reports and the dry run says: its `detail` is the dry run's text (set in a
+   * dry run; an apply may leave it out).
+   */
+  result: Converged;
+  /**
+   * The steps `act` takes, in order, each said in a few words (`systemctl enable`,
+   * `apt-get install hello`, `replace container web: its image changed`); empty when nothing
+   * is to be done. A dry run and the apply that follows it have the same steps.
+   */
+  steps: string[];
+}
+
 /** Converges resources of one type. */
-export interface Applier<R extends Resource = Resource, O = unknown> {
+export interface Applier<R extends Resource = Resource, O = unknown, P extends Plan = Plan> {
   /** Reads the machine's state for `resource`. Never changes anything. */
   observe(resource: R, context: ApplyContext): Promise<O>;
   /**
-   * Makes the machine match `resource`, given what `observe` saw.
+   * Decides what `act` will do, from what `observe` saw. Changes nothing on the machine (it may
+   * read more, e.g. a file for a dry run's diff, or whether a package archive has a name); its
+   * only writes are the apply's own bookkeeping in `context` (`written`, `cache`), so that later
+   * resources of a dry run are planned as the apply would plan them.
    *
-   * @throws {ResourceError} (or a CommandError) naming the cause when it cannot.
+   * @throws {ResourceError} naming the cause when the resource cannot be converged: a dry run
+   *   then fails as the apply would, before anything is done.
    */
-  apply(resource: R, observed: O, context: ApplyContext): Promise<Converged>;
+  plan(resource: R, observed: O, context: ApplyContext): Promise<P>;
+  /**
+   * Executes exactly `plan` (never a dry run): its steps, in order, reading back what they did.
+   * Returns the plan's result without its detail (and with the original a takeover saved).
+   *
+   * @throws {ResourceError} (or a CommandError) naming the cause when a step fails.
+   */
+  act(resource: R, plan: P, context: ApplyContext): Promise<Converged>;
   /**
    * Removes what this host created for a footprint entry that is no longer declared; what it
    * took over is put back as it was when the original was saved (`restored`), or else left
@@ -136,7 +172,8 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
   };
   return {
     observe: () => Promise.resolve().then(fail),
-    apply: () => Promise.resolve().then(fail),
+    plan: () => Promise.resolve().then(fail),
+    act: () => Promise.resolve().then(fail),
     remove: () => Promise.resolve().then(fail),
   };
 }

@@ -511,8 +511,10 @@ async function applyOne(
   for (const resource of declaration.resources) {
     const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
     try {
+      // Observe, plan (read-only), then: a dry run stops at the plan; an apply executes it.
       const observed = await applier!.observe(resource, context);
-      const result = await applier!.apply(resource, observed, context);
+      const plan = await applier!.plan(resource, observed, context);
+      const result = context.dryRun ? plan.result : await applier!.act(resource, plan, context);
       changes.push({
         id: resource.id,
         type: resource.type,

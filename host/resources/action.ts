@@ -13,9 +13,10 @@
  * `in` runs both inside the named container (`<runtime> exec NAME argv`, on the runtime
  * detected for containers); a container that does not exist or is not running fails naming it.
  *
- * A dry run runs verify only. Verify is TRUSTED TO BE READ-ONLY: the host cannot check that it
- * changes nothing, and runs it in a dry run and on every apply. The command never runs in a
- * dry run. An action creates nothing the host owns (`created` is false) and leaving the
+ * Observing runs verify; the plan ({@linkcode ActionPlan}) is what it said: nothing, or run the
+ * command and verify again. A dry run stops at the plan, so it runs verify only. Verify is
+ * TRUSTED TO BE READ-ONLY: the host cannot check that it changes nothing, and runs it in a dry
+ * run and on every apply. The command never runs in a dry run. An action creates nothing the host owns (`created` is false) and leaving the
  * declaration makes it `forgotten`: what it did stays.
  *
  * @module
@@ -30,7 +31,7 @@ import {
   STDERR_TAIL_BYTES,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { type Applier, type ApplyContext, ResourceError } from "../applier.ts";
+import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Action } from "../declaration.ts";
 import { containerRuntime, type ContainerState, inspectContainers } from "./container.ts";
 
@@ -108,8 +109,25 @@ function declaredBefore(name: string, resource: ActionResource, context: ApplyCo
   return false;
 }
 
+/**
+ * What the action applier will do, as verify said when observed: nothing (it passes), or run
+ * the command and verify again.
+ */
+export type ActionPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    /** Run `argv` (inside the container when `in` is declared), then verify again. */
+    | { kind: "run"; argv: string[] }
+    /**
+     * A dry run only: the container it runs in is declared earlier and not made yet; once it
+     * is, verify decides.
+     */
+    | { kind: "after-container"; container: string }
+  );
+
 /** The `action` applier. */
-export const actionApplier: Applier<ActionResource, ActionObservation> = {
+export const actionApplier: Applier<ActionResource, ActionObservation, ActionPlan> = {
   async observe(resource) {
     if (resource.in !== undefined) {
       const runtime = await containerRuntime();
@@ -122,11 +140,23 @@ export const actionApplier: Applier<ActionResource, ActionObservation> = {
     return { kind: "verified", verdict: await verify(resource) };
   },
 
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context): Promise<ActionPlan> {
     if (observed.kind === "no-container") {
-      // In a dry run, a container declared earlier has not been made yet: the action would run.
+      // In a dry run, a container declared earlier has not been made yet: the action would run
+      // if its verify then fails (in an apply it was made, and observed).
       if (context.dryRun && declaredBefore(observed.container, resource, context)) {
-        return { change: "updated", created: false };
+        return {
+          kind: "after-container",
+          container: observed.container,
+          steps: [`verify, then run if it fails, once container "${observed.container}" runs`],
+          result: {
+            change: "updated",
+            created: false,
+            detail: `container "${observed.container}" would be created first; then run ` +
+              `${JSON.stringify(resource.command)} in it unless verify ` +
+              `${JSON.stringify(resource.verify)} passes there`,
+          },
+        };
       }
       const why = observed.state === undefined
         ? "does not exist"
@@ -141,18 +171,34 @@ export const actionApplier: Applier<ActionResource, ActionObservation> = {
         cause: first.error,
       });
     }
-    if (first.kind === "satisfied") return { change: "unchanged", created: false };
-    if (context.dryRun) {
-      return {
+    if (first.kind === "satisfied") {
+      return { kind: "nothing", steps: [], result: { change: "unchanged", created: false } };
+    }
+    const argv = await argvFor(resource, resource.command);
+    return {
+      kind: "run",
+      argv,
+      steps: [`run ${formatArgv(argv)}`, "verify again"],
+      result: {
         change: "updated",
         created: false,
         detail: `run ${JSON.stringify(resource.command)}${
           resource.in ? ` in container "${resource.in}"` : ""
-        }: verify ${JSON.stringify(resource.verify)} does not pass now`,
-      };
-    }
+        }: verify ${JSON.stringify(resource.verify)} does not pass now (exit ${first.out.code})`,
+      },
+    };
+  },
 
-    const argv = await argvFor(resource, resource.command);
+  async act(resource, plan) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    if (plan.kind === "after-container") {
+      // Planned in a dry run only, which never acts.
+      throw new ResourceError(
+        `Container "${plan.container}", which this action runs in, was not observed running`,
+      );
+    }
+    const argv = plan.argv;
     let done: CommandOutput;
     try {
       done = await run(argv, { allowFailure: true, timeoutMs: COMMAND_TIMEOUT_MS });
@@ -169,7 +215,7 @@ export const actionApplier: Applier<ActionResource, ActionObservation> = {
       );
     }
     const second = await verify(resource);
-    if (second.kind === "satisfied") return { change: "updated", created: false };
+    if (second.kind === "satisfied") return result;
     const verifyArgv = await argvFor(resource, resource.verify);
     const said = second.kind === "unknown"
       ? `verify could not be run: ${messageOf(second.error)}`

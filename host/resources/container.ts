@@ -18,6 +18,10 @@
  * {@linkcode RESTART_POLICY} (`always`), and still running (not restarted) a moment later. Running is not working,
  * but a container that is not running has certainly failed.
  *
+ * The plan ({@linkcode ContainerPlan}) is decided from one inspect: nothing, create, start (or
+ * unpause), or replace, saying why from what the runtime shows (the image's digest, declared
+ * environment variables by name, the label); a dry run stops there.
+ *
  * Removal (the resource left the declaration) takes only a container carrying the label and the
  * footprint entry's `mesh.id`; one already gone is `removed`; any other is `forgotten`.
  *
@@ -31,7 +35,7 @@
 import type { z } from "zod";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { type Applier, type ApplyContext, ResourceError } from "../applier.ts";
+import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import { type Container, declarationDigest } from "../declaration.ts";
 
 /** A `container` resource. */
@@ -77,6 +81,8 @@ export interface ContainerState {
   labels: Record<string, string>;
   restartPolicy: string;
   image: string;
+  /** `Config.Env`: `NAME=value`, the image's own and the declared ones. */
+  env: string[];
 }
 
 interface RawInspect {
@@ -91,7 +97,7 @@ interface RawInspect {
     ExitCode?: number;
     Error?: string;
   };
-  Config?: { Labels?: Record<string, string> | null; Image?: string };
+  Config?: { Labels?: Record<string, string> | null; Image?: string; Env?: string[] | null };
   HostConfig?: { RestartPolicy?: { Name?: string } };
 }
 
@@ -153,6 +159,7 @@ export async function inspectContainers(
       labels: c.Config?.Labels ?? {},
       restartPolicy: c.HostConfig?.RestartPolicy?.Name ?? "",
       image: c.Config?.Image ?? "",
+      env: c.Config?.Env ?? [],
     });
   }
   if (out.code !== 0) {
@@ -355,8 +362,69 @@ async function create(
   return back.state;
 }
 
+/**
+ * What the container applier will do, decided from one inspect (read-only): nothing, create,
+ * start (or unpause) the container this host created from this very declaration, or replace one
+ * created from another declaration (and why).
+ */
+export type ContainerPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    | { kind: "create"; runtime: Runtime; digest: string }
+    | {
+      kind: "start";
+      runtime: Runtime;
+      digest: string;
+      verb: "start" | "unpause";
+      /** The container as inspected. */
+      state: ContainerState;
+    }
+    | {
+      kind: "replace";
+      runtime: Runtime;
+      digest: string;
+      /** The container as inspected, to be stopped and removed. */
+      state: ContainerState;
+      /** Why, for people: what differs that can be read from the runtime. */
+      why: string[];
+    }
+  );
+
+/** The digest part of an image reference, `sha256:<hex>`, or the reference when it has none. */
+function imageDigest(image: string): string {
+  const at = image.lastIndexOf("@");
+  return at === -1 ? image : image.slice(at + 1);
+}
+
+/**
+ * Why a container created from another declaration is replaced: what the runtime shows that
+ * differs from the declaration (the image's digest, declared environment variables: by name
+ * only, values are never shown), and the label that says the declaration changed either way.
+ */
+function replaceReasons(
+  resource: ContainerResource,
+  state: ContainerState,
+  label: string,
+  digest: string,
+): string[] {
+  const why: string[] = [];
+  if (state.image !== "" && imageDigest(state.image) !== imageDigest(resource.image)) {
+    why.push(`image ${state.image} -> ${resource.image}`);
+  }
+  const has = new Set(state.env);
+  const env = Object.keys(resource.env ?? {}).sort().filter((k) =>
+    !has.has(`${k}=${resource.env![k]}`)
+  );
+  if (env.length > 0) why.push(`environment ${env.join(", ")} changed (values not shown)`);
+  why.push(
+    `it was created from another declaration (${DECLARATION_LABEL}=${label}, declared ${digest})`,
+  );
+  return why;
+}
+
 /** The `container` applier (docker or podman, whichever the machine has). */
-export const containerApplier: Applier<ContainerResource, ContainerObservation> = {
+export const containerApplier: Applier<ContainerResource, ContainerObservation, ContainerPlan> = {
   async observe(resource, context) {
     const runtime = await containerRuntime();
     let seen = context.cache.get(CACHE_KEY) as Seen | undefined;
@@ -372,27 +440,24 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
     return { runtime, state: seen.states.get(resource.name) };
   },
 
-  async apply(resource, { runtime, state }, context) {
+  async plan(resource, { runtime, state }): Promise<ContainerPlan> {
     if (!PINNED.test(resource.image)) {
       throw new ResourceError(
         `Image "${resource.image}" is not pinned by digest (name@sha256:<64 hex digits>)`,
       );
     }
     const digest = await containerDigest(resource);
-    // What this apply changes is kept in the observation cache, so it stays true.
-    const states = (context.cache.get(CACHE_KEY) as Seen | undefined)?.states;
-    const remember = (s: ContainerState) => states?.set(resource.name, s);
     if (state === undefined) {
-      if (!context.dryRun) remember(await create(resource, runtime, digest, context));
       return {
-        change: "created",
-        created: true,
-        ...(context.dryRun
-          ? {
-            detail:
-              `create container "${resource.name}" from ${resource.image} (${runtime.program})`,
-          }
-          : {}),
+        kind: "create",
+        runtime,
+        digest,
+        steps: [`create container ${resource.name}`],
+        result: {
+          change: "created",
+          created: true,
+          detail: `create container "${resource.name}" from ${resource.image} (${runtime.program})`,
+        },
       };
     }
     const label = state.labels[DECLARATION_LABEL];
@@ -405,75 +470,99 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation> 
       );
     }
     if (label === digest && state.restartPolicy === RESTART_POLICY) {
-      if (state.running) return { change: "unchanged", created: true };
+      if (state.running) {
+        return { kind: "nothing", steps: [], result: { change: "unchanged", created: true } };
+      }
       if (state.status === "dead" || state.status === "removing") {
         throw new ResourceError(
           `Container "${resource.name}" cannot be started: ${describe(state)}`,
         );
       }
-      if (context.dryRun) {
-        return {
+      const verb = state.paused ? "unpause" as const : "start" as const;
+      return {
+        kind: "start",
+        runtime,
+        digest,
+        verb,
+        state,
+        steps: [`${verb} container ${resource.name}`],
+        result: {
           change: "updated",
           created: true,
-          detail: `${state.paused ? "unpause" : "start"} container "${resource.name}" (now: ${
-            describe(state)
-          })`,
-        };
-      }
-      {
-        try {
-          await runtimeCommand([runtime.program, state.paused ? "unpause" : "start", state.id]);
-        } catch (error) {
-          throw new ResourceError(
-            `Cannot start container "${resource.name}" (was: ${describe(state)}): ${
-              messageOf(error)
-            }`,
-            { cause: error },
-          );
-        }
-        const back = await readBack(runtime, resource.name, digest);
-        if (!back.ok) {
-          throw new ResourceError(`Container "${resource.name}" was started but ${back.why}`);
-        }
-        remember(back.state);
-      }
-      return { change: "updated", created: true };
+          detail: `${verb} container "${resource.name}" (now: ${describe(state)})`,
+        },
+      };
     }
     // Created by a host from another declaration (or its restart policy was changed): there is
     // no in-place update, so it is replaced.
-    if (context.dryRun) {
-      return {
+    const why = label !== digest
+      ? replaceReasons(resource, state, label, digest)
+      : [`its restart policy is ${state.restartPolicy}, not ${RESTART_POLICY}`];
+    return {
+      kind: "replace",
+      runtime,
+      digest,
+      state,
+      why,
+      steps: [`remove container ${resource.name}`, `create container ${resource.name}`],
+      result: {
         change: "updated",
         created: true,
-        detail: `replace container "${resource.name}": ${
-          label !== digest
-            ? `it was created from another declaration (${DECLARATION_LABEL}=${label}, declared ${digest})`
-            : `its restart policy is ${state.restartPolicy}, not ${RESTART_POLICY}`
-        }`,
-      };
+        detail: `replace container "${resource.name}": ${why.join("; ")}`,
+      },
+    };
+  },
+
+  async act(resource, plan, context) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    const { runtime, digest } = plan;
+    // What this apply changes is kept in the observation cache, so it stays true.
+    const states = (context.cache.get(CACHE_KEY) as Seen | undefined)?.states;
+    const remember = (s: ContainerState) => states?.set(resource.name, s);
+    if (plan.kind === "create") {
+      remember(await create(resource, runtime, digest, context));
+      return result;
     }
-    {
+    const state = plan.state;
+    if (plan.kind === "start") {
       try {
-        await stopAndRemove(runtime, state.id);
+        await runtimeCommand([runtime.program, plan.verb, state.id]);
       } catch (error) {
         throw new ResourceError(
-          `Cannot remove container "${resource.name}" to replace it: ${messageOf(error)}`,
+          `Cannot start container "${resource.name}" (was: ${describe(state)}): ${
+            messageOf(error)
+          }`,
           { cause: error },
         );
       }
-      states?.delete(resource.name);
-      try {
-        remember(await create(resource, runtime, digest, context));
-      } catch (error) {
-        throw new ResourceError(
-          `Replacing container "${resource.name}": the old one (${
-            state.id.slice(0, 12)
-          }) was removed, and then: ${messageOf(error)}`,
-          { cause: error },
-        );
+      const back = await readBack(runtime, resource.name, digest);
+      if (!back.ok) {
+        throw new ResourceError(`Container "${resource.name}" was started but ${back.why}`);
       }
+      remember(back.state);
+      return result;
     }
-    return { change: "updated", created: true };
+    try {
+      await stopAndRemove(runtime, state.id);
+    } catch (error) {
+      throw new ResourceError(
+        `Cannot remove container "${resource.name}" to replace it: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
+    states?.delete(resource.name);
+    try {
+      remember(await create(resource, runtime, digest, context));
+    } catch (error) {
+      throw new ResourceError(
+        `Replacing container "${resource.name}": the old one (${
+          state.id.slice(0, 12)
+        }) was removed, and then: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
+    return result;
   },
 
   async remove(entry, context) {

@@ -23,6 +23,7 @@ import {
   type ApplyContext,
   type Converged,
   type Ids,
+  type Plan,
   ResourceError,
 } from "../applier.ts";
 import type { FootprintEntry, Original } from "../store.ts";
@@ -344,14 +345,34 @@ export async function planFile(
   };
 }
 
+/** What a path applier's `act` is given: the plan, its steps, and what it was judged on. */
+export type PathActPlan<S> = PathPlan & Plan & { want: Want; observed: S };
+
+/** The steps of a path plan, in the order `act` takes them. */
+function pathSteps(plan: PathPlan, kind: "file" | "directory"): string[] {
+  return [
+    ...(plan.takeOver ? ["save the original"] : []),
+    ...(plan.create ? [`create the ${kind}`] : []),
+    ...(plan.write ? ["replace the content"] : []),
+    ...(plan.attributes ? ["set mode and owner"] : []),
+  ];
+}
+
 /** The `directory` applier: plan, then (unless a dry run) exactly that plan. */
-export const directoryApplier: Applier<DirectoryResource, PathState> = {
+export const directoryApplier: Applier<
+  DirectoryResource,
+  PathState,
+  PathActPlan<PathState>
+> = {
   observe(resource) {
     return observePath(resource.path);
   },
-  async apply(resource, state, context) {
+  plan(resource, state, context) {
     const { plan, want } = planDirectory(resource, state, context);
-    if (context.dryRun) return plan.result;
+    return Promise.resolve({ ...plan, steps: pathSteps(plan, "directory"), want, observed: state });
+  },
+  async act(resource, plan, context) {
+    const { want, observed: state } = plan;
     const { detail: _, ...result } = plan.result;
     let original: Original | undefined;
     if (plan.takeOver) {
@@ -389,17 +410,24 @@ export const directoryApplier: Applier<DirectoryResource, PathState> = {
 };
 
 /** The `file` applier: plan, then (unless a dry run) exactly that plan. */
-export const fileApplier: Applier<FileResource, PathState & { bytes: Uint8Array }> = {
+export const fileApplier: Applier<
+  FileResource,
+  PathState & { bytes: Uint8Array },
+  PathActPlan<PathState & { bytes: Uint8Array }>
+> = {
   async observe(resource) {
     const bytes = new TextEncoder().encode(resource.content);
     return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
   },
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context) {
     const { plan, want } = await planFile(resource, observed, context);
     // Bookkeeping, not an effect: a later service resource reloads its manager for this file,
     // in a dry run too.
     if (plan.create || plan.write) context.written.add(resource.path);
-    if (context.dryRun) return plan.result;
+    return { ...plan, steps: pathSteps(plan, "file"), want, observed };
+  },
+  async act(resource, plan, context) {
+    const { want, observed } = plan;
     const { detail: _, ...result } = plan.result;
     const { bytes, ...state } = observed;
     const file = state as Extract<PathState, { kind: "file" }>;

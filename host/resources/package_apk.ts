@@ -27,15 +27,15 @@
  * failure's message carries both, or it would not name what failed. After installing, apk is
  * asked again.
  *
- * A dry run asks `apk info -e` only: nothing is installed, and an absent package is said to be
- * `created` without checking that a repository has it.
+ * The plan ({@linkcode ApkPlan}) asks `apk info -e` only: an absent package is planned as
+ * `apk add` without checking that a repository has it. A dry run stops at the plan.
  *
  * @module
  */
 
 import type { z } from "zod";
 import { CommandError, run } from "../../lib/command.ts";
-import { type Applier, ResourceError } from "../applier.ts";
+import { type Applier, type Plan, ResourceError } from "../applier.ts";
 import type { Package } from "../declaration.ts";
 
 type PackageResource = z.output<typeof Package>;
@@ -84,18 +84,46 @@ export async function queryApk(name: string): Promise<ApkObservation> {
   );
 }
 
+/** What the apk applier will do to one package, decided from `apk info -e` (read-only). */
+export type ApkPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    | { kind: "install"; package: string }
+  );
+
 /** The `package` applier for apk (Alpine). */
-export const apkPackageApplier: Applier<PackageResource, ApkObservation> = {
+export const apkPackageApplier: Applier<PackageResource, ApkObservation, ApkPlan> = {
   observe(resource) {
     return queryApk(resource.package);
   },
-  async apply(resource, observed, context) {
+  plan(resource, observed, context): Promise<ApkPlan> {
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
-    if (observed.present) return { change: "unchanged", created: known?.created ?? false };
-    if (context.dryRun) {
-      return { change: "created", created: true, detail: `install package ${name} (apk add)` };
+    if (observed.present) {
+      return Promise.resolve({
+        kind: "nothing",
+        steps: [],
+        result: { change: "unchanged", created: known?.created ?? false },
+      });
     }
+    return Promise.resolve({
+      kind: "install",
+      package: name,
+      steps: [`apk add ${name}`],
+      result: {
+        change: "created",
+        created: true,
+        // apk's repository indexes are not asked: whether one has it is known when apk adds it.
+        detail: `install package ${name} (apk add; ${observed.reason}; whether a repository ` +
+          `has it is not checked before)`,
+      },
+    });
+  },
+  async act(resource, plan, context) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    const name = plan.package;
     await context.store.intend({ id: resource.id, type: "package", subject: name });
     const argv = ["apk", "add", name];
     const out = await run(argv, { allowFailure: true, env: ENV, timeoutMs: APK_TIMEOUT_MS });
@@ -115,7 +143,7 @@ export const apkPackageApplier: Applier<PackageResource, ApkObservation> = {
           `(${after.reason}); declare the package by its own name`,
       );
     }
-    return { change: "created", created: true };
+    return result;
   },
   remove() {
     // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host

@@ -30,9 +30,11 @@
  * a successful install dpkg is asked again: a name apt resolved to something else (a virtual
  * package) fails instead of being reported as created on every apply.
  *
- * A dry run asks dpkg, and runs neither apt-get update nor apt-get install: it says `created`
- * for an absent package without checking that the archive has it (apt's lists may be stale, and
- * refreshing them would change the machine).
+ * The plan ({@linkcode DpkgPlan}) asks dpkg and apt's lists as they are (`apt-cache pkgnames`),
+ * never refreshing them: a name the lists lack is planned as `apt-get update`, then the install
+ * (or the failure above). A dry run stops there: it says `created` for such a package, naming
+ * it unknown in its detail (apt's lists may be stale, and refreshing them would change the
+ * machine), and runs neither apt-get update nor apt-get install.
  *
  * Every command runs with `LC_ALL=C`: the messages read here are apt's and dpkg's untranslated
  * ones.
@@ -43,7 +45,7 @@
 import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { CommandError, formatArgv, run } from "../../lib/command.ts";
-import { type Applier, type ApplyContext, ResourceError } from "../applier.ts";
+import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Package } from "../declaration.ts";
 
 type PackageResource = z.output<typeof Package>;
@@ -194,54 +196,60 @@ async function updateOnce(name: string, context: ApplyContext): Promise<string |
 }
 
 /**
- * Installs `name` with apt, refreshing apt's lists once per apply when they do not have it.
- *
- * @throws {ResourceError} "Unable to locate package NAME" when the archive does not have it, or
- *   naming apt's own message when apt fails.
+ * What the dpkg applier will do to one package, decided from dpkg's answer and apt's lists as
+ * they are (read-only: a plan never refreshes them).
  */
-async function aptInstall(name: string, context: ApplyContext, before: string): Promise<void> {
-  if (!(await aptKnows(name))) {
-    const warnings = await updateOnce(name, context);
-    if (!(await aptKnows(name))) {
-      throw new ResourceError(
-        `Unable to locate package ${name}: apt's package lists have no package of exactly that ` +
-          `name (apt-cache pkgnames ${name}, ${
-            warnings === undefined
-              ? "apt-get update already ran during this apply"
-              : `after apt-get update${warnings ? `, which said: ${warnings}` : ""}`
-          }); nothing was installed`,
-      );
+export type DpkgPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    | {
+      kind: "install";
+      package: string;
+      /** Left half-way by an interrupted dpkg run: installing it again repairs it. */
+      repair: boolean;
+      /**
+       * apt's lists have no package of exactly that name now: `apt-get update` first (once per
+       * apply), then the install, or a failure when the lists still lack it.
+       */
+      refresh: boolean;
+      /** What dpkg said about it. */
+      before: string;
     }
-  }
-  const argv = ["apt-get", "install", "-y", "--no-install-recommends", ...LOCK_WAIT, name];
-  try {
-    await run(argv, { env: ENV, timeoutMs: APT_TIMEOUT_MS });
-  } catch (error) {
-    throw new ResourceError(
-      `Cannot install package "${name}" (${before}): ${messageOf(error)}`,
-      { cause: error },
-    );
-  }
-}
+  );
 
 /** The `package` applier for dpkg and apt (Debian and its derivatives). */
-export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation> = {
+export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation, DpkgPlan> = {
   observe(resource) {
     return queryDpkg(resource.package);
   },
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context): Promise<DpkgPlan> {
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
-    if (observed.present) return { change: "unchanged", created: known?.created ?? false };
+    if (observed.present) {
+      return {
+        kind: "nothing",
+        steps: [],
+        result: { change: "unchanged", created: known?.created ?? false },
+      };
+    }
     // A broken package is repaired, not created: whoever began installing it, it was there.
     const result = observed.broken
       ? { change: "updated" as const, created: known?.created ?? false }
       : { change: "created" as const, created: true };
-    if (context.dryRun) {
-      // Read-only: the package lists as they are (apt-get update is the apply's, not a dry
-      // run's), so an unknown name is said, not settled.
-      const knows = observed.broken || await aptKnows(name);
-      return {
+    // Read-only: the package lists as they are (apt-get update is a step of the plan).
+    const knows = observed.broken || await aptKnows(name);
+    return {
+      kind: "install",
+      package: name,
+      repair: observed.broken,
+      refresh: !knows,
+      before: observed.reason,
+      steps: [
+        ...(knows ? [] : [`apt-get update (apt's lists have no package ${name})`]),
+        `apt-get install ${name}`,
+      ],
+      result: {
         ...result,
         detail: observed.broken
           ? `repair package ${name} (${observed.reason})`
@@ -250,12 +258,38 @@ export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation> = {
           : `install package ${name}: unknown package, apt's package lists have no package of ` +
             `exactly that name (apt-cache pkgnames); the apply would run apt-get update once ` +
             `and fail if it is still unknown`,
-      };
-    }
-    if (!observed.broken) {
+      },
+    };
+  },
+  async act(resource, plan, context) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    const name = plan.package;
+    if (!plan.repair) {
       await context.store.intend({ id: resource.id, type: "package", subject: name });
     }
-    await aptInstall(name, context, observed.reason);
+    if (plan.refresh) {
+      const warnings = await updateOnce(name, context);
+      if (!(await aptKnows(name))) {
+        throw new ResourceError(
+          `Unable to locate package ${name}: apt's package lists have no package of exactly ` +
+            `that name (apt-cache pkgnames ${name}, ${
+              warnings === undefined
+                ? "apt-get update already ran during this apply"
+                : `after apt-get update${warnings ? `, which said: ${warnings}` : ""}`
+            }); nothing was installed`,
+        );
+      }
+    }
+    const argv = ["apt-get", "install", "-y", "--no-install-recommends", ...LOCK_WAIT, name];
+    try {
+      await run(argv, { env: ENV, timeoutMs: APT_TIMEOUT_MS });
+    } catch (error) {
+      throw new ResourceError(
+        `Cannot install package "${name}" (${plan.before}): ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
     const after = await queryDpkg(name);
     if (!after.present) {
       throw new ResourceError(

@@ -12,8 +12,8 @@
  * - exit 0, "NAME VERSION" on stdout: present.
  * - exit 0, "OTHER VERSION": absent. pacman -Q answers for a name with the installed package
  *   that PROVIDES it, so an exit code of 0 alone would call a virtual name installed. Installing
- *   it then has pacman say "there is nothing to do", and the read-back after it fails naming the
- *   provider (declare the package by its own name).
+ *   it would have pacman say "there is nothing to do", so the plan refuses it naming the provider
+ *   (declare the package by its own name); the read-back after an install still checks the name.
  * - non-zero, "error: package 'NAME' was not found" on stderr: absent.
  * - anything else (e.g. "failed to initialize alpm library ... database is incorrect version",
  *   exit 255): a failure naming it. A non-zero exit is not absence by itself.
@@ -25,9 +25,9 @@
  * never refreshed here (`pacman -Sy` alone is the partial upgrade Arch does not support). After
  * installing, pacman is asked again.
  *
- * A dry run asks the same read-only questions (pacman -Q, -Sg for a group, which it refuses as
- * the apply does, and -Si for whether a repository has the package, said in its detail) and
- * installs nothing.
+ * The plan ({@linkcode PacmanPlan}) asks the read-only questions (pacman -Q; -Sg, refusing a
+ * group; -Si, refusing a name no repository has: "error: package 'NAME' was not found"), so a
+ * dry run refuses what the apply refuses; a dry run stops at the plan and installs nothing.
  *
  * Commands run with `LC_ALL=C`: the messages read here are pacman's untranslated ones.
  *
@@ -37,7 +37,7 @@
 import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { CommandError, run } from "../../lib/command.ts";
-import { type Applier, ResourceError } from "../applier.ts";
+import { type Applier, type Plan, ResourceError } from "../applier.ts";
 import type { Package } from "../declaration.ts";
 
 type PackageResource = z.output<typeof Package>;
@@ -49,6 +49,8 @@ export interface PacmanObservation {
   version?: string;
   /** What pacman said, and what that means. */
   reason: string;
+  /** The installed package pacman -Q answered with instead: it provides the name. */
+  provider?: string;
 }
 
 const ENV = { LC_ALL: "C" };
@@ -75,6 +77,7 @@ export async function queryPacman(name: string): Promise<PacmanObservation> {
     }
     return {
       present: false,
+      provider: m[1]!,
       reason: `pacman -Q says "${line}": ${m[1]} provides ${name}, and no package named ${name} ` +
         `is installed`,
     };
@@ -107,28 +110,66 @@ async function refuseGroup(name: string): Promise<void> {
   );
 }
 
+/** What the pacman applier will do to one package, decided read-only (`-Q`, `-Sg`, `-Si`). */
+export type PacmanPlan =
+  & Plan
+  & (
+    | { kind: "nothing" }
+    | { kind: "install"; package: string }
+  );
+
 /** The `package` applier for pacman (Arch). */
-export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> = {
+export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation, PacmanPlan> = {
   observe(resource) {
     return queryPacman(resource.package);
   },
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context): Promise<PacmanPlan> {
     const name = resource.package;
     const known = context.store.find(resource.id, "package", name);
-    if (observed.present) return { change: "unchanged", created: known?.created ?? false };
-    // A group is refused in a dry run as in the apply: both ask pacman -Sg (read-only).
-    await refuseGroup(name);
-    if (context.dryRun) {
-      const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+    if (observed.present) {
       return {
+        kind: "nothing",
+        steps: [],
+        result: { change: "unchanged", created: known?.created ?? false },
+      };
+    }
+    if (observed.provider !== undefined) {
+      // pacman -S NAME would do nothing (its provider is installed), and NAME would never be.
+      throw new ResourceError(
+        `Cannot install package "${name}": ${observed.reason}; pacman -S ${name} would install ` +
+          `nothing. Declare the package by its own name (${observed.provider})`,
+      );
+    }
+    // A group is refused in a dry run as in the apply: both plan (pacman -Sg, read-only).
+    await refuseGroup(name);
+    const info = await run(["pacman", "-Si", name], { allowFailure: true, env: ENV });
+    const notFound = `error: package '${name}' was not found`;
+    if (info.code !== 0 && info.stderr.includes(notFound)) {
+      // Unknown to every repository pacman knows: refused, in a dry run as in the apply.
+      throw new ResourceError(
+        `Cannot install package "${name}": unknown package, no repository pacman knows has ` +
+          `it (pacman -Si says "${notFound}"); nothing was installed`,
+      );
+    }
+    return {
+      kind: "install",
+      package: name,
+      steps: [`pacman -S ${name}`],
+      result: {
         change: "created",
         created: true,
         detail: info.code === 0
           ? `install package ${name} (pacman -S; ${observed.reason})`
-          : `install package ${name}: unknown package, no repository pacman knows has it ` +
-            `(pacman -Si: ${info.stderr.trim().split("\n")[0] ?? ""}); the apply would fail`,
-      };
-    }
+          : `install package ${name}: pacman -Si cannot say whether a repository has it (${
+            info.stderr.trim().split("\n")[0] ?? ""
+          }); the apply would try pacman -S`,
+      },
+    };
+  },
+  async act(resource, plan, context) {
+    const { detail: _, ...result } = plan.result;
+    if (plan.kind === "nothing") return result;
+    const name = plan.package;
     await context.store.intend({ id: resource.id, type: "package", subject: name });
     try {
       await run(["pacman", "-S", "--noconfirm", "--needed", name], {
@@ -147,7 +188,7 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation> =
           `(${after.reason}); declare the package by its own name`,
       );
     }
-    return { change: "created", created: true };
+    return result;
   },
   remove() {
     // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host

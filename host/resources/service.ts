@@ -17,8 +17,13 @@
  */
 
 import { type Applier, ResourceError } from "../applier.ts";
-import { type ServiceResource, systemdServiceApplier, type UnitState } from "./service_systemd.ts";
-import { type OpenrcObserved, openrcServiceApplier } from "./service_openrc.ts";
+import {
+  type ServiceResource,
+  type SystemdPlan,
+  systemdServiceApplier,
+  type UnitState,
+} from "./service_systemd.ts";
+import { type OpenrcObserved, type OpenrcPlan, openrcServiceApplier } from "./service_openrc.ts";
 
 export type { ServiceResource } from "./service_systemd.ts";
 
@@ -42,18 +47,34 @@ async function managerOrFail(): Promise<ServiceManager> {
   return found.manager;
 }
 
+/** What the delegate planned, and which delegate it was. */
+export type ServicePlan =
+  | (SystemdPlan & { manager: "systemd" })
+  | (OpenrcPlan & { manager: "openrc" });
+
 /** The `service` applier: systemd or OpenRC, whichever runs this machine. */
-export const serviceApplier: Applier<ServiceResource, ServiceObserved> = {
+export const serviceApplier: Applier<ServiceResource, ServiceObserved, ServicePlan> = {
   async observe(resource, context) {
     const manager = await managerOrFail();
     return manager === "systemd"
       ? { manager, observed: await systemdServiceApplier.observe(resource, context) }
       : { manager, observed: await openrcServiceApplier.observe(resource, context) };
   },
-  async apply(resource, observed, context) {
+  async plan(resource, observed, context): Promise<ServicePlan> {
     return observed.manager === "systemd"
-      ? await systemdServiceApplier.apply(resource, observed.observed, context)
-      : await openrcServiceApplier.apply(resource, observed.observed, context);
+      ? {
+        manager: "systemd",
+        ...await systemdServiceApplier.plan(resource, observed.observed, context),
+      }
+      : {
+        manager: "openrc",
+        ...await openrcServiceApplier.plan(resource, observed.observed, context),
+      };
+  },
+  async act(resource, plan, context) {
+    return plan.manager === "systemd"
+      ? await systemdServiceApplier.act(resource, plan, context)
+      : await openrcServiceApplier.act(resource, plan, context);
   },
   remove() {
     // Both managers leave a service leaving the declaration as it is: "forgotten", never

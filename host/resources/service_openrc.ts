@@ -41,7 +41,8 @@
  * OpenRC's own start-stop-daemon would have said. A crashed service is reset with
  * `rc-service NAME zap` (its daemon is gone; only OpenRC's record says otherwise) and started.
  *
- * Every change is read back (the status again, the words of rc-update): `start` of a service
+ * The plan ({@linkcode OpenrcPlan}) is judged from the status and the runlevel before anything is
+ * done; a dry run stops there. Every change is read back (the status again, the words of rc-update): `start` of a service
  * OpenRC believes started exits 0 having started nothing.
  *
  * @module
@@ -51,7 +52,13 @@ import type { z } from "zod";
 import { join } from "node:path";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { type Applier, type ApplyContext, type Converged, ResourceError } from "../applier.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Converged,
+  type Plan,
+  ResourceError,
+} from "../applier.ts";
 import type { Service } from "../declaration.ts";
 
 /** A `service` resource. */
@@ -215,7 +222,7 @@ async function runlevelOf(context: ApplyContext): Promise<Set<string>> {
  * One command that changes something. It must exit 0 and, when `expect` is given, say so in
  * those words; whether it did what was asked is read back afterwards either way.
  */
-async function act(argv: string[], expect?: RegExp): Promise<CommandOutput> {
+async function change(argv: string[], expect?: RegExp): Promise<CommandOutput> {
   let out: CommandOutput;
   try {
     out = await run(argv, { env: ENV, allowFailure: true });
@@ -239,10 +246,29 @@ export interface OpenrcOptions {
   svcdir?: string;
 }
 
+/**
+ * What the OpenRC applier will do to one service, decided from its status and runlevel
+ * (read-only), in the order `act` takes the steps: boot state, then running state.
+ */
+export interface OpenrcPlan extends Plan {
+  /** `rc-update add` or `rc-update del` (runlevel {@linkcode RUNLEVEL}), and why. */
+  boot?: { verb: "add" | "del"; why: string };
+  /** `rc-service NAME zap`, `start`, `stop`, in order, and why. */
+  run?: { verbs: ("zap" | "start" | "stop")[]; why: string };
+}
+
+/** The steps of an OpenRC plan, said in a few words. */
+function stepsOf(name: string, plan: Pick<OpenrcPlan, "boot" | "run">): string[] {
+  return [
+    ...(plan.boot ? [`rc-update ${plan.boot.verb} ${name} ${RUNLEVEL}`] : []),
+    ...(plan.run?.verbs ?? []).map((v) => `rc-service ${name} ${v}`),
+  ];
+}
+
 /** The `service` applier for machines OpenRC runs, reading OpenRC's state from `svcdir`. */
 export function openrcServiceApplierAt(
   options: OpenrcOptions = {},
-): Applier<ServiceResource, OpenrcObserved> {
+): Applier<ServiceResource, OpenrcObserved, OpenrcPlan> {
   const svcdir = options.svcdir ?? OPENRC_SVCDIR;
   return {
     async observe(resource, context) {
@@ -253,14 +279,26 @@ export function openrcServiceApplierAt(
       return { status, enabled };
     },
 
-    async apply(resource, observed, context): Promise<Converged> {
+    plan(resource, observed, context): Promise<OpenrcPlan> {
       const name = resource.unit;
+      if (
+        observed.status.kind === "missing" && context.dryRun &&
+        context.written.has(`${INIT_DIR}/${name}`)
+      ) {
+        // Its init script would be written earlier in this apply (in an apply it was, and is
+        // observed): a service OpenRC has never run is stopped, which is what the apply will
+        // observe, so it is planned from that (its runlevel as read).
+        observed = {
+          status: {
+            kind: "status",
+            word: "stopped",
+            said: `${INIT_DIR}/${name} would be written: a new service is stopped`,
+          },
+          enabled: observed.enabled,
+        };
+      }
       const status = observed.status;
       if (status.kind === "missing") {
-        if (context.dryRun && context.written.has(`${INIT_DIR}/${name}`)) {
-          // Its init script would be written earlier in this apply: it would then be converged.
-          return { change: "updated", created: false };
-        }
         throw new ResourceError(
           `Service "${name}" does not exist: OpenRC has no init script ${INIT_DIR}/${name} ` +
             `(${status.said}); a missing service is never "stopped"${
@@ -286,40 +324,57 @@ export function openrcServiceApplierAt(
       }
 
       // Judge everything before doing anything.
-      const boot = resource.boot === "enabled" && !observed.enabled
-        ? "add"
+      const verb = resource.boot === "enabled" && !observed.enabled
+        ? "add" as const
         : resource.boot === "disabled" && observed.enabled
-        ? "del"
+        ? "del" as const
         : undefined;
-      const steps: string[][] = [];
+      const verbs: ("zap" | "start" | "stop")[] = [];
       if (resource.state === "running") {
-        if (word === "crashed") steps.push(["zap"], ["start"]);
-        else if (word !== "started") steps.push(["start"]); // stopped, inactive
+        if (word === "crashed") verbs.push("zap", "start");
+        else if (word !== "started") verbs.push("start"); // stopped, inactive
       } else {
-        if (word === "crashed") steps.push(["zap"]); // its daemon is gone: reset the record
-        else if (word !== "stopped") steps.push(["stop"]); // started, inactive
+        if (word === "crashed") verbs.push("zap"); // its daemon is gone: reset the record
+        else if (word !== "stopped") verbs.push("stop"); // started, inactive
       }
-      if (boot === undefined && steps.length === 0) return { change: "unchanged", created: false };
-      if (context.dryRun) {
-        return {
-          change: "updated",
+      const plan = {
+        ...(verb !== undefined
+          ? {
+            boot: {
+              verb,
+              why: `boot ${observed.enabled ? "enabled" : "disabled"} -> ${resource.boot}`,
+            },
+          }
+          : {}),
+        ...(verbs.length > 0
+          ? {
+            run: {
+              verbs,
+              why: `state ${word} -> ${resource.state} (rc-service ${name} ${verbs.join(", ")})`,
+            },
+          }
+          : {}),
+      };
+      const detail = [plan.boot?.why, plan.run?.why].filter((w) => w !== undefined);
+      return Promise.resolve({
+        ...plan,
+        steps: stepsOf(name, plan),
+        result: {
+          change: detail.length > 0 ? "updated" : "unchanged",
           created: false,
-          detail: [
-            ...(boot !== undefined
-              ? [`boot ${observed.enabled ? "enabled" : "disabled"} -> ${resource.boot}`]
-              : []),
-            ...(steps.length > 0
-              ? [`state ${word} -> ${resource.state} (rc-service ${name} ${steps.join(", ")})`]
-              : []),
-          ].join("\n"),
-        };
-      }
+          ...(detail.length > 0 ? { detail: detail.join("\n") } : {}),
+        },
+      });
+    },
 
+    async act(resource, plan, context): Promise<Converged> {
+      const name = resource.unit;
+      const { detail: _, ...result } = plan.result;
       // Boot state first (docs/design.md, "Declaration").
-      if (boot !== undefined) {
+      if (plan.boot !== undefined) {
         const names = await runlevelOf(context);
-        if (boot === "add") {
-          await act(
+        if (plan.boot.verb === "add") {
+          await change(
             ["rc-update", "add", "--", name, RUNLEVEL],
             new RegExp(
               `service ${escape(name)} added to runlevel ${RUNLEVEL}|` +
@@ -328,24 +383,24 @@ export function openrcServiceApplierAt(
           );
           names.add(name);
         } else {
-          await act(
+          await change(
             ["rc-update", "del", "--", name, RUNLEVEL],
             new RegExp(`service ${escape(name)} removed from runlevel ${RUNLEVEL}`),
           );
           names.delete(name);
         }
       }
-      for (const [verb] of steps) {
+      for (const verb of plan.run?.verbs ?? []) {
         // `start` of a service OpenRC believes started says "WARNING: NAME has already been
         // started" and exits 0: what start and stop did is read back below, not from here.
-        await act(
-          ["rc-service", "--", name, verb!],
+        await change(
+          ["rc-service", "--", name, verb],
           verb === "zap" ? new RegExp(`resetting ${escape(name)} to stopped state`) : undefined,
         );
       }
 
       // Read back: OpenRC must now say what was declared.
-      if (steps.length > 0) {
+      if (plan.run !== undefined) {
         const now = await statusOf(name, svcdir);
         const want = resource.state === "running" ? "started" : "stopped";
         if (now.kind !== "status" || now.word !== want) {
@@ -358,7 +413,7 @@ export function openrcServiceApplierAt(
           );
         }
       }
-      return { change: "updated", created: false };
+      return result;
     },
 
     remove() {
@@ -370,5 +425,5 @@ export function openrcServiceApplierAt(
 }
 
 /** The `service` applier for machines OpenRC runs. */
-export const openrcServiceApplier: Applier<ServiceResource, OpenrcObserved> =
+export const openrcServiceApplier: Applier<ServiceResource, OpenrcObserved, OpenrcPlan> =
   openrcServiceApplierAt();

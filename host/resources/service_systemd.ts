@@ -44,9 +44,11 @@
  * Boot state is made true before the unit is started or stopped: if the apply dies between the
  * two, enabled-and-stopped comes back at the next boot and running-and-disabled does not.
  *
- * `systemctl daemon-reload` runs when this apply wrote a path under a unit directory
- * ({@linkcode UNIT_DIRECTORIES}) that has not been reloaded yet in this apply, before the
- * unit's state is judged: a changed unit file is not what systemd runs until then.
+ * The plan ({@linkcode SystemdPlan}) is judged from `systemctl show` before anything is done,
+ * and a dry run stops there. `systemctl daemon-reload` is its first step when this apply wrote
+ * (or, in a dry run, would write) a path under a unit directory ({@linkcode UNIT_DIRECTORIES})
+ * not reloaded yet in this apply: a changed unit file is not what systemd runs until then, so
+ * after the reload the unit is read and judged again and that judgement is executed.
  *
  * @module
  */
@@ -54,7 +56,13 @@
 import type { z } from "zod";
 import { basename } from "node:path";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
-import { type Applier, type ApplyContext, type Converged, ResourceError } from "../applier.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Converged,
+  type Plan,
+  ResourceError,
+} from "../applier.ts";
 import type { Service } from "../declaration.ts";
 import { aliasOnlyReason, readInstallSection } from "../../lib/unit_install.ts";
 
@@ -379,7 +387,7 @@ function isMasked(s: UnitState): boolean {
 }
 
 /** One systemctl command that changes something; fails with what it said. */
-async function act(args: string[], unit: string): Promise<CommandOutput> {
+async function systemctl(args: string[], unit: string): Promise<CommandOutput> {
   const argv = ["systemctl", "--no-ask-password", ...args, "--", unit];
   try {
     return await run(argv, { env: ENV });
@@ -474,7 +482,7 @@ async function verify(resource: ServiceResource, context: ApplyContext): Promise
   let s = await stateOf(resource.unit, context);
   if (resource.boot === "disabled" && s.unitFile === "enabled-runtime") {
     // Enabled both in /etc and in /run: `disable` removed the first, the second remains.
-    await act(["disable", "--runtime"], resource.unit);
+    await systemctl(["disable", "--runtime"], resource.unit);
     cacheOf(context).states = undefined;
     s = await stateOf(resource.unit, context);
   }
@@ -508,84 +516,153 @@ async function verify(resource: ServiceResource, context: ApplyContext): Promise
   return s;
 }
 
+/**
+ * What the systemd applier will do to one unit, decided from `systemctl show` (read-only), in
+ * the order `act` takes the steps: reload the manager, then boot state, then running state.
+ */
+export interface SystemdPlan extends Plan {
+  /**
+   * Unit-directory paths this apply writes (or wrote) that systemd has not read: `systemctl
+   * daemon-reload` first. systemd cannot say what a changed unit file means until it has read
+   * it, so after the reload the unit is read and judged again, and what that judgement says is
+   * done (the one step of a plan that is completed by the effect before it).
+   */
+  reload?: string[];
+  /** `systemctl enable` / `disable` / `disable --runtime`, and why. */
+  boot?: { args: string[]; why: string };
+  /** `systemctl start` / `stop`, and why. */
+  run?: { args: string[]; why: string };
+}
+
+/**
+ * Judges a unit systemd has read: what has to be done to its boot and running states. Fails
+ * when it cannot be converged (everything is judged before anything is done: a unit that cannot
+ * be converged is not half-converged).
+ */
+async function judge(
+  resource: ServiceResource,
+  s: UnitState,
+): Promise<Pick<SystemdPlan, "boot" | "run">> {
+  requireLoadable(s);
+  const boot = bootAction(s, resource.boot);
+  if (boot?.[0] === "enable") await assertEnablePulls(s);
+  const runs = runAction(s, resource.state);
+  return {
+    ...(boot !== undefined
+      ? { boot: { args: boot, why: `boot ${s.unitFile} -> ${resource.boot}` } }
+      : {}),
+    ...(runs !== undefined
+      ? { run: { args: runs, why: `state ${s.active} (${s.sub}) -> ${resource.state}` } }
+      : {}),
+  };
+}
+
+/** The steps of a plan, said in a few words. */
+function stepsOf(plan: Pick<SystemdPlan, "reload" | "boot" | "run">): string[] {
+  return [
+    ...(plan.reload ? ["systemctl daemon-reload"] : []),
+    ...(plan.boot ? [`systemctl ${plan.boot.args.join(" ")}`] : []),
+    ...(plan.run ? [`systemctl ${plan.run.args.join(" ")}`] : []),
+  ];
+}
+
 /** The `service` applier for machines systemd runs. */
-export const systemdServiceApplier: Applier<ServiceResource, UnitState> = {
+export const systemdServiceApplier: Applier<ServiceResource, UnitState, SystemdPlan> = {
   observe(resource, context) {
     return stateOf(resource.unit, context);
   },
 
-  async apply(resource, observed, context): Promise<Converged> {
-    const cache = cacheOf(context);
-    let s = observed;
-    let changed = false;
-
+  async plan(resource, s, context): Promise<SystemdPlan> {
     const pending = unreloaded(context);
+    // Bookkeeping, not an effect: the next service resource does not plan this reload again.
+    for (const p of pending) cacheOf(context).reloaded.add(p);
+    const reload = pending.length > 0 ? { reload: pending } : {};
+    const reloadSaid = pending.length > 0
+      ? [`systemctl daemon-reload (unit files changed: ${pending.join(", ")})`]
+      : [];
     if (pending.length > 0) {
-      for (const p of pending) cache.reloaded.add(p);
-      changed = true;
-      if (context.dryRun) {
-        // Not reloaded, so systemd cannot say yet what the written unit file holds. A unit
-        // whose file this apply would write is not missing: it would be loaded and converged.
-        if (s.load === "not-found" && pending.some((p) => basename(p) === unitName(s.unit))) {
-          return { change: "updated", created: false };
-        }
-      } else {
-        try {
-          await run(["systemctl", "--no-ask-password", "daemon-reload"], { env: ENV });
-        } catch (error) {
-          throw new ResourceError(
-            `Cannot reload systemd after unit files changed (${pending.join(", ")}): ${
-              error instanceof Error ? error.message : String(error)
-            }`,
-            { cause: error },
-          );
-        }
-        cache.states = undefined;
-        s = await stateOf(resource.unit, context);
+      // systemd has not read what this apply writes: the unit is judged again after the
+      // reload. What it says now is told, when it can be judged at all (a unit whose file
+      // this apply writes may not be loaded yet).
+      if (s.load === "not-found" && !pending.some((p) => basename(p) === unitName(s.unit))) {
+        requireLoadable(s); // missing, and nothing written here makes it: fails
       }
-    }
-
-    // Everything is judged before anything is done: a unit that cannot be converged is not
-    // half-converged.
-    requireLoadable(s);
-    const boot = bootAction(s, resource.boot);
-    if (boot?.[0] === "enable") await assertEnablePulls(s);
-    const runs = runAction(s, resource.state);
-    if (boot === undefined && runs === undefined) {
+      let now = ["its unit file is new: judged once systemd has read it"];
+      if (s.load !== "not-found") {
+        try {
+          const judged = await judge(resource, s);
+          now = [judged.boot?.why, judged.run?.why].filter((w) => w !== undefined);
+          if (now.length === 0) now = ["nothing else to change, as systemd reads it now"];
+        } catch (error) {
+          now = [`as systemd reads it now: ${error instanceof Error ? error.message : error}`];
+        }
+      }
       return {
+        ...reload,
+        steps: [...stepsOf(reload), "converge the unit as systemd reads it after the reload"],
+        result: {
+          change: "updated",
+          created: false,
+          detail: [...reloadSaid, `then converge ${s.unit} as systemd reads it`, ...now].join(
+            "\n",
+          ),
+        },
+      };
+    }
+    const plan = await judge(resource, s);
+    const changed = plan.boot !== undefined || plan.run !== undefined;
+    const detail = [
+      ...(plan.boot ? [plan.boot.why] : []),
+      ...(plan.run ? [plan.run.why] : []),
+    ];
+    return {
+      ...plan,
+      steps: stepsOf(plan),
+      result: {
         change: changed ? "updated" : "unchanged",
         created: false,
-        ...(context.dryRun && changed
-          ? { detail: "systemctl daemon-reload (its unit file changed)" }
-          : {}),
-      };
+        ...(detail.length > 0 ? { detail: detail.join("\n") } : {}),
+      },
+    };
+  },
+
+  async act(resource, plan, context): Promise<Converged> {
+    const cache = cacheOf(context);
+    let steps: Pick<SystemdPlan, "boot" | "run"> = plan;
+    if (plan.reload !== undefined) {
+      try {
+        await run(["systemctl", "--no-ask-password", "daemon-reload"], { env: ENV });
+      } catch (error) {
+        throw new ResourceError(
+          `Cannot reload systemd after unit files changed (${plan.reload.join(", ")}): ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { cause: error },
+        );
+      }
+      // What systemd reads now decides the rest (see SystemdPlan.reload).
+      cache.states = undefined;
+      steps = await judge(resource, await stateOf(resource.unit, context));
     }
-    if (context.dryRun) {
-      return {
-        change: "updated",
-        created: false,
-        detail: [
-          ...(boot !== undefined ? [`boot ${s.unitFile} -> ${resource.boot}`] : []),
-          ...(runs !== undefined ? [`state ${s.active} (${s.sub}) -> ${resource.state}`] : []),
-        ].join("\n"),
-      };
-    }
+    const { detail: _, ...result } = plan.result;
+    if (steps.boot === undefined && steps.run === undefined) return result;
 
     // Boot state first (docs/design.md, "Declaration").
-    if (boot !== undefined) {
+    if (steps.boot !== undefined) {
       cache.states = undefined; // this applier is changing something: ask again after
-      const out = await act(boot, resource.unit);
+      const args = steps.boot.args;
+      const out = await systemctl(args, resource.unit);
       const said = `${out.stdout}\n${out.stderr}`;
       if (/no installation config/i.test(said)) {
         throw new ResourceError(
-          `systemctl ${boot.join(" ")} ${resource.unit} exited 0 but enabled nothing: it says ` +
+          `systemctl ${args.join(" ")} ${resource.unit} exited 0 but enabled nothing: it says ` +
             `the unit has no installation config ([Install] section): ${clip(said.trim())}`,
         );
       }
     }
-    if (runs !== undefined) {
+    if (steps.run !== undefined) {
       cache.states = undefined;
-      await act(runs, resource.unit);
+      await systemctl(steps.run.args, resource.unit);
     }
     await verify(resource, context);
     return { change: "updated", created: false };

@@ -3,7 +3,9 @@
  * it exists for: on this VM (Debian, no service manager booted it, podman answers) the path
  * appliers, the container applier and the action applier; in the systemd and OpenRC lab
  * machines the service applier (each manager), the dpkg package applier and the path appliers
- * again, through tests/host/contract_lab_entry.ts run inside the machine.
+ * again, through tests/host/contract_lab_entry.ts run inside the machine. The pacman and apk
+ * package appliers run it in tests/host/package_test.ts, beside the fixtures that make them
+ * real (a private pacman configuration) or recorded (a fake apk replaying apk's outputs).
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
@@ -135,6 +137,16 @@ for (const kind of ["systemd", "openrc"] as const) {
         for (const c of ["service", "package", "directory", "file"]) {
           assert(r.stdout.includes(`ok ${c} on ${kind}`), r.stdout);
         }
+        // The plans the dry run and the apply agreed on, from nothing and over drift.
+        const service = kind === "systemd"
+          ? ["systemctl enable, systemctl start", "systemctl start"]
+          : [
+            "rc-update add meshcontract default, rc-service meshcontract start",
+            "rc-service meshcontract start",
+          ];
+        assert(r.stdout.includes(`apply updated, plan [${service[0]}]`), r.stdout);
+        assert(r.stdout.includes(`apply updated, plan [${service[1]}]`), r.stdout);
+        assert(r.stdout.includes("apply created, plan [apt-get install hello]"), r.stdout);
       } finally {
         await m.destroy();
       }

@@ -390,6 +390,18 @@ Deno.test("a dry run changes nothing and says what would", async () => {
       dryRun: true,
     });
     assertEquals(change(dryChange, "web"), "updated");
+    // Why it would be replaced: what the runtime shows that differs, env by name only.
+    const why = dryChange.changes.find((c) => c.id === "web")?.detail ?? "";
+    assertStringIncludes(why, `replace container "${name}": environment X changed`);
+    assert(!why.includes("X=1"), why);
+    const other = (await image()).replace(/@sha256:[0-9a-f]{64}$/, `@sha256:${"0".repeat(64)}`);
+    const dryImage = await f.apply([await f.container("web", name, { image: other })], {
+      dryRun: true,
+    });
+    assertStringIncludes(
+      dryImage.changes.find((c) => c.id === "web")?.detail ?? "",
+      `-> ${other}`,
+    );
     const dryRemove = await f.apply([], { dryRun: true });
     assertEquals(change(dryRemove, "web"), "removed");
     const still = await inspect(name);
@@ -408,7 +420,7 @@ Deno.test("an image not pinned by digest is refused by the schema and by the app
   });
   const runtime = await containerRuntime();
   try {
-    await containerApplier.apply(
+    await containerApplier.plan(
       { id: "web", type: "container", name: "meshct-unpinned", image: "busybox:latest" },
       { runtime, state: undefined },
       { dryRun: true } as ApplyContext,

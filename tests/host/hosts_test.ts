@@ -294,7 +294,8 @@ Deno.test("android's unreachable appliers throw unsupported rather than answer",
     // deno-lint-ignore no-explicit-any
     const anyApplier = applier as any;
     await assertRejects(() => anyApplier.observe({}, {}), UnsupportedError);
-    await assertRejects(() => anyApplier.apply({}, {}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.plan({}, {}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.act({}, {}, {}), UnsupportedError);
     await assertRejects(() => anyApplier.remove({}, {}), UnsupportedError);
   }
 });

@@ -21,6 +21,26 @@ import { denoRun } from "../support/mod.ts";
 import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
 import { queryDpkg } from "../../host/resources/package_dpkg.ts";
+import { runContract } from "./contract.ts";
+import { arch } from "../../systems/arch.ts";
+import { alpine } from "../../systems/alpine.ts";
+
+/**
+ * Runs `fn` with `PATH` (and the other variables of `env`) set in this process, for the generic
+ * contract, which applies in-process; restores them after.
+ */
+async function withEnv<T>(env: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, Deno.env.get(k)]));
+  for (const [k, v] of Object.entries(env)) Deno.env.set(k, v);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) Deno.env.delete(k);
+      else Deno.env.set(k, v);
+    }
+  }
+}
 
 interface ApplyResult {
   outcome: "applied" | "refused" | "failed";
@@ -616,7 +636,9 @@ Deno.test("package contract: pacman, for real with a private configuration", asy
       small: "meshhello",
       preinstalled: "meshpre",
       missing: "meshnosuch",
-      missingSays: /error: target not found: meshnosuch/,
+      // Refused by the plan, which asks pacman -Si: in a dry run as in the apply.
+      missingSays:
+        /Cannot install package "meshnosuch": unknown package, no repository pacman knows has it \(pacman -Si says "error: package 'meshnosuch' was not found"\)/,
       scratch: `${dir}/scratch/after`,
       installs: /^pacman -S\s/,
       uninstalls: /^pacman -R/,
@@ -634,12 +656,33 @@ Deno.test("package contract: pacman, for real with a private configuration", asy
     };
     await contract(t, s);
 
+    await t.step("the generic applier contract (tests/host/contract.ts)", async () => {
+      const seen = await withEnv({ PATH: path }, () =>
+        runContract({
+          name: "package on pacman",
+          system: arch,
+          resource: { id: "pkg", type: "package", package: "meshother" },
+          snapshot: async () =>
+            `${await s.installed("meshother")} ${
+              (await run(["/usr/bin/pacman", "--config", `${dir}/pacman.conf`, "-Q"], {
+                allowFailure: true,
+              })).stdout
+            }`,
+          drift: async () => void await byHand("-R", "--noconfirm", "meshother"),
+          removeByHand: async () => void await byHand("-R", "--noconfirm", "meshother"),
+        }, `${dir}/contract-state`));
+      assertEquals(seen.length, 6, seen.join("\n"));
+      assertStringIncludes(seen.join("\n"), "plan [pacman -S meshother]");
+    });
+
     await t.step("a virtual name answered by its provider is not present: fails", async () => {
       await byHand("-S", "--noconfirm", "meshprov");
       const q = await run(["pacman", "-Q", "meshvirt"], { env: { PATH: path, LC_ALL: "C" } });
       assertEquals(q.stdout.trim(), "meshprov 1.0-1", "pacman -Q answers with the provider");
+      // Refused by the plan: the dry run fails as the apply does.
       const dry = await s.apply([pkg("virt", "meshvirt")], { dryRun: true });
-      assertEquals(changeOf(dry, "virt"), "created", show(dry));
+      assertEquals([dry.outcome, dry.applied], ["failed", 0], show(dry));
+      assertStringIncludes(dry.problems[0]!.message, "meshprov provides meshvirt");
       const r = await s.apply([pkg("virt", "meshvirt")]);
       assertEquals([r.outcome, r.applied], ["failed", 0], show(r));
       assertStringIncludes(r.problems[0]!.message, "meshprov provides meshvirt");
@@ -650,15 +693,15 @@ Deno.test("package contract: pacman, for real with a private configuration", asy
       const dry = await s.apply([pkg("group", "meshgroup")], { dryRun: true });
       assertEquals([dry.outcome, dry.applied], ["failed", 0], show(dry));
       assertStringIncludes(dry.problems[0]!.message, "is a package group (pacman -Sg: meshgrp1)");
-      // A package no repository has is named as unknown in the dry run's detail.
+      // A package no repository has is refused by the plan: the dry run fails as the apply.
       const unknown = await s.apply([pkg("nope", "meshnosuch")], { dryRun: true });
-      const said = unknown.changes[0] as { change: string; detail?: string };
-      assertEquals(said.change, "created", show(unknown));
-      assertStringIncludes(said.detail ?? "", "unknown package");
+      assertEquals([unknown.outcome, unknown.applied], ["failed", 0], show(unknown));
+      assertStringIncludes(unknown.problems[0]!.message, "unknown package");
       const known = await s.apply([pkg("other", "meshother")], { dryRun: true });
       assertStringIncludes(
-        (known.changes[0] as { detail?: string }).detail ?? "",
+        (known.changes.find((c) => c.id === "other") as { detail?: string }).detail ?? "",
         "install package meshother (pacman -S",
+        show(known),
       );
       const r = await s.apply([pkg("group", "meshgroup")]);
       assertEquals([r.outcome, r.applied], ["failed", 0], show(r));
@@ -857,6 +900,20 @@ Deno.test("package contract: apk, from recorded outputs (a fake apk first on PAT
       },
     };
     await contract(t, s);
+
+    await t.step("the generic applier contract (tests/host/contract.ts)", async () => {
+      const seen = await withEnv(env(), () =>
+        runContract({
+          name: "package on apk",
+          system: alpine,
+          resource: { id: "pkg", type: "package", package: "mesh-other" },
+          snapshot: () => Deno.readTextFile(`${state}/installed`),
+          drift: () => s.removeByHand("mesh-other"),
+          removeByHand: () => s.removeByHand("mesh-other"),
+        }, `${dir}/contract-state`));
+      assertEquals(seen.length, 6, seen.join("\n"));
+      assertStringIncludes(seen.join("\n"), "plan [apk add mesh-other]");
+    });
 
     await t.step("absence as apk-info(8) has it today (exit 1) is absent too", async () => {
       await Deno.writeTextFile(`${state}/absent`, "absentExit1\n");

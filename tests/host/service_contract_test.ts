@@ -360,6 +360,31 @@ async function contract(t: Deno.TestContext, m: LabMachine, d: Driver): Promise<
   await t.step(
     "running and enabled from scratch: unit written, then enabled, then started",
     async () => {
+      // The dry run first, its unit files not written yet: systemd plans a daemon-reload and a
+      // judgement after it (updated, both); OpenRC plans a new service as stopped, which it
+      // will be (meshidle unchanged, as in the apply). Nothing changes, no command that changes
+      // anything runs.
+      const dry = await apply(m, "life", declared("running", "enabled"), { dryRun: true });
+      assertEquals(dry.result.outcome, "applied", JSON.stringify(dry.result));
+      assertEquals(changeOf(dry.result, "svc-meshtest"), "updated");
+      assertEquals(
+        changeOf(dry.result, "svc-meshidle"),
+        d.kind === "systemd" ? "updated" : "unchanged",
+      );
+      const said = (dry.result.changes.find((c) => c.id === "svc-meshtest") as {
+        detail?: string;
+      }).detail ?? "";
+      assertStringIncludes(
+        said,
+        d.kind === "systemd"
+          ? "systemctl daemon-reload"
+          : "boot disabled -> enabled\nstate stopped",
+      );
+      assertEquals(
+        dry.calls.filter((c) => d.isBootChange(c) || d.isRunChange(c) || /daemon-reload/.test(c)),
+        [],
+      );
+      assert(!(await d.running(m, "meshtest", "infinity")), "the dry run started meshtest");
       const r = await apply(m, "life", declared("running", "enabled"));
       assertEquals(r.code, 0, JSON.stringify(r.result));
       assertEquals(r.result.outcome, "applied");
