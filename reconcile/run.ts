@@ -127,6 +127,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       timeoutMs,
       listeners: sockets.listeners,
       runtimes: options.runtimes,
+      ...(containers.podmanIds ? { podmanIds: containers.podmanIds } : {}),
     }),
   ]);
   const repoObserved = await repo;
