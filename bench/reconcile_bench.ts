@@ -94,6 +94,11 @@ interface Sample {
   rssKiB: number;
   /** Wall milliseconds measured by this script around the spawn (includes `time` itself). */
   clockMs: number;
+  /**
+   * `%U + %S`: CPU seconds, user and system, of the command and the children it waited for (a
+   * shared machine's load stretches wall time; this much less).
+   */
+  cpuS: number;
   code: number;
   stdout: string;
   stderr: string;
@@ -101,13 +106,21 @@ interface Sample {
 
 async function timed(argv: string[], timeFile: string): Promise<Sample> {
   const started = performance.now();
-  const out = await exec([TIME, "-f", "%e %M", "-o", timeFile, ...argv], { allowFailure: true });
+  const out = await exec([TIME, "-f", "%e %M %U %S", "-o", timeFile, ...argv], {
+    allowFailure: true,
+  });
   const clockMs = performance.now() - started;
   // On a non-zero exit GNU time writes "Command exited with non-zero status N" first.
   const last = (await Deno.readTextFile(timeFile)).trim().split("\n").pop() ?? "";
-  const m = /^(\d+(?:\.\d+)?) (\d+)$/.exec(last);
+  const m = /^(\d+(?:\.\d+)?) (\d+) (\d+(?:\.\d+)?) (\d+(?:\.\d+)?)$/.exec(last);
   if (!m) throw new Error(`unexpected ${TIME} output "${last}" for ${argv.join(" ")}`);
-  return { wallS: Number(m[1]), rssKiB: Number(m[2]), clockMs, ...out };
+  return {
+    wallS: Number(m[1]),
+    rssKiB: Number(m[2]),
+    cpuS: Number(m[3]) + Number(m[4]),
+    clockMs,
+    ...out,
+  };
 }
 
 function reconcileArgv(...args: string[]): string[] {
@@ -457,14 +470,16 @@ const PROBES = {
 
 function table(rows: Row[]): string {
   const lines = [
-    "| command | entries | accounts | runs | median wall s (`%e`) | median wall ms (clock) | peak RSS MiB (`%M`, median) | subprocesses | exit (findings) | wall / peer | wall / probes |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    "| command | entries | accounts | runs | median wall s (`%e`) | median wall ms (clock) | median CPU s (`%U+%S`) | peak RSS MiB (`%M`, median) | subprocesses | exit (findings) | wall / peer | wall / probes | CPU / probes |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
   ];
   for (const r of rows) {
     const clock = median(r.samples.map((s) => s.clockMs));
-    const versus = (label: string | undefined) => {
+    const cpu = median(r.samples.map((s) => s.cpuS));
+    const versus = (label: string | undefined, of: "clockMs" | "cpuS" = "clockMs") => {
       const peer = label === undefined ? undefined : rows.find((p) => p.label === label);
-      return peer ? `${(clock / median(peer.samples.map((s) => s.clockMs))).toFixed(1)}×` : "—";
+      const mine = of === "clockMs" ? clock : cpu;
+      return peer ? `${(mine / median(peer.samples.map((s) => s[of]))).toFixed(1)}×` : "—";
     };
     const exits = r.kind === "reconcile"
       ? `${spread(r.exitCodes)} (${spread(r.findings)})`
@@ -472,9 +487,11 @@ function table(rows: Row[]): string {
     lines.push(
       `| ${r.label} | ${r.entries ?? "—"} | ${r.accounts} | ${r.samples.length} | ${
         median(r.samples.map((s) => s.wallS)).toFixed(2)
-      } | ${clock.toFixed(0)} | ${(median(r.samples.map((s) => s.rssKiB)) / 1024).toFixed(1)} | ${
-        r.subprocesses.length ? spread(r.subprocesses) : "—"
-      } | ${exits} | ${versus(r.peer)} | ${versus(r.probes)} |`,
+      } | ${clock.toFixed(0)} | ${cpu.toFixed(2)} | ${
+        (median(r.samples.map((s) => s.rssKiB)) / 1024).toFixed(1)
+      } | ${r.subprocesses.length ? spread(r.subprocesses) : "—"} | ${exits} | ${
+        versus(r.peer)
+      } | ${versus(r.probes)} | ${versus(r.probes, "cpuS")} |`,
     );
   }
   return lines.join("\n");
@@ -747,10 +764,11 @@ async function main() {
     JSON.stringify(
       rows.map((r) => ({
         ...r,
-        samples: r.samples.map(({ wallS, rssKiB, clockMs, code }) => ({
+        samples: r.samples.map(({ wallS, rssKiB, clockMs, cpuS, code }) => ({
           wallS,
           rssKiB,
           clockMs,
+          cpuS,
           code,
         })),
       })),
