@@ -340,7 +340,8 @@ export async function loadRegistry(file: string): Promise<Registry> {
 }
 
 /**
- * Validates registry text. `file` is used only in messages.
+ * Validates registry text. `file` is used only in messages. Linear in the text, problems
+ * included (`bench/registry_parse_bench.ts`).
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
  */
@@ -520,7 +521,7 @@ function positionOf(
  * Runs `parse` (synchronous) with `process.env` replaced by a plain object holding the two
  * variables the `yaml` package reads, and puts it back. The package's Node build reads
  * `process.env.LOG_TOKENS` for every token and `LOG_STREAM` for every document part; under Deno
- * each read is a call into the runtime (`op_get_env`), about a tenth of a large registry's parse.
+ * each read is a call into the runtime (`op_get_env`): 4-7 % of a large registry's parse.
  * Nothing else runs while `parse` does, and the variables keep their values.
  */
 function quietly<T>(parse: () => T): T {
