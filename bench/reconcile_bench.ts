@@ -2,7 +2,10 @@
  * Benchmark of `mesh-reconcile run --json` on a busy machine, and proof that its subprocess
  * count grows with the registry's accounts, not with its entries.
  *
- * Run as root from the repository root: `deno run -A bench/reconcile_bench.ts [--runs N]`.
+ * Run as root from the repository root: `deno run -A bench/reconcile_bench.ts [--runs N]
+ * [--hold FILE] [--cpu-prof DIR]`. `--hold FILE` keeps the fixtures up once set (the registries'
+ * paths written to FILE) until FILE is removed, for profiling by hand; `--cpu-prof DIR` writes a
+ * CPU profile of one run per registry (`deno run --cpu-prof`) to DIR before measuring.
  *
  * What it sets up (and removes again, even on failure or Ctrl-C):
  * - the machine's own state, adopted first with `reconcile/main.ts init --caddy-admin none`;
@@ -14,10 +17,12 @@
  *   `daemon` claiming the 200 helper ports), and a 10-entry one; each with 1 and 2 accounts.
  *
  * What it measures, each command `--runs` times (after one unrecorded warm-up) under
- * `/usr/bin/time -f '%e %M'`: `mesh-reconcile run --json --caddy-admin none` per registry, the
- * peer (the raw observation commands alone: `podman ps --format json` per account plus
- * `ss -Htln`, run concurrently as mesh-reconcile does), and `check-registry` (startup and
- * parsing, no observation). It prints a Markdown table and writes it, with the raw samples, to
+ * `/usr/bin/time -f '%e %M'`: `mesh-reconcile run --json --caddy-admin none` per registry (and
+ * once with `--boot none`), the peer (the raw observation commands of the first version, without
+ * the boot view: `podman ps --format json` per account plus `ss -Htln`, concurrently), the
+ * probes (the raw commands a run with the boot view needs: per account `podman ps` then one
+ * `podman container inspect` of all, plus `ss -Htlnp`, concurrently), and `check-registry`
+ * (startup and parsing, no observation). It prints a Markdown table and writes it, with the raw samples, to
  * `bench/out/`.
  *
  * @module
@@ -89,6 +94,11 @@ interface Sample {
   rssKiB: number;
   /** Wall milliseconds measured by this script around the spawn (includes `time` itself). */
   clockMs: number;
+  /**
+   * `%U + %S`: CPU seconds, user and system, of the command and the children it waited for (a
+   * shared machine's load stretches wall time; this much less).
+   */
+  cpuS: number;
   code: number;
   stdout: string;
   stderr: string;
@@ -96,13 +106,21 @@ interface Sample {
 
 async function timed(argv: string[], timeFile: string): Promise<Sample> {
   const started = performance.now();
-  const out = await exec([TIME, "-f", "%e %M", "-o", timeFile, ...argv], { allowFailure: true });
+  const out = await exec([TIME, "-f", "%e %M %U %S", "-o", timeFile, ...argv], {
+    allowFailure: true,
+  });
   const clockMs = performance.now() - started;
   // On a non-zero exit GNU time writes "Command exited with non-zero status N" first.
   const last = (await Deno.readTextFile(timeFile)).trim().split("\n").pop() ?? "";
-  const m = /^(\d+(?:\.\d+)?) (\d+)$/.exec(last);
+  const m = /^(\d+(?:\.\d+)?) (\d+) (\d+(?:\.\d+)?) (\d+(?:\.\d+)?)$/.exec(last);
   if (!m) throw new Error(`unexpected ${TIME} output "${last}" for ${argv.join(" ")}`);
-  return { wallS: Number(m[1]), rssKiB: Number(m[2]), clockMs, ...out };
+  return {
+    wallS: Number(m[1]),
+    rssKiB: Number(m[2]),
+    cpuS: Number(m[3]) + Number(m[4]),
+    clockMs,
+    ...out,
+  };
 }
 
 function reconcileArgv(...args: string[]): string[] {
@@ -391,6 +409,8 @@ interface Row {
   exitCodes: number[];
   findings: number[];
   peer?: string;
+  /** The row of the raw probes this run is compared with (runs with the boot view). */
+  probes?: string;
   lastJson?: ReconcileJson;
 }
 
@@ -440,26 +460,38 @@ async function measure(
   return out;
 }
 
+/** The peers: the raw commands of the original bench (no boot view), per account count. */
+const PEER = { 1: "peer: podman ps + ss", 2: "peer: podman ps ×2 + ss" } as const;
+/** The raw probes of a run with the boot view, per account count. */
+const PROBES = {
+  1: "probes: podman ps → inspect + ss -p",
+  2: "probes: (podman ps → inspect) ×2 + ss -p",
+} as const;
+
 function table(rows: Row[]): string {
   const lines = [
-    "| command | entries | accounts | runs | median wall s (`%e`) | median wall ms (clock) | peak RSS MiB (`%M`, median) | subprocesses | exit (findings) | wall / peer |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    "| command | entries | accounts | runs | median wall s (`%e`) | median wall ms (clock) | median CPU s (`%U+%S`) | peak RSS MiB (`%M`, median) | subprocesses | exit (findings) | wall / peer | wall / probes | CPU / probes |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
   ];
   for (const r of rows) {
-    const peer = r.peer === undefined ? undefined : rows.find((p) => p.label === r.peer);
     const clock = median(r.samples.map((s) => s.clockMs));
-    const ratio = peer
-      ? `${(clock / median(peer.samples.map((s) => s.clockMs))).toFixed(1)}×`
-      : "—";
+    const cpu = median(r.samples.map((s) => s.cpuS));
+    const versus = (label: string | undefined, of: "clockMs" | "cpuS" = "clockMs") => {
+      const peer = label === undefined ? undefined : rows.find((p) => p.label === label);
+      const mine = of === "clockMs" ? clock : cpu;
+      return peer ? `${(mine / median(peer.samples.map((s) => s[of]))).toFixed(1)}×` : "—";
+    };
     const exits = r.kind === "reconcile"
       ? `${spread(r.exitCodes)} (${spread(r.findings)})`
       : spread(r.exitCodes);
     lines.push(
       `| ${r.label} | ${r.entries ?? "—"} | ${r.accounts} | ${r.samples.length} | ${
         median(r.samples.map((s) => s.wallS)).toFixed(2)
-      } | ${clock.toFixed(0)} | ${(median(r.samples.map((s) => s.rssKiB)) / 1024).toFixed(1)} | ${
-        r.subprocesses.length ? spread(r.subprocesses) : "—"
-      } | ${exits} | ${ratio} |`,
+      } | ${clock.toFixed(0)} | ${cpu.toFixed(2)} | ${
+        (median(r.samples.map((s) => s.rssKiB)) / 1024).toFixed(1)
+      } | ${r.subprocesses.length ? spread(r.subprocesses) : "—"} | ${exits} | ${
+        versus(r.peer)
+      } | ${versus(r.probes)} | ${versus(r.probes, "cpuS")} |`,
     );
   }
   return lines.join("\n");
@@ -467,20 +499,47 @@ function table(rows: Row[]): string {
 
 // ---------------------------------------------------------------------------------------------
 
-function parseArgs(args: string[]): { runs: number } {
-  let runs = 5;
+interface Args {
+  runs: number;
+  /** Keep the fixtures up, their registries listed in this file, until it is removed. */
+  hold?: string;
+  /** Write a CPU profile of one run per registry (`deno run --cpu-prof`) into this directory. */
+  cpuProf?: string;
+}
+
+function parseArgs(args: string[]): Args {
+  const out: Args = { runs: 5 };
+  const usage = "usage: [--runs N] [--hold FILE] [--cpu-prof DIR]";
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const value = a.startsWith("--runs=") ? a.slice(7) : a === "--runs" ? args[++i] : undefined;
-    if (value === undefined) throw new Error(`unknown argument "${a}" (usage: [--runs N])`);
-    runs = Number(value);
-    if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: "${value}" is not a count`);
+    const eq = a.indexOf("=");
+    const [flag, inline] = a.startsWith("--") && eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a];
+    if (!["--runs", "--hold", "--cpu-prof"].includes(flag!)) {
+      throw new Error(`unknown argument "${a}" (${usage})`);
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value (${usage})`);
+    if (flag === "--runs") {
+      out.runs = Number(value);
+      if (!Number.isInteger(out.runs) || out.runs < 1) {
+        throw new Error(`--runs: "${value}" is not a count`);
+      }
+    } else if (flag === "--hold") out.hold = value;
+    else out.cpuProf = value;
   }
-  return { runs };
+  return out;
+}
+
+/** Resolves once `file` no longer exists (polled every 0.5 s), or rejects when interrupted. */
+async function whileExists(file: string): Promise<void> {
+  while (await Deno.stat(file).then(() => true, () => false)) {
+    interrupt.signal.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 async function main() {
-  const { runs } = parseArgs(Deno.args);
+  const { runs, hold, cpuProf } = parseArgs(Deno.args);
   if (Deno.uid() !== 0) {
     throw new Error("run as root: it starts rootful podman and adds an account");
   }
@@ -549,47 +608,98 @@ async function main() {
     `registries: full ${counts.full1} entries (${machineEntries} adopted + ${entries.length} bench), small ${counts.small1}`,
   );
 
+  if (hold !== undefined) {
+    await Deno.writeTextFile(
+      hold,
+      Object.entries(files).map(([key, file]) => `${key} ${file}\n`).join(""),
+    );
+    log(`fixtures held: registries listed in ${hold}; remove it to measure and clean up`);
+    await whileExists(hold);
+  }
+  if (cpuProf !== undefined) {
+    await Deno.mkdir(cpuProf, { recursive: true });
+    for (const key of Object.keys(files) as (keyof typeof files)[]) {
+      const argv = reconcileArgv(
+        "run",
+        "--registry",
+        files[key],
+        "--json",
+        "--caddy-admin",
+        "none",
+      );
+      argv.splice(
+        2,
+        0,
+        "--cpu-prof",
+        `--cpu-prof-dir=${cpuProf}`,
+        `--cpu-prof-name=${key}.cpuprofile`,
+      );
+      await exec(argv, { allowFailure: true });
+    }
+    log(`CPU profiles of one run per registry written to ${cpuProf}`);
+  }
+
   // 3. Measure.
-  const asAccount = `runuser -u ${ACCOUNT} -- env HOME=${account.home} ` +
-    `XDG_RUNTIME_DIR=/run/user/${account.uid} podman ps --format json >/dev/null`;
+  const asAccount = (command: string) =>
+    `runuser -u ${ACCOUNT} -- env HOME=${account.home} ` +
+    `XDG_RUNTIME_DIR=/run/user/${account.uid} ${command}`;
   const peer1 = "podman ps --format json >/dev/null & a=$!; ss -Htln >/dev/null & b=$!; " +
     "wait $a && wait $b";
-  const peer2 = `podman ps --format json >/dev/null & a=$!; ${asAccount} & c=$!; ` +
-    "ss -Htln >/dev/null & b=$!; wait $a && wait $c && wait $b";
-  const run = (file: string) =>
-    reconcileArgv("run", "--registry", file, "--json", "--caddy-admin", "none");
+  const peer2 = `podman ps --format json >/dev/null & a=$!; ${
+    asAccount("podman ps --format json >/dev/null")
+  } & c=$!; ss -Htln >/dev/null & b=$!; wait $a && wait $c && wait $b`;
+  // The raw probes of a run with the boot view (the default): per account, every container
+  // listed and then inspected in one call (the restart policies), and the listening sockets with
+  // their processes (`ss -p` reads /proc/*/fd as mesh-reconcile does).
+  const inspectAll = "ids=$(podman ps --all --quiet --no-trunc) && " +
+    'if [ -n "$ids" ]; then podman container inspect $ids >/dev/null; fi';
+  const probes1 = `( ${inspectAll} ) & a=$!; ss -Htlnp >/dev/null & b=$!; wait $a && wait $b`;
+  const probes2 = `( ${inspectAll} ) & a=$!; ${
+    asAccount(`sh -c '${inspectAll}'`)
+  } & c=$!; ss -Htlnp >/dev/null & b=$!; wait $a && wait $c && wait $b`;
+  const run = (file: string, ...more: string[]) =>
+    reconcileArgv("run", "--registry", file, "--json", "--caddy-admin", "none", ...more);
   const rows: Row[] = [];
-  rows.push(
-    await measure(
-      { label: "peer: podman ps + ss", kind: "peer", accounts: 1 },
-      ["sh", "-c", peer1],
-      runs,
-      timeFile,
-      2,
-    ),
-  );
-  rows.push(
-    await measure(
-      { label: "peer: podman ps ×2 + ss", kind: "peer", accounts: 2 },
-      ["sh", "-c", peer2],
-      runs,
-      timeFile,
-      3,
-    ),
-  );
   for (
-    const [key, accounts] of [["full1", 1], ["small1", 1], ["full2", 2], ["small2", 2]] as const
+    const [label, command, accounts, count] of [
+      [PEER[1], peer1, 1, 2],
+      [PEER[2], peer2, 2, 3],
+      [PROBES[1], probes1, 1, 3],
+      [PROBES[2], probes2, 2, 5],
+    ] as const
+  ) {
+    rows.push(
+      await measure(
+        { label, kind: "peer", accounts },
+        ["sh", "-c", command],
+        runs,
+        timeFile,
+        count,
+      ),
+    );
+  }
+  for (
+    const [key, accounts, more] of [
+      ["full1", 1, []],
+      ["small1", 1, []],
+      ["full2", 2, []],
+      ["small2", 2, []],
+      ["full1", 1, ["--boot", "none"]],
+    ] as const
   ) {
     rows.push(
       await measure(
         {
-          label: `mesh-reconcile run (${key.startsWith("full") ? "full" : "small"} registry)`,
+          label: `mesh-reconcile run${more.length ? ` ${more.join(" ")}` : ""} (${
+            key.startsWith("full") ? "full" : "small"
+          } registry)`,
           kind: "reconcile",
           entries: counts[key]!,
           accounts,
-          peer: accounts === 1 ? "peer: podman ps + ss" : "peer: podman ps ×2 + ss",
+          peer: PEER[accounts],
+          ...(more.length ? {} : { probes: PROBES[accounts] }),
         },
-        run(files[key]),
+        run(files[key], ...more),
         runs,
         timeFile,
       ),
@@ -654,10 +764,11 @@ async function main() {
     JSON.stringify(
       rows.map((r) => ({
         ...r,
-        samples: r.samples.map(({ wallS, rssKiB, clockMs, code }) => ({
+        samples: r.samples.map(({ wallS, rssKiB, clockMs, cpuS, code }) => ({
           wallS,
           rssKiB,
           clockMs,
+          cpuS,
           code,
         })),
       })),

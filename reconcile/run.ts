@@ -103,9 +103,30 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
     };
   }
   const bootAsked = options.boot === "none" ? undefined : options.boot;
+  // Each source starts as soon as what it needs is there: the timers need nothing, the boot view
+  // the containers (their ids) and the sockets (the daemons' processes), the probes the proxy.
+  const containersAsked = observeContainers(accounts, {
+    passwd,
+    timeoutMs,
+    runtimes: options.runtimes,
+  });
+  const socketsAsked = observeSockets({ passwd });
+  const timersAsked = options.timers && observeTimers(options.timers, { passwd, timeoutMs });
+  const bootObserved = bootAsked &&
+    Promise.all([containersAsked, socketsAsked]).then(([containers, sockets]) =>
+      observeBoot(bootAsked, {
+        passwd,
+        timeoutMs,
+        listeners: sockets.listeners,
+        runtimes: options.runtimes,
+        ...(containers.podmanIds ? { podmanIds: containers.podmanIds } : {}),
+      })
+    );
+  // Awaited below; until then a rejection must not count as unhandled.
+  for (const pending of [timersAsked, bootObserved]) pending?.catch(() => {});
   const [containers, sockets, proxy] = await Promise.all([
-    observeContainers(accounts, { passwd, timeoutMs, runtimes: options.runtimes }),
-    observeSockets({ passwd }),
+    containersAsked,
+    socketsAsked,
     options.caddyAdmin === NO_PROXY
       ? Promise.resolve({
         addresses: [],
@@ -121,13 +142,8 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   const wanted = proxy.addresses.filter(options.probe ?? (() => true));
   const [probes, timers, boot] = await Promise.all([
     mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs })),
-    options.timers && observeTimers(options.timers, { passwd, timeoutMs }),
-    bootAsked && observeBoot(bootAsked, {
-      passwd,
-      timeoutMs,
-      listeners: sockets.listeners,
-      runtimes: options.runtimes,
-    }),
+    timersAsked,
+    bootObserved,
   ]);
   const repoObserved = await repo;
   return {

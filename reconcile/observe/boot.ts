@@ -163,6 +163,13 @@ export interface ObserveBootOptions {
   listeners: Listener[];
   /** Runtimes to ask; default podman and docker. */
   runtimes?: ("podman" | "docker")[];
+  /**
+   * Per account, the ids of every podman container, as the containers source's `podman ps --all`
+   * listed them (`ContainerObservation.podmanIds`): those are inspected without
+   * listing them again (one podman subprocess less per account). An account not in it is
+   * listed here with `podman ps --all --quiet`.
+   */
+  podmanIds?: Record<string, string[]>;
   /** Per-command time limit in milliseconds; default 60 000. */
   timeoutMs?: number;
   /** Prefix of `/run`, `/var/lib`, `/proc` and `/etc` paths looked at (tests). */
@@ -364,7 +371,23 @@ export async function observeBoot(
 
   // Which unit runs each daemon: declared, or found from the processes holding its ports.
   const byUid = new Map([...options.passwd.values()].map((a) => [a.uid, a.name]));
-  for (const d of request.daemons) boot.daemons.push(await daemonUnit(d, options, byUid));
+  // One read of a process's cgroup, however many daemons' ports it holds (a process holding
+  // 200 ports was read 150 times, one daemon after the other).
+  const cgroups = new Map<number, Promise<string>>();
+  const cgroupOf = (pid: number) => {
+    let text = cgroups.get(pid);
+    if (text === undefined) {
+      text = Deno.readTextFile(`${root}/proc/${pid}/cgroup`);
+      text.catch(() => {}); // read by every daemon asking; unhandled only until then
+      cgroups.set(pid, text);
+    }
+    return text;
+  };
+  boot.daemons.push(
+    ...await Promise.all(
+      request.daemons.map((d) => daemonUnit(d, { listeners: options.listeners, byUid, cgroupOf })),
+    ),
+  );
 
   // The managers to ask: every account's, and the system manager's for daemons.
   const accounts = [...new Set([...request.accounts, ...boot.daemons.map((d) => d.account)])];
@@ -383,7 +406,16 @@ export async function observeBoot(
       return;
     }
     const containers = request.accounts.includes(name)
-      ? await Promise.all(runtimes.map((r) => askContainers(r, account, timeoutMs)))
+      ? await Promise.all(
+        runtimes.map((r) =>
+          askContainers(r, account, {
+            timeoutMs,
+            ...(r === "podman" && options.podmanIds?.[name] !== undefined
+              ? { ids: options.podmanIds[name] }
+              : {}),
+          })
+        ),
+      )
       : [];
     for (const c of containers) {
       boot.containers.push(...c.containers);
@@ -418,9 +450,14 @@ export async function observeBoot(
 
 async function daemonUnit(
   d: BootRequest["daemons"][number],
-  options: ObserveBootOptions,
-  byUid: Map<number, string>,
+  options: {
+    listeners: Listener[];
+    byUid: Map<number, string>;
+    /** The text of `/proc/PID/cgroup` (read once per process). */
+    cgroupOf: (pid: number) => Promise<string>;
+  },
 ): Promise<DaemonUnit> {
+  const { byUid } = options;
   if (d.unit !== undefined) {
     return { entry: d.entry, unit: d.unit, account: "root", how: `it declares unit ${d.unit}` };
   }
@@ -441,7 +478,7 @@ async function daemonUnit(
   for (const h of holders) {
     let text: string;
     try {
-      text = await Deno.readTextFile(`${options.root ?? ""}/proc/${h.pid}/cgroup`);
+      text = await options.cgroupOf(h.pid);
     } catch (error) {
       seen.push(`${h.command}[${h.pid}]: /proc/${h.pid}/cgroup unreadable (${messageOf(error)})`);
       continue;
@@ -472,8 +509,9 @@ async function daemonUnit(
 async function askContainers(
   runtime: "podman" | "docker",
   account: Account,
-  timeoutMs: number,
+  ask: { timeoutMs: number; ids?: string[] },
 ): Promise<{ containers: BootContainer[]; source: SourceStatus }> {
+  const { timeoutMs } = ask;
   const source = (state: SourceStatus["state"], method: string, detail: string) => ({
     containers: [],
     source: { source: `boot-${runtime}`, account: account.name, state, method, detail },
@@ -515,7 +553,7 @@ async function askContainers(
   }
   const ps = asAccount(account, [runtime, "ps", "--all", "--quiet", "--no-trunc"], env);
   try {
-    const ids = (await run(ps, { timeoutMs })).stdout.split("\n").map((s) => s.trim())
+    const ids = ask.ids ?? (await run(ps, { timeoutMs })).stdout.split("\n").map((s) => s.trim())
       .filter(Boolean);
     if (ids.length === 0) {
       return {

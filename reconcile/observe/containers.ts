@@ -59,6 +59,11 @@ export interface ContainerObservation {
   /** Containers that exist and do not run. */
   leftovers: LeftoverContainer[];
   sources: SourceStatus[];
+  /**
+   * Per account whose podman answered `podman ps --all`: the id of every container it listed,
+   * running or not, in its order. The boot view inspects these rather than listing them again.
+   */
+  podmanIds?: Record<string, string[]>;
 }
 
 /** A leftover's state in words: `created`, `exited with code 137`, `paused`. */
@@ -131,6 +136,7 @@ export async function observeContainers(
     containers: results.flatMap((r) => r.containers),
     leftovers: results.flatMap((r) => r.leftovers),
     sources: results.flatMap((r) => r.sources),
+    podmanIds: Object.assign({}, ...results.map((r) => r.podmanIds ?? {})),
   };
 }
 
@@ -246,6 +252,7 @@ async function askPodman(
     return {
       containers,
       leftovers,
+      podmanIds: { [accountName]: all.map((c) => c.id) },
       sources: [
         status(
           "observed",

@@ -10,7 +10,7 @@
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { freePort, reconcileCli } from "../support/mod.ts";
+import { ensureImage, freePort, IMAGE, reconcileCli } from "../support/mod.ts";
 import { bootLab, pinnedBusybox } from "../lab/mod.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
 import type { Finding, Observation } from "../../reconcile/compare.ts";
@@ -544,6 +544,16 @@ services:
 
 Deno.test("run --boot none: the boot view is not observed, and says so; --boot refuses other values", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-boot-none-" });
+  // A container that exists and never runs, so the boot view has one to inspect (it inspects
+  // the containers the containers source listed; with none there is nothing to ask podman).
+  const parked = `mesh-boot-none-${crypto.randomUUID().slice(0, 8)}`;
+  await ensureImage();
+  const created = await new Deno.Command("podman", {
+    args: ["create", "--name", parked, IMAGE, "true"],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert(created.success, new TextDecoder().decode(created.stderr));
   try {
     const registry = `${dir}/r.yaml`;
     await Deno.writeTextFile(
@@ -558,9 +568,14 @@ services:
     const args = ["run", "--registry", registry, "--caddy-admin", "none"];
     // The control: with the boot view (the default), podman is asked for every container.
     const viewed = await vmRun(dir, [...args, "--json"]);
-    // `ps --all --quiet` is the boot view's own call (the containers source asks `ps --all
-    // --format json`, leftovers included)
-    assert(viewed.podman.some((c) => c.includes("ps --all --quiet")), viewed.podman.join("\n"));
+    // `container inspect` is the boot view's own call (the containers source lists them with
+    // `ps --all --format json`, leftovers included, once for both)
+    assert(viewed.podman.some((c) => c.includes("container inspect")), viewed.podman.join("\n"));
+    assertEquals(
+      viewed.podman.filter((c) => c.startsWith("ps ")).length,
+      1,
+      viewed.podman.join("\n"),
+    );
     assert(viewed.json!.sources.some((s) => s.source === "boot-units"), viewed.stdout);
 
     const r = await vmRun(dir, [...args, "--json", "--boot", "none"]);
@@ -574,7 +589,7 @@ services:
     }]);
     assertEquals(r.json!.findings.filter((f) => f.check === "boot"), []);
     assert(r.json!.findings.some((f) => f.check === "container"), "the other checks still run");
-    assertEquals(r.podman.filter((c) => c.includes("ps --all --quiet")), [], r.podman.join("\n"));
+    assertEquals(r.podman.filter((c) => c.includes("container inspect")), [], r.podman.join("\n"));
     assert(
       r.json!.subprocesses < viewed.json!.subprocesses,
       `${r.json!.subprocesses} subprocesses with --boot none, ${viewed.json!.subprocesses} without`,
@@ -594,6 +609,12 @@ services:
       "not written",
     );
   } finally {
+    await new Deno.Command("podman", {
+      args: ["rm", "--force", parked],
+      stdout: "null",
+      stderr: "null",
+    })
+      .output();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,3 +1,5 @@
+import process from "node:process";
+import { LineCounter, parseDocument } from "yaml";
 import { assert, assertEquals, assertRejects, assertThrows } from "../support/assert.ts";
 import {
   loadRegistry,
@@ -266,4 +268,86 @@ Deno.test("a registry of two YAML documents says so plainly", () => {
     p[0]!.message,
   );
   assert(!p[0]!.message.includes("parseAllDocuments"), p[0]!.message);
+});
+
+Deno.test("a large registry places every problem at its line and column", () => {
+  // 20,000 entries of 3 lines each after a 4-line head; every 1,000th entry has a port that is
+  // not a number (its 3rd line) and an unknown field (a 4th line), and the last one repeats the
+  // name of the first.
+  const lines = ["version: 1", "accounts: [root]", "services:"];
+  const expected: { line: number; column: number; path: string }[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    const name = i === 19_999 ? "entry-0" : `entry-${i}`;
+    const bad = i % 1000 === 999 && i !== 19_999;
+    lines.push(`  ${name}:`, "    kind: daemon");
+    if (bad) {
+      expected.push({ line: lines.length + 1, column: 11, path: `services.${name}.port` });
+      lines.push("    port: eighty");
+      expected.push({ line: lines.length + 1, column: 5, path: `services.${name}.colour` });
+      lines.push("    colour: blue");
+    } else lines.push(`    port: ${1024 + i}`);
+  }
+  const text = lines.join("\n") + "\n";
+  // The repeated key is a YAML problem: reported alone, where the second one starts.
+  const dup = problemsOf(text);
+  assertEquals(dup.map((p) => [p.line, p.column, p.message]), [
+    [lines.length - 2, 3, "Map keys must be unique"],
+  ]);
+  const p = problemsOf(text.replace(/^ {2}entry-0:$(?![\s\S]*^ {2}entry-0:$)/m, "  entry-last:"));
+  assertEquals(p.map(({ line, column, path }) => ({ line, column, path })), expected);
+  assert(p[0]!.message.startsWith("Must be a port number"), p[0]!.message);
+  assertEquals(p[1]!.message, 'Unknown field "colour" for kind daemon');
+});
+
+Deno.test("duplicate keys at any depth are found where and in the order the yaml package says", () => {
+  const cases = [
+    "a: 1\na: 2\n",
+    "a: 1\n&x a: 2\n",
+    "a: 1\n!!str a: 2\n",
+    "? a\n: 1\n? a\n: 2\n",
+    ": 1\n: 2\n",
+    "{a: 1, a: 2}\n",
+    "s:\n  x: {p: 1, p: 2}\n  x: 3\n",
+    "1: a\n'1': b\n1: c\n",
+    'a: 1\n"a": 2\n',
+    "? |\n  a\n: 1\n? |\n  a\n: 2\n",
+    "{: 1, : 2}\n",
+    "x: &m {a: 1}\ny: *m\n*m : 1\n",
+    ".nan: 1\n.nan: 2\n",
+    "- a: 1\n  a: 2\n- b: 1\n  b: 2\n",
+    "a: [b: 1, b: 2]\n",
+    "services:\n  a: {kind: daemon}\n  b: {kind: daemon, port: 1, port: 2}\n  a: {kind: site}\n",
+  ];
+  for (const text of cases) {
+    const lineCounter = new LineCounter();
+    const errors =
+      parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false }).errors;
+    const expected = errors.map((e) => {
+      const { line, col } = lineCounter.linePos(e.pos[0]);
+      return [line, col, e.message.split("\n")[0]!];
+    });
+    let got: unknown[] = [];
+    try {
+      parseRegistry(text);
+    } catch (error) {
+      if (!(error instanceof RegistryError)) throw error;
+      if (expected.length > 0) got = error.problems.map((p) => [p.line, p.column, p.message]);
+    }
+    assertEquals(got, expected, JSON.stringify(text));
+  }
+  // A duplicate key and a syntax error together: both, in the package's order.
+  const both = problemsOf("version: 1\nversion: 1\naccounts: [root\n");
+  assert(both.length >= 2, JSON.stringify(both));
+  assert(
+    both.some((p) => p.message === "Map keys must be unique" && p.line === 2),
+    JSON.stringify(both),
+  );
+});
+
+Deno.test("parsing leaves process.env as it was, also when the registry is refused", () => {
+  const env = process.env;
+  parseRegistry(VALID);
+  assert(process.env === env, "process.env is the same object after a parse");
+  assertThrows(() => parseRegistry("version: 1\nversion: 2\n"), RegistryError);
+  assert(process.env === env, "process.env is the same object after a refused parse");
 });
