@@ -60,7 +60,9 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
     assertEquals(await tables(inv.sql), [
       "assignments",
       "builds",
+      "current_declarations",
       "declarations",
+      "last_reports",
       "modules",
       "node_drift",
       "nodes",
