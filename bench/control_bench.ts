@@ -1322,7 +1322,7 @@ async function partIngest(runs: number) {
     },
     {
       label: "raw insert",
-      what: `ingest's insert (json_to_recordset, node_state trigger), ${
+      what: `ingest's insert (json_to_recordset, last_reports trigger), ${
         INGEST_REPORTS / INGEST_BATCH
       } transactions of ${INGEST_BATCH}: the database alone`,
       samplesMs: [],
@@ -1337,8 +1337,8 @@ async function partIngest(runs: number) {
       peer: "raw insert",
     },
     {
-      label: "raw insert, no node_state",
-      what: `ingest's insert into a copy of reports without the node_state trigger`,
+      label: "raw insert, no last_reports trigger",
+      what: `ingest's insert into a copy of reports without the last_reports trigger`,
       samplesMs: [],
       items: INGEST_REPORTS,
       peer: "raw insert",
@@ -1424,7 +1424,7 @@ async function partIngest(runs: number) {
       const [label, table, statement] of [
         ["raw insert", "reports", "ingest"],
         ["raw insert, jsonb", "reports", "jsonb"],
-        ["raw insert, no node_state", STATELESS, "ingest"],
+        ["raw insert, no last_reports trigger", STATELESS, "ingest"],
       ] as const
     ) {
       const own = bodiesOf(++round);
@@ -1521,7 +1521,7 @@ async function insertBatches(bodies: Uint8Array[]): Promise<ReportRow[][]> {
   return batches;
 }
 
-/** A copy of `reports` (same columns, indexes, checks, foreign key) without the node_state trigger. */
+/** A copy of `reports` (same columns, indexes, checks, foreign key) without the triggers of 0006. */
 const STATELESS = "reports_stateless";
 
 async function makeStatelessCopy(sql: Sql): Promise<void> {
