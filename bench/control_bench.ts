@@ -564,6 +564,28 @@ function planFacts(text: string): PlanFacts {
   return { text, indexes, seqScans, executionMs };
 }
 
+/** readNodeStates' query before migration 0006 (`git show b8ff75d:control/inventory.ts`). */
+const READ_BEFORE_0006 = `
+    select n.name, n.system, n.kind, n.enrolled_at,
+      coalesce((select array_agg(a.module order by a.position) from assignments a
+                where a.node = n.name), '{}') as modules,
+      d.generation as d_generation, d.digest as d_digest, d.total as d_total,
+      d.pushed_at as d_pushed_at,
+      r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
+      r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
+      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
+      r.received_at as r_received_at
+    from nodes n
+    left join lateral (
+      select generation, digest, total, pushed_at from declarations
+      where node = n.name order by generation desc limit 1) d on true
+    left join lateral (
+      select generation, digest, outcome, applied, total, trigger, problems, interval_ms,
+        reported_at, received_at
+      from reports where node >= n.name and node <= n.name
+      order by node, id desc limit 1) r on true
+    order by n.name`;
+
 async function partStatus(runs: number, dir: string) {
   log("part 1: status and board over 10,000 nodes x 100 reports");
   const db = await makeDatabase("status");
@@ -816,7 +838,11 @@ async function partStatus(runs: number, dir: string) {
     plans.push(planFacts(result.map((r) => r["QUERY PLAN"] as string).join("\n")));
   }
   const plan = plans[plans.length - 1]!;
-  for (const needed of ["reports_node_last", "declarations_pkey"]) {
+  const kept = /\blast_reports\b/.test(query);
+  const needs = kept
+    ? ["last_reports_pkey", "current_declarations_pkey"]
+    : ["reports_node_last", "declarations_pkey"];
+  for (const needed of needs) {
     if (!plan.indexes.some((x) => x.startsWith(`${needed} `))) {
       log(`WARNING: the plan does not use ${needed}`);
     }
@@ -867,11 +893,24 @@ async function partStatus(runs: number, dir: string) {
       same: await digestOf(grouped, "set local jit = off") === reference,
     });
   }
+  // The read as it was before migration 0006 (two index descents per node into reports and
+  // declarations), on the same fixture in the same run: the same answer, and its plan.
+  let beforePlan: PlanFacts | undefined;
+  if (kept) {
+    variants.push({
+      label: "the read before 0006: per node, a descent of reports_node_last and declarations_pkey",
+      ms: await best(READ_BEFORE_0006),
+      same: await digestOf(READ_BEFORE_0006) === reference,
+    });
+    const out = await db.sql.unsafe(`explain (analyze, buffers) ${READ_BEFORE_0006}`);
+    beforePlan = planFacts(out.map((r) => r["QUERY PLAN"] as string).join("\n"));
+  }
   return {
     rows,
     breakdown,
     plan,
     plans,
+    beforePlan,
     variants,
     query,
     facts,
@@ -1737,6 +1776,14 @@ async function main() {
       "| variant | execution ms | same rows |",
       "|---|---:|---|",
       ...p.variants.map((v) => `| ${v.label} | ${v.ms.toFixed(0)} | ${v.same ? "yes" : "NO"} |`),
+      ...(p.beforePlan === undefined ? [] : [
+        "",
+        "EXPLAIN (ANALYZE, BUFFERS) of the read before 0006, same fixture, same run:",
+        "",
+        "```",
+        p.beforePlan.text,
+        "```",
+      ]),
     ].join("\n"));
     json.status = { ...p, seed: s };
   }
