@@ -133,7 +133,14 @@ export async function ingestReports(
       return;
     }
     lastArrival = Date.now();
-    const checked = check(message);
+    let checked: Checked;
+    try {
+      checked = check(message);
+    } catch (error) {
+      // Not a problem of the report (those are dropped): stop, leaving it unacknowledged.
+      failure ??= error;
+      return;
+    }
     if (checked.reason !== undefined) {
       drop({ routingKey: message.fields.routingKey, reason: checked.reason });
     }
