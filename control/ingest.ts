@@ -10,7 +10,7 @@
  * it arrives, while the previous batch's transaction runs; a batch is written when it is full or
  * 20 ms after its first delivery, in one transaction of four statements whatever its size (the
  * enrolled nodes, one multi-row insert, the drift summaries), and the node's current state
- * (`node_state`, migration 0006_node_state) is kept by the inventory's trigger in that same
+ * (`last_reports`, migration 0006_node_state) is kept by the inventory's trigger in that same
  * transaction. Acknowledgements go out in delivery order, each one `multiple` for its batch, only
  * after that batch committed.
  *
