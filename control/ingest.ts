@@ -6,10 +6,19 @@
  * member failing over) is recorded once: its identity is the sha256 of its bytes (the link sends
  * its journaled file unchanged), unique per node (migration 0005_scale_out).
  *
+ * The pipeline (docs/mesh-control.md, "ingest"): each delivery is decoded, checked and hashed as
+ * it arrives, while the previous batch's transaction runs; a batch is written when it is full or
+ * 20 ms after its first delivery, in one transaction of four statements whatever its size (the
+ * enrolled nodes, one multi-row insert, the drift summaries), and the node's current state
+ * (`last_reports`, migration 0006_node_state) is kept by the inventory's trigger in that same
+ * transaction. Acknowledgements go out in delivery order, each one `multiple` for its batch, only
+ * after that batch committed.
+ *
  * @module
  */
 
 import type { ConfirmChannel, ConsumeMessage } from "amqplib";
+import { createHash } from "node:crypto";
 import {
   decodeMessage,
   MessageError,
@@ -48,6 +57,21 @@ export interface IngestOptions {
   onBatch?: (count: number) => void;
 }
 
+/** A delivery checked on arrival: a report to record, or the reason it is dropped. */
+interface Checked {
+  message: ConsumeMessage;
+  report?: ReportMessage;
+  identity?: string;
+  reason?: string;
+}
+
+/** What one batch's transaction did, applied to the result once it committed. */
+interface Recorded {
+  ingested: number;
+  duplicates: number;
+  dropped: Dropped[];
+}
+
 /**
  * Consumes reports into the `reports` table.
  *
@@ -55,8 +79,8 @@ export interface IngestOptions {
  * node is not enrolled is dropped (acknowledged, not recorded) and told through `onDrop`, never
  * silently.
  *
- * @throws the database's error when a batch cannot be inserted (its reports stay unacknowledged
- *   and return to the queue when the channel closes).
+ * @throws the database's error when a batch cannot be inserted (its reports, and any delivered
+ *   after them, stay unacknowledged and return to the queue when the channel closes).
  */
 export async function ingestReports(
   sql: Sql,
@@ -67,12 +91,19 @@ export async function ingestReports(
   const result: IngestResult = { ingested: 0, dropped: [], duplicates: 0 };
   // Nothing waiting: a drain is done before it starts.
   if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) return result;
-  await channel.prefetch(batchSize * 2);
-  let buffer: ConsumeMessage[] = [];
+  // One batch being written and the next two arriving.
+  await channel.prefetch(batchSize * 3);
+  let buffer: Checked[] = [];
+  // The batches in order: each written, then acknowledged, after the one before it.
   let flushing: Promise<void> = Promise.resolve();
   let failure: unknown;
   let lastArrival = Date.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const drop = (dropped: Dropped) => {
+    result.dropped.push(dropped);
+    options.onDrop?.(dropped);
+  };
 
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer), timer = undefined;
@@ -82,8 +113,12 @@ export async function ingestReports(
     flushing = flushing.then(async () => {
       if (failure !== undefined) return;
       try {
-        await insertBatch(sql, taken, result, options.onDrop);
-        channel.ack(taken[taken.length - 1]!, true);
+        const recorded = await recordBatch(sql, taken);
+        result.ingested += recorded.ingested;
+        result.duplicates += recorded.duplicates;
+        for (const dropped of recorded.dropped) drop(dropped);
+        // Committed: this batch, and every delivery before it, acknowledged at once.
+        channel.ack(taken[taken.length - 1]!.message, true);
         options.onBatch?.(taken.length);
       } catch (error) {
         failure = error;
@@ -98,7 +133,18 @@ export async function ingestReports(
       return;
     }
     lastArrival = Date.now();
-    buffer.push(message);
+    let checked: Checked;
+    try {
+      checked = check(message);
+    } catch (error) {
+      // Not a problem of the report (those are dropped): stop, leaving it unacknowledged.
+      failure ??= error;
+      return;
+    }
+    if (checked.reason !== undefined) {
+      drop({ routingKey: message.fields.routingKey, reason: checked.reason });
+    }
+    buffer.push(checked);
     if (buffer.length >= batchSize) void flush();
     else timer ??= setTimeout(() => void flush(), 20);
   }, { noAck: false });
@@ -122,42 +168,38 @@ export async function ingestReports(
   return result;
 }
 
-async function insertBatch(
-  sql: Sql,
-  messages: ConsumeMessage[],
-  result: IngestResult,
-  onDrop: IngestOptions["onDrop"],
-): Promise<void> {
-  const reports: { report: ReportMessage; key: string; identity: string }[] = [];
-  const drop = (routingKey: string, reason: string) => {
-    const dropped = { routingKey, reason };
-    result.dropped.push(dropped);
-    onDrop?.(dropped);
-  };
-  for (const message of messages) {
-    const key = message.fields.routingKey;
-    const node = nodeOfReportKey(key);
-    if (node === undefined) {
-      drop(key, "the routing key is not report.<node>");
-      continue;
-    }
-    let report: ReportMessage;
-    try {
-      report = decodeMessage(ReportMessage, message.content, `report from "${node}"`);
-    } catch (error) {
-      if (!(error instanceof MessageError)) throw error;
-      drop(key, error.message);
-      continue;
-    }
-    if (report.node !== node) {
-      drop(key, `the report names node "${report.node}" but was published as "${node}"`);
-      continue;
-    }
-    reports.push({ report, key, identity: await bodyIdentity(message.content) });
+/** Checks a delivery against its routing key and the report schema, and hashes its body. */
+function check(message: ConsumeMessage): Checked {
+  const key = message.fields.routingKey;
+  const node = nodeOfReportKey(key);
+  if (node === undefined) return { message, reason: "the routing key is not report.<node>" };
+  let report: ReportMessage;
+  try {
+    report = decodeMessage(ReportMessage, message.content, `report from "${node}"`);
+  } catch (error) {
+    if (!(error instanceof MessageError)) throw error;
+    return { message, reason: error.message };
   }
-  if (reports.length === 0) return;
+  if (report.node !== node) {
+    return {
+      message,
+      reason: `the report names node "${report.node}" but was published as "${node}"`,
+    };
+  }
+  return { message, report, identity: bodyIdentitySync(message.content) };
+}
+
+/**
+ * Records a batch's reports in one transaction: the nodes enrolled, one insert of every report
+ * (a duplicate identity skipped), the drift summaries. Reports of nodes not enrolled are
+ * returned as dropped; nothing is told before the transaction committed.
+ */
+async function recordBatch(sql: Sql, batch: Checked[]): Promise<Recorded> {
+  const recorded: Recorded = { ingested: 0, duplicates: 0, dropped: [] };
+  const reports = batch.filter((c) => c.report !== undefined);
+  if (reports.length === 0) return recorded;
   await sql.begin(async (tx) => {
-    const names = [...new Set(reports.map((r) => r.report.node))];
+    const names = [...new Set(reports.map((r) => r.report!.node))];
     const known = new Set(
       (await tx<{ name: string }[]>`select name from nodes where name = any(${names})`).map((r) =>
         r.name
@@ -172,58 +214,66 @@ async function insertBatch(
     );
     const rows = [];
     const accepted: { report: ReportMessage; identity: string }[] = [];
-    for (const { report, key, identity } of reports) {
-      if (!known.has(report.node)) {
-        const when = removed.get(report.node);
-        drop(
-          key,
-          when === undefined
-            ? `node "${report.node}" is not enrolled`
-            : `node "${report.node}" was removed at ${when.toISOString()}; its report is not recorded`,
-        );
+    for (const { report, message, identity } of reports) {
+      if (!known.has(report!.node)) {
+        const when = removed.get(report!.node);
+        recorded.dropped.push({
+          routingKey: message.fields.routingKey,
+          reason: when === undefined
+            ? `node "${report!.node}" is not enrolled`
+            : `node "${
+              report!.node
+            }" was removed at ${when.toISOString()}; its report is not recorded`,
+        });
         continue;
       }
-      accepted.push({ report, identity });
+      accepted.push({ report: report!, identity: identity! });
       rows.push({
-        node: report.node,
-        generation: report.generation,
-        digest: report.declaration,
-        outcome: report.outcome,
-        applied: report.applied,
-        total: report.total,
-        trigger: report.trigger,
-        problems: JSON.stringify(report.problems),
-        changes: JSON.stringify(report.changes),
-        host_version: report.hostVersion,
-        interval_ms: report.intervalMs ?? null,
-        reported_at: report.at,
-        identity,
+        node: report!.node,
+        generation: report!.generation,
+        digest: report!.declaration,
+        outcome: report!.outcome,
+        applied: report!.applied,
+        total: report!.total,
+        trigger: report!.trigger,
+        problems: JSON.stringify(report!.problems),
+        changes: JSON.stringify(report!.changes),
+        host_version: report!.hostVersion,
+        interval_ms: report!.intervalMs ?? null,
+        reported_at: report!.at,
+        identity: identity!,
       });
     }
     if (rows.length === 0) return;
+    // One JSON text parameter, problems and changes in it as JSON strings: json_to_recordset
+    // and a cast of each to jsonb cost the server less than jsonb_to_recordset of the same rows
+    // as nested values (bench/README.md).
     const inserted = await tx`
       insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
         changes, host_version, interval_ms, reported_at, identity)
       select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
         x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
-        x.reported_at::timestamptz,
-        decode(x.identity, 'hex')
+        x.reported_at::timestamptz, decode(x.identity, 'hex')
       from json_to_recordset(${JSON.stringify(rows)}::text::json) as x(
         node text, generation integer, digest text, outcome text, applied integer,
         total integer, trigger text, problems text, changes text, host_version text,
         interval_ms integer, reported_at text, identity text)
       on conflict (node, identity) where identity is not null do nothing
       returning encode(identity, 'hex') as identity`;
-    result.ingested += inserted.count;
-    result.duplicates += rows.length - inserted.count;
+    recorded.ingested = inserted.count;
+    recorded.duplicates = rows.length - inserted.count;
     // A report delivered again says nothing new: its drift summary must not look fresh again.
     const fresh = new Set(inserted.map((r) => r.identity as string));
     await recordDrift(tx, accepted.filter((a) => fresh.has(a.identity)).map((a) => a.report));
   });
+  return recorded;
 }
 
 /** A report's identity: the sha256 of its message body, as hex. */
-export async function bodyIdentity(body: Uint8Array): Promise<string> {
-  const hash = await crypto.subtle.digest("SHA-256", body as Uint8Array<ArrayBuffer>);
-  return Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("");
+export function bodyIdentity(body: Uint8Array): Promise<string> {
+  return Promise.resolve(bodyIdentitySync(body));
+}
+
+function bodyIdentitySync(body: Uint8Array): string {
+  return createHash("sha256").update(body).digest("hex");
 }

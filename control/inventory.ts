@@ -407,15 +407,15 @@ interface StateRow {
 }
 
 /**
- * Reads every node's state (or only `names`) in one query: the last declaration by generation
- * and the last report by arrival, each one index descent per node (`declarations` primary key,
- * `reports_node_last`).
+ * Reads every node's state (or only `names`) in one query: the current declaration and the last
+ * report from the copies the inventory keeps current as they are written
+ * (`current_declarations`, `last_reports`, migration 0006_node_state), the modules grouped from
+ * `assignments`; for the whole fleet one ordered scan of each, whatever the number of reports.
  */
 export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
+  const only = names === undefined ? sql`` : sql`where n.name = any(${names})`;
   const rows = await sql<StateRow[]>`
-    select n.name, n.system, n.kind, n.enrolled_at,
-      coalesce((select array_agg(a.module order by a.position) from assignments a
-                where a.node = n.name), '{}') as modules,
+    select n.name, n.system, n.kind, n.enrolled_at, coalesce(a.modules, '{}') as modules,
       d.generation as d_generation, d.digest as d_digest, d.total as d_total,
       d.pushed_at as d_pushed_at,
       r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
@@ -423,19 +423,13 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
       r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
       r.received_at as r_received_at
     from nodes n
-    left join lateral (
-      select generation, digest, total, pushed_at from declarations
-      where node = n.name order by generation desc limit 1) d on true
-    left join lateral (
-      -- A range, not "node = n.name order by id desc": with the equality the planner may walk
-      -- reports_pkey backwards filtering on node (it assumes a node's reports are spread evenly),
-      -- which reads the whole table for a node that never spoke or went quiet. Ordering by
-      -- (node, id desc) is something only reports_node_last can give.
-      select generation, digest, outcome, applied, total, trigger, problems, interval_ms,
-        reported_at, received_at
-      from reports where node >= n.name and node <= n.name
-      order by node, id desc limit 1) r on true
-    ${names === undefined ? sql`` : sql`where n.name = any(${names})`}
+    left join current_declarations d on d.node = n.name
+    left join last_reports r on r.node = n.name
+    left join (
+      select a.node, array_agg(a.module order by a.position) as modules from assignments a
+      ${names === undefined ? sql`` : sql`where a.node = any(${names})`}
+      group by a.node) a on a.node = n.name
+    ${only}
     order by n.name`;
   return rows.map((row) => {
     const state: NodeState = {

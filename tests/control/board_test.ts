@@ -27,6 +27,10 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { CliResult } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory } from "./support.ts";
+import type { NodeState } from "../../control/inventory.ts";
+import { gatherBoard } from "../../control/report.ts";
+import { VERDICTS } from "../../control/state.ts";
+import { DRIFT_VERDICTS } from "../../control/drift.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The seeded estate.
@@ -651,5 +655,61 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
     assertEquals([...walk(board)].filter((n) => n.value === null), []);
   } finally {
     await inv.drop();
+  }
+});
+
+Deno.test("the board orders by verdict, drift verdict and name, whatever order the states come in", () => {
+  const now = new Date("2026-12-01T12:00:00Z");
+  const digest = `sha256:${"a".repeat(64)}`;
+  const names = ["b-2", "a-10", "a-9", "c", "a-1", "b-10", "b", "a"];
+  const states: NodeState[] = names.map((name, i) => ({
+    name,
+    system: "debian",
+    kind: "server",
+    enrolledAt: now,
+    modules: [],
+    declaration: { generation: 1, digest, total: 3, pushedAt: now },
+    ...(i % 3 === 0 ? {} : {
+      report: {
+        generation: 1,
+        digest,
+        outcome: i % 3 === 1 ? "applied" : "failed",
+        applied: 3,
+        total: 3,
+        trigger: "push",
+        problems: [],
+        reportedAt: now,
+        receivedAt: now,
+      },
+    }),
+  } as NodeState));
+  const drift = new Map(
+    names.filter((_, i) => i % 2 === 0).map((name) => [name, {
+      summary: {
+        status: "drift" as const,
+        ranAt: now.toISOString(),
+        intervalSeconds: 900,
+        registry: "/r",
+        entries: 1,
+        findings: [{ check: "port" as const, direction: "rogue" as const, count: 1 }],
+      },
+      reportedAt: now,
+      receivedAt: now,
+    }]),
+  );
+  const expected = (order: NodeState[]) =>
+    gatherBoard(order, { now, graceMs: 60_000 }, drift).machines.map((m) => m.name);
+  const rank = (
+    m: { verdict: string; drift: { verdict: string } },
+  ) => [VERDICTS.indexOf(m.verdict as never), DRIFT_VERDICTS.indexOf(m.drift.verdict as never)];
+  const reference = gatherBoard(states, { now, graceMs: 60_000 }, drift).machines
+    .map((m) => ({ name: m.name, rank: rank(m) }))
+    .sort((a, b) =>
+      a.rank[0]! - b.rank[0]! || a.rank[1]! - b.rank[1]! || a.name.localeCompare(b.name)
+    )
+    .map((m) => m.name);
+  const sorted = [...states].sort((a, b) => a.name.localeCompare(b.name));
+  for (const order of [states, [...states].reverse(), sorted, [...sorted].reverse()]) {
+    assertEquals(expected(order), reference);
   }
 });

@@ -4,10 +4,12 @@
  * does not decode, or whose node is not enrolled is dropped and said, never recorded.
  */
 
-import { assertEquals, assertMatch } from "../support/assert.ts";
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { EXCHANGE, reportKey, type ReportMessage } from "../../lib/broker.ts";
-import { controlCli, freshInventory, uniqueNode } from "./support.ts";
+import { EXCHANGE, reportKey, type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
+import { ingestReports } from "../../control/ingest.ts";
+import { controlCli, uniqueNode } from "./support.ts";
+import { withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -31,14 +33,13 @@ function report(node: string): ReportMessage {
 Deno.test(
   "ingest records a report under its routing key's node, and drops the rest",
   opts,
-  async () => {
-    const inv = await freshInventory();
-    const [real, other, stranger] = [uniqueNode("in"), uniqueNode("in"), uniqueNode("in")];
-    try {
-      assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
+  // A vhost of its own: a drain of "/"'s mesh.reports would take other tests' reports too.
+  () =>
+    withVhost(async (inv, vhost) => {
+      const [real, other, stranger] = [uniqueNode("in"), uniqueNode("in"), uniqueNode("in")];
       await inv
         .sql`insert into nodes (name, system) values (${real}, 'debian'), (${other}, 'debian')`;
-      const s = await openBroker(inv.env.MESH_BROKER_URL!);
+      const s = await openBroker(vhost.amqp);
       const send = (key: string, body: string) =>
         publishConfirmed(s.channel, [{
           exchange: EXCHANGE,
@@ -52,7 +53,7 @@ Deno.test(
       await send(reportKey(stranger), JSON.stringify(report(stranger)));
       await s.close();
 
-      const out = await controlCli(["ingest", "--drain"], inv.env);
+      const out = await controlCli(["ingest", "--drain"], vhost.env);
       assertEquals(out.code, 0, out.stderr);
       assertMatch(out.stdout, /ingested 1 report; dropped 3/);
       assertMatch(out.stderr, new RegExp(`names node "${other}" but was published as "${real}"`));
@@ -60,8 +61,83 @@ Deno.test(
       assertMatch(out.stderr, new RegExp(`node "${stranger}" is not enrolled`));
       const rows = await inv.sql`select node from reports`;
       assertEquals(rows.map((r) => r.node), [real]);
-    } finally {
-      await inv.drop();
-    }
-  },
+    }),
+);
+
+Deno.test(
+  "ingest acknowledges a batch only once it committed: a failing batch loses nothing, and a report delivered twice is recorded once",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const [a, b] = [uniqueNode("in"), uniqueNode("in")];
+      await inv.sql`insert into nodes (name, system) values (${a}, 'debian'), (${b}, 'debian')`;
+      const bodies = Array.from({ length: 12 }, (_, i) => {
+        const r = report(i % 2 === 0 ? a : b);
+        r.at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+        // The seventh report's batch fails in the database (the trigger below).
+        if (i === 6) r.generation = 99;
+        return { key: reportKey(r.node), body: new TextEncoder().encode(JSON.stringify(r)) };
+      });
+      // Delivered twice: as a link sends a report again when its confirm was lost.
+      const sent = [...bodies.slice(0, 3), bodies[1]!, ...bodies.slice(3)];
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(
+          s.channel,
+          sent.map((m) => ({ exchange: EXCHANGE, routingKey: m.key, body: m.body })),
+        );
+      } finally {
+        await s.close();
+      }
+      await inv.sql.unsafe(`
+        create function refuse_99() returns trigger language plpgsql as $$
+        begin
+          if new.generation = 99 then raise exception 'refused by the test'; end if;
+          return new;
+        end $$;
+        create trigger refuse_99 before insert on reports
+          for each row execute function refuse_99();`);
+
+      const first = await openBroker(vhost.amqp);
+      let failure: unknown;
+      try {
+        await ingestReports(inv.sql, first.channel, { batch: 2, drain: true });
+      } catch (error) {
+        failure = error;
+      } finally {
+        await first.close().catch(() => {});
+      }
+      assertMatch(String(failure), /refused by the test/);
+      const recorded = Number((await inv.sql`select count(*)::int as n from reports`)[0]!.n);
+      assert(recorded < bodies.length, `${recorded} recorded although a batch failed`);
+      // Nothing lost: every report not recorded is back in the queue.
+      const check = await openBroker(vhost.amqp);
+      try {
+        const { messageCount } = await check.channel.checkQueue(REPORTS_QUEUE);
+        assert(
+          messageCount >= bodies.length - recorded,
+          `${recorded} recorded and ${messageCount} queued of ${bodies.length}: a report was acknowledged before its batch committed`,
+        );
+      } finally {
+        await check.close();
+      }
+
+      await inv.sql`drop trigger refuse_99 on reports`;
+      const again = await openBroker(vhost.amqp);
+      try {
+        const result = await ingestReports(inv.sql, again.channel, { batch: 2, drain: true });
+        assertEquals(result.dropped, []);
+        assertEquals(result.ingested, bodies.length - recorded);
+      } finally {
+        await again.close();
+      }
+      const rows = await inv.sql<{ n: number; identities: number }[]>`
+        select count(*)::int as n, count(distinct identity)::int as identities from reports`;
+      assertEquals(rows[0], { n: bodies.length, identities: bodies.length });
+      // The node's current state is its last report.
+      const last = await inv.sql`
+        select l.node, l.report_id = (select max(id) from reports r where r.node = l.node) as last
+        from last_reports l order by node`;
+      assertEquals(last.map((r) => r.last), [true, true]);
+    }),
 );

@@ -11,7 +11,6 @@ import postgres from "postgres";
 import { SHIPPED } from "../../control/shipped.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
 import { DatabaseError, migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
-import { readNodeStates } from "../../control/inventory.ts";
 import { controlCli, freshInventory, PG_SERVER } from "./support.ts";
 
 /** What the schema is: migrations recorded, and every table, column, index and constraint. */
@@ -61,7 +60,9 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
     assertEquals(await tables(inv.sql), [
       "assignments",
       "builds",
+      "current_declarations",
       "declarations",
+      "last_reports",
       "modules",
       "node_drift",
       "nodes",
@@ -208,66 +209,4 @@ Deno.test("status and board refuse an unmigrated inventory, saying to migrate", 
   }
 });
 
-Deno.test("the status read descends reports_node_last, even for nodes that went quiet", async () => {
-  const inv = await freshInventory();
-  try {
-    const digest = `sha256:${"a".repeat(64)}`;
-    // 40 chatty nodes with 50 reports each, interleaved as intervals make them; one node that
-    // reported once, first, and went quiet; one that never spoke. Walking the primary key
-    // backwards looks cheap here for the chatty ones and reads the whole table for the other two.
-    await inv.sql`
-      insert into nodes (name, system)
-      select 'n-' || i, 'debian' from generate_series(1, 40) i
-      union all values ('quiet', 'debian'), ('silent', 'debian')`;
-    await inv.sql`
-      insert into declarations (node, generation, digest, body, total)
-      select 'n-' || i, g, ${digest}, '{}', 8
-      from generate_series(1, 40) i, generate_series(1, 5) g`;
-    await inv.sql`
-      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
-        changes, host_version, reported_at)
-      values ('quiet', 1, ${digest}, 'applied', 8, 8, 'start', '[]', '[]', '0.1.0-test', now())`;
-    await inv.sql`
-      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
-        changes, host_version, reported_at)
-      select 'n-' || (1 + r % 40), 1 + r % 5, ${digest}, 'applied', 8, 8, 'interval', '[]',
-        '[]', '0.1.0-test', now()
-      from generate_series(1, 2000) r`;
-    await inv.sql`analyze`;
-
-    // The read exactly as readNodeStates sends it (captured, not copied).
-    const sent: { query: string; params: unknown[] }[] = [];
-    const traced = postgres(inv.url, {
-      max: 1,
-      onnotice: () => {},
-      debug: (_connection, query, params) => {
-        sent.push({ query, params: params as unknown[] });
-      },
-    });
-    try {
-      const states = await readNodeStates(traced);
-      assertEquals(states.length, 42);
-      assertEquals(states.find((s) => s.name === "quiet")?.report?.trigger, "start");
-      assertEquals(states.find((s) => s.name === "silent")?.report, undefined);
-      const read = sent.find((s) => /from reports where node/.test(s.query));
-      assert(read !== undefined, `the status read was not seen: ${JSON.stringify(sent)}`);
-      const plan = (await traced.unsafe(
-        `explain (analyze, costs off, timing off, summary off) ${read.query}`,
-        read.params as never[],
-      )).map((r) => r["QUERY PLAN"] as string).join("\n");
-      console.log(`plan of the status read (readNodeStates):\n${plan}`);
-      // The last report of each node: one descent of reports_node_last per node.
-      assert(/Index (Only )?Scan using reports_node_last on reports/.test(plan), plan);
-      assertStringIncludes(plan, "declarations_pkey");
-      assert(!/Scan( Backward)? using reports_pkey/.test(plan), plan);
-      assert(!/Seq Scan on reports/.test(plan), plan);
-      assert(!/Sort Key: reports\./.test(plan), `the last report is found by sorting:\n${plan}`);
-      const removed = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]));
-      assert(removed.every((n) => n < 100), `rows read and thrown away:\n${plan}`);
-    } finally {
-      await traced.end({ timeout: 1 });
-    }
-  } finally {
-    await inv.drop();
-  }
-});
+// The status read's plan (the kept state, never reports nor declarations): node_state_test.ts.

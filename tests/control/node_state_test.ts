@@ -1,0 +1,279 @@
+/**
+ * Each node's current state kept current when it is written (migration 0006_node_state):
+ * `last_reports` holds a copy of each node's last report (highest id) and `current_declarations`
+ * of its current declaration (highest generation). The status read uses them instead of
+ * descending `reports` and `declarations` per node, so they must always equal what those tables
+ * say: after the migration's backfill of an inventory that already holds reports, and after every
+ * kind of write (multi-row inserts, updates, deletes, a node removed, truncation).
+ */
+
+import postgres from "postgres";
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
+import { readNodeStates } from "../../control/inventory.ts";
+import { freshInventory } from "./support.ts";
+
+const DIGEST = (c: string) => `sha256:${c.repeat(64)}`;
+
+/** last_reports as stored, and as recomputed from reports (each node's highest id). */
+async function lastReports(sql: Sql): Promise<{ kept: unknown[]; truth: unknown[] }> {
+  const columns = `generation, digest, outcome, applied, total, trigger, problems, interval_ms,
+    reported_at, received_at`;
+  const kept = await sql.unsafe(
+    `select node, report_id as id, ${columns} from last_reports order by node`,
+  );
+  const truth = await sql.unsafe(
+    `select distinct on (node) node, id, ${columns} from reports order by node, id desc`,
+  );
+  return { kept: [...kept], truth: [...truth] };
+}
+
+/** current_declarations as stored, and as recomputed from declarations. */
+async function currentDeclarations(sql: Sql): Promise<{ kept: unknown[]; truth: unknown[] }> {
+  const columns = "node, generation, digest, total, pushed_at";
+  const kept = await sql.unsafe(`select ${columns} from current_declarations order by node`);
+  const truth = await sql.unsafe(
+    `select distinct on (node) ${columns} from declarations order by node, generation desc`,
+  );
+  return { kept: [...kept], truth: [...truth] };
+}
+
+async function assertKept(sql: Sql, what: string): Promise<void> {
+  const r = await lastReports(sql);
+  assertEquals(r.kept, r.truth, `last_reports after ${what}`);
+  const d = await currentDeclarations(sql);
+  assertEquals(d.kept, d.truth, `current_declarations after ${what}`);
+}
+
+/** Inserts `count` reports for each of `nodes`, interleaved, in one statement. */
+async function report(
+  sql: Sql,
+  nodes: string[],
+  count: number,
+  fields: { generation?: number; outcome?: string } = {},
+): Promise<void> {
+  await sql`
+    insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+      changes, host_version, interval_ms, reported_at)
+    select n, ${fields.generation ?? 1}, ${DIGEST("a")}, ${fields.outcome ?? "applied"}, 3, 3,
+      'interval',
+      case when k = ${count} then jsonb_build_array(jsonb_build_object('message', n || ' ' || k))
+        else '[]'::jsonb end,
+      '[]', 'test', 60000 + k * 1000, now() - make_interval(secs => ${count} - k)
+    from generate_series(1, ${count}) k, unnest(${nodes}::text[]) n
+    order by k, n`;
+}
+
+Deno.test("migrating an inventory that holds reports backfills each node's current state", async () => {
+  const inv = await freshInventory({ migrated: false });
+  try {
+    const before = MIGRATIONS.filter((m) => m.name < "0006");
+    await migrate(inv.sql, { migrations: before });
+    await inv.sql`insert into nodes (name, system)
+      values ('a', 'debian'), ('b', 'debian'), ('quiet', 'arch'), ('never', 'alpine')`;
+    await inv.sql`
+      insert into declarations (node, generation, digest, body, total)
+      select n, g, ${DIGEST("b")}, '{}', 3
+      from unnest(array['a', 'b', 'never']) n, generate_series(1, 3) g`;
+    await report(inv.sql, ["a", "b"], 5);
+    await report(inv.sql, ["quiet"], 1, { outcome: "failed" });
+    await report(inv.sql, ["a"], 1, { generation: 3, outcome: "refused" });
+    const statesBefore = await readBefore(inv.sql);
+
+    assertEquals(await migrate(inv.sql), ["0006_node_state"]);
+    await assertKept(inv.sql, "the backfill");
+    const kept = await lastReports(inv.sql);
+    assertEquals(kept.kept.length, 3, "a node that never reported has no last report");
+    // The status read gives exactly what it gave before the migration.
+    assertEquals(await readNodeStates(inv.sql), statesBefore);
+    const a = (await readNodeStates(inv.sql)).find((s) => s.name === "a")!;
+    assertEquals(a.report?.outcome, "refused");
+    assertEquals(a.declaration?.generation, 3);
+    // The digest CHECK is replaced by its equivalent, which still refuses a bad digest.
+    for (const bad of ["sha256:" + "a".repeat(63), "sha256:" + "A".repeat(64), "sha1:" + "a"]) {
+      const refused = await inv.sql`
+        insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
+          changes, host_version, reported_at)
+        values ('a', 1, ${bad}, 'applied', 0, 0, 'start', '[]', '[]', 'test', now())`
+        .then(() => undefined, (e: Error) => e.message);
+      assertStringIncludes(refused ?? "accepted", "reports_digest_check", bad);
+    }
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("every write to reports and declarations keeps each node's current state", async () => {
+  const inv = await freshInventory();
+  const sql = inv.sql;
+  try {
+    const nodes = ["n1", "n2", "n3", "n4"];
+    await sql`insert into nodes (name, system) select unnest(${nodes}::text[]), 'debian'`;
+    await assertKept(sql, "nothing");
+    // Several reports of one node in one statement: the highest id wins.
+    await report(sql, nodes, 4);
+    await assertKept(sql, "a multi-row insert");
+    await sql`insert into declarations (node, generation, digest, body, total)
+      select n, g, ${DIGEST("c")}, '{}', g from unnest(${nodes}::text[]) n,
+        generate_series(1, 3) g`;
+    await assertKept(sql, "declarations inserted");
+    // An insert of an older generation does not replace a newer one.
+    await sql`delete from declarations where node = 'n1' and generation = 2`;
+    await sql`insert into declarations (node, generation, digest, body, total)
+      values ('n1', 2, ${DIGEST("d")}, '{}', 9)`;
+    await assertKept(sql, "an older generation inserted");
+    // An update of the last report (a test moving receipt back, an operator's fix-up).
+    await sql`update reports set received_at = now() - interval '2 hours', interval_ms = 60000
+      where node = 'n2'`;
+    await assertKept(sql, "an update of a node's reports");
+    await sql`update declarations set pushed_at = now() - interval '1 day' where node = 'n3'`;
+    await assertKept(sql, "an update of a node's declarations");
+    // The last report deleted: the one before it is the last now.
+    await sql`delete from reports where id = (select max(id) from reports where node = 'n3')`;
+    await assertKept(sql, "the last report deleted");
+    // An older report deleted (what retention does): nothing changes.
+    const unchanged = await lastReports(sql);
+    await sql`delete from reports where id = (select min(id) from reports where node = 'n4')`;
+    assertEquals((await lastReports(sql)).kept, unchanged.kept);
+    // Every report of a node deleted: no last report.
+    await sql`delete from reports where node = 'n4'`;
+    await sql`delete from declarations where node = 'n4' and generation = 3`;
+    await assertKept(sql, "all of a node's reports deleted");
+    // A node removed: its rows go with it.
+    await sql`delete from nodes where name = 'n1'`;
+    await assertKept(sql, "a node removed");
+    assertEquals(
+      (await sql`select count(*)::int as n from last_reports where node = 'n1'`)[0]!.n,
+      0,
+    );
+    await sql`truncate reports`;
+    await assertKept(sql, "reports truncated");
+    await report(sql, ["n2"], 2);
+    await sql`truncate declarations`;
+    await assertKept(sql, "declarations truncated");
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("a report committed after one with a higher id does not replace it as the last", async () => {
+  const inv = await freshInventory();
+  try {
+    await inv.sql`insert into nodes (name, system) values ('n', 'debian')`;
+    const insert = (id: number, outcome: string) =>
+      inv.sql`
+        insert into reports (id, node, generation, digest, outcome, applied, total, trigger,
+          problems, changes, host_version, reported_at)
+        values (${id}, 'n', 1, ${DIGEST("a")}, ${outcome}, 0, 0, 'start', '[]', '[]', 'test',
+          now())`;
+    // Two ingest transactions in flight: the one holding the lower id commits last.
+    await insert(1000, "applied");
+    await insert(500, "failed");
+    await assertKept(inv.sql, "a lower id committed last");
+    const [row] = await inv.sql`select report_id, outcome from last_reports where node = 'n'`;
+    assertEquals([Number(row!.report_id), row!.outcome], [1000, "applied"]);
+  } finally {
+    await inv.drop();
+  }
+});
+
+Deno.test("the status read scans the kept state, never reports nor declarations", async () => {
+  const inv = await freshInventory();
+  try {
+    await inv.sql`insert into nodes (name, system)
+      select 'n-' || i, 'debian' from generate_series(1, 40) i
+      union all values ('quiet', 'debian'), ('silent', 'debian')`;
+    await inv.sql`
+      insert into declarations (node, generation, digest, body, total)
+      select 'n-' || i, g, ${DIGEST("a")}, '{}', 8
+      from generate_series(1, 40) i, generate_series(1, 5) g`;
+    await report(inv.sql, ["quiet"], 1);
+    await report(inv.sql, Array.from({ length: 40 }, (_, i) => `n-${i + 1}`), 50);
+    await inv.sql`analyze`;
+    // The read exactly as readNodeStates sends it (captured, not copied).
+    const sent: { query: string; params: unknown[] }[] = [];
+    const traced = postgres(inv.url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_connection, query, params) => {
+        sent.push({ query, params: params as unknown[] });
+      },
+    });
+    try {
+      const states = await readNodeStates(traced);
+      assertEquals(states.length, 42);
+      assertEquals(states.find((s) => s.name === "quiet")?.report?.trigger, "interval");
+      assertEquals(states.find((s) => s.name === "silent")?.report, undefined);
+      assertEquals(states.find((s) => s.name === "n-7")?.declaration?.generation, 5);
+      const read = sent.find((s) => /from nodes n/.test(s.query));
+      assert(read !== undefined, `the status read was not seen: ${JSON.stringify(sent)}`);
+      const plan = (await traced.unsafe(
+        `explain (analyze, costs off, timing off, summary off) ${read.query}`,
+        read.params as never[],
+      )).map((r) => r["QUERY PLAN"] as string).join("\n");
+      console.log(`plan of the status read (readNodeStates):\n${plan}`);
+      assert(/ on last_reports\b/.test(plan), plan);
+      assert(/ on current_declarations\b/.test(plan), plan);
+      assert(!/ on reports\b/.test(plan), `the status read touches reports:\n${plan}`);
+      assert(!/ on declarations\b/.test(plan), `the status read touches declarations:\n${plan}`);
+    } finally {
+      await traced.end({ timeout: 1 });
+    }
+  } finally {
+    await inv.drop();
+  }
+});
+
+/** The status read as it was before 0006 (each node's rows found in reports and declarations). */
+async function readBefore(sql: Sql): Promise<unknown> {
+  const rows = await sql`
+    select n.name, n.system, n.kind, n.enrolled_at,
+      coalesce((select array_agg(a.module order by a.position) from assignments a
+                where a.node = n.name), '{}') as modules,
+      d.generation as d_generation, d.digest as d_digest, d.total as d_total,
+      d.pushed_at as d_pushed_at,
+      r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
+      r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
+      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
+      r.received_at as r_received_at
+    from nodes n
+    left join lateral (
+      select generation, digest, total, pushed_at from declarations
+      where node = n.name order by generation desc limit 1) d on true
+    left join lateral (
+      select * from reports where node = n.name order by id desc limit 1) r on true
+    order by n.name`;
+  return rows.map((row) => {
+    const state: Record<string, unknown> = {
+      name: row.name,
+      system: row.system,
+      kind: row.kind,
+      enrolledAt: row.enrolled_at,
+      modules: row.modules,
+    };
+    if (row.d_generation !== null) {
+      state.declaration = {
+        generation: row.d_generation,
+        digest: row.d_digest,
+        total: row.d_total,
+        pushedAt: row.d_pushed_at,
+      };
+    }
+    if (row.r_generation !== null) {
+      const report: Record<string, unknown> = {
+        generation: row.r_generation,
+        digest: row.r_digest,
+        outcome: row.r_outcome,
+        applied: row.r_applied,
+        total: row.r_total,
+        trigger: row.r_trigger,
+        problems: row.r_problems,
+        reportedAt: row.r_reported_at,
+        receivedAt: row.r_received_at,
+      };
+      if (row.r_interval_ms !== null) report.intervalMs = row.r_interval_ms;
+      state.report = report;
+    }
+    return state;
+  });
+}
