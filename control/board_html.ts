@@ -330,13 +330,15 @@ ${table(healthy, generatedAt)}
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'none'; connect-src 'none'">
-<title>mesh board · ${board.nodes} nodes</title>
+<title>mesh board · ${board.nodes} node${board.nodes === 1 ? "" : "s"}</title>
 <style>${STYLE}</style>
 </head>
 <body>
 <header>
 <h1>mesh board</h1>
-<div class="sub">${board.nodes} nodes · gathered <time datetime="${h(generatedAt)}">${
+<div class="sub">${board.nodes} node${board.nodes === 1 ? "" : "s"} · gathered <time datetime="${
+    h(generatedAt)
+  }">${
     h(generatedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC").replace(/Z$/, " UTC"))
   }</time></div>
 </header>

@@ -280,6 +280,9 @@ function driftCountsLine(board: Board): string {
   }`;
 }
 
+/** "the one node is" or "all N nodes are". */
+const allNodes = (n: number) => n === 1 ? "the one node is" : `all ${n} nodes are`;
+
 /** `status`: the nodes not doing what they were told, or a sentence saying there are none. */
 export function statusText(board: Board): string {
   if (board.nodes === 0) return "no nodes enrolled\n";
@@ -287,14 +290,16 @@ export function statusText(board: Board): string {
   const behind = behindMachines(board).length;
   const drifting = board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length;
   if (machines.length === 0) {
-    return `all ${board.nodes} nodes are doing what they were told (${
-      countsLine(board)
-    }); no drift alarm (${driftCountsLine(board)})\n`;
+    return `${allNodes(board.nodes)} doing what ${
+      board.nodes === 1 ? "it was" : "they were"
+    } told (${countsLine(board)}); no drift alarm (${driftCountsLine(board)})\n`;
   }
   const lines = machines.map((m) => line(m, board)).join("\n") + "\n";
   if (behind === 0 && drifting === 0) {
     // Only episodic nodes away: listed, no alarm.
-    return `all ${board.nodes} nodes are doing what they were told or are away (episodic, no alarm) (${
+    return `${allNodes(board.nodes)} doing what ${
+      board.nodes === 1 ? "it was" : "they were"
+    } told or ${board.nodes === 1 ? "is" : "are"} away (episodic, no alarm) (${
       countsLine(board)
     }); no drift alarm (${driftCountsLine(board)})\n` + lines;
   }
@@ -306,9 +311,9 @@ export function statusText(board: Board): string {
 /** `board`: every node, the ones not doing what they were told first. */
 export function boardText(board: Board): string {
   if (board.nodes === 0) return `board at ${board.generatedAt}: no nodes enrolled\n`;
-  return `board at ${board.generatedAt}: ${board.nodes} nodes: ${countsLine(board)}; ${
-    driftCountsLine(board)
-  }\n` +
+  return `board at ${board.generatedAt}: ${board.nodes} node${board.nodes === 1 ? "" : "s"}: ${
+    countsLine(board)
+  }; ${driftCountsLine(board)}\n` +
     board.machines.map((m) =>
       line(m, board) +
       (m.modules.length ? `\n${"".padEnd(21)}modules: ${m.modules.join(", ")}` : "")

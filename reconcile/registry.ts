@@ -291,11 +291,18 @@ export class RegistryError extends Error {
   readonly file: string;
   readonly problems: RegistryProblem[];
   constructor(file: string, problems: RegistryProblem[]) {
+    const unread = problems.length === 1 && problems[0]!.line === 0 &&
+      problems[0]!.message.startsWith("Cannot read registry: ");
     super(
-      `Invalid registry "${file}" (${problems.length} problem${
-        problems.length === 1 ? "" : "s"
-      }):\n` +
-        problems.map((p) => `  ${formatProblem(file, p)}`).join("\n"),
+      unread
+        // A file that could not be read is not an invalid one: say it as what it is.
+        ? `Cannot read registry "${file}": ${
+          problems[0]!.message.slice("Cannot read registry: ".length)
+        }`
+        : `Invalid registry "${file}" (${problems.length} problem${
+          problems.length === 1 ? "" : "s"
+        }):\n` +
+          problems.map((p) => `  ${formatProblem(file, p)}`).join("\n"),
     );
     this.name = "RegistryError";
     this.file = file;

@@ -73,7 +73,9 @@ async (
       } catch (error) {
         throw new Refused(messageOf(error));
       }
-      out(`wrote the board of ${board.nodes} nodes to ${opts.html}\n`);
+      out(
+        `wrote the board of ${board.nodes} node${board.nodes === 1 ? "" : "s"} to ${opts.html}\n`,
+      );
     }
     if (opts.json) out(json(report.boardJson(board)));
     else if (opts.html === undefined) out(sourceText + report.boardText(board));

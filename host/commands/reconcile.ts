@@ -71,13 +71,6 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
             ? await bundleSource(build.bundle, build.system.name)
             : { input: undefined, absent: undefined };
           const locals = await readLocalDeclarations(opts.declarations);
-          if (!opts.bundle && locals.length === 0) {
-            // Nothing to keep this time; a declaration put in the directory later is seen then.
-            err(
-              `mesh-host: nothing to reconcile: no declaration in "${opts.declarations}", and the ` +
-                `bundle is left alone (--no-bundle)\n`,
-            );
-          }
           const known = await Store.load(opts.stateDir, {
             readOnly: true,
             migration: () => Promise.resolve({ claims: [] }),
@@ -97,6 +90,14 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
             migration: migration(ctx, opts.stateDir, opts.declarations),
             dryRun: opts.dryRun,
           });
+          if (!opts.bundle && locals.length === 0 && results.length === 0) {
+            // Nothing to keep this time; a declaration put in the directory later is seen then.
+            // (A source whose file left the directory is applied empty: its result says so.)
+            err(
+              `mesh-host: nothing to reconcile: no declaration in "${opts.declarations}", and the ` +
+                `bundle is left alone (--no-bundle)\n`,
+            );
+          }
           await finish(ctx, results, { json: opts.json, stateDir: opts.stateDir, lines: true });
           if (opts.every === undefined) return;
           await new Promise((r) => setTimeout(r, opts.every));

@@ -395,6 +395,8 @@ Deno.test("reconcile --no-bundle keeps the local declarations and leaves the bun
     await Deno.remove(`${w.declarations}/web.json`);
     const after = await w.host(["reconcile", "--no-bundle", "--json"]);
     assertEquals(after.code, 0, after.stderr);
+    // The source leaving is what happened: not "nothing to reconcile".
+    assert(!after.stderr.includes("nothing to reconcile"), after.stderr);
     assert(await exists(`${w.root}/mesh`), "--no-bundle removed the bundle's work");
     assert(!(await exists(`${w.root}/web`)), "a removed local declaration leaves");
     assertEquals((await w.owned()).map((e) => e.source), ["bundle"]);

@@ -278,7 +278,7 @@ Deno.test("a duration carries its unit: a bare number is refused naming the form
     "30s",
   ]);
   assertEquals(unit.code, 2);
-  assertStringIncludes(unit.stderr, 'Invalid registry "/nonexistent.yaml"');
+  assertStringIncludes(unit.stderr, 'Cannot read registry "/nonexistent.yaml": no such file');
 });
 
 Deno.test("a defect's text is redacted before it is printed when the program says how", async () => {
