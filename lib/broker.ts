@@ -174,17 +174,17 @@ export function decodeMessage<T extends z.ZodType>(
   body: Uint8Array,
   what: string,
 ): z.infer<T> {
+  let text: string;
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+    value = JSON.parse(text);
   } catch (error) {
     throw new MessageError(what, [`$: not UTF-8 JSON (${(error as Error).message})`]);
   }
   // JSON.parse kept the last of two equal keys: a repeated key refuses the message, with the
-  // schema's problems.
-  const repeated = duplicateKeys(new TextDecoder().decode(body)).map((d) =>
-    `${d.at}: ${duplicateKeyMessage(d)}`
-  );
+  // schema's problems. The text is the one parsed (the body is decoded once).
+  const repeated = duplicateKeys(text).map((d) => `${d.at}: ${duplicateKeyMessage(d)}`);
   const parsed = schema.safeParse(value);
   if (!parsed.success || repeated.length > 0) {
     throw new MessageError(what, [
