@@ -19,7 +19,8 @@
  * @module
  */
 
-import { DriftSummary, type FindingCount } from "../lib/drift.ts";
+import { z } from "zod";
+import { CHECKS, DIRECTIONS, DriftSummary, type FindingCount } from "../lib/drift.ts";
 import type { ReportMessage } from "../lib/broker.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { printable } from "../lib/printable.ts";
@@ -140,7 +141,8 @@ export function judgeDrift(stored: StoredDrift | undefined, now: Date): DriftVie
     verdict,
     words: DRIFT_WORDS[verdict],
     findings: s.findings.reduce((n, f) => n + f.count, 0),
-    counts: s.findings.map((f) => ({ ...f })),
+    // Built in the schema's key order (a summary read from jsonb has its keys in jsonb's order).
+    counts: s.findings.map((f) => ({ check: f.check, direction: f.direction, count: f.count })),
     last: s.status,
     ranAt: new Date(Date.parse(s.ranAt)).toISOString(),
     ageSeconds: Math.floor(ageMs / 1000),
@@ -188,27 +190,100 @@ export async function recordDrift(
  * `unreadable` with the reason, never dropped silently.
  */
 export async function readDrift(sql: Sql, names?: string[]): Promise<Map<string, StoredDrift>> {
+  // Times as epoch milliseconds (a float8 is decoded as a number, a timestamptz as text parsed
+  // into a Date): the same instants, truncated to the millisecond as a Date would be.
   const rows = await sql<
-    { node: string; summary: unknown; reported_at: Date; received_at: Date }[]
+    { node: string; summary: unknown; reported_ms: number; received_ms: number }[]
   >`
-    select node, summary, reported_at, received_at from node_drift
+    select node, summary,
+      (extract(epoch from reported_at) * 1000)::float8 as reported_ms,
+      (extract(epoch from received_at) * 1000)::float8 as received_ms
+    from node_drift
     ${names === undefined ? sql`` : sql`where node = any(${names})`}`;
   const out = new Map<string, StoredDrift>();
   for (const row of rows) {
-    const parsed = DriftSummary.safeParse(row.summary);
     out.set(row.node, {
-      summary: parsed.success ? parsed.data : {
-        status: "unreadable",
-        path: "(inventory)",
-        problem: `the stored summary does not match this mesh-control's: ${
-          parsed.error.issues[0]?.message ?? "invalid"
-        }`,
-      },
-      reportedAt: row.reported_at,
-      receivedAt: row.received_at,
+      summary: storedSummary(row.summary),
+      reportedAt: new Date(row.reported_ms),
+      receivedAt: new Date(row.received_ms),
     });
   }
   return out;
+}
+
+/**
+ * A stored summary as this mesh-control reads it: the summary when it matches
+ * {@linkcode DriftSummary}, else an `unreadable` one saying why. The schema is the boundary: a
+ * summary the precompiled {@linkcode isDriftSummary} accepts is one the schema accepts (asserted
+ * by tests/control/drift_judge_test.ts); anything else goes through the schema itself, which
+ * either accepts it or gives the reason.
+ */
+export function storedSummary(value: unknown): DriftSummary {
+  if (isDriftSummary(value)) return value;
+  const parsed = DriftSummary.safeParse(value);
+  return parsed.success ? parsed.data : {
+    status: "unreadable",
+    path: "(inventory)",
+    problem: `the stored summary does not match this mesh-control's: ${
+      parsed.error.issues[0]?.message ?? "invalid"
+    }`,
+  };
+}
+
+const CHECK_SET: ReadonlySet<unknown> = new Set(CHECKS);
+const DIRECTION_SET: ReadonlySet<unknown> = new Set(DIRECTIONS);
+/** zod's own pattern for `ranAt` (an ISO 8601 time with an offset). */
+const RAN_AT: RegExp = z.iso.datetime({ offset: true }).def.pattern!;
+const MAX_INTERVAL_SECONDS = 366 * 86_400;
+const MAX_FINDINGS = CHECKS.length * DIRECTIONS.length;
+
+/** Own enumerable keys of `o`, counted without allocating (a JSON object's are all own). */
+function keyCount(o: object): number {
+  let n = 0;
+  for (const _ in o) n++;
+  return n;
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+const isCount = (x: unknown, min: number): x is number =>
+  typeof x === "number" && Number.isSafeInteger(x) && x >= min;
+const isBounded = (x: unknown, max: number): x is string =>
+  typeof x === "string" && x.length <= max;
+
+/**
+ * A precompiled check of {@linkcode DriftSummary} for reading 10,000 stored summaries at once: no
+ * more lenient than the schema (strict objects, the same enums, bounds and time pattern; safe
+ * integers only), and true for every summary a link writes. False means "ask the schema", which
+ * gives the reason; it is never the only judge of a summary.
+ */
+export function isDriftSummary(x: unknown): x is DriftSummary {
+  if (!isRecord(x)) return false;
+  const status = x.status;
+  if (status === "unreadable") {
+    return keyCount(x) === 3 && isBounded(x.path, 4096) && isBounded(x.problem, 2000);
+  }
+  let keys = 6;
+  if (status === "unobservable") {
+    const unobserved = x.unobserved;
+    if (!Array.isArray(unobserved) || unobserved.length > 100) return false;
+    for (const u of unobserved) if (!isBounded(u, 200)) return false;
+    keys = 7;
+  } else if (status !== "clean" && status !== "drift") return false;
+  if (
+    keyCount(x) !== keys || typeof x.ranAt !== "string" || !RAN_AT.test(x.ranAt) ||
+    !isCount(x.intervalSeconds, 1) || x.intervalSeconds > MAX_INTERVAL_SECONDS ||
+    !isBounded(x.registry, 4096) || !isCount(x.entries, 0)
+  ) return false;
+  const findings = x.findings;
+  if (!Array.isArray(findings) || findings.length > MAX_FINDINGS) return false;
+  for (const f of findings) {
+    if (
+      !isRecord(f) || keyCount(f) !== 3 || !CHECK_SET.has(f.check) ||
+      !DIRECTION_SET.has(f.direction) || !isCount(f.count, 1)
+    ) return false;
+  }
+  return true;
 }
 
 /** Findings counts in words: `1 port/rogue, 2 container/missing`. */

@@ -388,12 +388,12 @@ interface StateRow {
   name: string;
   system: SystemName;
   kind: NodeKind;
-  enrolled_at: Date;
+  enrolled_ms: number;
   modules: string[];
   d_generation: number | null;
   d_digest: string | null;
   d_total: number | null;
-  d_pushed_at: Date | null;
+  d_pushed_ms: number | null;
   r_generation: number | null;
   r_digest: string | null;
   r_outcome: LastReport["outcome"] | null;
@@ -402,8 +402,8 @@ interface StateRow {
   r_trigger: LastReport["trigger"] | null;
   r_problems: LastReport["problems"] | null;
   r_interval_ms: number | null;
-  r_reported_at: Date | null;
-  r_received_at: Date | null;
+  r_reported_ms: number | null;
+  r_received_ms: number | null;
 }
 
 /**
@@ -414,14 +414,20 @@ interface StateRow {
  */
 export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
   const only = names === undefined ? sql`` : sql`where n.name = any(${names})`;
+  // Times as epoch milliseconds (float8, decoded as a number; a timestamptz is decoded as text
+  // parsed into a Date): `new Date(ms)` is the same instant, truncated to the millisecond as the
+  // driver's Date is.
   const rows = await sql<StateRow[]>`
-    select n.name, n.system, n.kind, n.enrolled_at, coalesce(a.modules, '{}') as modules,
+    select n.name, n.system, n.kind,
+      (extract(epoch from n.enrolled_at) * 1000)::float8 as enrolled_ms,
+      coalesce(a.modules, '{}') as modules,
       d.generation as d_generation, d.digest as d_digest, d.total as d_total,
-      d.pushed_at as d_pushed_at,
+      (extract(epoch from d.pushed_at) * 1000)::float8 as d_pushed_ms,
       r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
       r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
-      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
-      r.received_at as r_received_at
+      r.problems as r_problems, r.interval_ms as r_interval_ms,
+      (extract(epoch from r.reported_at) * 1000)::float8 as r_reported_ms,
+      (extract(epoch from r.received_at) * 1000)::float8 as r_received_ms
     from nodes n
     left join current_declarations d on d.node = n.name
     left join last_reports r on r.node = n.name
@@ -436,7 +442,7 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
       name: row.name,
       system: row.system,
       kind: row.kind,
-      enrolledAt: row.enrolled_at,
+      enrolledAt: new Date(row.enrolled_ms),
       modules: row.modules,
     };
     if (row.d_generation !== null) {
@@ -444,7 +450,7 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
         generation: row.d_generation,
         digest: row.d_digest!,
         total: row.d_total!,
-        pushedAt: row.d_pushed_at!,
+        pushedAt: new Date(row.d_pushed_ms!),
       };
     }
     if (row.r_generation !== null) {
@@ -456,8 +462,8 @@ export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeSt
         total: row.r_total!,
         trigger: row.r_trigger!,
         problems: row.r_problems!,
-        reportedAt: row.r_reported_at!,
-        receivedAt: row.r_received_at!,
+        reportedAt: new Date(row.r_reported_ms!),
+        receivedAt: new Date(row.r_received_ms!),
       };
       if (row.r_interval_ms !== null) state.report.intervalMs = row.r_interval_ms;
     }
