@@ -348,122 +348,13 @@ async function renderFrom(
   };
 }
 
-/** The current declaration of a node: the last one pushed. */
-export interface CurrentDeclaration {
-  generation: number;
-  digest: string;
-  total: number;
-  pushedAt: Date;
-}
-
-/** A node's last report. */
-export interface LastReport {
-  generation: number;
-  digest: string;
-  outcome: "applied" | "refused" | "failed";
-  applied: number;
-  total: number;
-  trigger: "push" | "start" | "interval";
-  problems: { id?: string; path?: string; message: string }[];
-  /** The reconcile interval the report stated, in ms (absent from older hosts). */
-  intervalMs?: number;
-  /** The node's clock. */
-  reportedAt: Date;
-  /** Ours. */
-  receivedAt: Date;
-}
-
-/** One node as the inventory knows it: what it was last told and what it last said. */
-export interface NodeState {
-  name: string;
-  system: SystemName;
-  kind: NodeKind;
-  enrolledAt: Date;
-  modules: string[];
-  declaration?: CurrentDeclaration;
-  report?: LastReport;
-}
-
-interface StateRow {
-  name: string;
-  system: SystemName;
-  kind: NodeKind;
-  enrolled_at: Date;
-  modules: string[];
-  d_generation: number | null;
-  d_digest: string | null;
-  d_total: number | null;
-  d_pushed_at: Date | null;
-  r_generation: number | null;
-  r_digest: string | null;
-  r_outcome: LastReport["outcome"] | null;
-  r_applied: number | null;
-  r_total: number | null;
-  r_trigger: LastReport["trigger"] | null;
-  r_problems: LastReport["problems"] | null;
-  r_interval_ms: number | null;
-  r_reported_at: Date | null;
-  r_received_at: Date | null;
-}
-
-/**
- * Reads every node's state (or only `names`) in one query: the current declaration and the last
- * report from the copies the inventory keeps current as they are written
- * (`current_declarations`, `last_reports`, migration 0006_node_state), the modules grouped from
- * `assignments`; for the whole fleet one ordered scan of each, whatever the number of reports.
- */
-export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
-  const only = names === undefined ? sql`` : sql`where n.name = any(${names})`;
-  const rows = await sql<StateRow[]>`
-    select n.name, n.system, n.kind, n.enrolled_at, coalesce(a.modules, '{}') as modules,
-      d.generation as d_generation, d.digest as d_digest, d.total as d_total,
-      d.pushed_at as d_pushed_at,
-      r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
-      r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
-      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
-      r.received_at as r_received_at
-    from nodes n
-    left join current_declarations d on d.node = n.name
-    left join last_reports r on r.node = n.name
-    left join (
-      select a.node, array_agg(a.module order by a.position) as modules from assignments a
-      ${names === undefined ? sql`` : sql`where a.node = any(${names})`}
-      group by a.node) a on a.node = n.name
-    ${only}
-    order by n.name`;
-  return rows.map((row) => {
-    const state: NodeState = {
-      name: row.name,
-      system: row.system,
-      kind: row.kind,
-      enrolledAt: row.enrolled_at,
-      modules: row.modules,
-    };
-    if (row.d_generation !== null) {
-      state.declaration = {
-        generation: row.d_generation,
-        digest: row.d_digest!,
-        total: row.d_total!,
-        pushedAt: row.d_pushed_at!,
-      };
-    }
-    if (row.r_generation !== null) {
-      state.report = {
-        generation: row.r_generation,
-        digest: row.r_digest!,
-        outcome: row.r_outcome!,
-        applied: row.r_applied!,
-        total: row.r_total!,
-        trigger: row.r_trigger!,
-        problems: row.r_problems!,
-        reportedAt: row.r_reported_at!,
-        receivedAt: row.r_received_at!,
-      };
-      if (row.r_interval_ms !== null) state.report.intervalMs = row.r_interval_ms;
-    }
-    return state;
-  });
-}
+export {
+  type CurrentDeclaration,
+  type LastReport,
+  type NodeState,
+  readClock,
+  readNodeStates,
+} from "./node_state.ts";
 
 /**
  * For each named node, when its current run of identical reports (same outcome, declaration and
@@ -490,14 +381,4 @@ export async function sameSince(sql: Sql, names: string[]): Promise<Map<string, 
 export function asDatabaseError(what: string, error: unknown): Error {
   if (error instanceof InputError || error instanceof DatabaseError) return error;
   return new DatabaseError(`${what}: ${describe(error)}`);
-}
-
-/**
- * Now by the inventory database's clock: the clock that stamped every report's receipt
- * (`reports.received_at`), so silence is judged on one clock, never the node's nor this
- * process's.
- */
-export async function readClock(sql: Sql): Promise<Date> {
-  const [row] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
-  return row!.now;
 }

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { DEFAULT_INTERVAL_MS } from "../lib/broker.ts";
+import { DEFAULT_INTERVAL_MS } from "../lib/link_interval.ts";
 import type { NodeState } from "./inventory.ts";
 
 /**

@@ -74,8 +74,7 @@ export const NODE_QUEUE_ARGUMENTS = {
   "x-overflow": "drop-head",
 } as const;
 
-/** The link's default reconcile interval (`mesh-host link --every`), in ms: 15 minutes. */
-export const DEFAULT_INTERVAL_MS = 15 * 60 * 1000;
+export { DEFAULT_INTERVAL_MS } from "./link_interval.ts";
 /** The longest reconcile interval a report may state, in ms: 7 days. */
 export const MAX_INTERVAL_MS = 7 * 24 * 60 * 60 * 1000;
 

@@ -15,6 +15,7 @@
  */
 
 import { z } from "zod";
+import { CHECKS, DIRECTIONS, RUN_STATUSES } from "./drift_checks.ts";
 
 /** The version of the result file this program writes and reads. */
 export const RESULT_FILE_VERSION = 1;
@@ -25,25 +26,7 @@ export const MAX_RESULT_BYTES = 4 * 1024 * 1024;
 /** Where the shipped reconcile units write their result (and the link reads it by default). */
 export const DEFAULT_RESULT_PATH = "/var/lib/mesh/reconcile/result.json";
 
-/** The checks a finding can come from (mesh-reconcile's `Check`). */
-export const CHECKS = [
-  "container",
-  "leftover",
-  "port",
-  "address",
-  "redirect",
-  "certificate",
-  "route",
-  "repo",
-  "timer",
-  "boot",
-] as const;
-
-/** The anti-join directions (mesh-reconcile's `Direction`). */
-export const DIRECTIONS = ["missing", "rogue"] as const;
-
-/** The statuses of a run that produced a result. */
-export const RUN_STATUSES = ["clean", "drift", "unobservable"] as const;
+export { CHECKS, DIRECTIONS, RUN_STATUSES };
 
 const time = z.iso.datetime({ offset: true });
 

@@ -49,7 +49,7 @@ async (
   } else {
     sql = await database(opts);
   }
-  const { readClock, readNodeStates } = await import("../inventory.ts");
+  const { readClock, readNodeStates } = await import("../node_state.ts");
   const { readDrift } = await import("../drift.ts");
   const report = await import("../report.ts");
   // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the

@@ -11,6 +11,8 @@ import postgres from "postgres";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
 import { readNodeStates } from "../../control/inventory.ts";
+import { readDrift } from "../../control/drift.ts";
+import type { DriftSummary } from "../../lib/drift.ts";
 import { freshInventory } from "./support.ts";
 
 const DIGEST = (c: string) => `sha256:${c.repeat(64)}`;
@@ -277,3 +279,36 @@ async function readBefore(sql: Sql): Promise<unknown> {
     return state;
   });
 }
+
+Deno.test("stored drift summaries are read as stored, and one the schema refuses as unreadable", async () => {
+  const inv = await freshInventory();
+  try {
+    await inv.sql`insert into nodes (name, system) values ('good', 'debian'), ('bad', 'debian')`;
+    const good = {
+      status: "drift",
+      ranAt: "2026-12-01T10:00:00.000Z",
+      intervalSeconds: 900,
+      registry: "r",
+      entries: 2,
+      findings: [{ check: "port", direction: "rogue", count: 1 }],
+    };
+    await inv.sql`insert into node_drift (node, summary, reported_at, received_at) values
+      ('good', ${JSON.stringify(good)}::text::jsonb, '2026-12-01 10:00:01.123456+00',
+        '2026-12-01 10:00:02.999999+00'),
+      ('bad', ${JSON.stringify({ ...good, intervalSeconds: 0 })}::text::jsonb, now(), now())`;
+    const drift = await readDrift(inv.sql);
+    assertEquals(drift.get("good"), {
+      summary: good as DriftSummary,
+      reportedAt: new Date("2026-12-01T10:00:01.123Z"),
+      receivedAt: new Date("2026-12-01T10:00:02.999Z"),
+    });
+    const bad = drift.get("bad")!.summary;
+    assertEquals(bad.status, "unreadable");
+    assertStringIncludes(
+      bad.status === "unreadable" ? bad.problem : "",
+      "the stored summary does not match this mesh-control's",
+    );
+  } finally {
+    await inv.drop();
+  }
+});
