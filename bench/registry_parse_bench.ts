@@ -12,10 +12,13 @@
  * - **yaml default**: `YAML.parse(text)` with the package's defaults (`uniqueKeys: true`, whose
  *   check compares every key with every earlier key of its map), timed once and only up to
  *   10,000 entries: it is quadratic;
- * - **registry, valid**: `parseRegistry(text)` of a valid registry;
+ * - **the fast read alone**: `quickLoad(text)` (reconcile/registry_fast.ts: the plain-style check
+ *   and js-yaml), what a valid registry's read costs before the schema;
+ * - **registry, valid**: `parseRegistry(text)` of a valid registry (the fast read and the schema);
  * - **registry, 10 % bad**: `parseRegistry` of the same registry with every tenth entry given a
  *   bad port, an unknown field and a bad account (three problems each), so 30 % of the entries'
- *   problems are placed at their line and column (it throws; the count is checked).
+ *   problems are placed at their line and column (it throws; the count is checked): the fast
+ *   read, the schema refusing, then the full read with positions.
  *
  * It prints a Markdown table (ms per parse, µs per entry, ratio to the floor) and writes it with
  * the raw samples to `bench/out/registry-parse-<time>.{md,json}`.
@@ -25,6 +28,7 @@
 
 import { parse, parseDocument } from "yaml";
 import { parseRegistry, RegistryError } from "../reconcile/registry.ts";
+import { quickLoad } from "../reconcile/registry_fast.ts";
 
 const OUT_DIR = new URL("./out/", import.meta.url).pathname;
 
@@ -95,6 +99,12 @@ const CASES: Case[] = [
     run: (t) => parseDocument(t, { uniqueKeys: false }).toJS(),
   },
   { name: "yaml default: YAML.parse (uniqueKeys on), 1 run", run: (t) => parse(t), once: true },
+  {
+    name: "the fast read alone: quickLoad (js-yaml, plain-style check)",
+    run: (t) => {
+      if (quickLoad(t) === undefined) throw new Error("the fast read declined the registry");
+    },
+  },
   { name: "parseRegistry, valid", run: (t) => parseRegistry(t) },
   {
     name: "parseRegistry, 10 % bad (3 problems each)",

@@ -22,6 +22,7 @@ import {
 } from "yaml";
 import { messageOf, readRegularFileLimited } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
+import { quickLoad } from "./registry_fast.ts";
 
 export { formatPath };
 
@@ -348,11 +349,19 @@ export async function loadRegistry(file: string): Promise<Registry> {
 
 /**
  * Validates registry text. `file` is used only in messages. Linear in the text, problems
- * included (`bench/registry_parse_bench.ts`).
+ * included (`bench/registry_parse_bench.ts`). A valid registry is read by the fast reader
+ * ({@linkcode quickLoad}); one it declines or the schema refuses is read with positions.
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
  */
 export function parseRegistry(text: string, file = "<registry>"): Registry {
+  // A valid registry needs no position: read fast, and only a registry the fast read declines or
+  // the schema refuses is read again with every node's position (reconcile/registry_fast.ts).
+  const quick = quickLoad(text);
+  if (quick !== undefined) {
+    const parsed = Registry.safeParse(quick);
+    if (parsed.success) return parsed.data;
+  }
   let lineCounter = new LineCounter();
   // The yaml package's own duplicate-key check compares every key with every earlier key of its
   // map (quadratic in the entries: 29,000 entries took 11 s); duplicateKeys finds the same keys

@@ -1,0 +1,142 @@
+/**
+ * The fast read of a registry: `js-yaml` with a schema resolving plain scalars exactly as the
+ * YAML 1.2 core schema of the `yaml` package does, used only to accept a registry that is valid.
+ * Anything it is not sure of (a YAML error, a repeated key, an alias, a tag it does not know) is
+ * left to the full read of `registry.ts`, which places every problem at its line and column.
+ *
+ * Why two parsers: the `yaml` package keeps a concrete syntax tree with every node's position
+ * (what placing problems needs) and costs ~5 s of CPU for a 30,000-entry registry (3.6 MB) on
+ * this project's 2-core machines; `js-yaml` builds plain data in about a fifth of that. A valid
+ * registry needs no position, so it is read fast; an invalid one is read twice and pays for it.
+ * `tests/reconcile/registry_fast_test.ts` holds the two reads to the same data (every scalar
+ * form, the test fixtures, and thousands of random edits of a registry).
+ *
+ * @module
+ */
+
+// @ts-types="@types/js-yaml"
+import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
+
+// The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
+// (yaml/dist/schema/common/null.js, core/bool.js, core/int.js, core/float.js). js-yaml's own
+// CORE_SCHEMA differs: it reads `1_000`, `0b101` and `+0x1` as numbers and `-.5e-3` as a string.
+const NULL = /^(?:~|[Nn]ull|NULL)?$/;
+const BOOL = /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/;
+const INT_OCT = /^0o[0-7]+$/;
+const INT = /^[-+]?[0-9]+$/;
+const INT_HEX = /^0x[0-9a-fA-F]+$/;
+const FLOAT_NAN = /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
+const FLOAT_EXP = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/;
+const FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/;
+
+const coreNull = new Type("tag:yaml.org,2002:null", {
+  kind: "scalar",
+  resolve: (data: string | null) => data === null || NULL.test(data),
+  construct: () => null,
+  predicate: (value: unknown) => value === null,
+});
+
+const coreBool = new Type("tag:yaml.org,2002:bool", {
+  kind: "scalar",
+  resolve: (data: string | null) => data !== null && BOOL.test(data),
+  construct: (data: string) => data[0] === "t" || data[0] === "T",
+  predicate: (value: unknown) => typeof value === "boolean",
+});
+
+const coreInt = new Type("tag:yaml.org,2002:int", {
+  kind: "scalar",
+  resolve: (data: string | null) =>
+    data !== null && (INT.test(data) || INT_OCT.test(data) || INT_HEX.test(data)),
+  construct: (data: string) =>
+    INT_OCT.test(data)
+      ? parseInt(data.substring(2), 8)
+      : INT_HEX.test(data)
+      ? parseInt(data.substring(2), 16)
+      : parseInt(data, 10),
+  predicate: (value: unknown) => Number.isInteger(value),
+});
+
+const coreFloat = new Type("tag:yaml.org,2002:float", {
+  kind: "scalar",
+  resolve: (data: string | null) =>
+    data !== null && (FLOAT_NAN.test(data) || FLOAT_EXP.test(data) || FLOAT.test(data)),
+  construct: (data: string) =>
+    FLOAT_NAN.test(data)
+      ? (data.slice(-3).toLowerCase() === "nan"
+        ? NaN
+        : data[0] === "-"
+        ? Number.NEGATIVE_INFINITY
+        : Number.POSITIVE_INFINITY)
+      : parseFloat(data),
+  predicate: (value: unknown) => typeof value === "number",
+});
+
+/** Strings, sequences and maps (failsafe), and the core schema's implicit scalars, in its order. */
+const SCHEMA: Schema = FAILSAFE_SCHEMA.extend({
+  implicit: [coreNull, coreBool, coreInt, coreFloat],
+});
+
+// The plain style a registry is written in, line by line: block mappings and sequences of plain
+// names, single-line quoted strings and single-line flow sequences, comments, and block scalars
+// (`|`, `>`). Parsers differ where YAML is malformed (a quoted string or a flow collection
+// continued on a less indented line, which js-yaml accepts and the `yaml` package refuses), and all
+// such forms span lines; a text with a line outside this style is left to the full read. Aliases
+// (js-yaml shares the anchored node, so a "billion laughs" document would be cheap to load and
+// exponential to validate), tags, flow maps, directives, tabs and carriage returns are outside it.
+const KEY = String.raw`[A-Za-z0-9_][A-Za-z0-9._/-]*`;
+const PLAIN_START = String.raw`(?:[A-Za-z0-9_./~+=$^();%]|-(?=[^\s]))`;
+const PLAIN = String.raw`${PLAIN_START}(?:[^\s:#]|:(?=[^\s]))*(?: +(?:[^\s:#]|:(?=[^\s]))+)*`;
+const PLAIN_IN_FLOW = String.raw`${PLAIN_START}(?:[^\s:#,[\]{}]|:(?=[^\s,[\]{}]))*` +
+  String.raw`(?: +(?:[^\s:#,[\]{}]|:(?=[^\s,[\]{}]))+)*`;
+const DOUBLE = String.raw`"(?:[^"\\]|\\.)*"`;
+const SINGLE = String.raw`'(?:[^']|'')*'`;
+const ITEM = `(?:${DOUBLE}|${SINGLE}|${PLAIN_IN_FLOW})`;
+const FLOW_SEQ = String.raw`\[ *(?:${ITEM}(?: *, *${ITEM})* *,? *)?\]`;
+const VALUE = `(?:${DOUBLE}|${SINGLE}|${FLOW_SEQ}|${PLAIN})`;
+const COMMENT = String.raw`(?: +#.*)?`;
+const BLOCK_HEADER = String.raw`[|>](?:[+-]?[1-9]?|[1-9][+-])`;
+/** A line of the plain style; group 1 is its indentation, group 2 a block scalar's header. */
+const LINE = new RegExp(
+  String.raw`^( *)(?:#.*|(?:- +)*(?:${KEY}:(?: +(?:${VALUE}|(${BLOCK_HEADER})))?|${VALUE})` +
+    `${COMMENT}|)$`,
+);
+/** A block scalar's header after a bare dash (`- |`), which LINE's value does not cover. */
+const DASH_BLOCK = new RegExp(String.raw`^( *)(?:- +)+(${BLOCK_HEADER})${COMMENT}$`);
+
+/**
+ * Whether every line of `text` is in the plain style a registry is written in (see above).
+ * Lines inside a block scalar (more indented than its header's line, or blank) are its content.
+ */
+function plainStyle(text: string): boolean {
+  if (text.includes("\t") || text.includes("\r")) return false;
+  let blockIndent = -1;
+  for (const line of text.split("\n")) {
+    if (blockIndent >= 0) {
+      if (line.trim() === "") continue;
+      if (line.length - line.trimStart().length > blockIndent) continue;
+      blockIndent = -1;
+    }
+    const match = LINE.exec(line) ?? DASH_BLOCK.exec(line);
+    if (match === null) return false;
+    if (match[2] !== undefined) blockIndent = match[1]!.length;
+  }
+  return true;
+}
+
+/**
+ * Reads registry text into plain data, or declines.
+ *
+ * @returns the document as plain data (objects, arrays, strings, numbers, booleans, null),
+ *   exactly as `parseDocument(text).toJS()` of the `yaml` package would give it; `undefined`
+ *   when the text is not one YAML document in the plain style this reader is sure of (any line
+ *   outside it, a YAML error, a repeated key, more than one document). Never throws.
+ */
+export function quickLoad(text: string): unknown {
+  if (!plainStyle(text)) return undefined;
+  try {
+    // Not `json: true`: that would let a repeated key overwrite the first instead of failing.
+    return load(text, { schema: SCHEMA });
+  } catch {
+    return undefined;
+  }
+}
