@@ -51,11 +51,19 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Refuse unless every migration is applied (default true; `migrate` passes false). */
   requireMigrated?: boolean;
+  /**
+   * Ask the server for its array types when each connection opens (default true): what lets the
+   * driver send a JS array as a parameter (`= any(${names})`) and parse array columns. One round
+   * trip a connection; false only for a caller none of whose queries sends or reads an array (or
+   * a type of an extension): `status` and `board`.
+   */
+  fetchTypes?: boolean;
 }
 
 /**
  * Connects to the inventory at `url` (`postgres://user@host:port/inventory`) and proves the
- * connection works with one query.
+ * connection works with one query: the read of the applied migrations (unless `requireMigrated`
+ * is false: then `select 1`).
  *
  * @throws {DatabaseError} naming the URL (password redacted) when it does not answer, refuses,
  *   or (unless `requireMigrated` is false) is not migrated to {@linkcode MIGRATIONS}.
@@ -68,6 +76,7 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
       max: options.max ?? 4,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
+      fetch_types: options.fetchTypes ?? true,
       // The status read's estimated cost is above jit_above_cost at fleet size; compiling it
       // costs more than it saves for a query that runs once per command.
       connection: { jit: "off" },
@@ -75,27 +84,41 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
   } catch (error) {
     throw new DatabaseError(`Cannot use database URL "${redactUrl(url)}": ${describe(error)}`);
   }
+  const cannotConnect = async (error: unknown) => {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    return new DatabaseError(`Cannot connect to database "${redactUrl(url)}": ${describe(error)}`);
+  };
+  if (!(options.requireMigrated ?? true)) {
+    try {
+      await sql`select 1`;
+    } catch (error) {
+      throw await cannotConnect(error);
+    }
+    return sql;
+  }
+  // The first query proves the connection: one round trip, not a `select 1` before the check.
+  let applied: AppliedMigration[] | undefined;
   try {
-    await sql`select 1`;
+    applied = await appliedMigrations(sql);
+  } catch (error) {
+    throw await cannotConnect(error);
+  }
+  let pending: Migration[];
+  try {
+    pending = await pendingOf(applied);
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {});
-    throw new DatabaseError(`Cannot connect to database "${redactUrl(url)}": ${describe(error)}`);
+    throw error;
   }
-  if (options.requireMigrated ?? true) {
-    const pending = await pendingMigrations(sql).catch(async (error) => {
-      await sql.end({ timeout: 1 }).catch(() => {});
-      throw error;
-    });
-    if (pending.length > 0) {
-      await sql.end({ timeout: 1 }).catch(() => {});
-      throw new DatabaseError(
-        `The inventory "${
-          redactUrl(url)
-        }" is not migrated (${pending.length} of ${MIGRATIONS.length} migrations pending, first ${
-          pending[0]!.name
-        }): run mesh-control migrate`,
-      );
-    }
+  if (pending.length > 0) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw new DatabaseError(
+      `The inventory "${
+        redactUrl(url)
+      }" is not migrated (${pending.length} of ${MIGRATIONS.length} migrations pending, first ${
+        pending[0]!.name
+      }): run mesh-control migrate`,
+    );
   }
   return sql;
 }
@@ -107,12 +130,31 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
  *   database was migrated by another version), or one unknown to this program is applied.
  */
 export async function pendingMigrations(sql: Sql): Promise<Migration[]> {
-  const [probe] = await sql<
-    { exists: boolean }[]
-  >`select to_regclass('schema_migrations') is not null as exists`;
-  if (!probe?.exists) return [...MIGRATIONS];
-  const rows = await sql<{ name: string; digest: string }[]>`
-    select name, digest from schema_migrations order by name`;
+  return await pendingOf(await appliedMigrations(sql));
+}
+
+/** One row of `schema_migrations`. */
+interface AppliedMigration {
+  name: string;
+  digest: string;
+}
+
+/**
+ * The migrations recorded as applied, in name order, in one round trip; undefined when
+ * `schema_migrations` does not exist (nothing was ever migrated).
+ */
+async function appliedMigrations(sql: Sql): Promise<AppliedMigration[] | undefined> {
+  try {
+    return await sql<AppliedMigration[]>`select name, digest from schema_migrations order by name`;
+  } catch (error) {
+    // undefined_table: not a failure, a database never migrated.
+    if ((error as { code?: string }).code === "42P01") return undefined;
+    throw error;
+  }
+}
+
+async function pendingOf(rows: AppliedMigration[] | undefined): Promise<Migration[]> {
+  if (rows === undefined) return [...MIGRATIONS];
   const known = new Map(MIGRATIONS.map((m) => [m.name, m]));
   for (const row of rows) {
     const migration = known.get(row.name);

@@ -119,6 +119,30 @@ export const NOT_CHECKED: DriftView = Object.freeze({
   counts: [],
 }) as DriftView;
 
+/**
+ * How old a stored result is at `now`, in ms: the time since its report arrived (our clock) plus
+ * the result's age when the node reported it (the node's clock), each never below 0.
+ */
+function driftAgeMs(stored: StoredDrift, ranAt: string, now: Date): number {
+  return Math.max(0, now.getTime() - stored.receivedAt.getTime()) +
+    Math.max(0, stored.reportedAt.getTime() - Date.parse(ranAt));
+}
+
+/** Whether a result `ageMs` old, of a run every `intervalSeconds`, is stale. */
+const isStale = (ageMs: number, intervalSeconds: number) =>
+  ageMs > STALE_AFTER_INTERVALS * intervalSeconds * 1000;
+
+/**
+ * The verdict of {@linkcode judgeDrift} alone, without the view (what counting a node that is not
+ * listed needs): always `judgeDrift(stored, now).verdict`.
+ */
+export function driftVerdict(stored: StoredDrift | undefined, now: Date): DriftVerdict {
+  if (stored === undefined) return "not-checked";
+  const s = stored.summary;
+  if (s.status === "unreadable") return "unreadable";
+  return isStale(driftAgeMs(stored, s.ranAt, now), s.intervalSeconds) ? "stale" : s.status;
+}
+
 /** Judges a node's stored summary at `now` (pure). */
 export function judgeDrift(stored: StoredDrift | undefined, now: Date): DriftView {
   if (stored === undefined) return { ...NOT_CHECKED, counts: [] };
@@ -133,10 +157,8 @@ export function judgeDrift(stored: StoredDrift | undefined, now: Date): DriftVie
       problem: s.problem,
     };
   }
-  const ageMs = Math.max(0, now.getTime() - stored.receivedAt.getTime()) +
-    Math.max(0, stored.reportedAt.getTime() - Date.parse(s.ranAt));
-  const stale = ageMs > STALE_AFTER_INTERVALS * s.intervalSeconds * 1000;
-  const verdict: DriftVerdict = stale ? "stale" : s.status;
+  const ageMs = driftAgeMs(stored, s.ranAt, now);
+  const verdict: DriftVerdict = isStale(ageMs, s.intervalSeconds) ? "stale" : s.status;
   const view: DriftView = {
     verdict,
     words: DRIFT_WORDS[verdict],

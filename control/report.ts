@@ -17,6 +17,7 @@ import {
   type DeclarationVerdict,
   isAlarm,
   judge,
+  type Judged,
   type NodeKind,
   SILENCE_INTERVALS,
   type Verdict,
@@ -28,6 +29,7 @@ import {
   DRIFT_WORDS,
   driftText,
   type DriftVerdict,
+  driftVerdict,
   type DriftView,
   isDriftAlarm,
   judgeDrift,
@@ -109,56 +111,56 @@ export function gatherBoard(
   clock: Clock,
   drift: ReadonlyMap<string, StoredDrift> = new Map(),
 ): Board {
+  return gather(states, clock, drift, false);
+}
+
+/**
+ * The board `status` renders: {@linkcode gatherBoard}'s, with every node judged and counted but
+ * only the nodes `status` lists ({@linkcode statusMachines}) in `machines`, the others never
+ * built. `statusText`, `statusJson`, `behindMachines` and `attentionMachines` of it are those of
+ * the whole board (asserted by tests/control/board_test.ts); `boardText` and `boardJson` of it are
+ * not the board's.
+ */
+export function gatherStatus(
+  states: NodeState[],
+  clock: Clock,
+  drift: ReadonlyMap<string, StoredDrift> = new Map(),
+): Board {
+  return gather(states, clock, drift, true);
+}
+
+/** Whether `status` lists a node: not doing what it was told, away, or with a drift alarm. */
+const listedByStatus = (verdict: Verdict, drift: DriftVerdict) =>
+  verdict !== "ok" || isDriftAlarm(drift);
+
+function gather(
+  states: NodeState[],
+  clock: Clock,
+  drift: ReadonlyMap<string, StoredDrift>,
+  listedOnly: boolean,
+): Board {
   const now = clock.now;
   const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
   const driftCounts = Object.fromEntries(DRIFT_VERDICTS.map((v) => [v, 0])) as Record<
     DriftVerdict,
     number
   >;
-  const machines = states.map((node) => {
-    const { verdict, said, applied, total, presence } = judge(node, clock);
-    counts[verdict]++;
-    const driftView = judgeDrift(drift.get(node.name), now);
-    driftCounts[driftView.verdict]++;
-    const machine: BoardMachine = {
-      name: node.name,
-      system: node.system,
-      kind: node.kind,
-      verdict,
-      words: VERDICT_WORDS[verdict],
-      applied,
-      total,
-      modules: node.modules,
-      problems: [],
-      drift: driftView,
-    };
-    if (node.declaration !== undefined) {
-      machine.generation = node.declaration.generation;
-      machine.digest = node.declaration.digest;
+  const machines: BoardMachine[] = [];
+  for (const node of states) {
+    const judged = judge(node, clock);
+    counts[judged.verdict]++;
+    const stored = drift.get(node.name);
+    if (listedOnly) {
+      const verdict = driftVerdict(stored, now);
+      driftCounts[verdict]++;
+      if (!listedByStatus(judged.verdict, verdict)) continue;
+      machines.push(machineOf(node, judged, judgeDrift(stored, now)));
+    } else {
+      const driftView = judgeDrift(stored, now);
+      driftCounts[driftView.verdict]++;
+      machines.push(machineOf(node, judged, driftView));
     }
-    if (node.report !== undefined) {
-      // Times only for a node that spoke: one that never did carries none.
-      if (node.declaration !== undefined) {
-        machine.pushedAt = node.declaration.pushedAt.toISOString();
-      }
-      machine.reportedGeneration = node.report.generation;
-      machine.lastReportAt = node.report.receivedAt.toISOString();
-      machine.trigger = node.report.trigger;
-      if (presence !== undefined) {
-        machine.intervalMs = presence.intervalMs;
-        machine.intervalStated = presence.intervalStated;
-        machine.quietAllowedMs = presence.allowedMs;
-        machine.overdue = presence.overdue;
-        if (presence.overdue) machine.said = said;
-      }
-      machine.problems = node.report.problems.map((p) => ({
-        ...(p.id !== undefined ? { id: p.id } : {}),
-        ...(p.path !== undefined ? { path: p.path } : {}),
-        message: p.message,
-      }));
-    }
-    return machine;
-  });
+  }
   // Ordered by verdict, then drift verdict, then name. The states come ordered by name (the
   // database's order), which is checked in one pass and sorted only when it differs; a stable sort
   // by the two ranks alone then keeps the names in order within each rank (a sixth of the cost of
@@ -179,6 +181,49 @@ export function gatherBoard(
     driftCounts,
     machines,
   };
+}
+
+/** One node on the board, judged. */
+function machineOf(node: NodeState, judged: Judged, driftView: DriftView): BoardMachine {
+  const { verdict, said, applied, total, presence } = judged;
+  const machine: BoardMachine = {
+    name: node.name,
+    system: node.system,
+    kind: node.kind,
+    verdict,
+    words: VERDICT_WORDS[verdict],
+    applied,
+    total,
+    modules: node.modules,
+    problems: [],
+    drift: driftView,
+  };
+  if (node.declaration !== undefined) {
+    machine.generation = node.declaration.generation;
+    machine.digest = node.declaration.digest;
+  }
+  if (node.report !== undefined) {
+    // Times only for a node that spoke: one that never did carries none.
+    if (node.declaration !== undefined) {
+      machine.pushedAt = node.declaration.pushedAt.toISOString();
+    }
+    machine.reportedGeneration = node.report.generation;
+    machine.lastReportAt = node.report.receivedAt.toISOString();
+    machine.trigger = node.report.trigger;
+    if (presence !== undefined) {
+      machine.intervalMs = presence.intervalMs;
+      machine.intervalStated = presence.intervalStated;
+      machine.quietAllowedMs = presence.allowedMs;
+      machine.overdue = presence.overdue;
+      if (presence.overdue) machine.said = said;
+    }
+    machine.problems = node.report.problems.map((p) => ({
+      ...(p.id !== undefined ? { id: p.id } : {}),
+      ...(p.path !== undefined ? { path: p.path } : {}),
+      message: p.message,
+    }));
+  }
+  return machine;
 }
 
 /**
@@ -202,7 +247,7 @@ export function attentionMachines(board: Board): BoardMachine[] {
  * (with when they were last heard; no alarm).
  */
 export function statusMachines(board: Board): BoardMachine[] {
-  return board.machines.filter((m) => m.verdict !== "ok" || isDriftAlarm(m.drift.verdict));
+  return board.machines.filter((m) => listedByStatus(m.verdict, m.drift.verdict));
 }
 
 /** `board --json`. */

@@ -14,7 +14,7 @@ import { writeAll } from "../../lib/write.ts";
 import { brokerUrls, collectBrokerUrls } from "../../lib/broker_urls.ts";
 import { redactUrl } from "../../lib/url.ts";
 import type { BrokerSession } from "../../lib/amqp.ts";
-import type { Sql } from "../db.ts";
+import type { ConnectOptions, Sql } from "../db.ts";
 
 /** Input refused before anything is done (exit 2). */
 export class Refused extends Error {}
@@ -106,8 +106,22 @@ export function brokers(opts: Connections): string[] {
 
 /** The connections a command opens, each closed when it ends (`ctx.cleanups`). */
 export interface Connect {
-  /** The inventory database (migrated unless `requireMigrated` is false). */
-  database: (opts: Connections, requireMigrated?: boolean) => Promise<Sql>;
+  /**
+   * The inventory database (migrated unless `requireMigrated` is false); `tuning` sets the pool's
+   * size and whether the driver asks for the server's array types (`connectDatabase`).
+   */
+  database: (
+    opts: Connections,
+    requireMigrated?: boolean,
+    tuning?: Pick<ConnectOptions, "max" | "fetchTypes"> & {
+      /**
+       * At the command's end, send each connection's Terminate and exit without waiting for the
+       * server to close it (a round trip and a backend's exit): for a command whose every query
+       * was awaited before it ends. Default false: wait up to 5 s for queries in flight.
+       */
+      closeWithoutWaiting?: boolean;
+    },
+  ) => Promise<Sql>;
   /** A broker session, from the member `startAt` on. */
   broker: (opts: Connections, startAt?: number) => Promise<BrokerSession>;
   /**
@@ -120,11 +134,12 @@ export interface Connect {
 /** How `ctx`'s command opens its connections. */
 export function connect(ctx: ControlContext): Connect {
   return {
-    database: async (opts, requireMigrated = true) => {
+    database: async (opts, requireMigrated = true, tuning = {}) => {
       const url = need(opts.database, "database", "--database", "MESH_DATABASE_URL");
       const { connectDatabase } = await import("../db.ts");
-      const sql = await connectDatabase(url, { requireMigrated });
-      ctx.cleanups.push(() => sql.end({ timeout: 5 }));
+      const { closeWithoutWaiting = false, ...options } = tuning;
+      const sql = await connectDatabase(url, { ...options, requireMigrated });
+      ctx.cleanups.push(() => sql.end({ timeout: closeWithoutWaiting ? 0 : 5 }));
       return sql;
     },
     broker: async (opts, startAt = 0) => {

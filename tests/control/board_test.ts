@@ -28,9 +28,17 @@ import { assert, assertEquals, assertMatch, assertStringIncludes } from "../supp
 import type { CliResult } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory } from "./support.ts";
 import type { NodeState } from "../../control/inventory.ts";
-import { gatherBoard } from "../../control/report.ts";
+import {
+  attentionMachines,
+  behindMachines,
+  gatherBoard,
+  gatherStatus,
+  statusJson,
+  statusMachines,
+  statusText,
+} from "../../control/report.ts";
 import { VERDICTS } from "../../control/state.ts";
-import { DRIFT_VERDICTS } from "../../control/drift.ts";
+import { DRIFT_VERDICTS, driftVerdict, judgeDrift, type StoredDrift } from "../../control/drift.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The seeded estate.
@@ -712,4 +720,102 @@ Deno.test("the board orders by verdict, drift verdict and name, whatever order t
   for (const order of [states, [...states].reverse(), sorted, [...sorted].reverse()]) {
     assertEquals(expected(order), reference);
   }
+});
+
+Deno.test("status's board says what the whole board says, over every verdict and drift verdict", () => {
+  // Every declaration verdict (silent and away by a report two hours old), both kinds, every
+  // drift verdict (stale by a result two hours old): status built from gatherStatus, which builds
+  // only the machines it lists, against status built from the whole board.
+  const now = new Date("2026-12-01T12:00:00Z");
+  const old = new Date(now.getTime() - 2 * 3_600_000);
+  const digest = `sha256:${"a".repeat(64)}`;
+  const other = `sha256:${"b".repeat(64)}`;
+  const reportOf = (over: Partial<NonNullable<NodeState["report"]>>) => ({
+    generation: 1,
+    digest,
+    outcome: "applied" as const,
+    applied: 3,
+    total: 3,
+    trigger: "interval" as const,
+    problems: [{ id: "app", message: "it broke" }],
+    intervalMs: 60_000,
+    reportedAt: now,
+    receivedAt: now,
+    ...over,
+  });
+  const reports: (NodeState["report"] | undefined)[] = [
+    undefined,
+    reportOf({ problems: [] }),
+    reportOf({ outcome: "refused", applied: 0 }),
+    reportOf({ outcome: "failed", applied: 1 }),
+    reportOf({ digest: other }),
+    reportOf({ problems: [], receivedAt: old, reportedAt: old }),
+    reportOf({ outcome: "failed", applied: 1, receivedAt: old, reportedAt: old }),
+  ];
+  const summary = { ranAt: now.toISOString(), intervalSeconds: 900, registry: "/r", entries: 4 };
+  const drifts: (StoredDrift | undefined)[] = [
+    undefined,
+    { summary: { status: "clean", ...summary, findings: [] }, reportedAt: now, receivedAt: now },
+    {
+      summary: {
+        status: "drift",
+        ...summary,
+        findings: [{ check: "port", direction: "rogue", count: 2 }],
+      },
+      reportedAt: now,
+      receivedAt: now,
+    },
+    {
+      summary: { status: "unobservable", ...summary, findings: [], unobserved: ["podman@root"] },
+      reportedAt: now,
+      receivedAt: now,
+    },
+    {
+      summary: { status: "unreadable", path: "/var/lib/r.json", problem: "missing" },
+      reportedAt: now,
+      receivedAt: now,
+    },
+    {
+      summary: { status: "clean", ...summary, ranAt: old.toISOString(), findings: [] },
+      reportedAt: old,
+      receivedAt: old,
+    },
+  ];
+  const states: NodeState[] = [];
+  const drift = new Map<string, StoredDrift>();
+  for (const [r, report] of reports.entries()) {
+    for (const kind of ["server", "episodic"] as const) {
+      for (const [d, stored] of drifts.entries()) {
+        const name = `n-${r}-${kind}-${d}`;
+        states.push({
+          name,
+          system: "debian",
+          kind,
+          enrolledAt: old,
+          modules: ["app"],
+          declaration: { generation: 1, digest, total: 3, pushedAt: old },
+          ...(report === undefined ? {} : { report }),
+        });
+        if (stored !== undefined) drift.set(name, stored);
+        assertEquals(driftVerdict(stored, now), judgeDrift(stored, now).verdict, name);
+      }
+    }
+  }
+  const clock = { now, graceMs: 60_000 };
+  const whole = gatherBoard(states, clock, drift);
+  const listed = gatherStatus(states, clock, drift);
+  assertEquals(
+    [...VERDICTS, ...DRIFT_VERDICTS].filter((v) =>
+      !whole.machines.some((m) => m.verdict === v || m.drift.verdict === v)
+    ),
+    [],
+    "every verdict and drift verdict is in the fixture",
+  );
+  assertEquals(listed.machines, statusMachines(whole));
+  assert(listed.machines.length < whole.machines.length, "some nodes are not listed");
+  assertEquals(statusText(listed), statusText(whole));
+  assertEquals(statusJson(listed), statusJson(whole));
+  assertEquals(attentionMachines(listed), attentionMachines(whole));
+  assertEquals(behindMachines(listed), behindMachines(whole));
+  assertEquals({ ...listed, machines: [] }, { ...whole, machines: [] });
 });
