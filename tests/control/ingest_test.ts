@@ -141,3 +141,58 @@ Deno.test(
       assertEquals(last.map((r) => r.last), [true, true]);
     }),
 );
+
+Deno.test(
+  "ingest keeps delivery order across batches in flight together: each node's last report and drift summary are its last delivered",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const nodes = [uniqueNode("in"), uniqueNode("in"), uniqueNode("in")];
+      await inv.sql`insert into nodes (name, system) select unnest(${nodes}::text[]), 'debian'`;
+      // Many small batches, every node in each: a later batch's insert or summary overtaking an
+      // earlier one's would leave an earlier report as the node's last.
+      const count = 240;
+      const messages = Array.from({ length: count }, (_, i) => {
+        const r = report(nodes[i % nodes.length]!);
+        r.at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
+        r.drift = { status: "unreadable", path: "/var/lib/mesh/drift.json", problem: `n${i}` };
+        return {
+          exchange: EXCHANGE,
+          routingKey: reportKey(r.node),
+          body: new TextEncoder().encode(JSON.stringify(r)),
+        };
+      });
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(s.channel, messages);
+      } finally {
+        await s.close();
+      }
+      const consumer = await openBroker(vhost.amqp);
+      try {
+        const result = await ingestReports(inv.sql, consumer.channel, { batch: 4, drain: true });
+        assertEquals(result.ingested, count);
+      } finally {
+        await consumer.close();
+      }
+      // Report ids follow delivery order.
+      const order = await inv.sql<{ at: string }[]>`
+        select to_char(reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at
+        from reports order by id`;
+      const ats = order.map((r) => r.at);
+      assertEquals(ats, [...ats].sort());
+      const last = await inv.sql<{ node: string; last: boolean; problem: string }[]>`
+        select l.node, l.report_id = (select max(id) from reports r where r.node = l.node) as last,
+          d.summary->>'problem' as problem
+        from last_reports l join node_drift d using (node) order by l.node`;
+      const expected = nodes.map((node) => {
+        const i = count - nodes.length + nodes.indexOf(node);
+        return { node, last: true, problem: `n${i}` };
+      }).sort((a, b) => a.node < b.node ? -1 : 1);
+      assertEquals(last.map((r) => ({ ...r })), expected);
+      const stored = await inv.sql<{ n: number }[]>`
+        select count(*)::int as n from last_reports l join reports r on r.id = l.report_id
+        where r.reported_at = (select max(reported_at) from reports x where x.node = l.node)`;
+      assertEquals(stored[0]!.n, nodes.length);
+    }),
+);
