@@ -132,16 +132,21 @@ export async function ingestReports(
     const recording = recordBatch(sql, taken, before, inserted);
     stage.committed = recording.then((r) => r !== undefined, () => false);
     previous = stage;
+    // Never rejects: a failure is kept in `failure`, thrown by the loop below.
     acknowledged = Promise.all([recording, acknowledged]).then(([recorded]) => {
       // A batch before this one failed: this one rolled back and stays unacknowledged.
       if (recorded === undefined || failure !== undefined) return;
-      result.ingested += recorded.ingested;
-      result.duplicates += recorded.duplicates;
-      for (const dropped of recorded.dropped) drop(dropped);
-      // Committed, after every batch before it: this batch, and every delivery before it,
-      // acknowledged at once.
-      channel.ack(taken[taken.length - 1]!.message, true);
-      options.onBatch?.(taken.length);
+      try {
+        result.ingested += recorded.ingested;
+        result.duplicates += recorded.duplicates;
+        for (const dropped of recorded.dropped) drop(dropped);
+        // Committed, after every batch before it: this batch, and every delivery before it,
+        // acknowledged at once.
+        channel.ack(taken[taken.length - 1]!.message, true);
+        options.onBatch?.(taken.length);
+      } catch (error) {
+        failure ??= error;
+      }
     }, (error) => {
       failure ??= error;
     });

@@ -196,3 +196,47 @@ Deno.test(
       assertEquals(stored[0]!.n, nodes.length);
     }),
 );
+
+Deno.test(
+  "ingest stops on a report the database refuses, leaving it and the reports after it queued",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const node = uniqueNode("in");
+      await inv.sql`insert into nodes (name, system) values (${node}, 'debian')`;
+      const good = report(node);
+      // The schema takes it; jsonb refuses the NUL character in a problem's message.
+      const refused = { ...report(node), outcome: "failed" as const };
+      refused.problems = [{ id: "app", message: "bad \u0000 byte" }];
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(
+          s.channel,
+          [good, refused].map((r) => ({
+            exchange: EXCHANGE,
+            routingKey: reportKey(node),
+            body: new TextEncoder().encode(JSON.stringify(r)),
+          })),
+        );
+      } finally {
+        await s.close();
+      }
+      const consumer = await openBroker(vhost.amqp);
+      let failure: unknown;
+      try {
+        await ingestReports(inv.sql, consumer.channel, { drain: true });
+      } catch (error) {
+        failure = error;
+      } finally {
+        await consumer.close().catch(() => {});
+      }
+      assertMatch(String(failure), /Unicode|\\u0000/);
+      assertEquals((await inv.sql`select count(*)::int as n from reports`)[0]!.n, 0);
+      const check = await openBroker(vhost.amqp);
+      try {
+        assertEquals((await check.channel.checkQueue(REPORTS_QUEUE)).messageCount, 2);
+      } finally {
+        await check.close();
+      }
+    }),
+);
