@@ -7,12 +7,14 @@
  * its journaled file unchanged), unique per node (migration 0005_scale_out).
  *
  * The pipeline (docs/mesh-control.md, "ingest"): each delivery is decoded, checked and hashed as
- * it arrives, while the previous batch's transaction runs; a batch is written when it is full or
+ * it arrives, while earlier batches' transactions run (they overlap, in order: see
+ * {@linkcode recordBatch}); a batch is written when it is full or
  * 20 ms after its first delivery, in one transaction of four statements whatever its size (the
  * enrolled nodes, one multi-row insert, the drift summaries), and the node's current state
  * (`last_reports`, migration 0006_node_state) is kept by the inventory's trigger in that same
  * transaction. Acknowledgements go out in delivery order, each one `multiple` for its batch, only
- * after that batch committed.
+ * after that batch committed. `--drain` ends once the queue has no ready message: the reports
+ * still unacknowledged were delivered to this consumer and are written before it returns.
  *
  * @module
  */
@@ -102,7 +104,7 @@ export async function ingestReports(
   const result: IngestResult = { ingested: 0, dropped: [], duplicates: 0 };
   // Nothing waiting: a drain is done before it starts.
   if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) return result;
-  // Up to two batches' transactions at once, the next ones arriving.
+  // Batches' transactions overlap (as many as the pool has connections), the next ones arriving.
   await channel.prefetch(batchSize * 3);
   let buffer: Checked[] = [];
   // The last batch handed to the database: each batch's insert starts after the one before it
