@@ -7,12 +7,14 @@
  * its journaled file unchanged), unique per node (migration 0005_scale_out).
  *
  * The pipeline (docs/mesh-control.md, "ingest"): each delivery is decoded, checked and hashed as
- * it arrives, while the previous batch's transaction runs; a batch is written when it is full or
+ * it arrives, while earlier batches' transactions run (they overlap, in order: see
+ * {@linkcode recordBatch}); a batch is written when it is full or
  * 20 ms after its first delivery, in one transaction of four statements whatever its size (the
  * enrolled nodes, one multi-row insert, the drift summaries), and the node's current state
  * (`last_reports`, migration 0006_node_state) is kept by the inventory's trigger in that same
  * transaction. Acknowledgements go out in delivery order, each one `multiple` for its batch, only
- * after that batch committed.
+ * after that batch committed. `--drain` ends once the queue has no ready message: the reports
+ * still unacknowledged were delivered to this consumer and are written before it returns.
  *
  * @module
  */
@@ -72,6 +74,17 @@ interface Recorded {
   dropped: Dropped[];
 }
 
+/** A batch handed to the database, as the batch after it waits for it. */
+interface Stage {
+  /** Settles once the batch's insert returned (its report ids drawn), or it failed before. */
+  inserted: Promise<void>;
+  /** Whether the batch committed (false: it, or a batch before it, failed and rolled back). */
+  committed: Promise<boolean>;
+}
+
+/** Thrown inside a batch's transaction to roll it back when a batch before it failed. */
+class EarlierBatchFailed extends Error {}
+
 /**
  * Consumes reports into the `reports` table.
  *
@@ -91,13 +104,15 @@ export async function ingestReports(
   const result: IngestResult = { ingested: 0, dropped: [], duplicates: 0 };
   // Nothing waiting: a drain is done before it starts.
   if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) return result;
-  // One batch being written and the next two arriving.
+  // Batches' transactions overlap (as many as the pool has connections), the next ones arriving.
   await channel.prefetch(batchSize * 3);
   let buffer: Checked[] = [];
-  // The batches in order: each written, then acknowledged, after the one before it.
-  let flushing: Promise<void> = Promise.resolve();
+  // The last batch handed to the database: each batch's insert starts after the one before it
+  // inserted (report ids follow delivery order), its drift summaries and its commit come after
+  // the one before it committed, and its acknowledgement after the one before it acknowledged.
+  let previous: Stage = { inserted: Promise.resolve(), committed: Promise.resolve(true) };
+  let acknowledged: Promise<void> = Promise.resolve();
   let failure: unknown;
-  let lastArrival = Date.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const drop = (dropped: Dropped) => {
@@ -109,22 +124,35 @@ export async function ingestReports(
     if (timer !== undefined) clearTimeout(timer), timer = undefined;
     const taken = buffer;
     buffer = [];
-    if (taken.length === 0) return flushing;
-    flushing = flushing.then(async () => {
-      if (failure !== undefined) return;
+    if (taken.length === 0 || failure !== undefined) return acknowledged;
+    const before = previous;
+    let inserted!: () => void;
+    const stage: Stage = {
+      inserted: new Promise<void>((resolve) => inserted = resolve),
+      committed: Promise.resolve(false),
+    };
+    const recording = recordBatch(sql, taken, before, inserted);
+    stage.committed = recording.then((r) => r !== undefined, () => false);
+    previous = stage;
+    // Never rejects: a failure is kept in `failure`, thrown by the loop below.
+    acknowledged = Promise.all([recording, acknowledged]).then(([recorded]) => {
+      // A batch before this one failed: this one rolled back and stays unacknowledged.
+      if (recorded === undefined || failure !== undefined) return;
       try {
-        const recorded = await recordBatch(sql, taken);
         result.ingested += recorded.ingested;
         result.duplicates += recorded.duplicates;
         for (const dropped of recorded.dropped) drop(dropped);
-        // Committed: this batch, and every delivery before it, acknowledged at once.
+        // Committed, after every batch before it: this batch, and every delivery before it,
+        // acknowledged at once.
         channel.ack(taken[taken.length - 1]!.message, true);
         options.onBatch?.(taken.length);
       } catch (error) {
-        failure = error;
+        failure ??= error;
       }
+    }, (error) => {
+      failure ??= error;
     });
-    return flushing;
+    return acknowledged;
   };
 
   const { consumerTag } = await channel.consume(REPORTS_QUEUE, (message) => {
@@ -132,7 +160,6 @@ export async function ingestReports(
       failure ??= new Error("The broker cancelled the reports consumer");
       return;
     }
-    lastArrival = Date.now();
     let checked: Checked;
     try {
       checked = check(message);
@@ -151,14 +178,12 @@ export async function ingestReports(
 
   try {
     for (;;) {
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, options.drain ? 25 : 50));
       if (failure !== undefined) throw failure;
       if (options.signal?.aborted) break;
-      if (options.drain && buffer.length === 0 && Date.now() - lastArrival > 100) {
-        await flushing;
-        const { messageCount } = await channel.checkQueue(REPORTS_QUEUE);
-        if (messageCount === 0 && buffer.length === 0) break;
-      }
+      // Nothing ready in the queue: every report left was delivered to this consumer already
+      // (unacknowledged ones are not counted), and arrives before the cancel below completes.
+      if (options.drain && (await channel.checkQueue(REPORTS_QUEUE)).messageCount === 0) break;
     }
   } finally {
     await channel.cancel(consumerTag).catch(() => {});
@@ -193,80 +218,117 @@ function check(message: ConsumeMessage): Checked {
  * Records a batch's reports in one transaction: the nodes enrolled, one insert of every report
  * (a duplicate identity skipped), the drift summaries. Reports of nodes not enrolled are
  * returned as dropped; nothing is told before the transaction committed.
+ *
+ * It overlaps the batch before it (`before`) and keeps its order: the insert waits for the
+ * insert before it (so report ids, and with them each node's last report in `last_reports`,
+ * follow delivery order, and a report delivered in both batches waits on the earlier one's
+ * identity and is skipped once it committed), the drift summaries and the commit wait for the
+ * commit before it (so the later summary wins, and this batch never holds a lock the one before
+ * it waits for). `inserted` is called once the insert returned or the batch failed.
+ *
+ * @returns what it recorded, or undefined when a batch before it failed (rolled back).
+ * @throws the database's error when the batch itself fails.
  */
-async function recordBatch(sql: Sql, batch: Checked[]): Promise<Recorded> {
+async function recordBatch(
+  sql: Sql,
+  batch: Checked[],
+  before: Stage,
+  inserted: () => void,
+): Promise<Recorded | undefined> {
   const recorded: Recorded = { ingested: 0, duplicates: 0, dropped: [] };
   const reports = batch.filter((c) => c.report !== undefined);
-  if (reports.length === 0) return recorded;
-  await sql.begin(async (tx) => {
-    const names = [...new Set(reports.map((r) => r.report!.node))];
-    const known = new Set(
-      (await tx<{ name: string }[]>`select name from nodes where name = any(${names})`).map((r) =>
-        r.name
-      ),
-    );
-    const unknown = names.filter((n) => !known.has(n));
-    // A report from a node that was removed is dropped, never re-creating it, and said as such.
-    const removed = unknown.length === 0 ? new Map<string, Date>() : new Map(
-      (await tx<{ name: string; removed_at: Date }[]>`
-        select name, removed_at from removals where what = 'node' and name = any(${unknown})`)
-        .map((r) => [r.name, r.removed_at]),
-    );
-    const rows = [];
-    const accepted: { report: ReportMessage; identity: string }[] = [];
-    for (const { report, message, identity } of reports) {
-      if (!known.has(report!.node)) {
-        const when = removed.get(report!.node);
-        recorded.dropped.push({
-          routingKey: message.fields.routingKey,
-          reason: when === undefined
-            ? `node "${report!.node}" is not enrolled`
-            : `node "${
-              report!.node
-            }" was removed at ${when.toISOString()}; its report is not recorded`,
-        });
-        continue;
-      }
-      accepted.push({ report: report!, identity: identity! });
-      rows.push({
-        node: report!.node,
-        generation: report!.generation,
-        digest: report!.declaration,
-        outcome: report!.outcome,
-        applied: report!.applied,
-        total: report!.total,
-        trigger: report!.trigger,
-        problems: JSON.stringify(report!.problems),
-        changes: JSON.stringify(report!.changes),
-        host_version: report!.hostVersion,
-        interval_ms: report!.intervalMs ?? null,
-        reported_at: report!.at,
-        identity: identity!,
-      });
+  try {
+    if (reports.length === 0) {
+      await before.inserted;
+      inserted();
+      return await before.committed ? recorded : undefined;
     }
-    if (rows.length === 0) return;
-    // One JSON text parameter, problems and changes in it as JSON strings: json_to_recordset
-    // and a cast of each to jsonb cost the server less than jsonb_to_recordset of the same rows
-    // as nested values (bench/README.md).
-    const inserted = await tx`
-      insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
-        changes, host_version, interval_ms, reported_at, identity)
-      select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
-        x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
-        x.reported_at::timestamptz, decode(x.identity, 'hex')
-      from json_to_recordset(${JSON.stringify(rows)}::text::json) as x(
-        node text, generation integer, digest text, outcome text, applied integer,
-        total integer, trigger text, problems text, changes text, host_version text,
-        interval_ms integer, reported_at text, identity text)
-      on conflict (node, identity) where identity is not null do nothing
-      returning encode(identity, 'hex') as identity`;
-    recorded.ingested = inserted.count;
-    recorded.duplicates = rows.length - inserted.count;
-    // A report delivered again says nothing new: its drift summary must not look fresh again.
-    const fresh = new Set(inserted.map((r) => r.identity as string));
-    await recordDrift(tx, accepted.filter((a) => fresh.has(a.identity)).map((a) => a.report));
-  });
-  return recorded;
+    await sql.begin(async (tx) => {
+      const names = [...new Set(reports.map((r) => r.report!.node))];
+      const known = new Set(
+        (await tx<{ name: string }[]>`select name from nodes where name = any(${names})`).map((
+          r,
+        ) => r.name),
+      );
+      const unknown = names.filter((n) => !known.has(n));
+      // A report from a node that was removed is dropped, never re-creating it, and said as such.
+      const removed = unknown.length === 0 ? new Map<string, Date>() : new Map(
+        (await tx<{ name: string; removed_at: Date }[]>`
+          select name, removed_at from removals where what = 'node' and name = any(${unknown})`)
+          .map((r) => [r.name, r.removed_at]),
+      );
+      const rows = [];
+      const accepted: { report: ReportMessage; identity: string }[] = [];
+      for (const { report, message, identity } of reports) {
+        if (!known.has(report!.node)) {
+          const when = removed.get(report!.node);
+          recorded.dropped.push({
+            routingKey: message.fields.routingKey,
+            reason: when === undefined
+              ? `node "${report!.node}" is not enrolled`
+              : `node "${
+                report!.node
+              }" was removed at ${when.toISOString()}; its report is not recorded`,
+          });
+          continue;
+        }
+        accepted.push({ report: report!, identity: identity! });
+        rows.push({
+          node: report!.node,
+          generation: report!.generation,
+          digest: report!.declaration,
+          outcome: report!.outcome,
+          applied: report!.applied,
+          total: report!.total,
+          trigger: report!.trigger,
+          problems: JSON.stringify(report!.problems),
+          changes: JSON.stringify(report!.changes),
+          host_version: report!.hostVersion,
+          interval_ms: report!.intervalMs ?? null,
+          reported_at: report!.at,
+          identity: identity!,
+        });
+      }
+      const json = JSON.stringify(rows);
+      await before.inserted;
+      if (rows.length > 0) {
+        // One JSON text parameter, problems and changes in it as JSON strings: json_to_recordset
+        // and a cast of each to jsonb cost the server less than jsonb_to_recordset of the same
+        // rows as nested values (bench/README.md).
+        const fresh = await tx`
+          insert into reports (node, generation, digest, outcome, applied, total, trigger,
+            problems, changes, host_version, interval_ms, reported_at, identity)
+          select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
+            x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
+            x.reported_at::timestamptz, decode(x.identity, 'hex')
+          from json_to_recordset(${json}::text::json) as x(
+            node text, generation integer, digest text, outcome text, applied integer,
+            total integer, trigger text, problems text, changes text, host_version text,
+            interval_ms integer, reported_at text, identity text)
+          on conflict (node, identity) where identity is not null do nothing
+          returning encode(identity, 'hex') as identity`;
+        inserted();
+        recorded.ingested = fresh.count;
+        recorded.duplicates = rows.length - fresh.count;
+        if (!await before.committed) throw new EarlierBatchFailed();
+        // A report delivered again says nothing new: its drift summary must not look fresh again.
+        const identities = new Set(fresh.map((r) => r.identity as string));
+        await recordDrift(
+          tx,
+          accepted.filter((a) => identities.has(a.identity)).map((a) => a.report),
+        );
+      } else {
+        inserted();
+        if (!await before.committed) throw new EarlierBatchFailed();
+      }
+    });
+    return recorded;
+  } catch (error) {
+    if (error instanceof EarlierBatchFailed) return undefined;
+    throw error;
+  } finally {
+    inserted();
+  }
 }
 
 /** A report's identity: the sha256 of its message body, as hex. */

@@ -141,3 +141,102 @@ Deno.test(
       assertEquals(last.map((r) => r.last), [true, true]);
     }),
 );
+
+Deno.test(
+  "ingest keeps delivery order across batches in flight together: each node's last report and drift summary are its last delivered",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const nodes = [uniqueNode("in"), uniqueNode("in"), uniqueNode("in")];
+      await inv.sql`insert into nodes (name, system) select unnest(${nodes}::text[]), 'debian'`;
+      // Many small batches, every node in each: a later batch's insert or summary overtaking an
+      // earlier one's would leave an earlier report as the node's last.
+      const count = 240;
+      const messages = Array.from({ length: count }, (_, i) => {
+        const r = report(nodes[i % nodes.length]!);
+        r.at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
+        r.drift = { status: "unreadable", path: "/var/lib/mesh/drift.json", problem: `n${i}` };
+        return {
+          exchange: EXCHANGE,
+          routingKey: reportKey(r.node),
+          body: new TextEncoder().encode(JSON.stringify(r)),
+        };
+      });
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(s.channel, messages);
+      } finally {
+        await s.close();
+      }
+      const consumer = await openBroker(vhost.amqp);
+      try {
+        const result = await ingestReports(inv.sql, consumer.channel, { batch: 4, drain: true });
+        assertEquals(result.ingested, count);
+      } finally {
+        await consumer.close();
+      }
+      // Report ids follow delivery order.
+      const order = await inv.sql<{ at: string }[]>`
+        select to_char(reported_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at
+        from reports order by id`;
+      const ats = order.map((r) => r.at);
+      assertEquals(ats, [...ats].sort());
+      const last = await inv.sql<{ node: string; last: boolean; problem: string }[]>`
+        select l.node, l.report_id = (select max(id) from reports r where r.node = l.node) as last,
+          d.summary->>'problem' as problem
+        from last_reports l join node_drift d using (node) order by l.node`;
+      const expected = nodes.map((node) => {
+        const i = count - nodes.length + nodes.indexOf(node);
+        return { node, last: true, problem: `n${i}` };
+      }).sort((a, b) => a.node < b.node ? -1 : 1);
+      assertEquals(last.map((r) => ({ ...r })), expected);
+      const stored = await inv.sql<{ n: number }[]>`
+        select count(*)::int as n from last_reports l join reports r on r.id = l.report_id
+        where r.reported_at = (select max(reported_at) from reports x where x.node = l.node)`;
+      assertEquals(stored[0]!.n, nodes.length);
+    }),
+);
+
+Deno.test(
+  "ingest stops on a report the database refuses, leaving it and the reports after it queued",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const node = uniqueNode("in");
+      await inv.sql`insert into nodes (name, system) values (${node}, 'debian')`;
+      const good = report(node);
+      // The schema takes it; jsonb refuses the NUL character in a problem's message.
+      const refused = { ...report(node), outcome: "failed" as const };
+      refused.problems = [{ id: "app", message: "bad \u0000 byte" }];
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(
+          s.channel,
+          [good, refused].map((r) => ({
+            exchange: EXCHANGE,
+            routingKey: reportKey(node),
+            body: new TextEncoder().encode(JSON.stringify(r)),
+          })),
+        );
+      } finally {
+        await s.close();
+      }
+      const consumer = await openBroker(vhost.amqp);
+      let failure: unknown;
+      try {
+        await ingestReports(inv.sql, consumer.channel, { drain: true });
+      } catch (error) {
+        failure = error;
+      } finally {
+        await consumer.close().catch(() => {});
+      }
+      assertMatch(String(failure), /Unicode|\\u0000/);
+      assertEquals((await inv.sql`select count(*)::int as n from reports`)[0]!.n, 0);
+      const check = await openBroker(vhost.amqp);
+      try {
+        assertEquals((await check.channel.checkQueue(REPORTS_QUEUE)).messageCount, 2);
+      } finally {
+        await check.close();
+      }
+    }),
+);
