@@ -19,7 +19,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import {

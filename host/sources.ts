@@ -13,7 +13,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import { messageOf, readFileLimited } from "../lib/atomic.ts";
 import { readSource, type SourceInput } from "./apply.ts";
 import { loadBundle } from "./bundle.ts";

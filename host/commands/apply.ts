@@ -4,7 +4,7 @@
  * @module
  */
 
-import { resolve } from "node:path";
+import { resolve } from "../../lib/path.ts";
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { messageOf, readRegularFileLimited } from "../../lib/atomic.ts";

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join } from "../../lib/path.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
