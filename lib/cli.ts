@@ -18,15 +18,21 @@ import { Command, CommanderError, Option } from "commander";
 import {
   checkExitCodes,
   type CommandEntry,
+  type CommandSpec,
   DEFECT_EXIT,
+  describeDefect,
   EXIT_DEFECT,
   type ExitCode,
+  exitCodeOfError,
   exitCodesHelp,
+  isDefect,
+  optionKey,
+  type OptionSpec,
   type ProgramTable,
   VERBOSE_HELP,
 } from "./cli_table.ts";
 
-export { DEFECT_EXIT, EXIT_DEFECT, type ExitCode, exitCodesHelp };
+export { DEFECT_EXIT, describeDefect, EXIT_DEFECT, type ExitCode, exitCodesHelp, isDefect };
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -108,43 +114,6 @@ function deferMandatoryOptions(command: Command): void {
 }
 
 /**
- * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
- * an Error at all, or one of the errors the language raises on a programming mistake
- * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
- * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
- */
-export function isDefect(error: unknown): boolean {
-  if (!(error instanceof Error)) return true;
-  if (error instanceof TypeError) {
-    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
-      error.message,
-    );
-  }
-  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
-  return error instanceof ReferenceError || error instanceof RangeError ||
-    error instanceof EvalError;
-}
-
-/** The message of `error`, its causes and its stack, for `--verbose`. */
-export function describeDefect(error: unknown, verbose: boolean): string {
-  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
-  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
-  const lines = [head];
-  let current: unknown = error;
-  for (let depth = 0; current !== undefined && depth < 10; depth++) {
-    if (depth > 0) {
-      lines.push(
-        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
-      );
-    }
-    if (current instanceof Error && current.stack) lines.push(current.stack);
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return lines.join("\n") + "\n";
-}
-
-/**
  * Parses `args` and runs the chosen action. No arguments at all is help on stderr and
  * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0; a command
  * group without its subcommand is help on stderr and `usageCode`.
@@ -174,12 +143,7 @@ export async function runProgram(
       // command group without its subcommand) is misuse.
       return error.exitCode === 0 ? 0 : options.usageCode;
     }
-    if (!isDefect(error)) return options.onError(error);
-    const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
-      .includes("--verbose");
-    const text = describeDefect(error, verbose);
-    options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
-    return EXIT_DEFECT;
+    return exitCodeOfError(name, error, args, options);
   }
 }
 
@@ -214,11 +178,49 @@ export async function buildProgram<C>(
     .addOption(new Option("--verbose", VERBOSE_HELP));
   if (table.helpAfter) program.addHelpText("after", table.helpAfter);
   const modules = await Promise.all(entries.map((e) => e.load()));
-  entries.forEach((entry, i) => modules[i]!.define(program, entry, options.context));
+  entries.forEach((entry, i) => {
+    const module = modules[i]!;
+    if (module.spec) defineSpec(program, entry, module.spec, options.context);
+    else module.define!(program, entry, options.context);
+  });
   const partial = entries.length !== table.commands.length;
   if (partial) checkExitCodes(table);
   addExitCodes(program, table.exitCodes, { partial });
   return program;
+}
+
+/** The commander option of `spec`. */
+export function optionOf(spec: OptionSpec): Option {
+  const option = new Option(spec.flags, spec.description);
+  if (spec.default !== undefined) option.default(spec.default);
+  if (spec.parse) option.argParser(spec.parse);
+  return option;
+}
+
+/**
+ * Adds the command declared by `spec` to `parent` under `entry`'s name and summary: its
+ * arguments, its options and its action (given what commander parsed, keyed as
+ * {@linkcode optionKey}).
+ */
+export function defineSpec<C>(
+  parent: Command,
+  entry: CommandEntry<C>,
+  spec: CommandSpec<C>,
+  context: C,
+): void {
+  const command = parent.command(entry.name).description(entry.summary);
+  for (const a of spec.arguments) command.argument(a.name, a.description);
+  for (const o of spec.options) command.addOption(optionOf(o));
+  command.action(async (...given: unknown[]) => {
+    const self = given[given.length - 1] as Command;
+    const opts = self.opts();
+    const options: Record<string, unknown> = {};
+    for (const o of spec.options) {
+      const key = optionKey(o.flags);
+      if (opts[key] !== undefined) options[key] = opts[key];
+    }
+    await spec.action(context, given.slice(0, spec.arguments.length) as string[], options);
+  });
 }
 
 /**

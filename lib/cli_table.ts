@@ -29,6 +29,73 @@ export interface ExitCode {
   commands?: readonly string[];
 }
 
+/**
+ * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
+ * an Error at all, or one of the errors the language raises on a programming mistake
+ * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
+ * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
+ */
+export function isDefect(error: unknown): boolean {
+  if (!(error instanceof Error)) return true;
+  if (error instanceof TypeError) {
+    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
+      error.message,
+    );
+  }
+  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
+  return error instanceof ReferenceError || error instanceof RangeError ||
+    error instanceof EvalError;
+}
+
+/** The message of `error`, its causes and its stack, for `--verbose`. */
+export function describeDefect(error: unknown, verbose: boolean): string {
+  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
+  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
+  const lines = [head];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 10; depth++) {
+    if (depth > 0) {
+      lines.push(
+        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
+      );
+    }
+    if (current instanceof Error && current.stack) lines.push(current.stack);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** How {@linkcode exitCodeOfError} reports. */
+export interface ErrorExitOptions {
+  /** Writes to stderr. */
+  err: (text: string) => void;
+  /** Prints a refusal or a state error and returns its exit code (not called for a defect). */
+  onError: (error: unknown) => number;
+  /** Applied to a defect's text before it is printed. */
+  redact?: (text: string) => string;
+}
+
+/**
+ * The exit code of `error`, thrown by the program `name`'s command run with `args`: a refusal or
+ * a state error is `options.onError`'s; a defect ({@linkcode isDefect}) is said in one line (with
+ * its cause chain and stack when `args` hold `--verbose` before any `--`) and exits
+ * {@linkcode EXIT_DEFECT}.
+ */
+export function exitCodeOfError(
+  name: string,
+  error: unknown,
+  args: readonly string[],
+  options: ErrorExitOptions,
+): number {
+  if (!isDefect(error)) return options.onError(error);
+  const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
+    .includes("--verbose");
+  const text = describeDefect(error, verbose);
+  options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
+  return EXIT_DEFECT;
+}
+
 /** The line every exit code table ends with. */
 export const DEFECT_EXIT: ExitCode = {
   code: EXIT_DEFECT,
@@ -60,10 +127,113 @@ export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false):
  */
 export type DefineCommand<C> = (parent: Command, entry: CommandEntry<C>, context: C) => void;
 
-/** What a command's module exports. */
+/**
+ * One option of a command declared as data ({@linkcode CommandSpec}): what commander's `Option`
+ * is given, without loading commander.
+ */
+export interface OptionSpec {
+  /** Its flags as commander takes them: `"--dry-run"` (a switch) or `"--source <name>"`. */
+  flags: string;
+  /** Its help line. */
+  description: string;
+  /** Its value when not given (not passed through `parse`, as commander does). */
+  default?: unknown;
+  /**
+   * Turns the given value into the option's value; throws to refuse it (the error is the
+   * command's, as from its action).
+   */
+  parse?: (value: string) => unknown;
+}
+
+/**
+ * A command declared as data: its arguments, its options and its action. lib/cli.ts defines it
+ * on a commander program (help, misuse and its messages); {@linkcode parseCommand} parses a plain
+ * invocation of it without loading commander.
+ */
+export interface CommandSpec<C> {
+  /** Its arguments, each required (`"<file>"`), with its help line. */
+  arguments: readonly { name: string; description: string }[];
+  /** Its options, in the order help lists them. */
+  options: readonly OptionSpec[];
+  /** Runs it with its arguments and its options (keyed by camel-cased long name). */
+  action: (context: C, args: string[], options: Record<string, unknown>) => Promise<void>;
+}
+
+/** What a command's module exports: either how to define it, or its declaration. */
 export interface CommandModule<C> {
   /** Defines the command (and a group's subcommands) with its action. */
-  define: DefineCommand<C>;
+  define?: DefineCommand<C>;
+  /** The command declared as data (the program defines it from this). */
+  spec?: CommandSpec<C>;
+}
+
+/** The key an option's value is kept under: its long name camel-cased (as commander). */
+export function optionKey(flags: string): string {
+  const long = flags.split(/[ ,|]+/).find((f) => f.startsWith("--"))!;
+  return long.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * Parses the invocation `args` of the command `name` declared by `spec`, when it is a plain one:
+ * the command's name, then exactly its arguments and its known options (each at most once, a
+ * value given after it or with `=`, not starting with `-`), `--verbose` anywhere. Anything else
+ * (help, `--version`, `--`, an unknown or repeated option, a missing value, a wrong number of
+ * arguments, a value its `parse` refuses) is undefined: commander parses it, and says what is
+ * wrong as it always has. tests/lib/cli_table_test.ts holds what it returns equal to what
+ * commander passes the action.
+ */
+export function parseCommand<C>(
+  name: string,
+  spec: CommandSpec<C>,
+  args: readonly string[],
+): { args: string[]; options: Record<string, unknown> } | undefined {
+  const at = args.indexOf(name);
+  if (at === -1 || args.slice(0, at).some((a) => a !== "--verbose")) return undefined;
+  const byFlag = new Map<string, OptionSpec>();
+  for (const option of spec.options) {
+    const [long] = option.flags.split(" ");
+    if (!long!.startsWith("--") || long!.includes(",")) return undefined;
+    byFlag.set(long!, option);
+  }
+  const operands: string[] = [];
+  const given = new Map<OptionSpec, string | true>();
+  for (let i = at + 1; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--verbose") continue;
+    if (!arg.startsWith("-")) {
+      operands.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const option = byFlag.get(eq === -1 ? arg : arg.slice(0, eq));
+    if (option === undefined || given.has(option)) return undefined;
+    const takesValue = option.flags.includes(" <");
+    if (!takesValue) {
+      if (eq !== -1) return undefined;
+      given.set(option, true);
+      continue;
+    }
+    const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
+    if (value === undefined || value.startsWith("-")) return undefined;
+    given.set(option, value);
+  }
+  if (operands.length !== spec.arguments.length) return undefined;
+  const options: Record<string, unknown> = {};
+  for (const option of spec.options) {
+    const value = given.get(option);
+    const key = optionKey(option.flags);
+    if (value === undefined) {
+      if (option.default !== undefined) options[key] = option.default;
+    } else if (value === true || !option.parse) options[key] = value;
+    else {
+      try {
+        options[key] = option.parse(value);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return { args: operands, options };
 }
 
 /** One line of a program's command table. */

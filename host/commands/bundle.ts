@@ -8,19 +8,20 @@
 
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
+import { optionOf } from "../../lib/cli.ts";
 import { applyDeclaration } from "../apply.ts";
 import { loadBundle } from "../bundle.ts";
 import { applyText } from "../render.ts";
 import { DEFAULT_DECLARATIONS_DIR } from "../sources.ts";
 import { VERSION } from "../version.ts";
-import { exitCodeOf, type HostContext, migration, stateDirOption } from "./context.ts";
+import { exitCodeOf, type HostContext, migration, STATE_DIR_OPTION } from "./context.ts";
 
 /** Defines `bundle` on `parent`. */
 export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: HostContext): void {
   parent.command(entry.name)
     .description(entry.summary)
     .option("--json", "print as JSON")
-    .addOption(stateDirOption())
+    .addOption(optionOf(STATE_DIR_OPTION))
     .action(async (opts: { json?: boolean; stateDir: string }) => {
       const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
       const result = await applyDeclaration(bundle.declaration, {

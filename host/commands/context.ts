@@ -6,8 +6,8 @@
  * @module
  */
 
-import { Option } from "commander";
 import { writeAll } from "../../lib/atomic.ts";
+import type { OptionSpec } from "../../lib/cli_table.ts";
 import { type ApplyResult, recordKnownGood } from "../apply.ts";
 import { type FileIdentity } from "../identity.ts";
 import { applyText } from "../render.ts";
@@ -57,32 +57,32 @@ export function hostContext(build: LoadedBuild, start: FileIdentity): HostContex
 }
 
 /** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
-export function stateDirOption(): Option {
-  return new Option("--state-dir <dir>", "the state directory (an absolute path)").default(
-    DEFAULT_STATE_DIR,
-  )
-    .argParser((dir: string) => {
-      // An empty or relative state directory would put the footprint wherever the host
-      // happened to be started (a checkout, say): refused.
-      if (!dir.startsWith("/")) {
-        throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
-      }
-      return dir.replace(/\/+$/, "") || "/";
-    });
-}
+export const STATE_DIR_OPTION: OptionSpec = {
+  flags: "--state-dir <dir>",
+  description: "the state directory (an absolute path)",
+  default: DEFAULT_STATE_DIR,
+  parse: (dir) => {
+    // An empty or relative state directory would put the footprint wherever the host happened
+    // to be started (a checkout, say): refused.
+    if (!dir.startsWith("/")) {
+      throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
+    }
+    return dir.replace(/\/+$/, "") || "/";
+  },
+};
 
 /** `--declarations`: the local declarations' directory, an absolute path. */
-export function declarationsDirOption(): Option {
-  return new Option(
-    "--declarations <dir>",
-    "the local declarations' directory: each NAME.json in it is source NAME",
-  ).default(DEFAULT_DECLARATIONS_DIR).argParser((dir: string) => {
+export const DECLARATIONS_DIR_OPTION: OptionSpec = {
+  flags: "--declarations <dir>",
+  description: "the local declarations' directory: each NAME.json in it is source NAME",
+  default: DEFAULT_DECLARATIONS_DIR,
+  parse: (dir) => {
     if (!dir.startsWith("/")) {
       throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
     }
     return dir.replace(/\/+$/, "") || "/";
-  });
-}
+  },
+};
 
 /** How a store of format 1 gives its records a source (see host/sources.ts). */
 export function migration(

@@ -9,7 +9,7 @@ import type { CommandEntry } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { MAX_INTERVAL_MS, nodeNameProblem } from "../../lib/broker.ts";
 import { brokerUrls, collectBrokerUrls } from "../../lib/broker_urls.ts";
-import { untilSignalled } from "../../lib/cli.ts";
+import { optionOf, untilSignalled } from "../../lib/cli.ts";
 import { DEFAULT_RESULT_PATH } from "../../lib/drift.ts";
 import { parseDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
@@ -19,11 +19,11 @@ import { applyText } from "../render.ts";
 import { bundleSource, readLocalDeclarations } from "../sources.ts";
 import { VERSION } from "../version.ts";
 import {
-  declarationsDirOption,
+  DECLARATIONS_DIR_OPTION,
   type HostContext,
   migration,
   Refused,
-  stateDirOption,
+  STATE_DIR_OPTION,
 } from "./context.ts";
 
 /** Defines `link` on `parent`. */
@@ -39,8 +39,8 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
     )
     .option("--node <name>", "the node's name (default: the broker URL's account)")
     .option("--json", "print each report as JSON")
-    .addOption(stateDirOption())
-    .addOption(declarationsDirOption())
+    .addOption(optionOf(STATE_DIR_OPTION))
+    .addOption(optionOf(DECLARATIONS_DIR_OPTION))
     .addOption(
       new Option(
         "--every <duration>",

@@ -7,6 +7,7 @@
 
 import { type Command, Option } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
+import { optionOf } from "../../lib/cli.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { parseDuration } from "../../lib/duration.ts";
 import { applySources } from "../apply.ts";
@@ -15,12 +16,12 @@ import { replacedSince } from "../identity.ts";
 import { bundleSource, readLocalDeclarations } from "../sources.ts";
 import { Store } from "../store.ts";
 import {
-  declarationsDirOption,
+  DECLARATIONS_DIR_OPTION,
   finish,
   type HostContext,
   migration,
   Refused,
-  stateDirOption,
+  STATE_DIR_OPTION,
 } from "./context.ts";
 
 /** Defines `reconcile` on `parent`. */
@@ -33,8 +34,8 @@ export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: H
       "--dry-run",
       "change nothing; say what every source would change (exit 4 when something would): a drift check",
     )
-    .addOption(stateDirOption())
-    .addOption(declarationsDirOption())
+    .addOption(optionOf(STATE_DIR_OPTION))
+    .addOption(optionOf(DECLARATIONS_DIR_OPTION))
     .option(
       "--no-bundle",
       "leave the carried bundle alone (neither applied nor removed): a node that is not its mesh's first node, kept by local declarations only",

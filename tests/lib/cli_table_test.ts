@@ -11,7 +11,9 @@ import type { Command } from "commander";
 import { buildProgram, runTable } from "../../lib/cli.ts";
 import {
   type CommandEntry,
+  type CommandSpec,
   dispatch,
+  parseCommand,
   programHelp,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
@@ -161,5 +163,80 @@ Deno.test("a program's help, --version and bare start load no npm package, node:
       [],
       entry,
     );
+  }
+});
+
+Deno.test("mesh-host apply and its runner load neither commander nor a node: module", async () => {
+  for (const entry of ["host/commands/apply.ts", "host/commands/runner.ts", "systems/debian.ts"]) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
+    assertEquals(loaded.filter((s) => /^node:|commander/.test(s)), [], entry);
+  }
+});
+
+Deno.test("a command declared as data parses a plain invocation as commander does", async () => {
+  // deno-lint-ignore no-explicit-any
+  const table: ProgramTable<any> = hostTable("debian");
+  const apply = table.commands.find((c) => c.name === "apply")!;
+  const { spec } = await apply.load();
+  assert(spec !== undefined);
+  let seen: { args: string[]; options: Record<string, unknown> } | undefined;
+  const recording: CommandSpec<unknown> = {
+    ...spec,
+    action: (_ctx, args, options) => {
+      seen = { args, options };
+      return Promise.resolve();
+    },
+  };
+  const entry: CommandEntry<unknown> = {
+    ...apply,
+    load: () => Promise.resolve({ spec: recording }),
+  };
+  const plain = [
+    ["apply", "f.json"],
+    ["apply", "help"],
+    ["--verbose", "apply", "f.json", "--verbose"],
+    ["apply", "--json", "f.json", "--dry-run"],
+    ["apply", "f.json", "--source", "web", "--take-from", "local"],
+    ["apply", "f.json", "--source=web", "--state-dir=/s//", "--declarations", "/d"],
+    ["apply", "f.json", "--source="],
+    ["apply", "f.json", "--state-dir", "/", "--json"],
+  ];
+  const misuse = [
+    [],
+    ["apply"],
+    ["help", "apply"],
+    ["apply", "--help"],
+    ["apply", "f.json", "-h"],
+    ["apply", "f.json", "-V"],
+    ["apply", "f.json", "--version"],
+    ["apply", "a", "b"],
+    ["apply", "f.json", "--bogus"],
+    ["apply", "f.json", "--source"],
+    ["apply", "f.json", "--source", "--json"],
+    ["apply", "f.json", "--source", "-x"],
+    ["apply", "f.json", "--source", "a", "--source", "b"],
+    ["apply", "f.json", "--dry-run=1"],
+    ["apply", "f.json", "--state-dir", "relative"],
+    ["apply", "--", "f.json"],
+    ["apply", "-", "f.json"],
+    ["--json", "apply", "f.json"],
+    ["owned"],
+  ];
+  for (const args of [...plain, ...misuse]) {
+    const parsed = parseCommand("apply", spec, args);
+    assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
+    if (parsed === undefined) continue;
+    seen = undefined;
+    const code = await runTable(table, entry, args, {
+      out: () => {},
+      err: () => {},
+      context: {},
+      code: () => 0,
+      usageCode: 2,
+      onError: () => 2,
+    });
+    assertEquals(code, 0, args.join(" "));
+    assertEquals(parsed, seen, args.join(" "));
   }
 });
