@@ -13,6 +13,7 @@ import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { System, SystemName } from "../systems/mod.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
+import { APPLY_OPTIONS } from "./options.ts";
 
 /** Exit code: applied. */
 export const EXIT_APPLIED = 0;
@@ -29,8 +30,7 @@ export const EXIT_CANNOT_RUN = 3;
  */
 export const EXIT_PENDING = 4;
 
-/** The default state directory. */
-export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
+export { DEFAULT_STATE_DIR } from "./options.ts";
 
 const STORE_COMMANDS = ["apply", "owned", "inventory", "bundle", "reconcile", "link"];
 
@@ -104,6 +104,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options] <file>",
     summary: "converge this machine to a declaration file as one source (trusted: actions " +
       "allowed); only that source's footprint is removed from",
+    arguments: [{ name: "<file>", description: "the declaration (JSON, version 1)" }],
+    options: APPLY_OPTIONS,
     load: () => import("./commands/apply.ts"),
   },
   {

@@ -27,8 +27,7 @@ import {
 import { claimKey, type Migration, SourceName, type SourceOrigin } from "./store.ts";
 import type { SystemName } from "../systems/mod.ts";
 
-/** Where local declarations are kept, one source per `NAME.json`. */
-export const DEFAULT_DECLARATIONS_DIR = "/etc/mesh/declarations";
+export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
 
 /** Names no local declaration or `apply --source` may take: the host's own sources. */
 export const RESERVED_SOURCES: readonly SourceName[] = ["bundle", "link"];

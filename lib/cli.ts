@@ -17,8 +17,8 @@
 import { Command, CommanderError, Option } from "commander";
 import {
   checkExitCodes,
+  type CommandAction,
   type CommandEntry,
-  type CommandSpec,
   DEFECT_EXIT,
   describeDefect,
   EXIT_DEFECT,
@@ -180,7 +180,7 @@ export async function buildProgram<C>(
   const modules = await Promise.all(entries.map((e) => e.load()));
   entries.forEach((entry, i) => {
     const module = modules[i]!;
-    if (module.spec) defineSpec(program, entry, module.spec, options.context);
+    if (entry.options && module.action) defineSpec(program, entry, module.action, options.context);
     else module.define!(program, entry, options.context);
   });
   const partial = entries.length !== table.commands.length;
@@ -198,16 +198,16 @@ export function optionOf(spec: OptionSpec): Option {
 }
 
 /**
- * Adds the command declared by `spec` to `parent` under `entry`'s name and summary: its
- * arguments, its options and its action (given what commander parsed, keyed as
- * {@linkcode optionKey}).
+ * Adds the command `entry` declares as data to `parent`: its name, summary, arguments and
+ * options, and `action` (given what commander parsed, keyed as {@linkcode optionKey}).
  */
 export function defineSpec<C>(
   parent: Command,
   entry: CommandEntry<C>,
-  spec: CommandSpec<C>,
+  action: CommandAction<C>,
   context: C,
 ): void {
+  const spec = { arguments: entry.arguments ?? [], options: entry.options ?? [] };
   const command = parent.command(entry.name).description(entry.summary);
   for (const a of spec.arguments) command.argument(a.name, a.description);
   for (const o of spec.options) command.addOption(optionOf(o));
@@ -219,7 +219,7 @@ export function defineSpec<C>(
       const key = optionKey(o.flags);
       if (opts[key] !== undefined) options[key] = opts[key];
     }
-    await spec.action(context, given.slice(0, spec.arguments.length) as string[], options);
+    await action(context, given.slice(0, spec.arguments.length) as string[], options);
   });
 }
 

@@ -145,26 +145,31 @@ export interface OptionSpec {
   parse?: (value: string) => unknown;
 }
 
-/**
- * A command declared as data: its arguments, its options and its action. lib/cli.ts defines it
- * on a commander program (help, misuse and its messages); {@linkcode parseCommand} parses a plain
- * invocation of it without loading commander.
- */
-export interface CommandSpec<C> {
-  /** Its arguments, each required (`"<file>"`), with its help line. */
-  arguments: readonly { name: string; description: string }[];
-  /** Its options, in the order help lists them. */
-  options: readonly OptionSpec[];
-  /** Runs it with its arguments and its options (keyed by camel-cased long name). */
-  action: (context: C, args: string[], options: Record<string, unknown>) => Promise<void>;
+/** One argument of a command declared as data: required (`"<file>"`), with its help line. */
+export interface ArgumentSpec {
+  name: string;
+  description: string;
 }
 
-/** What a command's module exports: either how to define it, or its declaration. */
+/**
+ * Runs a command declared as data with its arguments and its options (keyed by camel-cased long
+ * name, {@linkcode optionKey}).
+ */
+export type CommandAction<C> = (
+  context: C,
+  args: string[],
+  options: Record<string, unknown>,
+) => Promise<void>;
+
+/**
+ * What a command's module exports: how to define it on commander, or, for a command the table
+ * declares as data (its entry has `options`), its action.
+ */
 export interface CommandModule<C> {
   /** Defines the command (and a group's subcommands) with its action. */
   define?: DefineCommand<C>;
-  /** The command declared as data (the program defines it from this). */
-  spec?: CommandSpec<C>;
+  /** The action of a command declared as data. */
+  action?: CommandAction<C>;
 }
 
 /** The key an option's value is kept under: its long name camel-cased (as commander). */
@@ -174,7 +179,7 @@ export function optionKey(flags: string): string {
 }
 
 /**
- * Parses the invocation `args` of the command `name` declared by `spec`, when it is a plain one:
+ * Parses the invocation `args` of the command `entry` declares as data, when it is a plain one:
  * the command's name, then exactly its arguments and its known options (each at most once, a
  * value given after it or with `=`, not starting with `-`), `--verbose` anywhere. Anything else
  * (help, `--version`, `--`, an unknown or repeated option, a missing value, a wrong number of
@@ -183,11 +188,12 @@ export function optionKey(flags: string): string {
  * commander passes the action.
  */
 export function parseCommand<C>(
-  name: string,
-  spec: CommandSpec<C>,
+  entry: CommandEntry<C>,
   args: readonly string[],
 ): { args: string[]; options: Record<string, unknown> } | undefined {
-  const at = args.indexOf(name);
+  if (entry.options === undefined) return undefined;
+  const spec = { arguments: entry.arguments ?? [], options: entry.options };
+  const at = args.indexOf(entry.name);
   if (at === -1 || args.slice(0, at).some((a) => a !== "--verbose")) return undefined;
   const byFlag = new Map<string, OptionSpec>();
   for (const option of spec.options) {
@@ -249,6 +255,15 @@ export interface CommandEntry<C> {
   usage?: string;
   /** A command group's subcommands, by name (the group itself has no action). */
   subcommands?: readonly string[];
+  /**
+   * A command declared as data: its arguments (with `options`). Its module exports its
+   * `action`; lib/cli.ts defines it on commander from these, and this module parses a plain
+   * invocation ({@linkcode parseCommand}) and answers its help ({@linkcode commandHelp}) without
+   * commander.
+   */
+  arguments?: readonly ArgumentSpec[];
+  /** A command declared as data: its options, in the order help lists them. */
+  options?: readonly OptionSpec[];
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */
   load: () => Promise<CommandModule<C>>;
 }
@@ -344,13 +359,8 @@ export function programHelp<C>(
     ["help [command]", "display help for command"],
   ];
   const termWidth = Math.max(...[...optionItems, ...commandItems].map(([t]) => t.length));
-  const item = ([term, description]: [string, string]) => {
-    const remaining = width - termWidth - 4;
-    const text = remaining < 40
-      ? description
-      : boxWrap(description, remaining).replace(/\n/g, "\n" + " ".repeat(termWidth + 2));
-    return `  ${term.padEnd(termWidth)}  ${text.replace(/\n/g, "\n  ")}`;
-  };
+  const item = ([term, description]: [string, string]) =>
+    helpItem(term, description, termWidth, width);
   const lines = [
     `Usage: ${table.name} [options] [command]`,
     "",
@@ -369,6 +379,56 @@ export function programHelp<C>(
     text += `${exitCodesHelp([...table.exitCodes, DEFECT_EXIT], true)}\n`;
   }
   return text;
+}
+
+/** Commander's help line of `description` with `term`, terms padded to `termWidth`. */
+function helpItem(term: string, description: string, termWidth: number, width: number): string {
+  const remaining = width - termWidth - 4;
+  const text = remaining < 40
+    ? description
+    : boxWrap(description, remaining).replace(/\n/g, "\n" + " ".repeat(termWidth + 2));
+  return `  ${term.padEnd(termWidth)}  ${text.replace(/\n/g, "\n  ")}`;
+}
+
+/**
+ * The help of the command `entry` declares as data, as commander prints it (usage, summary,
+ * arguments, options, then the exit codes of that command), `helpWidth` columns wide.
+ * tests/lib/cli_table_test.ts holds it equal to commander's own.
+ */
+export function commandHelp<C>(
+  table: ProgramTable<C>,
+  entry: CommandEntry<C>,
+  options: { helpWidth?: number } = {},
+): string {
+  const width = options.helpWidth ?? 80;
+  const argumentItems = (entry.arguments ?? []).map((a): [string, string] => [
+    a.name.slice(1, -1),
+    a.description,
+  ]);
+  const optionItems: [string, string][] = [
+    ...(entry.options ?? []).map((o): [string, string] => [
+      o.flags,
+      o.default === undefined
+        ? o.description
+        : `${o.description} (default: ${JSON.stringify(o.default)})`,
+    ]),
+    ["-h, --help", "display help for command"],
+  ];
+  const termWidth = Math.max(...[...argumentItems, ...optionItems].map(([t]) => t.length));
+  const item = ([term, description]: [string, string]) =>
+    helpItem(term, description, termWidth, width);
+  const lines = [
+    `Usage: ${table.name} ${entry.name}${entry.usage ? ` ${entry.usage}` : ""}`,
+    "",
+    boxWrap(entry.summary, width),
+    "",
+    ...(argumentItems.length > 0 ? ["Arguments:", ...argumentItems.map(item), ""] : []),
+    "Options:",
+    ...optionItems.map(item),
+    "",
+  ];
+  const mine = table.exitCodes.filter((c) => !c.commands || c.commands.includes(entry.name));
+  return `${lines.join("\n")}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
 }
 
 /** How {@linkcode dispatch} writes and which code misuse exits with. */
@@ -399,8 +459,9 @@ function helpWidth(stream: { isTerminal(): boolean }): number {
 
 /**
  * Answers what the table can (the program's help with `--help`, `-h` or `help`, `--version`,
- * `-V`, and no arguments at all: help on stderr and the usage code); anything else goes to
- * `options.run` with the command it names, whose module only is loaded.
+ * `-V`, no arguments at all: help on stderr and the usage code, and the help of a command
+ * declared as data: `CMD --help`, `CMD -h`, `help CMD`); anything else goes to `options.run`
+ * with the command it names, whose module only is loaded.
  */
 export async function dispatch<C>(
   table: ProgramTable<C>,
@@ -432,6 +493,14 @@ export async function dispatch<C>(
     if (at !== -1) {
       const name = args[at] === "help" ? args[at + 1] : args[at];
       const entry = table.commands.find((c) => c.name === name);
+      const rest = args.slice(at);
+      const helpAsked = rest.length === 2 &&
+        (rest[0] === "help" || rest[1] === "--help" || rest[1] === "-h");
+      if (entry?.options && helpAsked && flags.length === 0) {
+        checkExitCodes(table);
+        options.out(commandHelp(table, entry, { helpWidth: helpWidth(Deno.stdout) }));
+        return 0;
+      }
       if (entry) return await options.run(entry);
     }
   }

@@ -7,29 +7,15 @@
  */
 
 import { writeAll } from "../../lib/atomic.ts";
-import type { OptionSpec } from "../../lib/cli_table.ts";
 import { type ApplyResult, recordKnownGood } from "../apply.ts";
 import { type FileIdentity } from "../identity.ts";
 import { applyText } from "../render.ts";
-import {
-  bundleSource,
-  DEFAULT_DECLARATIONS_DIR,
-  migrationFor,
-  readLocalDeclarations,
-} from "../sources.ts";
+import { bundleSource, migrationFor, readLocalDeclarations } from "../sources.ts";
 import type { Migration } from "../store.ts";
 import { VERSION } from "../version.ts";
-import {
-  DEFAULT_STATE_DIR,
-  EXIT_APPLIED,
-  EXIT_FAILED,
-  EXIT_PENDING,
-  EXIT_REFUSED,
-  type LoadedBuild,
-} from "../cli.ts";
+import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED, type LoadedBuild } from "../cli.ts";
 
-/** Input refused before anything is done (exit 2). */
-export class Refused extends Error {}
+export { DECLARATIONS_DIR_OPTION, Refused, STATE_DIR_OPTION } from "../options.ts";
 
 /** What every `mesh-host` command is given. */
 export interface HostContext {
@@ -55,34 +41,6 @@ export function hostContext(build: LoadedBuild, start: FileIdentity): HostContex
     start,
   };
 }
-
-/** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
-export const STATE_DIR_OPTION: OptionSpec = {
-  flags: "--state-dir <dir>",
-  description: "the state directory (an absolute path)",
-  default: DEFAULT_STATE_DIR,
-  parse: (dir) => {
-    // An empty or relative state directory would put the footprint wherever the host happened
-    // to be started (a checkout, say): refused.
-    if (!dir.startsWith("/")) {
-      throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
-    }
-    return dir.replace(/\/+$/, "") || "/";
-  },
-};
-
-/** `--declarations`: the local declarations' directory, an absolute path. */
-export const DECLARATIONS_DIR_OPTION: OptionSpec = {
-  flags: "--declarations <dir>",
-  description: "the local declarations' directory: each NAME.json in it is source NAME",
-  default: DEFAULT_DECLARATIONS_DIR,
-  parse: (dir) => {
-    if (!dir.startsWith("/")) {
-      throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
-    }
-    return dir.replace(/\/+$/, "") || "/";
-  },
-};
 
 /** How a store of format 1 gives its records a source (see host/sources.ts). */
 export function migration(

@@ -1,7 +1,7 @@
 /**
  * Runs one `mesh-host` command: the side of the command line that host/cli.ts loads only when a
  * command runs (the program's help and `--version` never load it). A plain invocation of a
- * command declared as data (`apply`) runs without commander (lib/cli_table.ts parseCommand);
+ * command the table declares as data (`apply`) runs without commander (lib/cli_table.ts parseCommand);
  * anything else, and every other command, through commander (lib/cli.ts, loaded then).
  *
  * @module
@@ -46,13 +46,13 @@ export async function runHost(
     ) return EXIT_REFUSED;
     return EXIT_CANNOT_RUN;
   };
-  const spec = entry ? (await entry.load()).spec : undefined;
-  const parsed = entry && spec ? parseCommand(entry.name, spec, args) : undefined;
-  if (spec && parsed) {
+  const action = entry?.options ? (await entry.load()).action : undefined;
+  const parsed = entry && action ? parseCommand(entry, args) : undefined;
+  if (action && parsed) {
     // What commander would run: the system confirmed (its preAction hook), then the action.
     try {
       await confirmSystem(system, { osRelease: build.osRelease });
-      await spec.action(ctx, parsed.args, parsed.options);
+      await action(ctx, parsed.args, parsed.options);
       return ctx.code;
     } catch (error) {
       return exitCodeOfError(table.name, error, args, { err: ctx.err, onError });

@@ -10,8 +10,9 @@
 import type { Command } from "commander";
 import { buildProgram, runTable } from "../../lib/cli.ts";
 import {
+  type CommandAction,
   type CommandEntry,
-  type CommandSpec,
+  commandHelp,
   dispatch,
   parseCommand,
   programHelp,
@@ -108,11 +109,13 @@ Deno.test("help and --version are answered from the table; a command loads its m
     await dispatch(table, [first.name, "--help"], io);
     await dispatch(table, ["help", first.name], io);
     await dispatch(table, ["--verbose", first.name], io);
-    assertEquals(ran, [first.name, first.name, first.name], name);
+    // A command declared as data has its help answered from the table too.
+    const loaded = first.options ? [first.name] : [first.name, first.name, first.name];
+    assertEquals(ran, loaded, name);
     // What the table does not know goes to commander with every command, to be said as before.
     await dispatch(table, ["no-such-command"], io);
     await dispatch(table, ["--no-such-option"], io);
-    assertEquals(ran.slice(3), [undefined, undefined], name);
+    assertEquals(ran.slice(loaded.length), [undefined, undefined], name);
   }
 });
 
@@ -178,19 +181,15 @@ Deno.test("a command declared as data parses a plain invocation as commander doe
   // deno-lint-ignore no-explicit-any
   const table: ProgramTable<any> = hostTable("debian");
   const apply = table.commands.find((c) => c.name === "apply")!;
-  const { spec } = await apply.load();
-  assert(spec !== undefined);
+  assert(apply.options !== undefined && (await apply.load()).action !== undefined);
   let seen: { args: string[]; options: Record<string, unknown> } | undefined;
-  const recording: CommandSpec<unknown> = {
-    ...spec,
-    action: (_ctx, args, options) => {
-      seen = { args, options };
-      return Promise.resolve();
-    },
+  const recording: CommandAction<unknown> = (_ctx, args, options) => {
+    seen = { args, options };
+    return Promise.resolve();
   };
   const entry: CommandEntry<unknown> = {
     ...apply,
-    load: () => Promise.resolve({ spec: recording }),
+    load: () => Promise.resolve({ action: recording }),
   };
   const plain = [
     ["apply", "f.json"],
@@ -224,7 +223,7 @@ Deno.test("a command declared as data parses a plain invocation as commander doe
     ["owned"],
   ];
   for (const args of [...plain, ...misuse]) {
-    const parsed = parseCommand("apply", spec, args);
+    const parsed = parseCommand(apply, args);
     assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
     if (parsed === undefined) continue;
     seen = undefined;
@@ -238,5 +237,27 @@ Deno.test("a command declared as data parses a plain invocation as commander doe
     });
     assertEquals(code, 0, args.join(" "));
     assertEquals(parsed, seen, args.join(" "));
+  }
+});
+
+Deno.test("a command declared as data: its help is commander's, answered without loading it", async () => {
+  // deno-lint-ignore no-explicit-any
+  const table: ProgramTable<any> = hostTable("debian");
+  const declared = table.commands.filter((c) => c.options !== undefined);
+  assert(declared.length > 0);
+  for (const entry of declared) {
+    for (const args of [[entry.name, "--help"], [entry.name, "-h"], ["help", entry.name]]) {
+      const commander = await commanderSays(table, {}, args);
+      assertEquals(commander.code, 0, args.join(" "));
+      assertEquals(commandHelp(table, entry), commander.out, args.join(" "));
+      let out = "";
+      const code = await dispatch(table, args, {
+        out: (s) => out += s,
+        err: () => {},
+        usageCode: 2,
+        run: () => Promise.reject(new Error("nothing is loaded")),
+      });
+      assertEquals([code, out], [0, commander.out], args.join(" "));
+    }
   }
 });

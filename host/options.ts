@@ -1,0 +1,64 @@
+/**
+ * What `mesh-host`'s command table declares of its commands' options, kept apart from the
+ * commands so that the table (host/cli.ts) can parse a plain invocation and answer a command's
+ * help without loading the command's module: the default directories, the options several
+ * commands share, and the refusal their values raise.
+ *
+ * @module
+ */
+
+import type { OptionSpec } from "../lib/cli_table.ts";
+
+/** Input refused before anything is done (exit 2). */
+export class Refused extends Error {}
+
+/** The default state directory. */
+export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
+
+/** Where local declarations are kept, one source per `NAME.json`. */
+export const DEFAULT_DECLARATIONS_DIR = "/etc/mesh/declarations";
+
+/** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
+export const STATE_DIR_OPTION: OptionSpec = {
+  flags: "--state-dir <dir>",
+  description: "the state directory (an absolute path)",
+  default: DEFAULT_STATE_DIR,
+  parse: (dir) => {
+    // An empty or relative state directory would put the footprint wherever the host happened
+    // to be started (a checkout, say): refused.
+    if (!dir.startsWith("/")) {
+      throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
+    }
+    return dir.replace(/\/+$/, "") || "/";
+  },
+};
+
+/** `--declarations`: the local declarations' directory, an absolute path. */
+export const DECLARATIONS_DIR_OPTION: OptionSpec = {
+  flags: "--declarations <dir>",
+  description: "the local declarations' directory: each NAME.json in it is source NAME",
+  default: DEFAULT_DECLARATIONS_DIR,
+  parse: (dir) => {
+    if (!dir.startsWith("/")) {
+      throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
+    }
+    return dir.replace(/\/+$/, "") || "/";
+  },
+};
+
+/** `apply`'s options. */
+export const APPLY_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--source <name>", description: "the source it is applied as", default: "local" },
+  {
+    flags: "--take-from <source>",
+    description: "move what that source holds and this file declares to --source, instead of " +
+      "refusing (e.g. from local, applied by hand, to a file in the declarations directory)",
+  },
+  {
+    flags: "--dry-run",
+    description: "change nothing; show what would change (exit 4 when something would)",
+  },
+  { flags: "--json", description: "print the result as JSON" },
+  STATE_DIR_OPTION,
+  DECLARATIONS_DIR_OPTION,
+];
