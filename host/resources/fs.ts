@@ -123,7 +123,8 @@ function mayHaveTemp(path: string, context: ApplyContext): boolean {
     }
     context.cache.set(TEMPS + dir, temps);
   }
-  return temps === null || temps.has(basename(tempPathFor(path)));
+  // The usual directory holds none: the name is not even built.
+  return temps === null || (temps.size > 0 && temps.has(basename(tempPathFor(path))));
 }
 
 function resolveId(
