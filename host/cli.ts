@@ -13,7 +13,7 @@ import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { System, SystemName } from "../systems/mod.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
-import { APPLY_OPTIONS } from "./options.ts";
+import { APPLY_OPTIONS, RECONCILE_OPTIONS } from "./options.ts";
 
 /** Exit code: applied. */
 export const EXIT_APPLIED = 0;
@@ -140,6 +140,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     summary: "apply the carried bundle and every local declaration, each as its own source, and " +
       "remove the footprint of a local declaration whose file was removed; with --every, again " +
       "at that interval until the binary is replaced",
+    arguments: [],
+    options: RECONCILE_OPTIONS,
     load: () => import("./commands/reconcile.ts"),
   },
   {

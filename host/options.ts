@@ -8,6 +8,8 @@
  */
 
 import type { OptionSpec } from "../lib/cli_table.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { parseDuration } from "../lib/duration.ts";
 
 /** Input refused before anything is done (exit 2). */
 export class Refused extends Error {}
@@ -61,4 +63,32 @@ export const APPLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--json", description: "print the result as JSON" },
   STATE_DIR_OPTION,
   DECLARATIONS_DIR_OPTION,
+];
+
+/** `reconcile`'s options. */
+export const RECONCILE_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--json", description: "print each result as JSON (one object per line and source)" },
+  {
+    flags: "--dry-run",
+    description: "change nothing; say what every source would change (exit 4 when something " +
+      "would): a drift check",
+  },
+  STATE_DIR_OPTION,
+  DECLARATIONS_DIR_OPTION,
+  {
+    flags: "--no-bundle",
+    description: "leave the carried bundle alone (neither applied nor removed): a node that is " +
+      "not its mesh's first node, kept by local declarations only",
+  },
+  {
+    flags: "--every <duration>",
+    description: "reconcile again at this interval (e.g. 15m)",
+    parse: (v) => {
+      try {
+        return parseDuration(v, { unit: "s" });
+      } catch (error) {
+        throw new Refused(`--every: ${messageOf(error)}`);
+      }
+    },
+  },
 ];

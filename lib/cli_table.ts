@@ -132,7 +132,10 @@ export type DefineCommand<C> = (parent: Command, entry: CommandEntry<C>, context
  * is given, without loading commander.
  */
 export interface OptionSpec {
-  /** Its flags as commander takes them: `"--dry-run"` (a switch) or `"--source <name>"`. */
+  /**
+   * Its flags as commander takes them: `"--dry-run"` (a switch), `"--no-bundle"` (a switch that
+   * sets `bundle` false, true when not given) or `"--source <name>"`.
+   */
   flags: string;
   /** Its help line. */
   description: string;
@@ -175,7 +178,7 @@ export interface CommandModule<C> {
 /** The key an option's value is kept under: its long name camel-cased (as commander). */
 export function optionKey(flags: string): string {
   const long = flags.split(/[ ,|]+/).find((f) => f.startsWith("--"))!;
-  return long.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  return long.slice(2).replace(/^no-/, "").replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
 /**
@@ -228,7 +231,8 @@ export function parseCommand<C>(
   for (const option of spec.options) {
     const value = given.get(option);
     const key = optionKey(option.flags);
-    if (value === undefined) {
+    if (option.flags.startsWith("--no-")) options[key] = value === undefined;
+    else if (value === undefined) {
       if (option.default !== undefined) options[key] = option.default;
     } else if (value === true || !option.parse) options[key] = value;
     else {

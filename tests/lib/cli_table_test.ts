@@ -169,74 +169,110 @@ Deno.test("a program's help, --version and bare start load no npm package, node:
   }
 });
 
-Deno.test("mesh-host apply and its runner load neither commander nor a node: module", async () => {
-  for (const entry of ["host/commands/apply.ts", "host/commands/runner.ts", "systems/debian.ts"]) {
+Deno.test("mesh-host apply, reconcile and their runner load neither commander nor a node: module", async () => {
+  for (
+    const entry of [
+      "host/commands/apply.ts",
+      "host/commands/reconcile.ts",
+      "host/commands/runner.ts",
+      "systems/debian.ts",
+    ]
+  ) {
     const loaded = await loadedAtStart(entry);
     assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
     assertEquals(loaded.filter((s) => /^node:|commander/.test(s)), [], entry);
   }
 });
 
+/** Invocations a command declared as data parses itself, and those it leaves to commander. */
+const INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][] }> = {
+  apply: {
+    plain: [
+      ["apply", "f.json"],
+      ["apply", "help"],
+      ["--verbose", "apply", "f.json", "--verbose"],
+      ["apply", "--json", "f.json", "--dry-run"],
+      ["apply", "f.json", "--source", "web", "--take-from", "local"],
+      ["apply", "f.json", "--source=web", "--state-dir=/s//", "--declarations", "/d"],
+      ["apply", "f.json", "--source="],
+      ["apply", "f.json", "--state-dir", "/", "--json"],
+    ],
+    misuse: [
+      [],
+      ["apply"],
+      ["help", "apply"],
+      ["apply", "--help"],
+      ["apply", "f.json", "-h"],
+      ["apply", "f.json", "-V"],
+      ["apply", "f.json", "--version"],
+      ["apply", "a", "b"],
+      ["apply", "f.json", "--bogus"],
+      ["apply", "f.json", "--source"],
+      ["apply", "f.json", "--source", "--json"],
+      ["apply", "f.json", "--source", "-x"],
+      ["apply", "f.json", "--source", "a", "--source", "b"],
+      ["apply", "f.json", "--dry-run=1"],
+      ["apply", "f.json", "--state-dir", "relative"],
+      ["apply", "--", "f.json"],
+      ["apply", "-", "f.json"],
+      ["--json", "apply", "f.json"],
+      ["owned"],
+    ],
+  },
+  reconcile: {
+    plain: [
+      ["reconcile"],
+      ["reconcile", "--no-bundle"],
+      ["reconcile", "--json", "--dry-run", "--state-dir", "/s/"],
+      ["reconcile", "--every", "15m", "--declarations=/d"],
+      ["reconcile", "--every=90s", "--verbose", "--no-bundle", "--json"],
+    ],
+    misuse: [
+      ["reconcile", "x"],
+      ["reconcile", "--bundle"],
+      ["reconcile", "--no-bundle=1"],
+      ["reconcile", "--every", "soon"],
+      ["reconcile", "--every=90"],
+      ["reconcile", "--every"],
+      ["reconcile", "--no-bundle", "--no-bundle"],
+      ["reconcile", "--help"],
+    ],
+  },
+};
+
 Deno.test("a command declared as data parses a plain invocation as commander does", async () => {
   // deno-lint-ignore no-explicit-any
   const table: ProgramTable<any> = hostTable("debian");
-  const apply = table.commands.find((c) => c.name === "apply")!;
-  assert(apply.options !== undefined && (await apply.load()).action !== undefined);
-  let seen: { args: string[]; options: Record<string, unknown> } | undefined;
-  const recording: CommandAction<unknown> = (_ctx, args, options) => {
-    seen = { args, options };
-    return Promise.resolve();
-  };
-  const entry: CommandEntry<unknown> = {
-    ...apply,
-    load: () => Promise.resolve({ action: recording }),
-  };
-  const plain = [
-    ["apply", "f.json"],
-    ["apply", "help"],
-    ["--verbose", "apply", "f.json", "--verbose"],
-    ["apply", "--json", "f.json", "--dry-run"],
-    ["apply", "f.json", "--source", "web", "--take-from", "local"],
-    ["apply", "f.json", "--source=web", "--state-dir=/s//", "--declarations", "/d"],
-    ["apply", "f.json", "--source="],
-    ["apply", "f.json", "--state-dir", "/", "--json"],
-  ];
-  const misuse = [
-    [],
-    ["apply"],
-    ["help", "apply"],
-    ["apply", "--help"],
-    ["apply", "f.json", "-h"],
-    ["apply", "f.json", "-V"],
-    ["apply", "f.json", "--version"],
-    ["apply", "a", "b"],
-    ["apply", "f.json", "--bogus"],
-    ["apply", "f.json", "--source"],
-    ["apply", "f.json", "--source", "--json"],
-    ["apply", "f.json", "--source", "-x"],
-    ["apply", "f.json", "--source", "a", "--source", "b"],
-    ["apply", "f.json", "--dry-run=1"],
-    ["apply", "f.json", "--state-dir", "relative"],
-    ["apply", "--", "f.json"],
-    ["apply", "-", "f.json"],
-    ["--json", "apply", "f.json"],
-    ["owned"],
-  ];
-  for (const args of [...plain, ...misuse]) {
-    const parsed = parseCommand(apply, args);
-    assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
-    if (parsed === undefined) continue;
-    seen = undefined;
-    const code = await runTable(table, entry, args, {
-      out: () => {},
-      err: () => {},
-      context: {},
-      code: () => 0,
-      usageCode: 2,
-      onError: () => 2,
-    });
-    assertEquals(code, 0, args.join(" "));
-    assertEquals(parsed, seen, args.join(" "));
+  const declared = table.commands.filter((c) => c.options !== undefined);
+  assertEquals(declared.map((c) => c.name).sort(), Object.keys(INVOCATIONS).sort());
+  for (const command of declared) {
+    assert((await command.load()).action !== undefined, command.name);
+    let seen: { args: string[]; options: Record<string, unknown> } | undefined;
+    const recording: CommandAction<unknown> = (_ctx, args, options) => {
+      seen = { args, options };
+      return Promise.resolve();
+    };
+    const entry: CommandEntry<unknown> = {
+      ...command,
+      load: () => Promise.resolve({ action: recording }),
+    };
+    const { plain, misuse } = INVOCATIONS[command.name]!;
+    for (const args of [...plain, ...misuse]) {
+      const parsed = parseCommand(command, args);
+      assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
+      if (parsed === undefined) continue;
+      seen = undefined;
+      const code = await runTable(table, entry, args, {
+        out: () => {},
+        err: () => {},
+        context: {},
+        code: () => 0,
+        usageCode: 2,
+        onError: () => 2,
+      });
+      assertEquals(code, 0, args.join(" "));
+      assertEquals(parsed, seen, args.join(" "));
+    }
   }
 });
 
