@@ -33,7 +33,7 @@ import {
 } from "../lib/broker.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
-import { sleep } from "../lib/cli.ts";
+import { sleep } from "../lib/wait.ts";
 import {
   type ApplyResult,
   applySources,

@@ -33,6 +33,7 @@ import {
 } from "./cli_table.ts";
 
 export { DEFECT_EXIT, describeDefect, EXIT_DEFECT, type ExitCode, exitCodesHelp, isDefect };
+export { sleep, untilSignalled } from "./wait.ts";
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -236,34 +237,4 @@ export async function runTable<C>(
   const program = await buildProgram(table, entry ? [entry] : table.commands, options);
   options.configure?.(program);
   return await runProgram(program, args, options);
-}
-
-/**
- * Runs `fn` with a signal that SIGTERM or SIGINT aborts (a service stopped, a person's ^C), and
- * removes the listeners afterwards.
- */
-export async function untilSignalled<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  Deno.addSignalListener("SIGTERM", onSignal);
-  Deno.addSignalListener("SIGINT", onSignal);
-  try {
-    return await fn(stop.signal);
-  } finally {
-    Deno.removeSignalListener("SIGTERM", onSignal);
-    Deno.removeSignalListener("SIGINT", onSignal);
-  }
-}
-
-/** Resolves after `ms` milliseconds, or at once when `signal` aborts. Never rejects. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
