@@ -13,7 +13,7 @@ import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { System, SystemName } from "../systems/mod.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
-import { APPLY_OPTIONS, RECONCILE_OPTIONS } from "./options.ts";
+import { APPLY_OPTIONS, LINK_OPTIONS, RECONCILE_OPTIONS } from "./options.ts";
 
 /** Exit code: applied. */
 export const EXIT_APPLIED = 0;
@@ -150,6 +150,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     summary: "the link to the control plane: apply declarations from the node's queue, report " +
       "each result, and reconcile the kept declaration at an interval even while the broker is " +
       "away",
+    arguments: [],
+    options: LINK_OPTIONS,
     load: () => import("./commands/link.ts"),
   },
 ];

@@ -10,6 +10,8 @@
 import type { OptionSpec } from "../lib/cli_table.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { parseDuration } from "../lib/duration.ts";
+import { collectBrokerUrls } from "../lib/broker_urls.ts";
+import { DEFAULT_RESULT_PATH, MAX_INTERVAL_MS } from "../lib/link_interval.ts";
 
 /** Input refused before anything is done (exit 2). */
 export class Refused extends Error {}
@@ -90,5 +92,45 @@ export const RECONCILE_OPTIONS: readonly OptionSpec[] = [
         throw new Refused(`--every: ${messageOf(error)}`);
       }
     },
+  },
+];
+
+/** `link`'s options. */
+export const LINK_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--broker <url>",
+    description: "the node's broker URL, with its own credential; repeat it (or separate URLs " +
+      "with commas) for each member of a cluster",
+    env: "MESH_BROKER_URL",
+    parse: (v, previous) => collectBrokerUrls(v, previous as string[] | undefined),
+  },
+  { flags: "--node <name>", description: "the node's name (default: the broker URL's account)" },
+  { flags: "--json", description: "print each report as JSON" },
+  STATE_DIR_OPTION,
+  DECLARATIONS_DIR_OPTION,
+  {
+    flags: "--every <duration>",
+    description: "reconcile the kept declaration, the bundle and the local declarations at this " +
+      "interval (>= 1s)",
+    default: 15 * 60 * 1000,
+    defaultDescription: "15m",
+    parse: (v) => {
+      let ms: number;
+      try {
+        ms = parseDuration(v, { unit: "s" });
+      } catch (error) {
+        throw new Refused(`--every: ${messageOf(error)}`);
+      }
+      if (ms < 1000) throw new Refused(`--every: at least 1s, not "${v}"`);
+      // Every report carries it, and the control plane judges silence against it.
+      if (ms > MAX_INTERVAL_MS) throw new Refused(`--every: at most 7d, not "${v}"`);
+      return ms;
+    },
+  },
+  {
+    flags: "--reconcile-result <file>",
+    description: `mesh-reconcile's result file, summarised into each report; "none" when this ` +
+      "node runs no mesh-reconcile",
+    default: DEFAULT_RESULT_PATH,
   },
 ];

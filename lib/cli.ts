@@ -193,7 +193,8 @@ export async function buildProgram<C>(
 /** The commander option of `spec`. */
 export function optionOf(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);
-  if (spec.default !== undefined) option.default(spec.default);
+  if (spec.default !== undefined) option.default(spec.default, spec.defaultDescription);
+  if (spec.env !== undefined) option.env(spec.env);
   if (spec.parse) option.argParser(spec.parse);
   return option;
 }

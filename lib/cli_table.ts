@@ -141,11 +141,15 @@ export interface OptionSpec {
   description: string;
   /** Its value when not given (not passed through `parse`, as commander does). */
   default?: unknown;
+  /** How help shows the default (`"15m"`); its JSON when not given. */
+  defaultDescription?: string;
+  /** The environment variable giving its value when the option is not given. */
+  env?: string;
   /**
-   * Turns the given value into the option's value; throws to refuse it (the error is the
-   * command's, as from its action).
+   * Turns the given value into the option's value (`previous`: its value so far, the default);
+   * throws to refuse it (the error is the command's, as from its action).
    */
-  parse?: (value: string) => unknown;
+  parse?: (value: string, previous: unknown) => unknown;
 }
 
 /** One argument of a command declared as data: required (`"<file>"`), with its help line. */
@@ -231,13 +235,19 @@ export function parseCommand<C>(
   for (const option of spec.options) {
     const value = given.get(option);
     const key = optionKey(option.flags);
+    // Commander reads the environment variable of an option not given, through its parser.
+    const fromEnv = value === undefined && option.env !== undefined
+      ? Deno.env.get(option.env)
+      : undefined;
+    if (fromEnv !== undefined && !option.flags.includes(" <")) return undefined;
     if (option.flags.startsWith("--no-")) options[key] = value === undefined;
-    else if (value === undefined) {
+    else if (value === undefined && fromEnv === undefined) {
       if (option.default !== undefined) options[key] = option.default;
-    } else if (value === true || !option.parse) options[key] = value;
+    } else if (value === true) options[key] = value;
     else {
+      const given = (value ?? fromEnv) as string;
       try {
-        options[key] = option.parse(value);
+        options[key] = option.parse ? option.parse(given, option.default) : given;
       } catch {
         return undefined;
       }
@@ -410,12 +420,16 @@ export function commandHelp<C>(
     a.description,
   ]);
   const optionItems: [string, string][] = [
-    ...(entry.options ?? []).map((o): [string, string] => [
-      o.flags,
-      o.default === undefined
-        ? o.description
-        : `${o.description} (default: ${JSON.stringify(o.default)})`,
-    ]),
+    ...(entry.options ?? []).map((o): [string, string] => {
+      // As commander: the default of an option taking a value, then its environment variable.
+      const extra = [
+        ...(o.default !== undefined && o.flags.includes(" <")
+          ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
+          : []),
+        ...(o.env !== undefined ? [`env: ${o.env}`] : []),
+      ];
+      return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
+    }),
     ["-h, --help", "display help for command"],
   ];
   const termWidth = Math.max(...[...argumentItems, ...optionItems].map(([t]) => t.length));

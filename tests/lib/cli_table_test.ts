@@ -169,18 +169,19 @@ Deno.test("a program's help, --version and bare start load no npm package, node:
   }
 });
 
-Deno.test("mesh-host apply, reconcile and their runner load neither commander nor a node: module", async () => {
-  for (
-    const entry of [
-      "host/commands/apply.ts",
-      "host/commands/reconcile.ts",
-      "host/commands/runner.ts",
-      "systems/debian.ts",
-    ]
-  ) {
+Deno.test("mesh-host apply, reconcile, link and their runner load no commander, apply no node: module", async () => {
+  const commands = [
+    "host/commands/apply.ts",
+    "host/commands/reconcile.ts",
+    "host/commands/runner.ts",
+    "systems/debian.ts",
+  ];
+  for (const entry of [...commands, "host/commands/link.ts"]) {
     const loaded = await loadedAtStart(entry);
     assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
-    assertEquals(loaded.filter((s) => /^node:|commander/.test(s)), [], entry);
+    assertEquals(loaded.filter((s) => /commander/.test(s)), [], entry);
+    // The link's amqplib is CommonJS and loads Deno's Node layer (node:buffer, node:net...).
+    if (commands.includes(entry)) assertEquals(loaded.filter((s) => /^node:/.test(s)), [], entry);
   }
 });
 
@@ -238,6 +239,21 @@ const INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][] }> = {
       ["reconcile", "--help"],
     ],
   },
+  link: {
+    plain: [
+      ["link"],
+      ["link", "--broker", "amqp://n:p@h"],
+      ["link", "--broker=amqp://a@h, amqp://b@h", "--node", "x", "--every", "2s", "--json"],
+      ["link", "--reconcile-result", "none", "--every=7d", "--state-dir", "/s"],
+    ],
+    misuse: [
+      ["link", "x"],
+      ["link", "--broker", "amqp://a@h", "--broker", "amqp://b@h"],
+      ["link", "--every", "0.5s"],
+      ["link", "--every", "8d"],
+      ["link", "--node"],
+    ],
+  },
 };
 
 Deno.test("a command declared as data parses a plain invocation as commander does", async () => {
@@ -257,21 +273,34 @@ Deno.test("a command declared as data parses a plain invocation as commander doe
       load: () => Promise.resolve({ action: recording }),
     };
     const { plain, misuse } = INVOCATIONS[command.name]!;
-    for (const args of [...plain, ...misuse]) {
-      const parsed = parseCommand(command, args);
-      assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
-      if (parsed === undefined) continue;
-      seen = undefined;
-      const code = await runTable(table, entry, args, {
-        out: () => {},
-        err: () => {},
-        context: {},
-        code: () => 0,
-        usageCode: 2,
-        onError: () => 2,
-      });
-      assertEquals(code, 0, args.join(" "));
-      assertEquals(parsed, seen, args.join(" "));
+    // With and without the environment variables the options read (commander reads them for an
+    // option not given, through its parser).
+    const env = (command.options ?? []).flatMap((o) => o.env ? [o.env] : []);
+    for (const value of [undefined, ...(env.length > 0 ? ["amqp://e@h,amqp://f@h"] : [])]) {
+      for (const name of env) {
+        if (value === undefined) Deno.env.delete(name);
+        else Deno.env.set(name, value);
+      }
+      try {
+        for (const args of [...plain, ...misuse]) {
+          const parsed = parseCommand(command, args);
+          assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
+          if (parsed === undefined) continue;
+          seen = undefined;
+          const code = await runTable(table, entry, args, {
+            out: () => {},
+            err: () => {},
+            context: {},
+            code: () => 0,
+            usageCode: 2,
+            onError: () => 2,
+          });
+          assertEquals(code, 0, args.join(" "));
+          assertEquals(parsed, seen, args.join(" "));
+        }
+      } finally {
+        for (const name of env) Deno.env.delete(name);
+      }
     }
   }
 });
