@@ -3,10 +3,12 @@
  * loader of the module that implements it. The program's own help, `--version` and a bare
  * invocation are answered from the table alone, without loading commander or any command; any
  * other invocation loads commander (lib/cli.ts) and the one command it names, so a command loads
- * only what it uses.
+ * only what it uses. A command declared as data (its entry lists its arguments and options) also
+ * has its help answered here, and a plain invocation of it parsed here ({@linkcode parseCommand})
+ * and run without commander.
  *
  * This module must stay cheap to load: it imports nothing at run time (the commander types are
- * erased) and loads lib/cli.ts only when a command runs.
+ * erased); lib/cli.ts is loaded only when commander is needed.
  *
  * @module
  */
