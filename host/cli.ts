@@ -13,7 +13,14 @@ import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { System, SystemName } from "../systems/mod.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
-import { APPLY_OPTIONS, LINK_OPTIONS, RECONCILE_OPTIONS } from "./options.ts";
+import {
+  APPLY_OPTIONS,
+  BUNDLE_OPTIONS,
+  INVENTORY_OPTIONS,
+  LINK_OPTIONS,
+  OWNED_OPTIONS,
+  RECONCILE_OPTIONS,
+} from "./options.ts";
 
 /** Exit code: applied. */
 export const EXIT_APPLIED = 0;
@@ -113,11 +120,15 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary:
       "list the footprint: what this host applied, for which source, and whether it created it",
+    arguments: [],
+    options: OWNED_OPTIONS,
     load: () => import("./commands/owned.ts"),
   },
   {
     name: "schema",
     summary: "print the declaration's JSON Schema",
+    arguments: [],
+    options: [],
     load: () => import("./commands/schema.ts"),
   },
   {
@@ -125,6 +136,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary:
       "what this machine can do: service manager, package manager, container runtime, firewall",
+    arguments: [],
+    options: INVENTORY_OPTIONS,
     load: () => import("./commands/inventory.ts"),
   },
   {
@@ -132,6 +145,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary: "show and validate the carried bundle: the same path reconcile applies, as a dry " +
       "run (nothing changed; exit 4 when it would change something)",
+    arguments: [],
+    options: BUNDLE_OPTIONS,
     load: () => import("./commands/bundle.ts"),
   },
   {

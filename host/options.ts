@@ -134,3 +134,19 @@ export const LINK_OPTIONS: readonly OptionSpec[] = [
     default: DEFAULT_RESULT_PATH,
   },
 ];
+
+/** `--json` of `owned`, `bundle` and `inventory`. */
+const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
+
+/** `owned`'s options. */
+export const OWNED_OPTIONS: readonly OptionSpec[] = [
+  JSON_OPTION,
+  STATE_DIR_OPTION,
+  DECLARATIONS_DIR_OPTION,
+];
+
+/** `bundle`'s options. */
+export const BUNDLE_OPTIONS: readonly OptionSpec[] = [JSON_OPTION, STATE_DIR_OPTION];
+
+/** `inventory`'s options. */
+export const INVENTORY_OPTIONS: readonly OptionSpec[] = [JSON_OPTION];

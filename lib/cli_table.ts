@@ -438,7 +438,10 @@ export function commandHelp<C>(
   const item = ([term, description]: [string, string]) =>
     helpItem(term, description, termWidth, width);
   const lines = [
-    `Usage: ${table.name} ${entry.name}${entry.usage ? ` ${entry.usage}` : ""}`,
+    // Commander's usage of the command itself: `[options]` always (its help is one).
+    `Usage: ${table.name} ${entry.name} ${
+      ["[options]", ...(entry.arguments ?? []).map((a) => a.name)].join(" ")
+    }`,
     "",
     boxWrap(entry.summary, width),
     "",

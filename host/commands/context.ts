@@ -15,7 +15,7 @@ import type { Migration } from "../store.ts";
 import { VERSION } from "../version.ts";
 import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED, type LoadedBuild } from "../cli.ts";
 
-export { DECLARATIONS_DIR_OPTION, Refused, STATE_DIR_OPTION } from "../options.ts";
+export { Refused } from "../options.ts";
 
 /** What every `mesh-host` command is given. */
 export interface HostContext {

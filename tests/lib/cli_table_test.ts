@@ -254,6 +254,22 @@ const INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][] }> = {
       ["link", "--node"],
     ],
   },
+  owned: {
+    plain: [["owned"], ["owned", "--json", "--state-dir", "/s", "--declarations=/d"]],
+    misuse: [["owned", "x"], ["owned", "--dry-run"], ["owned", "--state-dir", "s"]],
+  },
+  bundle: {
+    plain: [["bundle"], ["bundle", "--json", "--state-dir=/s"]],
+    misuse: [["bundle", "x"], ["bundle", "--declarations", "/d"], ["bundle", "--json=1"]],
+  },
+  inventory: {
+    plain: [["inventory"], ["inventory", "--json"]],
+    misuse: [["inventory", "--json", "--json"], ["inventory", "x"]],
+  },
+  schema: {
+    plain: [["schema"], ["--verbose", "schema"]],
+    misuse: [["schema", "--json"], ["schema", "x"], ["schema", "-h"]],
+  },
 };
 
 Deno.test("a command declared as data parses a plain invocation as commander does", async () => {
