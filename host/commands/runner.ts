@@ -1,9 +1,8 @@
 /**
  * Runs one `mesh-host` command: the side of the command line that host/cli.ts loads only when a
  * command runs (the program's help and `--version` never load it). A plain invocation of a
- * command the table declares as data (`apply`, `reconcile`, `link`) runs without commander
- * (lib/cli_table.ts parseCommand); anything else, and every other command, through commander
- * (lib/cli.ts, loaded then).
+ * command the table declares as data (every mesh-host command) runs without commander
+ * (lib/cli_table.ts parseCommand); anything else through commander (lib/cli.ts, loaded then).
  *
  * @module
  */
