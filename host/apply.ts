@@ -7,7 +7,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type { Applier, ApplyContext, Change, Ids } from "./applier.ts";

@@ -13,6 +13,14 @@ import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { System, SystemName } from "../systems/mod.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
+import {
+  APPLY_OPTIONS,
+  BUNDLE_OPTIONS,
+  INVENTORY_OPTIONS,
+  LINK_OPTIONS,
+  OWNED_OPTIONS,
+  RECONCILE_OPTIONS,
+} from "./options.ts";
 
 /** Exit code: applied. */
 export const EXIT_APPLIED = 0;
@@ -29,8 +37,7 @@ export const EXIT_CANNOT_RUN = 3;
  */
 export const EXIT_PENDING = 4;
 
-/** The default state directory. */
-export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
+export { DEFAULT_STATE_DIR } from "./options.ts";
 
 const STORE_COMMANDS = ["apply", "owned", "inventory", "bundle", "reconcile", "link"];
 
@@ -104,6 +111,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options] <file>",
     summary: "converge this machine to a declaration file as one source (trusted: actions " +
       "allowed); only that source's footprint is removed from",
+    arguments: [{ name: "<file>", description: "the declaration (JSON, version 1)" }],
+    options: APPLY_OPTIONS,
     load: () => import("./commands/apply.ts"),
   },
   {
@@ -111,11 +120,15 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary:
       "list the footprint: what this host applied, for which source, and whether it created it",
+    arguments: [],
+    options: OWNED_OPTIONS,
     load: () => import("./commands/owned.ts"),
   },
   {
     name: "schema",
     summary: "print the declaration's JSON Schema",
+    arguments: [],
+    options: [],
     load: () => import("./commands/schema.ts"),
   },
   {
@@ -123,6 +136,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary:
       "what this machine can do: service manager, package manager, container runtime, firewall",
+    arguments: [],
+    options: INVENTORY_OPTIONS,
     load: () => import("./commands/inventory.ts"),
   },
   {
@@ -130,6 +145,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     usage: "[options]",
     summary: "show and validate the carried bundle: the same path reconcile applies, as a dry " +
       "run (nothing changed; exit 4 when it would change something)",
+    arguments: [],
+    options: BUNDLE_OPTIONS,
     load: () => import("./commands/bundle.ts"),
   },
   {
@@ -138,6 +155,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     summary: "apply the carried bundle and every local declaration, each as its own source, and " +
       "remove the footprint of a local declaration whose file was removed; with --every, again " +
       "at that interval until the binary is replaced",
+    arguments: [],
+    options: RECONCILE_OPTIONS,
     load: () => import("./commands/reconcile.ts"),
   },
   {
@@ -146,6 +165,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     summary: "the link to the control plane: apply declarations from the node's queue, report " +
       "each result, and reconcile the kept declaration at an interval even while the broker is " +
       "away",
+    arguments: [],
+    options: LINK_OPTIONS,
     load: () => import("./commands/link.ts"),
   },
 ];

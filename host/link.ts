@@ -19,7 +19,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import {
@@ -33,7 +33,7 @@ import {
 } from "../lib/broker.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
-import { sleep } from "../lib/cli.ts";
+import { sleep } from "../lib/wait.ts";
 import {
   type ApplyResult,
   applySources,

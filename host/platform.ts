@@ -23,7 +23,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { CommandError, run } from "../lib/command.ts";
 import { ResourceError } from "./applier.ts";

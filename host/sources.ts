@@ -13,7 +13,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import { messageOf, readFileLimited } from "../lib/atomic.ts";
 import { readSource, type SourceInput } from "./apply.ts";
 import { loadBundle } from "./bundle.ts";
@@ -27,8 +27,7 @@ import {
 import { claimKey, type Migration, SourceName, type SourceOrigin } from "./store.ts";
 import type { SystemName } from "../systems/mod.ts";
 
-/** Where local declarations are kept, one source per `NAME.json`. */
-export const DEFAULT_DECLARATIONS_DIR = "/etc/mesh/declarations";
+export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
 
 /** Names no local declaration or `apply --source` may take: the host's own sources. */
 export const RESERVED_SOURCES: readonly SourceName[] = ["bundle", "link"];

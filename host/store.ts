@@ -18,7 +18,7 @@
  */
 
 import { z } from "zod";
-import { dirname, join } from "node:path";
+import { dirname, join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 
 /** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */

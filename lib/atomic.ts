@@ -5,7 +5,7 @@
  * @module
  */
 
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join } from "./path.ts";
 
 // Kept in its own module so that a program's help loads no node: module (lib/cli_table.ts).
 export { writeAll } from "./write.ts";

@@ -10,6 +10,7 @@
  */
 
 import { z } from "zod";
+import { MAX_INTERVAL_MS } from "./link_interval.ts";
 import { formatPath } from "./json_path.ts";
 import { DriftSummary } from "./drift.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
@@ -74,9 +75,7 @@ export const NODE_QUEUE_ARGUMENTS = {
   "x-overflow": "drop-head",
 } as const;
 
-export { DEFAULT_INTERVAL_MS } from "./link_interval.ts";
-/** The longest reconcile interval a report may state, in ms: 7 days. */
-export const MAX_INTERVAL_MS = 7 * 24 * 60 * 60 * 1000;
+export { DEFAULT_INTERVAL_MS, MAX_INTERVAL_MS } from "./link_interval.ts";
 
 const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 hex digits>");
 const time = z.iso.datetime({ offset: true });

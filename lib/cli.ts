@@ -17,16 +17,23 @@
 import { Command, CommanderError, Option } from "commander";
 import {
   checkExitCodes,
+  type CommandAction,
   type CommandEntry,
   DEFECT_EXIT,
+  describeDefect,
   EXIT_DEFECT,
   type ExitCode,
+  exitCodeOfError,
   exitCodesHelp,
+  isDefect,
+  optionKey,
+  type OptionSpec,
   type ProgramTable,
   VERBOSE_HELP,
 } from "./cli_table.ts";
 
-export { DEFECT_EXIT, EXIT_DEFECT, type ExitCode, exitCodesHelp };
+export { DEFECT_EXIT, describeDefect, EXIT_DEFECT, type ExitCode, exitCodesHelp, isDefect };
+export { sleep, untilSignalled } from "./wait.ts";
 
 /** Options for {@linkcode runProgram}. */
 export interface RunProgramOptions {
@@ -108,43 +115,6 @@ function deferMandatoryOptions(command: Command): void {
 }
 
 /**
- * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
- * an Error at all, or one of the errors the language raises on a programming mistake
- * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
- * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
- */
-export function isDefect(error: unknown): boolean {
-  if (!(error instanceof Error)) return true;
-  if (error instanceof TypeError) {
-    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
-      error.message,
-    );
-  }
-  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
-  return error instanceof ReferenceError || error instanceof RangeError ||
-    error instanceof EvalError;
-}
-
-/** The message of `error`, its causes and its stack, for `--verbose`. */
-export function describeDefect(error: unknown, verbose: boolean): string {
-  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
-  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
-  const lines = [head];
-  let current: unknown = error;
-  for (let depth = 0; current !== undefined && depth < 10; depth++) {
-    if (depth > 0) {
-      lines.push(
-        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
-      );
-    }
-    if (current instanceof Error && current.stack) lines.push(current.stack);
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return lines.join("\n") + "\n";
-}
-
-/**
  * Parses `args` and runs the chosen action. No arguments at all is help on stderr and
  * `usageCode` (nothing asked is not something done); `--help` and `--version` are 0; a command
  * group without its subcommand is help on stderr and `usageCode`.
@@ -174,12 +144,7 @@ export async function runProgram(
       // command group without its subcommand) is misuse.
       return error.exitCode === 0 ? 0 : options.usageCode;
     }
-    if (!isDefect(error)) return options.onError(error);
-    const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
-      .includes("--verbose");
-    const text = describeDefect(error, verbose);
-    options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
-    return EXIT_DEFECT;
+    return exitCodeOfError(name, error, args, options);
   }
 }
 
@@ -214,11 +179,50 @@ export async function buildProgram<C>(
     .addOption(new Option("--verbose", VERBOSE_HELP));
   if (table.helpAfter) program.addHelpText("after", table.helpAfter);
   const modules = await Promise.all(entries.map((e) => e.load()));
-  entries.forEach((entry, i) => modules[i]!.define(program, entry, options.context));
+  entries.forEach((entry, i) => {
+    const module = modules[i]!;
+    if (entry.options && module.action) defineSpec(program, entry, module.action, options.context);
+    else module.define!(program, entry, options.context);
+  });
   const partial = entries.length !== table.commands.length;
   if (partial) checkExitCodes(table);
   addExitCodes(program, table.exitCodes, { partial });
   return program;
+}
+
+/** The commander option of `spec`. */
+export function optionOf(spec: OptionSpec): Option {
+  const option = new Option(spec.flags, spec.description);
+  if (spec.default !== undefined) option.default(spec.default, spec.defaultDescription);
+  if (spec.env !== undefined) option.env(spec.env);
+  if (spec.parse) option.argParser(spec.parse);
+  return option;
+}
+
+/**
+ * Adds the command `entry` declares as data to `parent`: its name, summary, arguments and
+ * options, and `action` (given what commander parsed, keyed as {@linkcode optionKey}).
+ */
+export function defineSpec<C>(
+  parent: Command,
+  entry: CommandEntry<C>,
+  action: CommandAction<C>,
+  context: C,
+): void {
+  const spec = { arguments: entry.arguments ?? [], options: entry.options ?? [] };
+  const command = parent.command(entry.name).description(entry.summary);
+  for (const a of spec.arguments) command.argument(a.name, a.description);
+  for (const o of spec.options) command.addOption(optionOf(o));
+  command.action(async (...given: unknown[]) => {
+    const self = given[given.length - 1] as Command;
+    const opts = self.opts();
+    const options: Record<string, unknown> = {};
+    for (const o of spec.options) {
+      const key = optionKey(o.flags);
+      if (opts[key] !== undefined) options[key] = opts[key];
+    }
+    await action(context, given.slice(0, spec.arguments.length) as string[], options);
+  });
 }
 
 /**
@@ -234,34 +238,4 @@ export async function runTable<C>(
   const program = await buildProgram(table, entry ? [entry] : table.commands, options);
   options.configure?.(program);
   return await runProgram(program, args, options);
-}
-
-/**
- * Runs `fn` with a signal that SIGTERM or SIGINT aborts (a service stopped, a person's ^C), and
- * removes the listeners afterwards.
- */
-export async function untilSignalled<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  Deno.addSignalListener("SIGTERM", onSignal);
-  Deno.addSignalListener("SIGINT", onSignal);
-  try {
-    return await fn(stop.signal);
-  } finally {
-    Deno.removeSignalListener("SIGTERM", onSignal);
-    Deno.removeSignalListener("SIGINT", onSignal);
-  }
-}
-
-/** Resolves after `ms` milliseconds, or at once when `signal` aborts. Never rejects. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

@@ -3,10 +3,12 @@
  * loader of the module that implements it. The program's own help, `--version` and a bare
  * invocation are answered from the table alone, without loading commander or any command; any
  * other invocation loads commander (lib/cli.ts) and the one command it names, so a command loads
- * only what it uses.
+ * only what it uses. A command declared as data (its entry lists its arguments and options) also
+ * has its help answered here, and a plain invocation of it parsed here ({@linkcode parseCommand})
+ * and run without commander.
  *
  * This module must stay cheap to load: it imports nothing at run time (the commander types are
- * erased) and loads lib/cli.ts only when a command runs.
+ * erased); lib/cli.ts is loaded only when commander is needed.
  *
  * @module
  */
@@ -27,6 +29,73 @@ export interface ExitCode {
   code: number;
   meaning: string;
   commands?: readonly string[];
+}
+
+/**
+ * Whether `error` is a defect of the program rather than a refusal or a state of the world: not
+ * an Error at all, or one of the errors the language raises on a programming mistake
+ * (ReferenceError, RangeError, EvalError, SyntaxError outside JSON, TypeError other than a failed
+ * fetch, an invalid URL or text that is not valid UTF-8, which are the network's or the input's).
+ */
+export function isDefect(error: unknown): boolean {
+  if (!(error instanceof Error)) return true;
+  if (error instanceof TypeError) {
+    return !/fetch failed|error sending request|invalid url|url scheme|network|encoded data/i.test(
+      error.message,
+    );
+  }
+  if (error instanceof SyntaxError) return !/JSON/.test(error.message);
+  return error instanceof ReferenceError || error instanceof RangeError ||
+    error instanceof EvalError;
+}
+
+/** The message of `error`, its causes and its stack, for `--verbose`. */
+export function describeDefect(error: unknown, verbose: boolean): string {
+  const first = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const head = `unexpected error (a defect; exit ${EXIT_DEFECT}): ${first.split("\n")[0]}`;
+  if (!verbose) return `${head} (--verbose for the cause chain and stack)\n`;
+  const lines = [head];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 10; depth++) {
+    if (depth > 0) {
+      lines.push(
+        `caused by: ${current instanceof Error ? `${current.name}: ${current.message}` : current}`,
+      );
+    }
+    if (current instanceof Error && current.stack) lines.push(current.stack);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** How {@linkcode exitCodeOfError} reports. */
+export interface ErrorExitOptions {
+  /** Writes to stderr. */
+  err: (text: string) => void;
+  /** Prints a refusal or a state error and returns its exit code (not called for a defect). */
+  onError: (error: unknown) => number;
+  /** Applied to a defect's text before it is printed. */
+  redact?: (text: string) => string;
+}
+
+/**
+ * The exit code of `error`, thrown by the program `name`'s command run with `args`: a refusal or
+ * a state error is `options.onError`'s; a defect ({@linkcode isDefect}) is said in one line (with
+ * its cause chain and stack when `args` hold `--verbose` before any `--`) and exits
+ * {@linkcode EXIT_DEFECT}.
+ */
+export function exitCodeOfError(
+  name: string,
+  error: unknown,
+  args: readonly string[],
+  options: ErrorExitOptions,
+): number {
+  if (!isDefect(error)) return options.onError(error);
+  const verbose = args.slice(0, args.includes("--") ? args.indexOf("--") : undefined)
+    .includes("--verbose");
+  const text = describeDefect(error, verbose);
+  options.err(`${name}: ${options.redact ? options.redact(text) : text}`);
+  return EXIT_DEFECT;
 }
 
 /** The line every exit code table ends with. */
@@ -60,10 +129,133 @@ export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false):
  */
 export type DefineCommand<C> = (parent: Command, entry: CommandEntry<C>, context: C) => void;
 
-/** What a command's module exports. */
+/**
+ * One option of a command declared as data ({@linkcode CommandSpec}): what commander's `Option`
+ * is given, without loading commander.
+ */
+export interface OptionSpec {
+  /**
+   * Its flags as commander takes them: `"--dry-run"` (a switch), `"--no-bundle"` (a switch that
+   * sets `bundle` false, true when not given) or `"--source <name>"`.
+   */
+  flags: string;
+  /** Its help line. */
+  description: string;
+  /** Its value when not given (not passed through `parse`, as commander does). */
+  default?: unknown;
+  /** How help shows the default (`"15m"`); its JSON when not given. */
+  defaultDescription?: string;
+  /** The environment variable giving its value when the option is not given. */
+  env?: string;
+  /**
+   * Turns the given value into the option's value (`previous`: its value so far, the default);
+   * throws to refuse it (the error is the command's, as from its action).
+   */
+  parse?: (value: string, previous: unknown) => unknown;
+}
+
+/** One argument of a command declared as data: required (`"<file>"`), with its help line. */
+export interface ArgumentSpec {
+  name: string;
+  description: string;
+}
+
+/**
+ * Runs a command declared as data with its arguments and its options (keyed by camel-cased long
+ * name, {@linkcode optionKey}).
+ */
+export type CommandAction<C> = (
+  context: C,
+  args: string[],
+  options: Record<string, unknown>,
+) => Promise<void>;
+
+/**
+ * What a command's module exports: how to define it on commander, or, for a command the table
+ * declares as data (its entry has `options`), its action.
+ */
 export interface CommandModule<C> {
   /** Defines the command (and a group's subcommands) with its action. */
-  define: DefineCommand<C>;
+  define?: DefineCommand<C>;
+  /** The action of a command declared as data. */
+  action?: CommandAction<C>;
+}
+
+/** The key an option's value is kept under: its long name camel-cased (as commander). */
+export function optionKey(flags: string): string {
+  const long = flags.split(/[ ,|]+/).find((f) => f.startsWith("--"))!;
+  return long.slice(2).replace(/^no-/, "").replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * Parses the invocation `args` of the command `entry` declares as data, when it is a plain one:
+ * the command's name, then exactly its arguments and its known options (each at most once, a
+ * value given after it or with `=`, not starting with `-`), `--verbose` anywhere. Anything else
+ * (help, `--version`, `--`, an unknown or repeated option, a missing value, a wrong number of
+ * arguments, a value its `parse` refuses) is undefined: commander parses it, and says what is
+ * wrong as it always has. tests/lib/cli_table_test.ts holds what it returns equal to what
+ * commander passes the action.
+ */
+export function parseCommand<C>(
+  entry: CommandEntry<C>,
+  args: readonly string[],
+): { args: string[]; options: Record<string, unknown> } | undefined {
+  if (entry.options === undefined) return undefined;
+  const spec = { arguments: entry.arguments ?? [], options: entry.options };
+  const at = args.indexOf(entry.name);
+  if (at === -1 || args.slice(0, at).some((a) => a !== "--verbose")) return undefined;
+  const byFlag = new Map<string, OptionSpec>();
+  for (const option of spec.options) {
+    const [long] = option.flags.split(" ");
+    if (!long!.startsWith("--") || long!.includes(",")) return undefined;
+    byFlag.set(long!, option);
+  }
+  const operands: string[] = [];
+  const given = new Map<OptionSpec, string | true>();
+  for (let i = at + 1; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--verbose") continue;
+    if (!arg.startsWith("-")) {
+      operands.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const option = byFlag.get(eq === -1 ? arg : arg.slice(0, eq));
+    if (option === undefined || given.has(option)) return undefined;
+    const takesValue = option.flags.includes(" <");
+    if (!takesValue) {
+      if (eq !== -1) return undefined;
+      given.set(option, true);
+      continue;
+    }
+    const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
+    if (value === undefined || value.startsWith("-")) return undefined;
+    given.set(option, value);
+  }
+  if (operands.length !== spec.arguments.length) return undefined;
+  const options: Record<string, unknown> = {};
+  for (const option of spec.options) {
+    const value = given.get(option);
+    const key = optionKey(option.flags);
+    // Commander reads the environment variable of an option not given, through its parser.
+    const fromEnv = value === undefined && option.env !== undefined
+      ? Deno.env.get(option.env)
+      : undefined;
+    if (fromEnv !== undefined && !option.flags.includes(" <")) return undefined;
+    if (option.flags.startsWith("--no-")) options[key] = value === undefined;
+    else if (value === undefined && fromEnv === undefined) {
+      if (option.default !== undefined) options[key] = option.default;
+    } else if (value === true) options[key] = value;
+    else {
+      const given = (value ?? fromEnv) as string;
+      try {
+        options[key] = option.parse ? option.parse(given, option.default) : given;
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return { args: operands, options };
 }
 
 /** One line of a program's command table. */
@@ -79,6 +271,15 @@ export interface CommandEntry<C> {
   usage?: string;
   /** A command group's subcommands, by name (the group itself has no action). */
   subcommands?: readonly string[];
+  /**
+   * A command declared as data: its arguments (with `options`). Its module exports its
+   * `action`; lib/cli.ts defines it on commander from these, and this module parses a plain
+   * invocation ({@linkcode parseCommand}) and answers its help ({@linkcode commandHelp}) without
+   * commander.
+   */
+  arguments?: readonly ArgumentSpec[];
+  /** A command declared as data: its options, in the order help lists them. */
+  options?: readonly OptionSpec[];
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */
   load: () => Promise<CommandModule<C>>;
 }
@@ -174,13 +375,8 @@ export function programHelp<C>(
     ["help [command]", "display help for command"],
   ];
   const termWidth = Math.max(...[...optionItems, ...commandItems].map(([t]) => t.length));
-  const item = ([term, description]: [string, string]) => {
-    const remaining = width - termWidth - 4;
-    const text = remaining < 40
-      ? description
-      : boxWrap(description, remaining).replace(/\n/g, "\n" + " ".repeat(termWidth + 2));
-    return `  ${term.padEnd(termWidth)}  ${text.replace(/\n/g, "\n  ")}`;
-  };
+  const item = ([term, description]: [string, string]) =>
+    helpItem(term, description, termWidth, width);
   const lines = [
     `Usage: ${table.name} [options] [command]`,
     "",
@@ -199,6 +395,63 @@ export function programHelp<C>(
     text += `${exitCodesHelp([...table.exitCodes, DEFECT_EXIT], true)}\n`;
   }
   return text;
+}
+
+/** Commander's help line of `description` with `term`, terms padded to `termWidth`. */
+function helpItem(term: string, description: string, termWidth: number, width: number): string {
+  const remaining = width - termWidth - 4;
+  const text = remaining < 40
+    ? description
+    : boxWrap(description, remaining).replace(/\n/g, "\n" + " ".repeat(termWidth + 2));
+  return `  ${term.padEnd(termWidth)}  ${text.replace(/\n/g, "\n  ")}`;
+}
+
+/**
+ * The help of the command `entry` declares as data, as commander prints it (usage, summary,
+ * arguments, options, then the exit codes of that command), `helpWidth` columns wide.
+ * tests/lib/cli_table_test.ts holds it equal to commander's own.
+ */
+export function commandHelp<C>(
+  table: ProgramTable<C>,
+  entry: CommandEntry<C>,
+  options: { helpWidth?: number } = {},
+): string {
+  const width = options.helpWidth ?? 80;
+  const argumentItems = (entry.arguments ?? []).map((a): [string, string] => [
+    a.name.slice(1, -1),
+    a.description,
+  ]);
+  const optionItems: [string, string][] = [
+    ...(entry.options ?? []).map((o): [string, string] => {
+      // As commander: the default of an option taking a value, then its environment variable.
+      const extra = [
+        ...(o.default !== undefined && o.flags.includes(" <")
+          ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
+          : []),
+        ...(o.env !== undefined ? [`env: ${o.env}`] : []),
+      ];
+      return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
+    }),
+    ["-h, --help", "display help for command"],
+  ];
+  const termWidth = Math.max(...[...argumentItems, ...optionItems].map(([t]) => t.length));
+  const item = ([term, description]: [string, string]) =>
+    helpItem(term, description, termWidth, width);
+  const lines = [
+    // Commander's usage of the command itself: `[options]` always (its help is one).
+    `Usage: ${table.name} ${entry.name} ${
+      ["[options]", ...(entry.arguments ?? []).map((a) => a.name)].join(" ")
+    }`,
+    "",
+    boxWrap(entry.summary, width),
+    "",
+    ...(argumentItems.length > 0 ? ["Arguments:", ...argumentItems.map(item), ""] : []),
+    "Options:",
+    ...optionItems.map(item),
+    "",
+  ];
+  const mine = table.exitCodes.filter((c) => !c.commands || c.commands.includes(entry.name));
+  return `${lines.join("\n")}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
 }
 
 /** How {@linkcode dispatch} writes and which code misuse exits with. */
@@ -229,8 +482,9 @@ function helpWidth(stream: { isTerminal(): boolean }): number {
 
 /**
  * Answers what the table can (the program's help with `--help`, `-h` or `help`, `--version`,
- * `-V`, and no arguments at all: help on stderr and the usage code); anything else goes to
- * `options.run` with the command it names, whose module only is loaded.
+ * `-V`, no arguments at all: help on stderr and the usage code, and the help of a command
+ * declared as data: `CMD --help`, `CMD -h`, `help CMD`); anything else goes to `options.run`
+ * with the command it names, whose module only is loaded.
  */
 export async function dispatch<C>(
   table: ProgramTable<C>,
@@ -262,6 +516,14 @@ export async function dispatch<C>(
     if (at !== -1) {
       const name = args[at] === "help" ? args[at + 1] : args[at];
       const entry = table.commands.find((c) => c.name === name);
+      const rest = args.slice(at);
+      const helpAsked = rest.length === 2 &&
+        (rest[0] === "help" || rest[1] === "--help" || rest[1] === "-h");
+      if (entry?.options && helpAsked && flags.length === 0) {
+        checkExitCodes(table);
+        options.out(commandHelp(table, entry, { helpWidth: helpWidth(Deno.stdout) }));
+        return 0;
+      }
       if (entry) return await options.run(entry);
     }
   }

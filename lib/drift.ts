@@ -23,8 +23,7 @@ export const RESULT_FILE_VERSION = 1;
 /** The largest result file the link reads (bytes); a larger one is `unreadable`. */
 export const MAX_RESULT_BYTES = 4 * 1024 * 1024;
 
-/** Where the shipped reconcile units write their result (and the link reads it by default). */
-export const DEFAULT_RESULT_PATH = "/var/lib/mesh/reconcile/result.json";
+export { DEFAULT_RESULT_PATH } from "./link_interval.ts";
 
 export { CHECKS, DIRECTIONS, RUN_STATUSES };
 

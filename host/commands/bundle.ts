@@ -6,49 +6,47 @@
  * @module
  */
 
-import type { Command } from "commander";
-import type { CommandEntry } from "../../lib/cli_table.ts";
+import type { CommandAction } from "../../lib/cli_table.ts";
 import { applyDeclaration } from "../apply.ts";
 import { loadBundle } from "../bundle.ts";
 import { applyText } from "../render.ts";
 import { DEFAULT_DECLARATIONS_DIR } from "../sources.ts";
 import { VERSION } from "../version.ts";
-import { exitCodeOf, type HostContext, migration, stateDirOption } from "./context.ts";
+import { exitCodeOf, type HostContext, migration } from "./context.ts";
 
-/** Defines `bundle` on `parent`. */
-export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: HostContext): void {
-  parent.command(entry.name)
-    .description(entry.summary)
-    .option("--json", "print as JSON")
-    .addOption(stateDirOption())
-    .action(async (opts: { json?: boolean; stateDir: string }) => {
-      const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
-      const result = await applyDeclaration(bundle.declaration, {
-        system: ctx.build.system,
-        stateDir: opts.stateDir,
-        digest: bundle.digest,
-        dryRun: true,
-        version: VERSION,
-        source: "bundle",
-        origin: "bundle",
-        migration: migration(ctx, opts.stateDir, DEFAULT_DECLARATIONS_DIR),
-      });
-      if (opts.json) {
-        ctx.out(
-          JSON.stringify(
-            { system: bundle.system, says: bundle.says, declaration: bundle.declaration, result },
-            null,
-            2,
-          ) + "\n",
-        );
-      } else {
-        ctx.out(
-          `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\n${
-            applyText(result)
-          }`,
-        );
-      }
-      // A dry run like any other: 4 when applying the bundle would change something.
-      ctx.code = exitCodeOf([result]);
-    });
-}
+/**
+ * Runs `bundle` (its options are declared in the command table, host/cli.ts): a plain invocation
+ * runs without commander (lib/cli_table.ts parseCommand).
+ */
+export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
+  const opts = options as unknown as { json?: boolean; stateDir: string };
+
+  const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
+  const result = await applyDeclaration(bundle.declaration, {
+    system: ctx.build.system,
+    stateDir: opts.stateDir,
+    digest: bundle.digest,
+    dryRun: true,
+    version: VERSION,
+    source: "bundle",
+    origin: "bundle",
+    migration: migration(ctx, opts.stateDir, DEFAULT_DECLARATIONS_DIR),
+  });
+  if (opts.json) {
+    ctx.out(
+      JSON.stringify(
+        { system: bundle.system, says: bundle.says, declaration: bundle.declaration, result },
+        null,
+        2,
+      ) + "\n",
+    );
+  } else {
+    ctx.out(
+      `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\n${
+        applyText(result)
+      }`,
+    );
+  }
+  // A dry run like any other: 4 when applying the bundle would change something.
+  ctx.code = exitCodeOf([result]);
+};

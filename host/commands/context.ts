@@ -6,30 +6,16 @@
  * @module
  */
 
-import { Option } from "commander";
 import { writeAll } from "../../lib/atomic.ts";
 import { type ApplyResult, recordKnownGood } from "../apply.ts";
 import { type FileIdentity } from "../identity.ts";
 import { applyText } from "../render.ts";
-import {
-  bundleSource,
-  DEFAULT_DECLARATIONS_DIR,
-  migrationFor,
-  readLocalDeclarations,
-} from "../sources.ts";
+import { bundleSource, migrationFor, readLocalDeclarations } from "../sources.ts";
 import type { Migration } from "../store.ts";
 import { VERSION } from "../version.ts";
-import {
-  DEFAULT_STATE_DIR,
-  EXIT_APPLIED,
-  EXIT_FAILED,
-  EXIT_PENDING,
-  EXIT_REFUSED,
-  type LoadedBuild,
-} from "../cli.ts";
+import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED, type LoadedBuild } from "../cli.ts";
 
-/** Input refused before anything is done (exit 2). */
-export class Refused extends Error {}
+export { Refused } from "../options.ts";
 
 /** What every `mesh-host` command is given. */
 export interface HostContext {
@@ -54,34 +40,6 @@ export function hostContext(build: LoadedBuild, start: FileIdentity): HostContex
     code: 0,
     start,
   };
-}
-
-/** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
-export function stateDirOption(): Option {
-  return new Option("--state-dir <dir>", "the state directory (an absolute path)").default(
-    DEFAULT_STATE_DIR,
-  )
-    .argParser((dir: string) => {
-      // An empty or relative state directory would put the footprint wherever the host
-      // happened to be started (a checkout, say): refused.
-      if (!dir.startsWith("/")) {
-        throw new Refused(`--state-dir must be an absolute path, not "${dir}"`);
-      }
-      return dir.replace(/\/+$/, "") || "/";
-    });
-}
-
-/** `--declarations`: the local declarations' directory, an absolute path. */
-export function declarationsDirOption(): Option {
-  return new Option(
-    "--declarations <dir>",
-    "the local declarations' directory: each NAME.json in it is source NAME",
-  ).default(DEFAULT_DECLARATIONS_DIR).argParser((dir: string) => {
-    if (!dir.startsWith("/")) {
-      throw new Refused(`--declarations must be an absolute path, not "${dir}"`);
-    }
-    return dir.replace(/\/+$/, "") || "/";
-  });
 }
 
 /** How a store of format 1 gives its records a source (see host/sources.ts). */

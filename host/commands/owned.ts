@@ -4,29 +4,26 @@
  * @module
  */
 
-import type { Command } from "commander";
-import type { CommandEntry } from "../../lib/cli_table.ts";
+import type { CommandAction } from "../../lib/cli_table.ts";
 import { ownedText } from "../render.ts";
 import { Store } from "../store.ts";
-import { declarationsDirOption, type HostContext, migration, stateDirOption } from "./context.ts";
+import { type HostContext, migration } from "./context.ts";
 
-/** Defines `owned` on `parent`. */
-export function define(parent: Command, entry: CommandEntry<HostContext>, ctx: HostContext): void {
-  parent.command(entry.name)
-    .description(entry.summary)
-    .option("--json", "print as JSON")
-    .addOption(stateDirOption())
-    .addOption(declarationsDirOption())
-    .action(async (opts: { json?: boolean; stateDir: string; declarations: string }) => {
-      const store = await Store.load(opts.stateDir, {
-        readOnly: true,
-        migration: migration(ctx, opts.stateDir, opts.declarations),
-      });
-      store.close();
-      ctx.out(
-        opts.json
-          ? JSON.stringify(store.entries(), null, 2) + "\n"
-          : ownedText(store.entries(), store.path),
-      );
-    });
-}
+/**
+ * Runs `owned` (its options are declared in the command table, host/cli.ts): a plain invocation
+ * runs without commander (lib/cli_table.ts parseCommand).
+ */
+export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
+  const opts = options as unknown as { json?: boolean; stateDir: string; declarations: string };
+
+  const store = await Store.load(opts.stateDir, {
+    readOnly: true,
+    migration: migration(ctx, opts.stateDir, opts.declarations),
+  });
+  store.close();
+  ctx.out(
+    opts.json
+      ? JSON.stringify(store.entries(), null, 2) + "\n"
+      : ownedText(store.entries(), store.path),
+  );
+};

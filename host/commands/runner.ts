@@ -1,12 +1,18 @@
 /**
- * Runs one `mesh-host` command through commander: the side of the command line that host/cli.ts
- * loads only when a command runs (the program's help and `--version` never load it).
+ * Runs one `mesh-host` command: the side of the command line that host/cli.ts loads only when a
+ * command runs (the program's help and `--version` never load it). A plain invocation of a
+ * command the table declares as data (every mesh-host command) runs without commander
+ * (lib/cli_table.ts parseCommand); anything else through commander (lib/cli.ts, loaded then).
  *
  * @module
  */
 
-import type { CommandEntry, ProgramTable } from "../../lib/cli_table.ts";
-import { runTable } from "../../lib/cli.ts";
+import {
+  type CommandEntry,
+  exitCodeOfError,
+  parseCommand,
+  type ProgramTable,
+} from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { confirmSystem, WrongSystemError } from "../../systems/mod.ts";
 import { BundleError, EmptyBundleError, NoBundleError } from "../bundle.ts";
@@ -29,6 +35,30 @@ export async function runHost(
 ): Promise<number> {
   const system = "load" in build.system ? await build.system.load() : build.system;
   const ctx = hostContext({ ...build, system }, start);
+  const onError = (error: unknown) => {
+    ctx.err(`mesh-host: ${messageOf(error)}\n`);
+    if (error instanceof StoreError) return EXIT_CANNOT_RUN;
+    if (
+      error instanceof Refused || error instanceof WrongSystemError ||
+      error instanceof DeclarationError ||
+      error instanceof NoBundleError || error instanceof EmptyBundleError ||
+      error instanceof BundleError
+    ) return EXIT_REFUSED;
+    return EXIT_CANNOT_RUN;
+  };
+  const action = entry?.options ? (await entry.load()).action : undefined;
+  const parsed = entry && action ? parseCommand(entry, args) : undefined;
+  if (action && parsed) {
+    // What commander would run: the system confirmed (its preAction hook), then the action.
+    try {
+      await confirmSystem(system, { osRelease: build.osRelease });
+      await action(ctx, parsed.args, parsed.options);
+      return ctx.code;
+    } catch (error) {
+      return exitCodeOfError(table.name, error, args, { err: ctx.err, onError });
+    }
+  }
+  const { runTable } = await import("../../lib/cli.ts");
   return await runTable(table, entry, args, {
     out: ctx.out,
     err: ctx.err,
@@ -39,16 +69,6 @@ export async function runHost(
       program.hook("preAction", async () => {
         await confirmSystem(system, { osRelease: build.osRelease });
       }),
-    onError: (error) => {
-      ctx.err(`mesh-host: ${messageOf(error)}\n`);
-      if (error instanceof StoreError) return EXIT_CANNOT_RUN;
-      if (
-        error instanceof Refused || error instanceof WrongSystemError ||
-        error instanceof DeclarationError ||
-        error instanceof NoBundleError || error instanceof EmptyBundleError ||
-        error instanceof BundleError
-      ) return EXIT_REFUSED;
-      return EXIT_CANNOT_RUN;
-    },
+    onError,
   });
 }

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join } from "../../lib/path.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
@@ -123,7 +123,8 @@ function mayHaveTemp(path: string, context: ApplyContext): boolean {
     }
     context.cache.set(TEMPS + dir, temps);
   }
-  return temps === null || temps.has(basename(tempPathFor(path)));
+  // The usual directory holds none: the name is not even built.
+  return temps === null || (temps.size > 0 && temps.has(basename(tempPathFor(path))));
 }
 
 function resolveId(

@@ -49,7 +49,7 @@
  */
 
 import type { z } from "zod";
-import { join } from "node:path";
+import { join } from "../../lib/path.ts";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import {

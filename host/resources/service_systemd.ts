@@ -54,7 +54,7 @@
  */
 
 import type { z } from "zod";
-import { basename } from "node:path";
+import { basename } from "../../lib/path.ts";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import {
   type Applier,

@@ -10,8 +10,11 @@
 import type { Command } from "commander";
 import { buildProgram, runTable } from "../../lib/cli.ts";
 import {
+  type CommandAction,
   type CommandEntry,
+  commandHelp,
   dispatch,
+  parseCommand,
   programHelp,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
@@ -106,11 +109,13 @@ Deno.test("help and --version are answered from the table; a command loads its m
     await dispatch(table, [first.name, "--help"], io);
     await dispatch(table, ["help", first.name], io);
     await dispatch(table, ["--verbose", first.name], io);
-    assertEquals(ran, [first.name, first.name, first.name], name);
+    // A command declared as data has its help answered from the table too.
+    const loaded = first.options ? [first.name] : [first.name, first.name, first.name];
+    assertEquals(ran, loaded, name);
     // What the table does not know goes to commander with every command, to be said as before.
     await dispatch(table, ["no-such-command"], io);
     await dispatch(table, ["--no-such-option"], io);
-    assertEquals(ran.slice(3), [undefined, undefined], name);
+    assertEquals(ran.slice(loaded.length), [undefined, undefined], name);
   }
 });
 
@@ -161,5 +166,179 @@ Deno.test("a program's help, --version and bare start load no npm package, node:
       [],
       entry,
     );
+  }
+});
+
+Deno.test("mesh-host apply, reconcile, link and their runner load no commander, apply no node: module", async () => {
+  const commands = [
+    "host/commands/apply.ts",
+    "host/commands/reconcile.ts",
+    "host/commands/runner.ts",
+    "systems/debian.ts",
+  ];
+  for (const entry of [...commands, "host/commands/link.ts"]) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
+    assertEquals(loaded.filter((s) => /commander/.test(s)), [], entry);
+    // The link's amqplib is CommonJS and loads Deno's Node layer (node:buffer, node:net...).
+    if (commands.includes(entry)) assertEquals(loaded.filter((s) => /^node:/.test(s)), [], entry);
+  }
+});
+
+/** Invocations a command declared as data parses itself, and those it leaves to commander. */
+const INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][] }> = {
+  apply: {
+    plain: [
+      ["apply", "f.json"],
+      ["apply", "help"],
+      ["--verbose", "apply", "f.json", "--verbose"],
+      ["apply", "--json", "f.json", "--dry-run"],
+      ["apply", "f.json", "--source", "web", "--take-from", "local"],
+      ["apply", "f.json", "--source=web", "--state-dir=/s//", "--declarations", "/d"],
+      ["apply", "f.json", "--source="],
+      ["apply", "f.json", "--state-dir", "/", "--json"],
+    ],
+    misuse: [
+      [],
+      ["apply"],
+      ["help", "apply"],
+      ["apply", "--help"],
+      ["apply", "f.json", "-h"],
+      ["apply", "f.json", "-V"],
+      ["apply", "f.json", "--version"],
+      ["apply", "a", "b"],
+      ["apply", "f.json", "--bogus"],
+      ["apply", "f.json", "--source"],
+      ["apply", "f.json", "--source", "--json"],
+      ["apply", "f.json", "--source", "-x"],
+      ["apply", "f.json", "--source", "a", "--source", "b"],
+      ["apply", "f.json", "--dry-run=1"],
+      ["apply", "f.json", "--state-dir", "relative"],
+      ["apply", "--", "f.json"],
+      ["apply", "-", "f.json"],
+      ["--json", "apply", "f.json"],
+      ["owned"],
+    ],
+  },
+  reconcile: {
+    plain: [
+      ["reconcile"],
+      ["reconcile", "--no-bundle"],
+      ["reconcile", "--json", "--dry-run", "--state-dir", "/s/"],
+      ["reconcile", "--every", "15m", "--declarations=/d"],
+      ["reconcile", "--every=90s", "--verbose", "--no-bundle", "--json"],
+    ],
+    misuse: [
+      ["reconcile", "x"],
+      ["reconcile", "--bundle"],
+      ["reconcile", "--no-bundle=1"],
+      ["reconcile", "--every", "soon"],
+      ["reconcile", "--every=90"],
+      ["reconcile", "--every"],
+      ["reconcile", "--no-bundle", "--no-bundle"],
+      ["reconcile", "--help"],
+    ],
+  },
+  link: {
+    plain: [
+      ["link"],
+      ["link", "--broker", "amqp://n:p@h"],
+      ["link", "--broker=amqp://a@h, amqp://b@h", "--node", "x", "--every", "2s", "--json"],
+      ["link", "--reconcile-result", "none", "--every=7d", "--state-dir", "/s"],
+    ],
+    misuse: [
+      ["link", "x"],
+      ["link", "--broker", "amqp://a@h", "--broker", "amqp://b@h"],
+      ["link", "--every", "0.5s"],
+      ["link", "--every", "8d"],
+      ["link", "--node"],
+    ],
+  },
+  owned: {
+    plain: [["owned"], ["owned", "--json", "--state-dir", "/s", "--declarations=/d"]],
+    misuse: [["owned", "x"], ["owned", "--dry-run"], ["owned", "--state-dir", "s"]],
+  },
+  bundle: {
+    plain: [["bundle"], ["bundle", "--json", "--state-dir=/s"]],
+    misuse: [["bundle", "x"], ["bundle", "--declarations", "/d"], ["bundle", "--json=1"]],
+  },
+  inventory: {
+    plain: [["inventory"], ["inventory", "--json"]],
+    misuse: [["inventory", "--json", "--json"], ["inventory", "x"]],
+  },
+  schema: {
+    plain: [["schema"], ["--verbose", "schema"]],
+    misuse: [["schema", "--json"], ["schema", "x"], ["schema", "-h"]],
+  },
+};
+
+Deno.test("a command declared as data parses a plain invocation as commander does", async () => {
+  // deno-lint-ignore no-explicit-any
+  const table: ProgramTable<any> = hostTable("debian");
+  const declared = table.commands.filter((c) => c.options !== undefined);
+  assertEquals(declared.map((c) => c.name).sort(), Object.keys(INVOCATIONS).sort());
+  for (const command of declared) {
+    assert((await command.load()).action !== undefined, command.name);
+    let seen: { args: string[]; options: Record<string, unknown> } | undefined;
+    const recording: CommandAction<unknown> = (_ctx, args, options) => {
+      seen = { args, options };
+      return Promise.resolve();
+    };
+    const entry: CommandEntry<unknown> = {
+      ...command,
+      load: () => Promise.resolve({ action: recording }),
+    };
+    const { plain, misuse } = INVOCATIONS[command.name]!;
+    // With and without the environment variables the options read (commander reads them for an
+    // option not given, through its parser).
+    const env = (command.options ?? []).flatMap((o) => o.env ? [o.env] : []);
+    for (const value of [undefined, ...(env.length > 0 ? ["amqp://e@h,amqp://f@h"] : [])]) {
+      for (const name of env) {
+        if (value === undefined) Deno.env.delete(name);
+        else Deno.env.set(name, value);
+      }
+      try {
+        for (const args of [...plain, ...misuse]) {
+          const parsed = parseCommand(command, args);
+          assertEquals(parsed !== undefined, plain.includes(args), args.join(" "));
+          if (parsed === undefined) continue;
+          seen = undefined;
+          const code = await runTable(table, entry, args, {
+            out: () => {},
+            err: () => {},
+            context: {},
+            code: () => 0,
+            usageCode: 2,
+            onError: () => 2,
+          });
+          assertEquals(code, 0, args.join(" "));
+          assertEquals(parsed, seen, args.join(" "));
+        }
+      } finally {
+        for (const name of env) Deno.env.delete(name);
+      }
+    }
+  }
+});
+
+Deno.test("a command declared as data: its help is commander's, answered without loading it", async () => {
+  // deno-lint-ignore no-explicit-any
+  const table: ProgramTable<any> = hostTable("debian");
+  const declared = table.commands.filter((c) => c.options !== undefined);
+  assert(declared.length > 0);
+  for (const entry of declared) {
+    for (const args of [[entry.name, "--help"], [entry.name, "-h"], ["help", entry.name]]) {
+      const commander = await commanderSays(table, {}, args);
+      assertEquals(commander.code, 0, args.join(" "));
+      assertEquals(commandHelp(table, entry), commander.out, args.join(" "));
+      let out = "";
+      const code = await dispatch(table, args, {
+        out: (s) => out += s,
+        err: () => {},
+        usageCode: 2,
+        run: () => Promise.reject(new Error("nothing is loaded")),
+      });
+      assertEquals([code, out], [0, commander.out], args.join(" "));
+    }
   }
 });
