@@ -110,7 +110,7 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     name: "apply",
     usage: "[options] <file>",
     summary: "converge this machine to a declaration file as one source (trusted: actions " +
-      "allowed); only that source's footprint is removed from",
+      "allowed); what leaves the file is removed, within that source's footprint only",
     arguments: [{ name: "<file>", description: "the declaration (JSON, version 1)" }],
     options: APPLY_OPTIONS,
     load: () => import("./commands/apply.ts"),
