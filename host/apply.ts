@@ -572,6 +572,21 @@ async function applyOne(
   for (const resource of declaration.resources) {
     const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
     try {
+      // Only a path that nothing of the group stands at or above (a path declared twice, a file
+      // declared where a later resource expects a directory) is observed while the group is not
+      // visible yet: it observes its own path alone. Anything else (a service reading its unit
+      // file, an action) sees the group done.
+      const subject = subjectOf(resource);
+      const clear = (resource.type === "file" || resource.type === "directory") &&
+        applier!.prepare !== undefined && !subjects.has(subject) &&
+        !ancestors(subject).some((a) => subjects.has(a));
+      if (!clear && group.length > 0) {
+        const failed = await complete();
+        if (failed !== undefined) {
+          problems.push(failed);
+          return { outcome: "failed", applied, total, changes, problems, ...base };
+        }
+      }
       // Observe, plan (read-only), then: a dry run stops at the plan; an apply executes it.
       const observed = await applier!.observe(resource, context);
       const plan = await applier!.plan(resource, observed, context);
@@ -579,14 +594,7 @@ async function applyOne(
         recordOf(resource, plan.result);
         continue;
       }
-      // Planned while the group before it is not visible yet: prepared only when nothing of the
-      // group is at its subject or above it (a path declared twice, a file declared where a
-      // later resource expects a directory).
-      const subject = subjectOf(resource);
-      const isPath = resource.type === "file" || resource.type === "directory";
-      const clear = !subjects.has(subject) &&
-        !(isPath && ancestors(subject).some((a) => subjects.has(a)));
-      let prepared = clear ? applier!.prepare?.(resource, plan, context) : undefined;
+      let prepared = applier!.prepare?.(resource, plan, context);
       if (prepared === undefined && group.length > 0) {
         const failed = await complete();
         if (failed !== undefined) {

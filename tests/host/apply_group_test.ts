@@ -250,3 +250,22 @@ Deno.test("a kill during a grouped converge leaves a store the next apply recove
     assertEquals(await listAll(root), []);
   });
 });
+
+Deno.test("a resource after a group is observed once the group is visible (an action's verify reads a file of it)", async () => {
+  await withDir(async (dir) => {
+    const root = `${dir}/root`;
+    const ran = `${dir}/ran`;
+    const r = await applyResources(debian, `${dir}/state`, [
+      ...tree(root, 3),
+      {
+        id: "act",
+        type: "action",
+        command: ["touch", ran],
+        verify: ["test", "-e", `${root}/d/f03`],
+      },
+    ]);
+    assertEquals([r.outcome, r.applied], ["applied", 5]);
+    // Its verify saw the file: the command never ran.
+    assertEquals(await Deno.lstat(ran).then(() => true, () => false), false);
+  });
+});
