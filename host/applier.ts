@@ -34,6 +34,19 @@ export interface SourceFootprint {
    */
   intend(intent: Omit<Intent, "source">): Promise<void>;
   /**
+   * Journals that this source is about to create `subject`, not yet durably: nothing it
+   * announces may appear before a later {@linkcode SourceFootprint.durable} resolves.
+   *
+   * @throws {StoreError} when the journal cannot be written.
+   */
+  journal(intent: Omit<Intent, "source">): void;
+  /**
+   * Makes every intent journaled so far durable; callers waiting together share one fdatasync.
+   *
+   * @throws {StoreError} when the journal cannot be synced.
+   */
+  durable(): Promise<void>;
+  /**
    * Saves what a path held before it is taken over; returns the copy's name.
    *
    * @throws {StoreError} when it cannot be saved (nothing may then be overwritten).
@@ -117,6 +130,30 @@ export interface Plan {
   steps: string[];
 }
 
+/**
+ * An `act` split in two (see {@linkcode Applier.prepare}): the durable work, begun and not yet
+ * visible, and the visible effect, made later and in declaration order.
+ */
+export interface Prepared {
+  /**
+   * Waits until the preparation is durable (a temporary file written and fsync'd, the creation's
+   * journal entry fdatasync'd). Still nothing is visible.
+   *
+   * @throws {ResourceError} (or a StoreError) when it could not be prepared; its own leftovers
+   *   (a temporary file) are removed before it rejects.
+   */
+  ready(): Promise<void>;
+  /**
+   * Makes the effect visible (a rename, a `mkdir`), only after `ready` resolved; returns what
+   * `act` would have returned.
+   *
+   * @throws {ResourceError} when it cannot; nothing of it is left then.
+   */
+  commit(): Promise<Converged>;
+  /** Undoes the preparation (removes a temporary file), when an earlier resource failed. */
+  discard(): void;
+}
+
 /** Converges resources of one type. */
 export interface Applier<R extends Resource = Resource, O = unknown, P extends Plan = Plan> {
   /** Reads the machine's state for `resource`. Never changes anything. */
@@ -138,6 +175,18 @@ export interface Applier<R extends Resource = Resource, O = unknown, P extends P
    * @throws {ResourceError} (or a CommandError) naming the cause when a step fails.
    */
   act(resource: R, plan: P, context: ApplyContext): Promise<Converged>;
+  /**
+   * Optional: begins executing `plan` (never a dry run) without changing anything visible, so
+   * that several resources' durable work (temporary files' fsync, journal entries' fdatasync)
+   * overlaps while their visible effects still happen one after the other, in order. Returns
+   * undefined when this plan cannot be split (then `act` executes it), e.g. a takeover, or a path
+   * whose directory does not exist yet. Executing a prepared plan is `ready`, then `commit`: the
+   * same steps `act` takes.
+   *
+   * @throws {ResourceError} (or a StoreError) naming the cause when it cannot be begun; nothing
+   *   is left then.
+   */
+  prepare?(resource: R, plan: P, context: ApplyContext): Prepared | undefined;
   /**
    * Removes what this host created for a footprint entry that is no longer declared; what it
    * took over is put back as it was when the original was saved (`restored`), or else left

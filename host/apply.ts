@@ -7,10 +7,10 @@
  * @module
  */
 
-import { join } from "../lib/path.ts";
+import { dirname, join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
-import type { Applier, ApplyContext, Change, Ids } from "./applier.ts";
+import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
 import {
   type Declaration,
   declarationDigest,
@@ -119,6 +119,12 @@ export interface RunOptions {
    */
   takeFrom?: SourceName;
 }
+
+/**
+ * The most resources prepared together before their effects are made visible: enough to overlap
+ * the syncs of a directory's files, few enough that a failure discards little.
+ */
+const GROUP_SIZE = 32;
 
 /** The declaration a removed local declaration is applied as: nothing. */
 const EMPTY_DECLARATION = '{"version":1,"resources":[]}';
@@ -446,6 +452,8 @@ async function applyOne(
       source,
       find: (id, type, subject) => store.find(source, id, type, subject),
       intend: (intent) => store.intend({ ...intent, source }),
+      journal: (intent) => store.journal({ ...intent, source }),
+      durable: () => store.durable(),
       saveOriginal: (subject, content) => store.saveOriginal(subject, content),
       readOriginal: (copy) => store.readOriginal(copy),
     },
@@ -507,39 +515,119 @@ async function applyOne(
     }
   }
 
-  // Then every declared resource, in order; later ones may depend on earlier ones.
+  // Then every declared resource, in order; later ones may depend on earlier ones. A resource
+  // whose applier can prepare its plan joins a group: the group's durable work (temporary files
+  // fsync'd, journal entries made durable by one fdatasync) runs together, then each effect is
+  // made visible in declaration order, stopping at the first that failed (what follows it is
+  // discarded, never visible). Any other resource first completes the group before it, so it
+  // sees the machine as a one-by-one apply would.
+  const recordOf = (resource: Resource, result: Converged) => {
+    changes.push({
+      id: resource.id,
+      type: resource.type,
+      change: result.change,
+      ...(context.dryRun && result.detail ? { detail: result.detail } : {}),
+    });
+    if (!context.dryRun) {
+      const known = store.find(source, resource.id, resource.type, subjectOf(resource));
+      store.record({
+        source,
+        id: resource.id,
+        type: resource.type,
+        subject: subjectOf(resource),
+        created: result.created,
+        applied: result.change === "unchanged" && known ? known.applied : new Date().toISOString(),
+        ...(result.original ? { original: result.original } : {}),
+      });
+    }
+    applied++;
+  };
+  let group: { resource: Resource; prepared: Prepared }[] = [];
+  const subjects = new Set<string>();
+  /** Completes the group; the failing resource and its problem when one failed. */
+  const complete = async (): Promise<ApplyProblem | undefined> => {
+    const members = group;
+    group = [];
+    subjects.clear();
+    const ready = await Promise.allSettled(members.map((m) => m.prepared.ready()));
+    for (const [i, { resource, prepared }] of members.entries()) {
+      const done = ready[i]!;
+      let problem: ApplyProblem | undefined;
+      if (done.status === "rejected") {
+        problem = { id: resource.id, message: messageOf(done.reason) };
+      } else {
+        try {
+          recordOf(resource, await prepared.commit());
+        } catch (error) {
+          problem = { id: resource.id, message: messageOf(error) };
+        }
+      }
+      if (problem !== undefined) {
+        for (const later of members.slice(i + 1)) later.prepared.discard();
+        return problem;
+      }
+    }
+    return undefined;
+  };
   for (const resource of declaration.resources) {
     const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
     try {
+      // Only a path that nothing of the group stands at or above (a path declared twice, a file
+      // declared where a later resource expects a directory) is observed while the group is not
+      // visible yet: it observes its own path alone. Anything else (a service reading its unit
+      // file, an action) sees the group done.
+      const subject = subjectOf(resource);
+      const clear = (resource.type === "file" || resource.type === "directory") &&
+        applier!.prepare !== undefined && !subjects.has(subject) &&
+        !ancestors(subject).some((a) => subjects.has(a));
+      if (!clear && group.length > 0) {
+        const failed = await complete();
+        if (failed !== undefined) {
+          problems.push(failed);
+          return { outcome: "failed", applied, total, changes, problems, ...base };
+        }
+      }
       // Observe, plan (read-only), then: a dry run stops at the plan; an apply executes it.
       const observed = await applier!.observe(resource, context);
       const plan = await applier!.plan(resource, observed, context);
-      const result = context.dryRun ? plan.result : await applier!.act(resource, plan, context);
-      changes.push({
-        id: resource.id,
-        type: resource.type,
-        change: result.change,
-        ...(context.dryRun && result.detail ? { detail: result.detail } : {}),
-      });
-      if (!context.dryRun) {
-        const known = store.find(source, resource.id, resource.type, subjectOf(resource));
-        store.record({
-          source,
-          id: resource.id,
-          type: resource.type,
-          subject: subjectOf(resource),
-          created: result.created,
-          applied: result.change === "unchanged" && known
-            ? known.applied
-            : new Date().toISOString(),
-          ...(result.original ? { original: result.original } : {}),
-        });
+      if (context.dryRun) {
+        recordOf(resource, plan.result);
+        continue;
       }
-      applied++;
+      let prepared = applier!.prepare?.(resource, plan, context);
+      if (prepared === undefined && group.length > 0) {
+        const failed = await complete();
+        if (failed !== undefined) {
+          problems.push(failed);
+          return { outcome: "failed", applied, total, changes, problems, ...base };
+        }
+        // What it waited for may be there now (its directory).
+        prepared = applier!.prepare?.(resource, plan, context);
+      }
+      if (prepared !== undefined) {
+        group.push({ resource, prepared });
+        subjects.add(subject);
+        if (group.length >= GROUP_SIZE) {
+          const failed = await complete();
+          if (failed !== undefined) {
+            problems.push(failed);
+            return { outcome: "failed", applied, total, changes, problems, ...base };
+          }
+        }
+        continue;
+      }
+      recordOf(resource, await applier!.act(resource, plan, context));
     } catch (error) {
-      problems.push({ id: resource.id, message: messageOf(error) });
+      // Those before it come first: they were declared first.
+      const failed = group.length > 0 ? await complete() : undefined;
+      problems.push(failed ?? { id: resource.id, message: messageOf(error) });
       return { outcome: "failed", applied, total, changes, problems, ...base };
     }
+  }
+  const failed = await complete();
+  if (failed !== undefined) {
+    problems.push(failed);
+    return { outcome: "failed", applied, total, changes, problems, ...base };
   }
   return { outcome: "applied", applied, total, changes, problems, ...base };
 }
@@ -562,6 +650,13 @@ export async function recordKnownGood(stateDir: string, version: string): Promis
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
+}
+
+/** `/a/b/c` -> `/a/b`, `/a`, `/`. */
+function ancestors(path: string): string[] {
+  const out: string[] = [];
+  for (let p = path, up = dirname(p); up !== p; p = up, up = dirname(p)) out.push(up);
+  return out;
 }
 
 function key(id: string, type: string, subject: string): string {

@@ -182,6 +182,11 @@ export class Store {
   #lock: Deno.FsFile | undefined;
   /** Creations journaled by this process and not yet recorded (a resource may fail after one). */
   #pending: (Intent & { source: SourceName })[] = [];
+  /** Intents appended to the journal by this process, and how many of them are durable. */
+  #appended = 0;
+  #syncedTo = 0;
+  /** The journal's sync in flight, and how many intents it covers. */
+  #syncing: { upTo: number; done: Promise<void> } | undefined;
   #exists: (intent: Intent) => Promise<boolean> = () => Promise.resolve(true);
   #feeder: SourceName = "local";
 
@@ -454,10 +459,24 @@ export class Store {
   /**
    * Journals, durably, that this host is about to create `subject` for `source`, before it does,
    * or (with `original`) to take over a path whose original was saved, before it overwrites it.
+   * The same as {@linkcode Store.journal} then {@linkcode Store.durable}.
    *
    * @throws {StoreError} when the journal cannot be written.
    */
   async intend(intent: Intent & { source: SourceName }): Promise<void> {
+    this.journal(intent);
+    await this.durable();
+  }
+
+  /**
+   * Appends an intent to the journal without waiting for the disk: it is durable only once a
+   * later {@linkcode Store.durable} resolves, and nothing it announces may appear before then.
+   * An intent whose creation never happens is harmless: on replay (and at save) an intent of a
+   * creation counts only when its subject exists.
+   *
+   * @throws {StoreError} when the journal cannot be written.
+   */
+  journal(intent: Intent & { source: SourceName }): void {
     this.#pending.push(intent);
     try {
       this.#journal ??= Deno.openSync(join(this.dir, JOURNAL_FILE), {
@@ -468,12 +487,48 @@ export class Store {
       const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
       let written = 0;
       while (written < bytes.length) written += this.#journal.writeSync(bytes.subarray(written));
-      await this.#journal.syncData();
+      this.#appended++;
     } catch (cause) {
       throw new StoreError(
         `Cannot write journal "${join(this.dir, JOURNAL_FILE)}": ${messageOf(cause)}`,
         { cause },
       );
+    }
+  }
+
+  /**
+   * Makes every intent journaled so far durable (fdatasync). Callers waiting together share one
+   * sync: one started after their intents were appended covers them all (a group of creations
+   * prepared together waits for one fdatasync, not one each).
+   *
+   * @throws {StoreError} when the journal cannot be synced.
+   */
+  async durable(): Promise<void> {
+    const need = this.#appended;
+    while (this.#syncedTo < need) {
+      const running = this.#syncing;
+      if (running !== undefined) {
+        if (running.upTo >= need) return await running.done;
+        await running.done.catch(() => {});
+        continue;
+      }
+      const upTo = this.#appended;
+      const journal = this.#journal!;
+      const done = (async () => {
+        try {
+          await journal.syncData();
+        } catch (cause) {
+          throw new StoreError(
+            `Cannot write journal "${join(this.dir, JOURNAL_FILE)}": ${messageOf(cause)}`,
+            { cause },
+          );
+        } finally {
+          this.#syncing = undefined;
+        }
+        this.#syncedTo = Math.max(this.#syncedTo, upTo);
+      })();
+      this.#syncing = { upTo, done };
+      await done;
     }
   }
 
@@ -551,6 +606,7 @@ export class Store {
     this.#dirty = false;
     this.#journal?.close();
     this.#journal = undefined;
+    this.#syncedTo = this.#appended; // folded into the store: nothing left to make durable
     await Deno.remove(join(this.dir, JOURNAL_FILE)).catch(() => {});
     await this.#collectOriginals();
   }

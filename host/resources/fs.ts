@@ -24,6 +24,7 @@ import {
   type Converged,
   type Ids,
   type Plan,
+  type Prepared,
   ResourceError,
 } from "../applier.ts";
 import type { FootprintEntry, Original } from "../store.ts";
@@ -110,7 +111,13 @@ const TEMPS = "fs:temps\0";
  * cannot be listed) counts as yes.
  */
 function mayHaveTemp(path: string, context: ApplyContext): boolean {
-  const dir = dirname(path);
+  const temps = tempsIn(dirname(path), context);
+  // The usual directory holds none: the name is not even built.
+  return temps === null || (temps.size > 0 && temps.has(basename(tempPathFor(path))));
+}
+
+/** The temporary files of this host in `dir` when the run first listed it; null: not listable. */
+function tempsIn(dir: string, context: ApplyContext): Set<string> | null {
   let temps = context.cache.get(TEMPS + dir) as Set<string> | null | undefined;
   if (temps === undefined) {
     temps = new Set();
@@ -123,8 +130,7 @@ function mayHaveTemp(path: string, context: ApplyContext): boolean {
     }
     context.cache.set(TEMPS + dir, temps);
   }
-  // The usual directory holds none: the name is not even built.
-  return temps === null || (temps.size > 0 && temps.has(basename(tempPathFor(path))));
+  return temps;
 }
 
 function resolveId(
@@ -405,10 +411,39 @@ export const directoryApplier: Applier<
     }
     return { ...result, ...(original ? { original } : {}) };
   },
+  prepare(resource, plan, context) {
+    if (context.dryRun || plan.takeOver) return undefined;
+    if (!plan.create) return deferred(() => this.act(resource, plan, context));
+    // Journaled now, durable with the rest of its group; made (in order) only after.
+    context.store.journal({ id: resource.id, type: "directory", subject: resource.path });
+    const { detail: _, ...result } = plan.result;
+    return {
+      ready: () => context.store.durable(),
+      async commit() {
+        ensureParents(resource.path, context);
+        try {
+          Deno.mkdirSync(resource.path, { mode: plan.want.mode & 0o777 });
+        } catch (error) {
+          throw new ResourceError(
+            `Cannot create directory "${resource.path}": ${messageOf(error)}`,
+            { cause: error },
+          );
+        }
+        await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, plan.want, context);
+        return result;
+      },
+      discard() {},
+    };
+  },
   async remove(entry, context) {
     return await removePath(entry, "directory", context);
   },
 };
+
+/** A plan with nothing durable to prepare: all of it happens at its turn. */
+function deferred(act: () => Promise<Converged>): Prepared {
+  return { ready: () => Promise.resolve(), commit: act, discard() {} };
+}
 
 /** The `file` applier: plan, then (unless a dry run) exactly that plan. */
 export const fileApplier: Applier<
@@ -464,6 +499,50 @@ export const fileApplier: Applier<
       if (plan.attributes) await holdAttributes(resource.path, file, want, context);
     }
     return { ...result, ...(original ? { original } : {}) };
+  },
+  prepare(resource, plan, context) {
+    if (context.dryRun || plan.takeOver) return undefined;
+    if (!plan.create && !plan.write) return deferred(() => this.act(resource, plan, context));
+    // Its directory must be there: making it now would be visible before its turn.
+    const dir = dirname(resource.path);
+    const temps = tempsIn(dir, context);
+    if (temps === null) {
+      context.cache.delete(TEMPS + dir); // listed again once an earlier resource made it
+      return undefined;
+    }
+    const { want, observed } = plan;
+    const { detail: _, ...result } = plan.result;
+    const { bytes, ...state } = observed;
+    // Journaled before its temporary file is made (a kill leaves no temporary file the journal
+    // does not name), durable with the rest of its group before the rename.
+    if (plan.create) {
+      context.store.journal({ id: resource.id, type: "file", subject: resource.path });
+    }
+    const { temp, synced } = beginTemp(resource.path, bytes, want, {
+      ...(plan.create ? {} : { previous: state as Extract<PathState, { kind: "file" }> }),
+      temp: temps.size > 0 && temps.has(basename(tempPathFor(resource.path))),
+    });
+    synced.catch(() => {}); // awaited by ready; a rejection is never left unhandled meanwhile
+    return {
+      async ready() {
+        const [written, journaled] = await Promise.allSettled([
+          synced,
+          plan.create ? context.store.durable() : undefined,
+        ]);
+        if (written.status === "rejected") throw written.reason;
+        if (journaled.status === "rejected") {
+          removeQuietly(temp);
+          throw journaled.reason;
+        }
+      },
+      commit() {
+        renameInto(temp, resource.path);
+        return Promise.resolve(result);
+      },
+      discard() {
+        removeQuietly(temp);
+      },
+    };
   },
   async remove(entry, context) {
     return await removePath(entry, "file", context);
@@ -564,15 +643,58 @@ async function writeReplacing(
     before?: Promise<void>;
   } = {},
 ): Promise<void> {
+  let temp: string;
+  try {
+    let synced: Promise<void>;
+    ({ temp, synced } = beginTemp(path, bytes, want, options));
+    await synced;
+  } catch (error) {
+    await options.before?.catch(() => {});
+    throw error;
+  }
+  try {
+    await options.before;
+  } catch (error) {
+    removeQuietly(temp);
+    throw error;
+  }
+  renameInto(temp, path);
+}
+
+/**
+ * Writes `bytes` to the temporary file of `path` (see {@linkcode tempPathFor}) and begins its
+ * sync; `synced` resolves once it is on disk with its mode and owner set (owner and group not
+ * declared are kept from `options.previous`). Nothing is visible under `path` yet.
+ *
+ * @throws {ResourceError} "Cannot write ..." (thrown, or `synced` rejects) when it cannot; the
+ *   temporary file is removed then.
+ */
+function beginTemp(
+  path: string,
+  bytes: Uint8Array,
+  want: { mode: number; uid?: number; gid?: number },
+  options: {
+    previous?: { uid: number; gid: number };
+    /** Whether a temporary file may be left at the name (default: yes). */
+    temp?: boolean;
+  } = {},
+): { temp: string; synced: Promise<void> } {
   const { previous } = options;
   const temp = tempPathFor(path);
+  const failed = (error: unknown, file?: Deno.FsFile) => {
+    try {
+      file?.close();
+    } catch { /* closed */ }
+    removeQuietly(temp);
+    return new ResourceError(`Cannot write "${path}": ${messageOf(error)}`, { cause: error });
+  };
   // The temporary name is the same for every write of this file, so one left by a host killed
   // before its rename is consumed by the next write. It is removed, never opened: a symlink
   // planted at that name must not be followed (creating it exclusively never follows one; one
   // that appeared since its directory was listed is removed then).
   if (options.temp !== false) removeQuietly(temp);
   // Synchronous calls on a local file, but the sync itself: it waits on the disk, and the
-  // creation's journal entry is synced meanwhile.
+  // creation's journal entry (and other files' syncs) run meanwhile.
   let file: Deno.FsFile | undefined;
   try {
     const create = () => Deno.openSync(temp, { write: true, createNew: true, mode: 0o600 });
@@ -585,27 +707,35 @@ async function writeReplacing(
     }
     let written = 0;
     while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
-    await file.sync();
-    file.close();
-    file = undefined;
-    const uid = want.uid ?? previous?.uid;
-    const gid = want.gid ?? previous?.gid;
-    if (uid !== undefined || gid !== undefined) Deno.chownSync(temp, uid ?? null, gid ?? null);
-    Deno.chmodSync(temp, want.mode);
   } catch (error) {
+    throw failed(error, file);
+  }
+  const open = file;
+  const synced = (async () => {
     try {
-      file?.close();
-    } catch { /* closed */ }
-    removeQuietly(temp);
-    await options.before?.catch(() => {});
-    throw new ResourceError(`Cannot write "${path}": ${messageOf(error)}`, { cause: error });
-  }
-  try {
-    await options.before;
-  } catch (error) {
-    removeQuietly(temp);
-    throw error;
-  }
+      await open.sync();
+      open.close();
+    } catch (error) {
+      throw failed(error, open);
+    }
+    try {
+      const uid = want.uid ?? previous?.uid;
+      const gid = want.gid ?? previous?.gid;
+      if (uid !== undefined || gid !== undefined) Deno.chownSync(temp, uid ?? null, gid ?? null);
+      Deno.chmodSync(temp, want.mode);
+    } catch (error) {
+      throw failed(error);
+    }
+  })();
+  return { temp, synced };
+}
+
+/**
+ * Renames a synced temporary file over `path`.
+ *
+ * @throws {ResourceError} "Cannot write ..." when it cannot; the temporary file is removed then.
+ */
+function renameInto(temp: string, path: string): void {
   try {
     Deno.renameSync(temp, path);
   } catch (error) {

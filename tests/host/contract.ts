@@ -182,6 +182,10 @@ const readOnlyFootprint: SourceFootprint = {
   source: "contract",
   find: () => undefined,
   intend: () => Promise.reject(new Error("observe journaled a creation")),
+  journal: () => {
+    throw new Error("observe journaled a creation");
+  },
+  durable: () => Promise.reject(new Error("observe journaled a creation")),
   saveOriginal: () => Promise.reject(new Error("observe saved an original")),
   readOriginal: () => Promise.reject(new Error("observe read an original")),
 };
