@@ -10,6 +10,7 @@ import { EXCHANGE, reportKey, type ReportMessage, REPORTS_QUEUE } from "../../li
 import { ingestReports } from "../../control/ingest.ts";
 import { controlCli, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
+import { within } from "../support/within.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -170,7 +171,12 @@ Deno.test(
       }
       const consumer = await openBroker(vhost.amqp);
       try {
-        const result = await ingestReports(inv.sql, consumer.channel, { batch: 4, drain: true });
+        // Bounded: batches in flight waiting on each other in the wrong order would hang here.
+        const result = await within(
+          ingestReports(inv.sql, consumer.channel, { batch: 4, drain: true }),
+          120_000,
+          "ingest of the batches in flight",
+        );
         assertEquals(result.ingested, count);
       } finally {
         await consumer.close();

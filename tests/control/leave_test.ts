@@ -25,6 +25,7 @@ import {
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { controlCli, mustControl, type TestInventory, uniqueNode, waitFor } from "./support.ts";
 import { brokerApi, enrollIn, withVhost } from "./vhost.ts";
+import { within } from "../support/within.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -52,17 +53,6 @@ async function assertConnectRefused(url: string, what: string): Promise<void> {
   }, (e: Error) => e);
   assert(error !== undefined, `${what}: the broker accepted the connection`);
   assertStringIncludes(error.message, "ACCESS_REFUSED", what);
-}
-
-/** Waits for `p`, failing after `ms` (a broker that does not close a connection). */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
-    }),
-  ]);
 }
 
 /** Publishes one message with a publisher confirm; resolves or rejects with the broker's word. */
