@@ -134,10 +134,13 @@ export async function ingestReports(
     const recording = recordBatch(sql, taken, before, inserted);
     stage.committed = recording.then((r) => r !== undefined, () => false);
     previous = stage;
-    // Never rejects: a failure is kept in `failure`, thrown by the loop below.
-    acknowledged = Promise.all([recording, acknowledged]).then(([recorded]) => {
+    // Never rejects: a failure is kept in `failure`, thrown by the loop below. It settles only
+    // after every batch before it settled (acknowledged or failed) and this one's transaction
+    // ended: a batch failing while the one before it is still committing neither ends ingest
+    // before that one ends nor keeps that one, once committed, from being acknowledged.
+    acknowledged = acknowledged.then(() => recording).then((recorded) => {
       // A batch before this one failed: this one rolled back and stays unacknowledged.
-      if (recorded === undefined || failure !== undefined) return;
+      if (recorded === undefined) return;
       try {
         result.ingested += recorded.ingested;
         result.duplicates += recorded.duplicates;
