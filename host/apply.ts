@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, join } from "../lib/path.ts";
+import { basename, dirname, join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
@@ -543,12 +543,19 @@ async function applyOne(
     applied++;
   };
   let group: { resource: Resource; prepared: Prepared }[] = [];
+  // The group's paths as the kernel resolves them (symlinked parent directories followed: two
+  // names of one file must not be prepared side by side), and every directory above them (a
+  // member's commit may create them: a path among them is not clear).
   const subjects = new Set<string>();
+  const above = new Set<string>();
+  const realParents = new Map<string, string>();
   /** Completes the group; the failing resource and its problem when one failed. */
   const complete = async (): Promise<ApplyProblem | undefined> => {
     const members = group;
     group = [];
     subjects.clear();
+    above.clear();
+    realParents.clear(); // what the group made may be a parent now
     const ready = await Promise.allSettled(members.map((m) => m.prepared.ready()));
     for (const [i, { resource, prepared }] of members.entries()) {
       const done = ready[i]!;
@@ -572,14 +579,18 @@ async function applyOne(
   for (const resource of declaration.resources) {
     const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
     try {
-      // Only a path that nothing of the group stands at or above (a path declared twice, a file
-      // declared where a later resource expects a directory) is observed while the group is not
-      // visible yet: it observes its own path alone. Anything else (a service reading its unit
-      // file, an action) sees the group done.
+      // Only a path that nothing of the group stands at, above or below (a path declared twice,
+      // under another name through a symlink, a file declared where a later resource expects a
+      // directory, a directory a member's creation makes as its parent) is observed while the
+      // group is not visible yet: it observes its own path alone. Anything else (a service
+      // reading its unit file, an action) sees the group done.
       const subject = subjectOf(resource);
-      const clear = (resource.type === "file" || resource.type === "directory") &&
-        applier!.prepare !== undefined && !subjects.has(subject) &&
-        !ancestors(subject).some((a) => subjects.has(a));
+      const real = (resource.type === "file" || resource.type === "directory") &&
+          applier!.prepare !== undefined
+        ? resolvedPath(subject, realParents)
+        : undefined;
+      const clear = real !== undefined && !subjects.has(real) && !above.has(real) &&
+        !ancestors(real).some((a) => subjects.has(a));
       if (!clear && group.length > 0) {
         const failed = await complete();
         if (failed !== undefined) {
@@ -606,7 +617,9 @@ async function applyOne(
       }
       if (prepared !== undefined) {
         group.push({ resource, prepared });
-        subjects.add(subject);
+        const key = real ?? resolvedPath(subject, realParents);
+        subjects.add(key);
+        for (const a of ancestors(key)) above.add(a);
         if (group.length >= GROUP_SIZE) {
           const failed = await complete();
           if (failed !== undefined) {
@@ -617,6 +630,8 @@ async function applyOne(
         continue;
       }
       recordOf(resource, await applier!.act(resource, plan, context));
+      // An action or a package may have made or replaced a directory (a symlink, say).
+      realParents.clear();
     } catch (error) {
       // Those before it come first: they were declared first.
       const failed = group.length > 0 ? await complete() : undefined;
@@ -649,6 +664,33 @@ export async function recordKnownGood(stateDir: string, version: string): Promis
     Deno.removeSync(join(stateDir, FAILURES_FILE));
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
+
+/**
+ * `path` with the symlinks of its parent directories followed (the longest existing parent
+ * resolved by `realpath`, the rest appended as written), the last component as written;
+ * `parents` caches each parent's answer for one apply. A parent that cannot be resolved for
+ * another reason than not existing is kept as written.
+ */
+function resolvedPath(path: string, parents: Map<string, string>): string {
+  const parent = dirname(path);
+  if (parent === path) return path;
+  let real = parents.get(parent);
+  if (real === undefined) {
+    real = resolvedDirectory(parent);
+    parents.set(parent, real);
+  }
+  return join(real, basename(path));
+}
+
+function resolvedDirectory(dir: string): string {
+  try {
+    return Deno.realPathSync(dir);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return dir;
+    const up = dirname(dir);
+    return up === dir ? dir : join(resolvedDirectory(up), basename(dir));
   }
 }
 

@@ -269,3 +269,43 @@ Deno.test("a resource after a group is observed once the group is visible (an ac
     assertEquals(await Deno.lstat(ran).then(() => true, () => false), false);
   });
 });
+
+async function withTempDir(fn: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-group-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("a directory declared after a directory inside it, both missing: applied as one by one would (found by review)", async () => {
+  await withTempDir(async (dir) => {
+    const root = `${dir}/root`;
+    const resources = [
+      { id: "child", type: "directory", path: `${root}/p/q`, mode: "0755" },
+      { id: "parent", type: "directory", path: `${root}/p`, mode: "0700" },
+    ];
+    const r = await applyResources(debian, `${dir}/state`, resources);
+    // One by one: the child's creation makes p (ensureParents), the parent then finds p there.
+    assertEquals([r.outcome, r.applied, r.problems], ["applied", 2, []]);
+    assertEquals((await Deno.stat(`${root}/p`)).mode! & 0o777, 0o700);
+  });
+});
+
+Deno.test("one file declared under two names through a symlinked directory: not prepared side by side, recorded as one by one would (found by review)", async () => {
+  await withTempDir(async (dir) => {
+    const root = `${dir}/root`;
+    await Deno.mkdir(`${root}/real`, { recursive: true });
+    await Deno.symlink(`${root}/real`, `${root}/link`);
+    const resources = [
+      { id: "real-f", type: "file", path: `${root}/real/f`, content: "A\n", mode: "0644" },
+      { id: "link-f", type: "file", path: `${root}/link/f`, content: "B\n", mode: "0644" },
+    ];
+    const r = await applyResources(debian, `${dir}/state`, resources);
+    assertEquals([r.outcome, r.applied, r.problems], ["applied", 2, []]);
+    // One by one, link-f finds the file real-f created: it is taken over, not created.
+    const created = (await readFootprint(`${dir}/state`)).map((e) => [e.id, e.created]);
+    assertEquals(created, [["real-f", true], ["link-f", false]]);
+  });
+});
