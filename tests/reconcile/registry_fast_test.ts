@@ -230,6 +230,10 @@ const INSERTS = [
   "\r",
   "\u00a0",
   "\ufeff",
+  "null",
+  "|2",
+  "\\U0011",
+  "%YAML 1.1\n",
 ];
 
 function edit(text: string, next: () => number): string {
@@ -292,3 +296,46 @@ Deno.test("parseRegistry reads a valid registry fast and still places every prob
     assertEquals([port.line, port.column], [25, 11]);
   }
 });
+
+// Forms a review found the plain-style gate letting through while the two reads differ; each is
+// now outside the plain style (declined, so the full read decides).
+
+Deno.test("a %YAML 1.1 directive is left to the full read (it changes the yaml package's schema)", () => {
+  agrees("%YAML 1.1\n---\na: yes\nb: 010\nc: 0b11\n");
+  const text = `%YAML 1.1\n---\n${VALID.replace("port: 5432", "port: 010")}`;
+  assertEquals(quickLoad(text), undefined);
+  // What the full read (and mesh before the fast read) gives: 010 is octal under YAML 1.1.
+  assertEquals(parseRegistry(text).services.db!.port, [8]);
+});
+
+Deno.test("a null key (null, Null, NULL) is left to the full read, which reads it as ''", () => {
+  agrees("null: a\n");
+  agrees("Null: a\nb: 1\n");
+  agrees("- NULL: a\n");
+  const text = VALID.replace("  publish:\n", "  null:\n");
+  assertEquals(quickLoad(text), undefined);
+  assertThrowsRegistry(() => parseRegistry(text));
+});
+
+Deno.test("an implicit key over 1,000 characters, a \\U escape and an explicit block indentation are left to the full read", () => {
+  agrees(`${"k".repeat(1100)}: v\n`);
+  agrees('a: "\\U00110000"\n');
+  agrees('a: "\\UFFFFFFFF"\n');
+  agrees("a: |2\n    \n");
+  agrees("a: |1\n  \n");
+  agrees("a: |2-\n    \n");
+  for (const text of [`${"k".repeat(1100)}: v\n`, 'a: "\\U00110000"\n', "a: |2\n    \n"]) {
+    assertEquals(quickLoad(text), undefined, text);
+  }
+});
+
+/** Asserts `fn` throws a RegistryError (the full read refusing what it reads). */
+function assertThrowsRegistry(fn: () => unknown): void {
+  try {
+    fn();
+  } catch (error) {
+    assert(error instanceof RegistryError, String(error));
+    return;
+  }
+  throw new Error("the registry was accepted");
+}
