@@ -630,8 +630,10 @@ async function applyOne(
         continue;
       }
       recordOf(resource, await applier!.act(resource, plan, context));
-      // An action or a package may have made or replaced a directory (a symlink, say).
-      realParents.clear();
+      // An action or a package may have made or replaced a directory (a symlink, say); a file or
+      // directory resource never does (it refuses a symlink at its path, and a directory it makes
+      // resolves as the path was written).
+      if (real === undefined) realParents.clear();
     } catch (error) {
       // Those before it come first: they were declared first.
       const failed = group.length > 0 ? await complete() : undefined;
