@@ -270,17 +270,8 @@ Deno.test("a resource after a group is observed once the group is visible (an ac
   });
 });
 
-async function withTempDir(fn: (dir: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-group-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test("a directory declared after a directory inside it, both missing: applied as one by one would (found by review)", async () => {
-  await withTempDir(async (dir) => {
+  await withDir(async (dir) => {
     const root = `${dir}/root`;
     const resources = [
       { id: "child", type: "directory", path: `${root}/p/q`, mode: "0755" },
@@ -294,7 +285,7 @@ Deno.test("a directory declared after a directory inside it, both missing: appli
 });
 
 Deno.test("one file declared under two names through a symlinked directory: not prepared side by side, recorded as one by one would (found by review)", async () => {
-  await withTempDir(async (dir) => {
+  await withDir(async (dir) => {
     const root = `${dir}/root`;
     await Deno.mkdir(`${root}/real`, { recursive: true });
     await Deno.symlink(`${root}/real`, `${root}/link`);
@@ -307,5 +298,32 @@ Deno.test("one file declared under two names through a symlinked directory: not 
     // One by one, link-f finds the file real-f created: it is taken over, not created.
     const created = (await readFootprint(`${dir}/state`)).map((e) => [e.id, e.created]);
     assertEquals(created, [["real-f", true], ["link-f", false]]);
+  });
+});
+
+Deno.test("a directory an action replaces with a symlink is resolved again for the paths after it", async () => {
+  await withDir(async (dir) => {
+    const root = `${dir}/root`;
+    await Deno.mkdir(`${root}/real`, { recursive: true });
+    const r = await applyResources(debian, `${dir}/state`, [
+      // Resolved while root/link does not exist; its creation makes root/link a directory.
+      { id: "x", type: "file", path: `${root}/link/x`, content: "x\n", mode: "0644" },
+      {
+        id: "swap",
+        type: "action",
+        command: ["sh", "-c", `rm -rf '${root}/link' && ln -s '${root}/real' '${root}/link'`],
+        verify: ["test", "-L", `${root}/link`],
+      },
+      // Now one file under two names: never prepared side by side.
+      { id: "via-link", type: "file", path: `${root}/link/g`, content: "A\n", mode: "0644" },
+      { id: "real-g", type: "file", path: `${root}/real/g`, content: "B\n", mode: "0644" },
+    ]);
+    assertEquals([r.outcome, r.applied, r.problems], ["applied", 4, []]);
+    assertEquals(await Deno.readTextFile(`${root}/real/g`), "B\n");
+    const created = (await readFootprint(`${dir}/state`)).filter((e) =>
+      ["via-link", "real-g"].includes(e.id)
+    )
+      .map((e) => [e.id, e.created]);
+    assertEquals(created, [["via-link", true], ["real-g", false]]);
   });
 });
