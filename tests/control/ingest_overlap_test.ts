@@ -3,25 +3,9 @@
 // broker or PostgreSQL needed; ingest_test.ts covers the real ones). Found by review: ingest then
 // returned with the earlier transaction in flight and never acknowledged it once committed.
 import { assertEquals } from "../support/assert.ts";
-import { reportKey, type ReportMessage } from "../../lib/broker.ts";
+import { reportKey } from "../../lib/broker.ts";
+import { reportOf as report } from "./support.ts";
 import { ingestReports } from "../../control/ingest.ts";
-
-function report(node: string): ReportMessage {
-  return {
-    kind: "report",
-    node,
-    generation: 1,
-    trigger: "push",
-    at: new Date().toISOString(),
-    hostVersion: "test",
-    outcome: "applied",
-    applied: 0,
-    total: 0,
-    declaration: `sha256:${"a".repeat(64)}`,
-    changes: [],
-    problems: [],
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

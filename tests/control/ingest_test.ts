@@ -6,30 +6,13 @@
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { EXCHANGE, reportKey, type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
+import { EXCHANGE, reportKey, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { ingestReports } from "../../control/ingest.ts";
-import { controlCli, uniqueNode } from "./support.ts";
+import { controlCli, reportOf as report, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
 import { within } from "../support/within.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
-
-function report(node: string): ReportMessage {
-  return {
-    kind: "report",
-    node,
-    generation: 1,
-    trigger: "push",
-    at: new Date().toISOString(),
-    hostVersion: "test",
-    outcome: "applied",
-    applied: 0,
-    total: 0,
-    declaration: `sha256:${"a".repeat(64)}`,
-    changes: [],
-    problems: [],
-  };
-}
 
 Deno.test(
   "ingest records a report under its routing key's node, and drops the rest",

@@ -10,6 +10,7 @@ import { cli, type CliResult } from "../support/mod.ts";
 import { assertEquals } from "../support/assert.ts";
 import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
 import { installShipped } from "../../control/shipped.ts";
+import type { ReportMessage } from "../../lib/broker.ts";
 
 /** The test server (trust auth; docs/testing.md). */
 export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
@@ -93,4 +94,23 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** A valid report from `node` (a push applied, nothing to change), with `fields` laid over it. */
+export function reportOf(node: string, fields: Partial<ReportMessage> = {}): ReportMessage {
+  return {
+    kind: "report",
+    node,
+    generation: 1,
+    trigger: "push",
+    at: new Date().toISOString(),
+    hostVersion: "test",
+    outcome: "applied",
+    applied: 0,
+    total: 0,
+    declaration: `sha256:${"a".repeat(64)}`,
+    changes: [],
+    problems: [],
+    ...fields,
+  };
 }
