@@ -626,6 +626,13 @@ async function restore(
   return "restored";
 }
 
+/** How a temporary file is written: owner and group kept from `previous` when not declared. */
+interface TempOptions {
+  previous?: { uid: number; gid: number };
+  /** Whether a temporary file may be left at the name (default: yes). */
+  temp?: boolean;
+}
+
 /**
  * Writes `bytes` to a temporary file beside `path` with the mode and owner already set, syncs
  * it, and renames it over `path`. Owner and group not declared are kept from `options.previous`.
@@ -636,12 +643,7 @@ async function writeReplacing(
   path: string,
   bytes: Uint8Array,
   want: { mode: number; uid?: number; gid?: number },
-  options: {
-    previous?: { uid: number; gid: number };
-    /** Whether a temporary file may be left at the name (default: yes). */
-    temp?: boolean;
-    before?: Promise<void>;
-  } = {},
+  options: TempOptions & { before?: Promise<void> } = {},
 ): Promise<void> {
   let temp: string;
   try {
@@ -673,11 +675,7 @@ function beginTemp(
   path: string,
   bytes: Uint8Array,
   want: { mode: number; uid?: number; gid?: number },
-  options: {
-    previous?: { uid: number; gid: number };
-    /** Whether a temporary file may be left at the name (default: yes). */
-    temp?: boolean;
-  } = {},
+  options: TempOptions = {},
 ): { temp: string; synced: Promise<void> } {
   const { previous } = options;
   const temp = tempPathFor(path);
