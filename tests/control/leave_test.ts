@@ -23,7 +23,14 @@ import {
   type ReportMessage,
 } from "../../lib/broker.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
-import { controlCli, mustControl, type TestInventory, uniqueNode, waitFor } from "./support.ts";
+import {
+  controlCli,
+  mustControl,
+  reportOf,
+  type TestInventory,
+  uniqueNode,
+  waitFor,
+} from "./support.ts";
 import { brokerApi, enrollIn, withVhost } from "./vhost.ts";
 import { within } from "../support/within.ts";
 
@@ -81,21 +88,7 @@ async function snapshot(inv: TestInventory) {
 }
 
 function report(node: string): ReportMessage {
-  return {
-    kind: "report",
-    node,
-    generation: 1,
-    trigger: "interval",
-    at: new Date().toISOString(),
-    intervalMs: 60_000,
-    hostVersion: "test",
-    outcome: "applied",
-    applied: 0,
-    total: 0,
-    declaration: `sha256:${"a".repeat(64)}`,
-    changes: [],
-    problems: [],
-  };
+  return reportOf(node, { trigger: "interval", intervalMs: 60_000 });
 }
 
 Deno.test(

@@ -15,7 +15,7 @@ import { connect } from "amqplib";
 import { Buffer } from "node:buffer";
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { EXCHANGE, nodeQueue, reportKey, type ReportMessage } from "../../lib/broker.ts";
-import { controlCli, mustControl, uniqueNode } from "./support.ts";
+import { controlCli, mustControl, reportOf, uniqueNode } from "./support.ts";
 import { enrollIn, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -42,22 +42,7 @@ async function sendReport(url: string, report: ReportMessage): Promise<void> {
 }
 
 function report(node: string, fields: Partial<ReportMessage>): ReportMessage {
-  return {
-    kind: "report",
-    node,
-    generation: 0,
-    trigger: "interval",
-    at: new Date().toISOString(),
-    intervalMs: 1000,
-    hostVersion: "test",
-    outcome: "applied",
-    applied: 0,
-    total: 0,
-    declaration: `sha256:${"a".repeat(64)}`,
-    changes: [],
-    problems: [],
-    ...fields,
-  };
+  return reportOf(node, { generation: 0, trigger: "interval", intervalMs: 1000, ...fields });
 }
 
 interface Machine {
