@@ -15,7 +15,7 @@
 
 import { Command, Option } from "commander";
 import { messageOf, writeAll } from "../lib/atomic.ts";
-import { brokerUrls, collectBrokerUrls } from "../lib/broker_urls.ts";
+import { brokerOption, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
 import { addExitCodes, type ExitCode, runProgram, untilSignalled } from "../lib/cli.ts";
 import { STORE_VARIABLE } from "./store_variable.ts";
@@ -59,14 +59,11 @@ export async function builderMain(args: string[]): Promise<number> {
     .option("--name <name>", "the builder's name in answers (default: the URL's account)")
     .option("--work-dir <dir>", "where sources are checked out (default: the temporary directory)")
     .action(async (opts: { broker?: string[]; name?: string; workDir?: string }) => {
-      if (!opts.broker || opts.broker.length === 0) {
-        throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
-      }
       let brokerUrl: string[];
       try {
-        brokerUrl = brokerUrls(opts.broker);
+        brokerUrl = brokerOption(opts.broker);
       } catch (error) {
-        throw new Refused(`--broker: ${messageOf(error)}`);
+        throw new Refused(messageOf(error));
       }
       // What every build needs is checked now, not found missing by each request in turn.
       if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);

@@ -58,6 +58,24 @@ export function brokerUrls(values: string | readonly string[]): string[] {
 }
 
 /**
+ * The URLs a program's `--broker` option (or `MESH_BROKER_URL`) gave, for a program that needs
+ * one: {@linkcode brokerUrls} of `given`.
+ *
+ * @throws {BrokerUrlError} "No broker given: pass --broker URL or set MESH_BROKER_URL" when none
+ *   was, or "--broker: " and what {@linkcode brokerUrls} says is wrong.
+ */
+export function brokerOption(given: readonly string[] | undefined): string[] {
+  if (!given || given.length === 0) {
+    throw new BrokerUrlError("No broker given: pass --broker URL or set MESH_BROKER_URL");
+  }
+  try {
+    return brokerUrls(given);
+  } catch (error) {
+    throw new BrokerUrlError(`--broker: ${(error as Error).message}`);
+  }
+}
+
+/**
  * A commander argument parser for a repeatable `--broker` option: each use (and the environment
  * variable, which commander passes through the same parser) adds its comma-separated URLs.
  */

@@ -7,7 +7,7 @@
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { nodeNameProblem } from "../../lib/broker.ts";
-import { brokerUrls } from "../../lib/broker_urls.ts";
+import { brokerOption } from "../../lib/broker_urls.ts";
 import { untilSignalled } from "../../lib/wait.ts";
 import { printable } from "../../lib/printable.ts";
 import { replacedSince } from "../identity.ts";
@@ -35,14 +35,11 @@ interface LinkOptions {
 export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
   const opts = options as unknown as LinkOptions;
   const { build, out, err } = ctx;
-  if (!opts.broker || opts.broker.length === 0) {
-    throw new Refused("No broker given: pass --broker URL or set MESH_BROKER_URL");
-  }
   let brokerUrl: string[];
   try {
-    brokerUrl = brokerUrls(opts.broker);
+    brokerUrl = brokerOption(opts.broker);
   } catch (error) {
-    throw new Refused(`--broker: ${messageOf(error)}`);
+    throw new Refused(messageOf(error));
   }
   // Every member carries the node's own account: the first names it.
   const account = decodeURIComponent(new URL(brokerUrl[0]!).username);

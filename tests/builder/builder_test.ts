@@ -599,3 +599,24 @@ Deno.test("mesh-builder runs from its environment alone", opts, async () => {
     await inv.drop();
   }
 });
+
+Deno.test("mesh-builder refuses at start, exit 2, without a broker or with one that is not an amqp URL", async () => {
+  const builder = (args: string[], env: Record<string, string> = {}) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", `${ROOT}builder/main.ts`, ...args],
+      env: { ...env, MESH_BROKER_URL: env.MESH_BROKER_URL ?? "" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  const none = await builder(["--name", "b"]);
+  assertEquals(none.code, 2);
+  assertMatch(
+    new TextDecoder().decode(none.stderr),
+    /mesh-builder: No broker given: pass --broker URL or set MESH_BROKER_URL/,
+  );
+  const bad = await builder(["--broker", "http://user:secret@example.invalid/"]);
+  assertEquals(bad.code, 2);
+  const said = new TextDecoder().decode(bad.stderr);
+  assertMatch(said, /--broker: Cannot use the broker URLs: broker 1 \(.*\) is not an amqp:\/\//);
+  assert(!said.includes("secret"), said);
+});
