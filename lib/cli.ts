@@ -196,6 +196,7 @@ export function optionOf(spec: OptionSpec): Option {
   if (spec.default !== undefined) option.default(spec.default, spec.defaultDescription);
   if (spec.env !== undefined) option.env(spec.env);
   if (spec.parse) option.argParser(spec.parse);
+  if (spec.required) option.makeOptionMandatory();
   return option;
 }
 
@@ -213,6 +214,7 @@ export function defineSpec<C>(
   const command = parent.command(entry.name).description(entry.summary);
   for (const a of spec.arguments) command.argument(a.name, a.description);
   for (const o of spec.options) command.addOption(optionOf(o));
+  if (entry.helpAfter !== undefined) command.addHelpText("after", entry.helpAfter);
   command.action(async (...given: unknown[]) => {
     const self = given[given.length - 1] as Command;
     const opts = self.opts();

@@ -152,6 +152,11 @@ export interface OptionSpec {
    * throws to refuse it (the error is the command's, as from its action).
    */
   parse?: (value: string, previous: unknown) => unknown;
+  /**
+   * A required option (commander's mandatory one): an invocation without it (nor its
+   * environment variable) is left to commander, which says it is missing.
+   */
+  required?: boolean;
 }
 
 /** One argument of a command declared as data: required (`"<file>"`), with its help line. */
@@ -242,6 +247,7 @@ export function parseCommand<C>(
       ? Deno.env.get(option.env)
       : undefined;
     if (fromEnv !== undefined && !option.flags.includes(" <")) return undefined;
+    if (option.required && value === undefined && fromEnv === undefined) return undefined;
     if (option.flags.startsWith("--no-")) options[key] = value === undefined;
     else if (value === undefined && fromEnv === undefined) {
       if (option.default !== undefined) options[key] = option.default;
@@ -280,6 +286,8 @@ export interface CommandEntry<C> {
   arguments?: readonly ArgumentSpec[];
   /** A command declared as data: its options, in the order help lists them. */
   options?: readonly OptionSpec[];
+  /** A command declared as data: text its help prints after its options, before exit codes. */
+  helpAfter?: string;
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */
   load: () => Promise<CommandModule<C>>;
 }
@@ -451,7 +459,8 @@ export function commandHelp<C>(
     "",
   ];
   const mine = table.exitCodes.filter((c) => !c.commands || c.commands.includes(entry.name));
-  return `${lines.join("\n")}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
+  const after = entry.helpAfter !== undefined ? `${entry.helpAfter}\n` : "";
+  return `${lines.join("\n")}${after}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
 }
 
 /** How {@linkcode dispatch} writes and which code misuse exits with. */

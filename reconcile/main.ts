@@ -14,6 +14,14 @@ import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from ".
 import { writeAll } from "../lib/write.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { ReconcileContext } from "./commands/context.ts";
+import {
+  CHECK_REGISTRY_ARGUMENTS,
+  INIT_OPTIONS,
+  RUN_OPTIONS,
+  WATCH_ARGUMENTS,
+  WATCH_HELP_AFTER,
+  WATCH_OPTIONS,
+} from "./options.ts";
 
 /** Exit code: clean. */
 export const EXIT_CLEAN = 0;
@@ -56,30 +64,42 @@ export const EXIT_CODES: readonly ExitCode[] = [
   },
 ];
 
-/** `mesh-reconcile`'s commands: each a name, a summary and the module implementing it. */
+/**
+ * `mesh-reconcile`'s commands: each a name, a summary and the module implementing it. A command
+ * declared as data (its arguments and options, reconcile/options.ts) has its help answered and a
+ * plain invocation parsed here, without commander or its module's imports (lib/cli_table.ts).
+ */
 export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
   {
     name: "run",
     usage: "[options]",
     summary:
       "observe the machine, compare with the registry, report; refresh the stamp only when clean",
+    arguments: [],
+    options: RUN_OPTIONS,
     load: () => import("./commands/run.ts"),
   },
   {
     name: "check-registry",
     usage: "<file>",
     summary: "validate a registry file; every problem is listed with its line and column",
+    arguments: CHECK_REGISTRY_ARGUMENTS,
+    options: [],
     load: () => import("./commands/check_registry.ts"),
   },
   {
     name: "schema",
     summary: "print the registry's JSON Schema (for editors)",
+    arguments: [],
+    options: [],
     load: () => import("./commands/schema.ts"),
   },
   {
     name: "init",
     usage: "[options]",
     summary: "write a starting registry from the live machine (each entry marked note: adopted)",
+    arguments: [],
+    options: INIT_OPTIONS,
     load: () => import("./commands/init.ts"),
   },
   {
@@ -93,6 +113,9 @@ export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
     usage: "[options] <source>",
     summary:
       "look once at a stamp (a file, or a stamp serve URL) and say up, new, late, down or unreachable",
+    arguments: WATCH_ARGUMENTS,
+    options: WATCH_OPTIONS,
+    helpAfter: WATCH_HELP_AFTER,
     load: () => import("./commands/watch.ts"),
   },
   {

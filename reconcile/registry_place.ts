@@ -7,10 +7,11 @@
  * @module
  */
 
-import { basename, dirname, resolve } from "node:path";
+import { basename, dirname, resolve } from "../lib/path.ts";
 
-/** The flag that accepts a registry inside a git work tree or `--repo`. */
-export const IN_CHECKOUT_FLAG = "--registry-in-checkout";
+import { IN_CHECKOUT_FLAG } from "./options.ts";
+
+export { IN_CHECKOUT_FLAG };
 
 /** A registry placed where a deployment can overwrite it. */
 export class RegistryPlaceError extends Error {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, resolve } from "node:path";
+import { dirname, resolve } from "../lib/path.ts";
 import { loadRepoSeen, repoSeenPath, type SeenByRepo } from "./repo_seen.ts";
 
 /** What `run` is asked to check of the repository. */

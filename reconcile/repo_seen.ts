@@ -12,7 +12,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../lib/path.ts";
 import { z } from "zod";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";

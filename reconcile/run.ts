@@ -23,16 +23,9 @@ import { observeRepo } from "./observe/repo.ts";
 import { observeTimers, type TimerRequest, timerRequests } from "./observe/timers.ts";
 import { type BootRequest, bootRequest, observeBoot } from "./observe/boot.ts";
 
-/** The value of `--caddy-admin` that says this machine runs no reverse proxy. */
-export const NO_PROXY = "none";
+import { BOOT_VIEWS, type BootView, NO_PROXY } from "./options.ts";
 
-/**
- * The values of `--boot`: `systemd` (the default) reads what a reboot would produce from systemd;
- * `none` does not look at it at all, and says so as an `absent` source named `boot`.
- */
-export const BOOT_VIEWS = ["systemd", "none"] as const;
-/** How what a reboot would produce is read (`--boot`). */
-export type BootView = (typeof BOOT_VIEWS)[number];
+export { BOOT_VIEWS, type BootView, NO_PROXY };
 
 /** The source a run with `--boot none` reports, so text and JSON say the boot view was not checked. */
 export const NO_BOOT_SOURCE: SourceStatus = {

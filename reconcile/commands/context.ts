@@ -6,12 +6,11 @@
  * @module
  */
 
-import { messageOf } from "../../lib/atomic.ts";
+import { resolve } from "../../lib/path.ts";
 import { writeAll } from "../../lib/write.ts";
-import { type DurationUnit, parseDuration } from "../../lib/duration.ts";
+import { UsageError } from "../options.ts";
 
-/** Bad input, refused before anything is written (exit 2). */
-export class UsageError extends Error {}
+export { durationOption, IN_CHECKOUT_HELP, UsageError } from "../options.ts";
 
 /** What every `mesh-reconcile` command is given. */
 export interface ReconcileContext {
@@ -32,10 +31,6 @@ export function reconcileContext(): ReconcileContext {
   };
 }
 
-/** The help of `--registry-in-checkout`. */
-export const IN_CHECKOUT_HELP =
-  "accept a registry inside a git work tree or --repo (refused otherwise: a deployment can overwrite it)";
-
 /**
  * Refuses output paths that are the same file as another path given (the registry, say).
  *
@@ -45,21 +40,9 @@ export async function assertDistinct(paths: Record<string, string | undefined>):
   const seen = new Map<string, string>();
   for (const [flag, path] of Object.entries(paths)) {
     if (path === undefined) continue;
-    const { resolve } = await import("node:path");
     const real = await Deno.realPath(path).catch(() => resolve(path));
     const other = seen.get(real);
     if (other !== undefined) throw new UsageError(`${flag} "${path}" is the same file as ${other}`);
     seen.set(real, `${flag} "${path}"`);
   }
-}
-
-/** A parser of a duration option (ms), bare numbers in `unit`; refused as a UsageError. */
-export function durationOption(flag: string, unit: DurationUnit = "s"): (value: string) => number {
-  return (value: string) => {
-    try {
-      return parseDuration(value, { unit });
-    } catch (error) {
-      throw new UsageError(`${flag}: ${messageOf(error)}`);
-    }
-  };
 }

@@ -4,20 +4,12 @@
  * @module
  */
 
-import type { Command } from "commander";
-import type { CommandEntry } from "../../lib/cli_table.ts";
+import type { CommandAction } from "../../lib/cli_table.ts";
 import { registryJsonSchema } from "../registry.ts";
-import { type ReconcileContext } from "./context.ts";
+import type { ReconcileContext } from "./context.ts";
 
-/** Defines `schema` on `parent`. */
-export function define(
-  parent: Command,
-  entry: CommandEntry<ReconcileContext>,
-  ctx: ReconcileContext,
-): void {
-  parent.command(entry.name)
-    .description(entry.summary)
-    .action(() => {
-      ctx.out(JSON.stringify(registryJsonSchema(), null, 2) + "\n");
-    });
-}
+/** Runs `schema` (declared in the command table, reconcile/main.ts). */
+export const action: CommandAction<ReconcileContext> = (ctx) => {
+  ctx.out(JSON.stringify(registryJsonSchema(), null, 2) + "\n");
+  return Promise.resolve();
+};

@@ -31,7 +31,7 @@
  * @module
  */
 
-import { basename } from "node:path";
+import { basename } from "../../lib/path.ts";
 import { z } from "zod";
 import type { Account } from "../../lib/accounts.ts";
 import { findProgram } from "../../lib/accounts.ts";

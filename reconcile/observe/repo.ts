@@ -17,7 +17,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../../lib/path.ts";
 import { readAccounts, readGroups } from "../../lib/accounts.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type CommandOutput, formatArgv, run } from "../../lib/command.ts";

@@ -1,0 +1,212 @@
+/**
+ * What `mesh-reconcile`'s command table (reconcile/main.ts) declares of its commands' arguments
+ * and options, kept apart from the commands so that the table can parse a plain invocation and
+ * answer a command's help without loading the command's module (the registry parser, the
+ * observers, zod, commander): the flags, their help, their defaults, and the refusal their
+ * values raise. It must stay cheap to load: no npm package, no `node:` module.
+ *
+ * @module
+ */
+
+import type { ArgumentSpec, OptionSpec } from "../lib/cli_table.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { type DurationUnit, parseDuration } from "../lib/duration.ts";
+
+/** Bad input, refused before anything is written (exit 2). */
+export class UsageError extends Error {}
+
+/** The value of `--caddy-admin` that says this machine runs no reverse proxy. */
+export const NO_PROXY = "none";
+
+/**
+ * The values of `--boot`: `systemd` (the default) reads what a reboot would produce from systemd;
+ * `none` does not look at it at all, and says so as an `absent` source named `boot`.
+ */
+export const BOOT_VIEWS = ["systemd", "none"] as const;
+/** How what a reboot would produce is read (`--boot`). */
+export type BootView = (typeof BOOT_VIEWS)[number];
+
+/** The flag that accepts a registry inside a git work tree or `--repo`. */
+export const IN_CHECKOUT_FLAG = "--registry-in-checkout";
+
+/** The help of `--registry-in-checkout`. */
+export const IN_CHECKOUT_HELP =
+  "accept a registry inside a git work tree or --repo (refused otherwise: a deployment can overwrite it)";
+
+/** A parser of a duration option (ms), bare numbers in `unit`; refused as a UsageError. */
+export function durationOption(flag: string, unit: DurationUnit = "s"): (value: string) => number {
+  return (value: string) => {
+    try {
+      return parseDuration(value, { unit });
+    } catch (error) {
+      throw new UsageError(`${flag}: ${messageOf(error)}`);
+    }
+  };
+}
+
+/** A `--timeout` (ms) between 1 ms and 24 days (what a timer can wait), default `ms`. */
+function timeoutOption(description: string, ms: number, shown: string): OptionSpec {
+  return {
+    flags: "--timeout <duration>",
+    description,
+    default: ms,
+    defaultDescription: shown,
+    parse: (v) => {
+      const ms = durationOption("--timeout")(v);
+      if (!(ms >= 1 && ms <= 2_147_483_647)) {
+        throw new UsageError(`--timeout: must be between 1ms and 24d, not "${v}"`);
+      }
+      return ms;
+    },
+  };
+}
+
+/** `--registry-in-checkout`. */
+const IN_CHECKOUT_OPTION: OptionSpec = { flags: IN_CHECKOUT_FLAG, description: IN_CHECKOUT_HELP };
+
+/** `run`'s options, in the order help lists them. */
+export const RUN_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--registry <file>", description: "the registry (YAML, version 1)", required: true },
+  { flags: "--json", description: "print the result as JSON" },
+  { flags: "--stamp <path>", description: "file refreshed (atomically) only after a clean run" },
+  {
+    flags: "--textfile <path>",
+    description: "node_exporter textfile written (atomically) after each run",
+  },
+  {
+    flags: "--result <path>",
+    description:
+      "JSON result written (atomically) after each run, for the node's link (needs --interval)",
+  },
+  {
+    flags: "--interval <duration>",
+    description:
+      "how often this run is repeated by its timer or mesh-every (e.g. 15m); goes in --result",
+    parse: (v) => {
+      const ms = durationOption("--interval")(v);
+      if (!(ms >= 1000 && ms <= 366 * 86_400_000) || ms % 1000 !== 0) {
+        throw new UsageError(`--interval: whole seconds between 1s and 366d, not "${v}"`);
+      }
+      return ms / 1000;
+    },
+  },
+  {
+    flags: "--caddy-admin <addr>",
+    description: `Caddy admin API address, or "${NO_PROXY}" when this machine runs no proxy`,
+    default: "localhost:2019",
+  },
+  {
+    flags: "--boot <view>",
+    description:
+      "what a reboot would produce: read from systemd, or none (not checked, e.g. under OpenRC)",
+    default: "systemd",
+    parse: (v): BootView => {
+      if (!(BOOT_VIEWS as readonly string[]).includes(v)) {
+        throw new UsageError(`--boot: one of ${BOOT_VIEWS.join(", ")}, not "${v}"`);
+      }
+      return v as BootView;
+    },
+  },
+  {
+    flags: "--cert-warn <duration>",
+    description: "a certificate expiring within this is a finding (e.g. 14d, 36h)",
+    default: 14 * 86_400_000,
+    defaultDescription: "14d",
+    parse: (v) => durationOption("--cert-warn", "d")(v),
+  },
+  timeoutOption("time limit for each command and request", 30_000, "30s"),
+  {
+    flags: "--repo <dir>",
+    description: "also check the deployment repository (the checkout's top)",
+  },
+  {
+    flags: "--behind-days <days>",
+    description: "with --repo: commits waiting longer on the upstream are a finding (default 7)",
+  },
+  {
+    flags: "--state-dir <dir>",
+    description:
+      "with --repo: keep first sightings of upstream commits here (default: the registry's)",
+  },
+  IN_CHECKOUT_OPTION,
+];
+
+/** `check-registry`'s argument. */
+export const CHECK_REGISTRY_ARGUMENTS: readonly ArgumentSpec[] = [
+  { name: "<file>", description: "the registry" },
+];
+
+/** `init`'s options. */
+export const INIT_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--output <file>",
+    description: "write here (refused if it exists, unless --force) instead of printing",
+  },
+  { flags: "--force", description: "replace an existing --output file" },
+  {
+    flags: "--accounts <names>",
+    description: "comma-separated accounts whose containers are asked about",
+    default: "root",
+  },
+  {
+    flags: "--caddy-admin <addr>",
+    description: `Caddy admin API address, or "${NO_PROXY}"`,
+    default: "localhost:2019",
+  },
+  IN_CHECKOUT_OPTION,
+];
+
+/** `watch`'s argument. */
+export const WATCH_ARGUMENTS: readonly ArgumentSpec[] = [
+  { name: "<source>", description: "a stamp file, or the http(s) URL of a `stamp serve`" },
+];
+
+/** A stamp age option of `watch` (ms): with a unit, at least `least` ms. */
+function stampAge(flag: string, least: number): (value: string) => number {
+  return (value) => {
+    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) {
+      throw new UsageError(`${flag}: name a unit (e.g. 45m, 2h), not "${value}"`);
+    }
+    const ms = durationOption(flag)(value);
+    if (!(ms >= least && ms <= 2_147_483_647_000)) {
+      throw new UsageError(`${flag}: must be at least ${least}ms, not "${value}"`);
+    }
+    return ms;
+  };
+}
+
+/** `watch`'s options. */
+export const WATCH_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--max-age <duration>",
+    description: "a stamp older than this is late (e.g. 45m)",
+    required: true,
+    parse: stampAge("--max-age", 1),
+  },
+  {
+    flags: "--grace <duration>",
+    description: "late for this long past max-age, then down",
+    default: 0,
+    defaultDescription: "0s: no late, past max-age is down",
+    parse: stampAge("--grace", 0),
+  },
+  {
+    flags: "--state <file>",
+    description: "keep the last state here (JSON, atomic); needed for --notify",
+  },
+  {
+    flags: "--notify <url>",
+    description: "POST JSON here once on each transition (and on recovery)",
+  },
+  {
+    flags: "--stamp <path>",
+    description:
+      "this watcher's own stamp, refreshed after each completed run (it can be watched too)",
+  },
+  timeoutOption("time limit for the request and each notification", 10_000, "10s"),
+  { flags: "--json", description: "print the result as JSON" },
+];
+
+/** What `watch`'s help says after its options. */
+export const WATCH_HELP_AFTER =
+  "\nA file's age is measured by this machine's clock; a URL's age is the server's.";
