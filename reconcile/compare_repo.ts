@@ -24,7 +24,7 @@ import { formatDuration } from "../lib/duration.ts";
 import { printable } from "../lib/printable.ts";
 import type { CompareOptions, Finding, Observation } from "./finding.ts";
 import type { DeployCheck, RepoObservation, StatusEntry } from "./observe/repo.ts";
-import { DEPLOY_MAP_FILE } from "./deploy_map.ts";
+import { DEPLOY_MAP_FILE } from "./repo_check.ts";
 import type { SeenByRepo } from "./repo_seen.ts";
 import type { Registry } from "./registry.ts";
 

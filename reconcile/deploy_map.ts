@@ -27,9 +27,9 @@
 import { z } from "zod";
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { formatPath } from "../lib/json_path.ts";
+import { DEPLOY_MAP_FILE } from "./repo_check.ts";
 
-/** The deploy map's file name, at the top of the repository. */
-export const DEPLOY_MAP_FILE = "deploy.yaml";
+export { DEPLOY_MAP_FILE };
 
 /** Account and group names as `useradd`/`groupadd` accept them. */
 const NAME = /^[a-z_][a-z0-9_-]*\$?$/;

@@ -30,6 +30,12 @@ export interface RepoFlags {
   stateDir?: string;
 }
 
+/**
+ * The deploy map's file name, at the top of the repository (reconcile/deploy_map.ts, which reads
+ * it and is loaded only when a run checks a repository).
+ */
+export const DEPLOY_MAP_FILE = "deploy.yaml";
+
 /** `--behind-days` when not given. */
 export const DEFAULT_BEHIND_DAYS = 7;
 

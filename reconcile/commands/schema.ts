@@ -5,7 +5,7 @@
  */
 
 import type { CommandAction } from "../../lib/cli_table.ts";
-import { registryJsonSchema } from "../registry.ts";
+import { registryJsonSchema } from "../registry_schema.ts";
 import type { ReconcileContext } from "./context.ts";
 
 /** Runs `schema` (declared in the command table, reconcile/main.ts). */

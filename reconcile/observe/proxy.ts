@@ -8,10 +8,8 @@
  * @module
  */
 
-import https from "node:https";
-import http from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { X509Certificate } from "node:crypto";
 import { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { findProgram } from "../../lib/accounts.ts";
@@ -243,23 +241,30 @@ export function connectTarget(listen: string): { host: string; port: number } | 
 /**
  * Sends one `GET /` for `address` to the first TCP listen address of its server, with the
  * name as SNI and Host, without following redirects and without trusting the chain (the point
- * is to read what is presented). Never throws: a failure is the probe's `error`.
+ * is to read what is presented). Never throws: a failure is the probe's `error`. `node:http`,
+ * `node:https` and `node:crypto` (Deno's Node compatibility layer) are loaded here, on the first
+ * probe, not with the module: a run on a machine without a proxy never loads them.
  */
-export function probeAddress(
+export async function probeAddress(
   address: ServedAddress,
   options: { timeoutMs?: number } = {},
 ): Promise<AddressProbe> {
   const target = address.listen.map(connectTarget).find((t) => t !== undefined);
   const host = address.host;
   if (target === undefined) {
-    return Promise.resolve({
+    return {
       host,
       target: address.listen.join(","),
       error: "the server has no TCP listen address to connect to",
-    });
+    };
   }
+  const [{ default: http }, { default: https }, { X509Certificate }] = await Promise.all([
+    import("node:http"),
+    import("node:https"),
+    import("node:crypto"),
+  ]);
   const where = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`;
-  return new Promise((resolve) => {
+  return await new Promise((resolve) => {
     let settled = false;
     const done = (probe: AddressProbe) => {
       if (!settled) {
@@ -276,7 +281,7 @@ export function probeAddress(
       agent: false as const,
       timeout: options.timeoutMs ?? 10_000,
     };
-    const onResponse = (res: http.IncomingMessage) => {
+    const onResponse = (res: IncomingMessage) => {
       const probe: AddressProbe = { host, target: where, status: res.statusCode ?? 0 };
       if (typeof res.headers.location === "string") probe.location = res.headers.location;
       if (address.tls) {

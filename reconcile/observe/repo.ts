@@ -21,12 +21,8 @@ import { join } from "../../lib/path.ts";
 import { readAccounts, readGroups } from "../../lib/accounts.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type CommandOutput, formatArgv, run } from "../../lib/command.ts";
-import {
-  DEPLOY_MAP_FILE,
-  type DeployEntry,
-  DeployMapError,
-  parseDeployMap,
-} from "../deploy_map.ts";
+import type { DeployEntry } from "../deploy_map.ts";
+import { DEPLOY_MAP_FILE } from "../repo_check.ts";
 import type { SourceStatus } from "./source.ts";
 
 /** One path `git status` reports, by porcelain v2 line type. */
@@ -391,6 +387,8 @@ function describeBranch(o: RepoObservation): string {
 async function observeDeployMap(top: string, out: RepoObservation): Promise<void> {
   const mapPath = join(top, DEPLOY_MAP_FILE);
   const method = `read ${mapPath}`;
+  // The map's reader (the `yaml` package, zod) is loaded only for a run that checks a repository.
+  const { DeployMapError, parseDeployMap } = await import("../deploy_map.ts");
   let entries: DeployEntry[];
   try {
     const text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(mapPath));
