@@ -1,0 +1,364 @@
+/**
+ * mesh-reconcile's commands declared as data (reconcile/options.ts, reconcile/main.ts's table):
+ * a plain invocation is parsed without commander exactly as commander parses it, to the values
+ * the commands were given before they were declared as data; misuse is left to commander; each
+ * command's help, answered from the table, is commander's and the help the commander-defined
+ * commands printed (tests/reconcile/help/, captured from them); `run`'s plain path loads neither
+ * commander nor the `yaml` package nor any `node:` module.
+ *
+ * @module
+ */
+
+import { runTable } from "../../lib/cli.ts";
+import {
+  type CommandAction,
+  type CommandEntry,
+  commandHelp,
+  dispatch,
+  parseCommand,
+  type ProgramTable,
+} from "../../lib/cli_table.ts";
+import { RECONCILE_TABLE } from "../../reconcile/main.ts";
+import type { ReconcileContext } from "../../reconcile/commands/context.ts";
+import { assert, assertEquals } from "../support/assert.ts";
+import { ROOT } from "../support/mod.ts";
+
+const TABLE: ProgramTable<ReconcileContext> = RECONCILE_TABLE;
+
+/** A context that prints nothing. */
+function quiet(): ReconcileContext {
+  return { out: () => {}, err: () => {}, code: 0 };
+}
+
+const DAY = 86_400_000;
+/** What `run` was given for every option not named, before it was declared as data. */
+const RUN_DEFAULTS = { caddyAdmin: "localhost:2019", boot: "systemd", certWarn: 14 * DAY };
+const RUN = { ...RUN_DEFAULTS, timeout: 30_000 };
+
+/**
+ * Per command: plain invocations with what the action is given (the arguments and the options,
+ * as the commander-defined commands received them), and misuse left to commander.
+ */
+const INVOCATIONS: Record<string, {
+  plain: [string[], { args: string[]; options: Record<string, unknown> }][];
+  misuse: string[][];
+}> = {
+  run: {
+    plain: [
+      [["run", "--registry", "r.yaml"], { args: [], options: { registry: "r.yaml", ...RUN } }],
+      [["run", "--registry="], { args: [], options: { registry: "", ...RUN } }],
+      [
+        ["--verbose", "run", "--json", "--registry=r", "--caddy-admin", "none", "--verbose"],
+        { args: [], options: { registry: "r", json: true, ...RUN, caddyAdmin: "none" } },
+      ],
+      [
+        ["run", "--registry", "r", "--boot", "none", "--cert-warn", "36h", "--timeout", "2m"],
+        {
+          args: [],
+          options: {
+            registry: "r",
+            ...RUN,
+            boot: "none",
+            certWarn: 36 * 3_600_000,
+            timeout: 120_000,
+          },
+        },
+      ],
+      [
+        ["run", "--registry", "r", "--cert-warn=3d", "--timeout=250ms", "--interval", "15m"],
+        {
+          args: [],
+          options: { registry: "r", ...RUN, certWarn: 3 * DAY, timeout: 250, interval: 900 },
+        },
+      ],
+      [
+        [
+          "run",
+          "--registry",
+          "r",
+          "--stamp",
+          "s",
+          "--textfile",
+          "t",
+          "--result",
+          "j",
+          "--interval=90s",
+        ],
+        {
+          args: [],
+          options: { registry: "r", ...RUN, stamp: "s", textfile: "t", result: "j", interval: 90 },
+        },
+      ],
+      [
+        [
+          "run",
+          "--registry",
+          "r",
+          "--repo",
+          "/c",
+          "--behind-days",
+          "3",
+          "--state-dir",
+          "/s",
+          "--registry-in-checkout",
+        ],
+        {
+          args: [],
+          options: {
+            registry: "r",
+            ...RUN,
+            repo: "/c",
+            behindDays: "3",
+            stateDir: "/s",
+            registryInCheckout: true,
+          },
+        },
+      ],
+    ],
+    misuse: [
+      ["run"],
+      ["run", "--json"],
+      ["run", "--registy", "r"],
+      ["run", "--registry"],
+      ["run", "--registry", "--json"],
+      ["run", "--registry", "r", "extra"],
+      ["run", "--registry", "a", "--registry", "b"],
+      ["run", "--registry", "r", "--boot", "sysv"],
+      ["run", "--registry", "r", "--interval", "1.5s"],
+      ["run", "--registry", "r", "--interval", "0s"],
+      ["run", "--registry", "r", "--timeout", "0s"],
+      ["run", "--registry", "r", "--cert-warn", "soon"],
+      ["run", "--registry", "r", "--cert-warn", "3"],
+      ["run", "--registry", "r", "--interval", "90"],
+      ["run", "--registry", "r", "--json=1"],
+      ["run", "--registry", "r", "--help"],
+      ["run", "--registry", "r", "-h"],
+      ["run", "--", "--registry", "r"],
+      ["--json", "run", "--registry", "r"],
+      ["help", "run"],
+    ],
+  },
+  "check-registry": {
+    plain: [
+      [["check-registry", "r.yaml"], { args: ["r.yaml"], options: {} }],
+      [["--verbose", "check-registry", "r.yaml"], { args: ["r.yaml"], options: {} }],
+    ],
+    misuse: [["check-registry"], ["check-registry", "a", "b"], ["check-registry", "r", "--json"]],
+  },
+  schema: {
+    plain: [[["schema"], { args: [], options: {} }]],
+    misuse: [["schema", "x"], ["schema", "--json"], ["schema", "-h"]],
+  },
+  init: {
+    plain: [
+      [["init"], { args: [], options: { accounts: "root", caddyAdmin: "localhost:2019" } }],
+      [
+        [
+          "init",
+          "--output",
+          "/o",
+          "--force",
+          "--accounts=root,web",
+          "--caddy-admin",
+          "none",
+          "--registry-in-checkout",
+        ],
+        {
+          args: [],
+          options: {
+            output: "/o",
+            force: true,
+            accounts: "root,web",
+            caddyAdmin: "none",
+            registryInCheckout: true,
+          },
+        },
+      ],
+    ],
+    misuse: [["init", "x"], ["init", "--output"], ["init", "--force=1"], ["init", "--json"]],
+  },
+  watch: {
+    plain: [
+      [["watch", "/s", "--max-age", "45m"], {
+        args: ["/s"],
+        options: { maxAge: 2_700_000, grace: 0, timeout: 10_000 },
+      }],
+      [
+        ["watch", "--max-age=2h", "https://h/", "--grace", "10m", "--timeout", "5s", "--json"],
+        {
+          args: ["https://h/"],
+          options: { maxAge: 7_200_000, grace: 600_000, timeout: 5000, json: true },
+        },
+      ],
+      [
+        [
+          "watch",
+          "/s",
+          "--max-age",
+          "1h",
+          "--state",
+          "/st",
+          "--notify",
+          "http://n/",
+          "--stamp",
+          "/w",
+        ],
+        {
+          args: ["/s"],
+          options: {
+            maxAge: 3_600_000,
+            grace: 0,
+            timeout: 10_000,
+            state: "/st",
+            notify: "http://n/",
+            stamp: "/w",
+          },
+        },
+      ],
+    ],
+    misuse: [
+      ["watch"],
+      ["watch", "/s"],
+      ["watch", "/s", "--max-age", "45"],
+      ["watch", "/s", "--max-age", "0s"],
+      ["watch", "/s", "--max-age", "1h", "--grace", "5"],
+      ["watch", "/s", "--max-age", "1h", "--timeout", "0s"],
+      ["watch", "a", "b", "--max-age", "1h"],
+    ],
+  },
+};
+
+Deno.test("reconcile's commands declared as data: which they are, each with its action", async () => {
+  const declared = TABLE.commands.filter((c) => c.options !== undefined);
+  assertEquals(declared.map((c) => c.name).sort(), Object.keys(INVOCATIONS).sort());
+  for (const entry of declared) {
+    const module = await entry.load();
+    assert(module.action !== undefined && module.define === undefined, entry.name);
+  }
+});
+
+Deno.test("reconcile: a plain invocation is parsed as commander parses it, to what the commands were given", async () => {
+  for (const command of TABLE.commands.filter((c) => c.options !== undefined)) {
+    let seen: { args: string[]; options: Record<string, unknown> } | undefined;
+    const recording: CommandAction<ReconcileContext> = (_ctx, args, options) => {
+      seen = { args, options };
+      return Promise.resolve();
+    };
+    const entry: CommandEntry<ReconcileContext> = {
+      ...command,
+      load: () => Promise.resolve({ action: recording }),
+    };
+    const { plain, misuse } = INVOCATIONS[command.name]!;
+    for (const [args, expected] of plain) {
+      const parsed = parseCommand(command, args);
+      assertEquals(parsed, expected, args.join(" "));
+      seen = undefined;
+      const code = await runTable(TABLE, entry, args, {
+        out: () => {},
+        err: () => {},
+        context: quiet(),
+        code: () => 0,
+        usageCode: 2,
+        onError: () => 2,
+      });
+      assertEquals(code, 0, args.join(" "));
+      assertEquals(seen, expected, `commander: ${args.join(" ")}`);
+    }
+    for (const args of misuse) assertEquals(parseCommand(command, args), undefined, args.join(" "));
+  }
+});
+
+/** What `args` prints through commander with every command of the table loaded. */
+async function commanderSays(args: string[]) {
+  let out = "";
+  let err = "";
+  const code = await runTable(TABLE, undefined, args, {
+    out: (s) => out += s,
+    err: (s) => err += s,
+    context: quiet(),
+    code: () => 0,
+    usageCode: 2,
+    onError: () => 2,
+  });
+  return { code, out, err };
+}
+
+Deno.test("reconcile: a declared command's help is commander's and the one it printed before, answered without loading it", async () => {
+  for (const entry of TABLE.commands.filter((c) => c.options !== undefined)) {
+    const before = await Deno.readTextFile(`${ROOT}tests/reconcile/help/${entry.name}.txt`);
+    assertEquals(commandHelp(TABLE, entry), before, entry.name);
+    for (const args of [[entry.name, "--help"], [entry.name, "-h"], ["help", entry.name]]) {
+      const commander = await commanderSays(args);
+      assertEquals([commander.code, commander.out], [0, before], args.join(" "));
+      let out = "";
+      const code = await dispatch(TABLE, args, {
+        out: (s) => out += s,
+        err: () => {},
+        usageCode: 2,
+        run: () => Promise.reject(new Error("nothing is loaded")),
+      });
+      assertEquals([code, out], [0, before], args.join(" "));
+    }
+  }
+});
+
+Deno.test("reconcile: misuse of a declared command is said by commander, as before", async () => {
+  const cases: [string[], string][] = [
+    [["run"], "error: required option '--registry <file>' not specified\n"],
+    [["run", "--registy", "r"], "error: unknown option '--registy'\n(Did you mean --registry?)\n"],
+    [
+      ["run", "--registry", "r", "x"],
+      "error: too many arguments for 'run'. Expected 0 arguments but got 1: x.\n",
+    ],
+    [["watch", "/s"], "error: required option '--max-age <duration>' not specified\n"],
+    [["check-registry"], "error: missing required argument 'file'\n"],
+  ];
+  for (const [args, said] of cases) {
+    const r = await commanderSays(args);
+    assertEquals([r.code, r.err], [2, said], args.join(" "));
+  }
+});
+
+/** The modules `entry` loads before it runs anything: its static imports, not the dynamic ones. */
+async function loadedAtStart(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", `${ROOT}${entry}`],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert(out.success, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    modules: {
+      specifier: string;
+      dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
+    }[];
+  };
+  const bySpecifier = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>();
+  const visit = (specifier: string) => {
+    if (seen.has(specifier)) return;
+    seen.add(specifier);
+    for (const d of bySpecifier.get(specifier)?.dependencies ?? []) {
+      if (d.code?.specifier !== undefined && !d.isDynamic) visit(d.code.specifier);
+    }
+  };
+  visit(info.roots[0]!);
+  return [...seen];
+}
+
+Deno.test("reconcile run, check-registry and their runner load no commander, no yaml package, no node: module", async () => {
+  for (
+    const entry of [
+      "reconcile/commands/runner.ts",
+      "reconcile/commands/run.ts",
+      "reconcile/commands/check_registry.ts",
+      "reconcile/options.ts",
+    ]
+  ) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 2, `${entry}: ${loaded.join(" ")}`);
+    assertEquals(loaded.filter((s) => /commander|npm:yaml|^node:/.test(s)), [], entry);
+  }
+});
