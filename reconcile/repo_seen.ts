@@ -20,14 +20,18 @@ import { formatPath } from "../lib/json_path.ts";
 /** The file name in the state directory. */
 export const REPO_SEEN_FILE = "repo-seen.json";
 
-const Iso = z.iso.datetime({ offset: true, error: "Must be an ISO 8601 time" });
-const RepoSeen = z.strictObject({
-  version: z.literal(1, { error: "Unsupported version; this program reads version 1" }),
-  repos: z.record(
-    z.string().startsWith("/", "Must be an absolute path"),
-    z.record(z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "Must be a commit id"), Iso),
-  ),
-});
+/** The state file's schema, built on the first read (only a run with `--repo` reads one). */
+function buildRepoSeen() {
+  const Iso = z.iso.datetime({ offset: true, error: "Must be an ISO 8601 time" });
+  return z.strictObject({
+    version: z.literal(1, { error: "Unsupported version; this program reads version 1" }),
+    repos: z.record(
+      z.string().startsWith("/", "Must be an absolute path"),
+      z.record(z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "Must be a commit id"), Iso),
+    ),
+  });
+}
+let repoSeenSchema: ReturnType<typeof buildRepoSeen> | undefined;
 
 /** First sightings per repository top: commit id to ms since the epoch. */
 export type SeenByRepo = Record<string, Record<string, number>>;
@@ -57,7 +61,7 @@ export async function loadRepoSeen(path: string): Promise<SeenByRepo> {
   } catch (error) {
     throw new Error(`Cannot read first-seen state "${path}": not JSON (${messageOf(error)})`);
   }
-  const parsed = RepoSeen.safeParse(data);
+  const parsed = (repoSeenSchema ??= buildRepoSeen()).safeParse(data);
   if (!parsed.success) {
     throw new Error(
       `Cannot read first-seen state "${path}": ${

@@ -64,37 +64,53 @@ export interface AddressProbe {
   };
 }
 
-const Route: z.ZodType<CaddyRoute> = z.lazy(() =>
-  z.object({
-    match: z.array(z.object({ host: z.array(z.string()).optional() }).loose()).optional(),
-    handle: z.array(
-      z.object({ handler: z.string(), routes: z.array(Route).optional() }).loose(),
-    ).optional(),
-  }).loose()
-);
 interface CaddyRoute {
   match?: { host?: string[] }[];
   handle?: { handler: string; routes?: CaddyRoute[] }[];
 }
-const CaddyConfig = z.object({
-  apps: z.object({
-    http: z.object({
-      http_port: z.number().optional(),
-      servers: z.record(
-        z.string(),
-        z.object({
-          listen: z.array(z.string()).optional(),
-          routes: z.array(Route).optional(),
-          tls_connection_policies: z.array(z.unknown()).optional(),
-          automatic_https: z.object({
-            disable: z.boolean().optional(),
-            skip: z.array(z.string()).optional(),
-          }).loose().optional(),
-        }).loose(),
+
+/**
+ * The part of Caddy's config read here, built on the first read (not at import: a run on a
+ * machine without a proxy never builds it).
+ */
+function buildCaddyConfig() {
+  const Route: z.ZodType<CaddyRoute> = z.lazy(() =>
+    z.object({
+      match: z.array(z.object({ host: z.array(z.string()).optional() }).loose()).optional(),
+      handle: z.array(
+        z.object({ handler: z.string(), routes: z.array(Route).optional() }).loose(),
       ).optional(),
+    }).loose()
+  );
+  return z.object({
+    apps: z.object({
+      http: z.object({
+        http_port: z.number().optional(),
+        servers: z.record(
+          z.string(),
+          z.object({
+            listen: z.array(z.string()).optional(),
+            routes: z.array(Route).optional(),
+            tls_connection_policies: z.array(z.unknown()).optional(),
+            automatic_https: z.object({
+              disable: z.boolean().optional(),
+              skip: z.array(z.string()).optional(),
+            }).loose().optional(),
+          }).loose(),
+        ).optional(),
+      }).loose().optional(),
     }).loose().optional(),
-  }).loose().optional(),
-}).loose().nullable();
+  }).loose().nullable();
+}
+
+/** What {@linkcode caddyConfig} reads. */
+type CaddyConfig = z.output<ReturnType<typeof buildCaddyConfig>>;
+let caddyConfigSchema: ReturnType<typeof buildCaddyConfig> | undefined;
+
+/** The schema of Caddy's config, built once. */
+function caddyConfig(): ReturnType<typeof buildCaddyConfig> {
+  return caddyConfigSchema ??= buildCaddyConfig();
+}
 
 /** How a refused connection reads in Deno's fetch errors (`Connection refused (os error 111)`). */
 const REFUSED = /connection refused|ECONNREFUSED/i;
@@ -151,7 +167,7 @@ export async function observeProxy(
       }],
     };
   }
-  const parsed = CaddyConfig.safeParse(body);
+  const parsed = caddyConfig().safeParse(body);
   if (!parsed.success) {
     return {
       addresses: [],
@@ -177,7 +193,7 @@ export async function observeProxy(
   };
 }
 
-function servedAddresses(config: z.output<typeof CaddyConfig>): ServedAddress[] {
+function servedAddresses(config: CaddyConfig): ServedAddress[] {
   const httpApp = config?.apps?.http;
   const httpPort = httpApp?.http_port ?? 80;
   const out: ServedAddress[] = [];
