@@ -185,6 +185,11 @@ export class Store {
   /** Intents appended to the journal by this process, and how many of them are durable. */
   #appended = 0;
   #syncedTo = 0;
+  /**
+   * Whether a journal write failed: its line may have been cut short (a full disk writes part of
+   * it), so the next line starts with a newline of its own instead of continuing the torn one.
+   */
+  #torn = false;
   /** The journal's sync in flight, and how many intents it covers. */
   #syncing: { upTo: number; done: Promise<void> } | undefined;
   #exists: (intent: Intent) => Promise<boolean> = () => Promise.resolve(true);
@@ -484,11 +489,14 @@ export class Store {
         create: true,
         mode: 0o600,
       });
-      const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
+      const line = JSON.stringify(intent) + "\n";
+      const bytes = new TextEncoder().encode(this.#torn ? "\n" + line : line);
       let written = 0;
       while (written < bytes.length) written += this.#journal.writeSync(bytes.subarray(written));
+      this.#torn = false;
       this.#appended++;
     } catch (cause) {
+      if (this.#journal !== undefined) this.#torn = true;
       throw new StoreError(
         `Cannot write journal "${join(this.dir, JOURNAL_FILE)}": ${messageOf(cause)}`,
         { cause },

@@ -125,3 +125,61 @@ Deno.test("a new state directory is root's alone, and its new parents can be pas
     assertEquals(await mode(`${dir}/var/lib`), 0o755);
   });
 });
+
+Deno.test("a journal line torn by a full disk does not swallow the next intent", async () => {
+  await withDir(async (dir) => {
+    const state = `${dir}/state`;
+    await Deno.mkdir(state);
+    const mount = await new Deno.Command("mount", {
+      args: ["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", state],
+      stderr: "piped",
+    }).output();
+    assert(mount.success, `mount a tmpfs: ${new TextDecoder().decode(mount.stderr)}`);
+    const opened: Store[] = [];
+    try {
+      // Everything but one page is taken: the journal's lines fill it and one is cut short.
+      await Deno.writeFile(`${state}/filler`, new Uint8Array(60 * 1024));
+      const store = await Store.load(state, { create: true, exists });
+      opened.push(store);
+      const long = `${dir}/${"p".repeat(300)}`;
+      let failed = false;
+      for (let i = 0; i < 100 && !failed; i++) {
+        try {
+          store.journal({
+            source: "local",
+            id: `f${i}`,
+            type: "directory",
+            subject: `${long}${i}`,
+          });
+        } catch (error) {
+          assert(error instanceof StoreError, String(error));
+          failed = true;
+        }
+      }
+      assert(failed, "the journal filled the tmpfs");
+      const written = await Deno.readTextFile(`${state}/journal`);
+      assert(!written.endsWith("\n"), "the last line was cut short (the case under test)");
+      // Space comes back (the failed resource's temporaries removed); the next creation is
+      // journaled, made durable and done, then the host is killed before saving.
+      await Deno.remove(`${state}/filler`);
+      await store.intend({
+        source: "local",
+        id: "after",
+        type: "directory",
+        subject: `${dir}/after`,
+      });
+      await Deno.mkdir(`${dir}/after`);
+      store.close();
+      const again = await Store.load(state, { exists });
+      opened.push(again);
+      assertEquals(again.entries().map((e) => [e.id, e.created]), [["after", true]]);
+    } finally {
+      for (const store of opened) {
+        try {
+          store.close();
+        } catch { /* already closed */ }
+      }
+      await new Deno.Command("umount", { args: [state] }).output();
+    }
+  });
+});
