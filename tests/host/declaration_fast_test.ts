@@ -215,6 +215,34 @@ Deno.test("a declaration read without zod is the schema's own: same values, same
   assert(fast > accepted / 3, `fast ${fast} of ${accepted} accepted`);
 });
 
+Deno.test("every field of every type, set to each value that breaks a rule: the schema's answer", () => {
+  const valid: Obj[] = [
+    { id: "etc", type: "directory", path: "/etc/app", mode: "0755", owner: "root", group: "0" },
+    { id: "conf", type: "file", path: "/etc/app/c", content: "x", mode: "0644", owner: "1" },
+    { id: "svc", type: "service", unit: "app.service", state: "running", boot: "enabled" },
+    { id: "pkg", type: "package", package: "curl" },
+    { id: "init", type: "action", command: ["sh"], verify: ["true"], in: "web" },
+  ];
+  let checked = 0;
+  for (const base of valid) {
+    for (const key of [...Object.keys(base), "x"]) {
+      for (const value of BAD_VALUES) {
+        const text = JSON.stringify({ version: 1, resources: [{ ...base, [key]: value }] });
+        for (const trusted of [true, false]) {
+          const got = parseValid(text, { trusted });
+          const want = bySchema(text, trusted);
+          if (got !== undefined) {
+            assert(want !== undefined, `accepted without zod, refused by the schema: ${text}`);
+            assertEquals(JSON.stringify(got), JSON.stringify(want), text);
+          }
+          checked++;
+        }
+      }
+    }
+  }
+  assert(checked > 1000);
+});
+
 Deno.test("a valid declaration of every type but container is read without zod", () => {
   const d = {
     version: 1,
