@@ -73,6 +73,9 @@ export function pathProblem(p: string): string | undefined {
 
 /** Whether `s` fits a file's `content`: at most 16 MiB as UTF-8 ({@linkcode MAX_CONTENT_BYTES}). */
 export function contentFits(s: string): boolean {
+  // utf8Length counts at most 4 bytes for each code unit (a lone high surrogate, which the
+  // schema refuses apart, included): a string of at most a quarter of the limit fits uncounted.
+  if (s.length <= MAX_CONTENT_BYTES / 4) return true;
   return s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES;
 }
 
@@ -297,6 +300,23 @@ function onlyKeys(r: Raw, allowed: readonly string[]): boolean {
   return true;
 }
 
+/**
+ * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
+ * are already in that order (a declaration as written by a program), else a copy in that order;
+ * undefined when it has another key.
+ */
+function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
+  let last = -1;
+  let ordered = true;
+  for (const k of Object.keys(r)) {
+    const at = keys.indexOf(k);
+    if (at === -1) return undefined;
+    if (at < last) ordered = false;
+    last = at;
+  }
+  return ordered ? r : pick(r, keys);
+}
+
 function isString(value: unknown, pattern: RegExp): value is string {
   return typeof value === "string" && pattern.test(value);
 }
@@ -335,27 +355,26 @@ function validResource(raw: unknown): Resource | undefined {
   if (!isObject(raw) || !isString(raw.id, ID_PATTERN)) return undefined;
   switch (raw.type) {
     case "directory":
-      return onlyKeys(raw, DIRECTORY_KEYS) && isPath(raw.path) &&
-          isString(raw.mode, MODE_PATTERN) && optional(raw, "owner", account) &&
-          optional(raw, "group", account)
-        ? pick(raw, DIRECTORY_KEYS) as Resource
+      return isPath(raw.path) && isString(raw.mode, MODE_PATTERN) &&
+          optional(raw, "owner", account) && optional(raw, "group", account)
+        ? shaped(raw, DIRECTORY_KEYS) as Resource | undefined
         : undefined;
     case "file":
-      return onlyKeys(raw, FILE_KEYS) && isPath(raw.path) && typeof raw.content === "string" &&
+      return isPath(raw.path) && typeof raw.content === "string" &&
           raw.content.isWellFormed() && contentFits(raw.content) &&
           isString(raw.mode, MODE_PATTERN) && optional(raw, "owner", account) &&
           optional(raw, "group", account)
-        ? pick(raw, FILE_KEYS) as Resource
+        ? shaped(raw, FILE_KEYS) as Resource | undefined
         : undefined;
     case "service":
-      return onlyKeys(raw, SERVICE_KEYS) && isString(raw.unit, UNIT_PATTERN) &&
+      return isString(raw.unit, UNIT_PATTERN) &&
           (raw.state === "running" || raw.state === "stopped") &&
           optional(raw, "boot", (b) => b === "enabled" || b === "disabled")
-        ? pick(raw, SERVICE_KEYS) as Resource
+        ? shaped(raw, SERVICE_KEYS) as Resource | undefined
         : undefined;
     case "package":
-      return onlyKeys(raw, PACKAGE_KEYS) && isString(raw.package, PACKAGE_PATTERN)
-        ? pick(raw, PACKAGE_KEYS) as Resource
+      return isString(raw.package, PACKAGE_PATTERN)
+        ? shaped(raw, PACKAGE_KEYS) as Resource | undefined
         : undefined;
     case "action":
       if (

@@ -623,6 +623,23 @@ function pick(r: Raw, keys: readonly string[]): Raw {
   return out;
 }
 
+/**
+ * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
+ * are already in that order (a store as this host writes it), else a copy in that order;
+ * undefined when it has another key.
+ */
+function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
+  let last = -1;
+  let ordered = true;
+  for (const k of Object.keys(r)) {
+    const at = keys.indexOf(k);
+    if (at === -1) return undefined;
+    if (at < last) ordered = false;
+    last = at;
+  }
+  return ordered ? r : pick(r, keys);
+}
+
 const ENTRY_KEYS = ["source", "id", "type", "subject", "created", "applied", "original"];
 const ENTRY_TYPES = ["directory", "file", "service", "package", "container", "action"];
 const FILE_ORIGINAL_KEYS = ["kind", "mode", "uid", "gid", "copy"];
@@ -635,35 +652,33 @@ function validOriginal(o: unknown): Original | undefined {
     !isObject(o) || !Number.isSafeInteger(o.mode) || !Number.isSafeInteger(o.uid) ||
     !Number.isSafeInteger(o.gid)
   ) return undefined;
-  if (o.kind === "file" && onlyKeys(o, FILE_ORIGINAL_KEYS) && typeof o.copy === "string") {
-    return pick(o, FILE_ORIGINAL_KEYS) as Original;
+  if (o.kind === "file" && typeof o.copy === "string") {
+    return shaped(o, FILE_ORIGINAL_KEYS) as Original | undefined;
   }
-  if (o.kind === "directory" && onlyKeys(o, DIRECTORY_ORIGINAL_KEYS)) {
-    return pick(o, DIRECTORY_ORIGINAL_KEYS) as Original;
-  }
+  if (o.kind === "directory") return shaped(o, DIRECTORY_ORIGINAL_KEYS) as Original | undefined;
   return undefined;
 }
 
 function validEntry(e: unknown): FootprintEntry | undefined {
   if (
-    !isObject(e) || !onlyKeys(e, ENTRY_KEYS) || typeof e.source !== "string" ||
+    !isObject(e) || typeof e.source !== "string" ||
     !SOURCE_NAME_PATTERN.test(e.source) || typeof e.id !== "string" ||
     !ENTRY_TYPES.includes(e.type as string) || typeof e.subject !== "string" ||
     typeof e.created !== "boolean" || typeof e.applied !== "string"
   ) return undefined;
-  const entry = pick(e, ENTRY_KEYS) as FootprintEntry;
-  if ("original" in e) {
-    const original = validOriginal(e.original);
-    if (original === undefined) return undefined;
-    entry.original = original;
-  }
-  return entry;
+  const entry = shaped(e, ENTRY_KEYS) as FootprintEntry | undefined;
+  if (entry === undefined || !("original" in e)) return entry;
+  const original = validOriginal(e.original);
+  if (original === undefined) return undefined;
+  if (original === e.original) return entry;
+  return { ...entry, original }; // the key keeps its place
 }
 
 /**
  * A valid store file of format 2 read without zod, or undefined when it is not one (then the zod
  * schema of host/store_schema.ts reads it, or says what is wrong): the same values the schema
- * returns, each object's keys in the schema's order (tests/host/store_test.ts holds them equal).
+ * returns, each object's keys in the schema's order (tests/host/declaration_fast_test.ts holds
+ * them equal).
  */
 export function validStoreFile(
   data: unknown,
