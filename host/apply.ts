@@ -110,6 +110,11 @@ export interface RunOptions {
    * this run declares.
    */
   takeFrom?: SourceName;
+  /**
+   * Wait for the state directory's lock with the thread blocked (`Store.load`'s `blockingLock`):
+   * a one-shot command (`apply`) has nothing else to do meanwhile; the link never sets it.
+   */
+  blockingLock?: boolean;
 }
 
 /**
@@ -277,6 +282,7 @@ export async function applySources(
         : false;
     },
     ...(options.migration ? { migration: options.migration } : {}),
+    ...(options.blockingLock ? { blockingLock: true } : {}),
   });
   try {
     if (options.heldOnly !== undefined) {

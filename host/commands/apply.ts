@@ -55,6 +55,7 @@ export const action: CommandAction<HostContext> = async (ctx, [file], options) =
     origin: originOfFile(path, opts.source, opts.declarations),
     file: path,
     migration: migration(ctx, opts.stateDir, opts.declarations),
+    blockingLock: true, // one command, nothing else to do while another host holds the lock
     ...(opts.takeFrom !== undefined ? { takeFrom: opts.takeFrom } : {}),
   });
   await finish(ctx, [result], { json: opts.json, stateDir: opts.stateDir });
