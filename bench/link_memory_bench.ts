@@ -33,7 +33,7 @@ const DIRS = 100;
 const FILES_PER_DIR = 10;
 const MiB = 1024 * 1024;
 /** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
-const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size"];
+const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev"];
 /** How much faster the child's clock runs than the real one (see `child`). */
 const SPEED = 50;
 

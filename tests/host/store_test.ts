@@ -113,6 +113,45 @@ Deno.test("one host at a time: a second load of the same state directory waits f
   });
 });
 
+Deno.test("a blocking lock (a one-shot command's) waits for the first too, in another process", async () => {
+  await withDir(async (dir) => {
+    const first = await Store.load(dir, { create: true });
+    const script = `
+      import { Store } from "${new URL("../../host/store.ts", import.meta.url).href}";
+      const store = await Store.load(Deno.args[0], { blockingLock: true });
+      console.log(JSON.stringify(store.entries().map((e) => e.id)));
+      store.release();
+    `;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--config", new URL("../../deno.json", import.meta.url).pathname, script, dir],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const done = child.output();
+    let exited = false;
+    done.then(() => (exited = true), () => (exited = true));
+    await new Promise((r) => setTimeout(r, 1500));
+    assertEquals(exited, false, "the second load must wait for the lock");
+    first.record({
+      source: "local",
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "t",
+    });
+    await first.save();
+    first.release();
+    const out = await done;
+    assert(out.success, new TextDecoder().decode(out.stderr));
+    assertEquals(
+      new TextDecoder().decode(out.stdout).trim(),
+      '["a"]',
+      "and then sees what the first saved",
+    );
+  });
+});
+
 Deno.test("a new state directory is root's alone, and its new parents can be passed through", async () => {
   await withDir(async (dir) => {
     // As /var/lib/mesh/host on a fresh machine: mesh-reconcile's stamp server (a dynamic user)
