@@ -489,17 +489,7 @@ export function commandHelp<C>(
     a.description,
   ]);
   const optionItems: [string, string][] = [
-    ...(entry.options ?? []).map((o): [string, string] => {
-      // As commander: the default of an option taking a value, then its environment variable.
-      const extra = [
-        ...(o.choices ? [`choices: ${o.choices.map((c) => JSON.stringify(c)).join(", ")}`] : []),
-        ...(o.default !== undefined && o.flags.includes(" <")
-          ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
-          : []),
-        ...(o.env !== undefined ? [`env: ${o.env}`] : []),
-      ];
-      return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
-    }),
+    ...(entry.options ?? []).map(optionItem),
     ["-h, --help", "display help for command"],
   ];
   const termWidth = Math.max(...[...argumentItems, ...optionItems].map(([t]) => t.length));
@@ -520,6 +510,115 @@ export function commandHelp<C>(
   ];
   const mine = table.exitCodes.filter((c) => !c.commands || c.commands.includes(entry.name));
   return `${lines.join("\n")}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
+}
+
+/** The help line of an option as commander shows it: its flags, and its description. */
+function optionItem(o: OptionSpec): [string, string] {
+  // As commander: its choices, the default of an option taking a value, its environment variable.
+  const extra = [
+    ...(o.choices ? [`choices: ${o.choices.map((c) => JSON.stringify(c)).join(", ")}`] : []),
+    ...(o.default !== undefined && o.flags.includes(" <")
+      ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
+      : []),
+    ...(o.env !== undefined ? [`env: ${o.env}`] : []),
+  ];
+  return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
+}
+
+/**
+ * A program without commands (the program is its one command, e.g. `mesh-builder`): what its
+ * help says, and its options declared as data.
+ */
+export interface OptionsProgram {
+  /** The program's name, e.g. `"mesh-builder"`. */
+  name: string;
+  /** Its description, the second paragraph of its help. */
+  description: string;
+  /** The version `--version` prints. */
+  version: string;
+  /** The help of `--version`. */
+  versionHelp: string;
+  /** Its options, in the order help lists them (after `--version`). */
+  options: readonly OptionSpec[];
+  /** Text printed after the program's help, before its exit codes. */
+  helpAfter?: string;
+  /** What each exit code means. */
+  exitCodes: readonly ExitCode[];
+}
+
+/**
+ * The help of a program without commands as commander prints it (usage, description, options
+ * with `--verbose` after the program's own), `helpWidth` columns wide; with `after`, followed by
+ * the text after it and the exit code table. tests/builder/cli_test.ts holds it equal to
+ * commander's own.
+ */
+export function optionsProgramHelp(
+  program: OptionsProgram,
+  options: { helpWidth?: number; after?: boolean } = {},
+): string {
+  const width = options.helpWidth ?? 80;
+  const items: [string, string][] = [
+    ["-V, --version", program.versionHelp],
+    ...program.options.map(optionItem),
+    ["--verbose", VERBOSE_HELP],
+    ["-h, --help", "display help for command"],
+  ];
+  const termWidth = Math.max(...items.map(([t]) => t.length));
+  const lines = [
+    `Usage: ${program.name} [options]`,
+    "",
+    boxWrap(program.description, width),
+    "",
+    "Options:",
+    ...items.map(([term, description]) => helpItem(term, description, termWidth, width)),
+    "",
+  ];
+  let text = lines.join("\n");
+  if (options.after) {
+    if (program.helpAfter) text += `${program.helpAfter}\n`;
+    text += `${exitCodesHelp([...program.exitCodes, DEFECT_EXIT], true)}\n`;
+  }
+  return text;
+}
+
+/**
+ * What a program without commands answers itself: its help (`--help`, `-h`: help on stdout),
+ * `--version` (`-V`), each alone or after `--verbose`; undefined for anything else.
+ */
+export function answerOptionsProgram(
+  program: OptionsProgram,
+  args: readonly string[],
+  stdout: { isTerminal(): boolean } = Deno.stdout,
+): string | undefined {
+  const flags = args.filter((a) => a !== "--verbose");
+  if (flags.length !== 1 || args.length > 2) return undefined;
+  if (flags[0] === "--version" || flags[0] === "-V") return `${program.version}\n`;
+  if (flags[0] === "--help" || flags[0] === "-h") {
+    return optionsProgramHelp(program, { helpWidth: helpWidth(stdout), after: true });
+  }
+  return undefined;
+}
+
+/**
+ * Parses the invocation `args` of a program without commands, when it is a plain one: its
+ * known options only, as {@linkcode parseCommand} takes a command's (no arguments). Anything
+ * else is undefined: commander parses it.
+ */
+export function parseProgramOptions(
+  options: readonly OptionSpec[],
+  args: readonly string[],
+): Record<string, unknown> | undefined {
+  // The program's options are parsed as those of a command named by a string no argument can
+  // hold: argv holds C strings, which end at a NUL.
+  const name = "\0";
+  const parsed = parseCommand({
+    name,
+    summary: "",
+    arguments: [],
+    options,
+    load: () => Promise.reject(new Error("a program's options load no module")),
+  }, [name, ...args]);
+  return parsed?.options;
 }
 
 /** How {@linkcode dispatch} writes and which code misuse exits with. */
