@@ -5,7 +5,9 @@
  * other invocation loads commander (lib/cli.ts) and the one command it names, so a command loads
  * only what it uses. A command declared as data (its entry lists its arguments and options) also
  * has its help answered here, and a plain invocation of it parsed here ({@linkcode parseCommand})
- * and run without commander.
+ * and run without commander; so does a command group declared as data (its entry lists its
+ * subcommands, {@linkcode parseSubcommand}), and a program without commands whose options are
+ * declared as data ({@linkcode OptionsProgram}, {@linkcode parseProgramOptions}).
  *
  * This module must stay cheap to load: it imports nothing at run time (the commander types are
  * erased); lib/cli.ts is loaded only when commander is needed.
