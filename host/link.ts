@@ -20,7 +20,6 @@
  */
 
 import { join } from "../lib/path.ts";
-import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import {
   DeclarationMessage,
@@ -31,7 +30,7 @@ import {
   reportKey,
   ReportMessage,
 } from "../lib/broker.ts";
-import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
+import { type Delivery, type LinkSession, openLinkBroker } from "../lib/amqp_link.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
 import {
@@ -131,7 +130,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   const resultWatch = options.reconcileResult === undefined
     ? undefined
     : new ResultWatch(options.reconcileResult);
-  let session: BrokerSession | undefined;
+  let session: LinkSession | undefined;
   let stopping = false;
   let fatal: unknown;
 
@@ -273,7 +272,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     }
   };
 
-  const onDelivery = (message: ConsumeMessage | null) => {
+  const onDelivery = (message: Delivery | null) => {
     if (message === null) {
       news("the broker cancelled the consumer; reconnecting");
       session?.close();
@@ -310,7 +309,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       // Journaled first, acknowledged second: a crash between the two re-applies (a no-op) and
       // reports again, never loses the report.
       try {
-        s?.channel.ack(message);
+        s?.ack(message);
       } catch (error) {
         news(`cannot acknowledge (${messageOf(error)}); the broker will redeliver`);
       }
@@ -323,10 +322,10 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   // After losing a member, the next connect starts with the member after it.
   let startAt = 0;
   const connect = async (): Promise<void> => {
-    const s = await openBroker(options.broker, { startAt });
+    const s = await openLinkBroker(options.broker, { startAt });
     try {
-      await s.channel.checkQueue(nodeQueue(options.node));
-      await s.channel.prefetch(1);
+      await s.checkQueue(nodeQueue(options.node));
+      await s.prefetch(1);
     } catch (error) {
       await s.close();
       startAt = s.member + 1;
@@ -337,15 +336,15 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       );
     }
     session = s;
-    s.connection.once("close", (error?: unknown) => {
+    s.onClose((error) => {
       if (session === s) session = undefined;
       startAt = s.member + 1;
       if (stopping) return;
       // A connection the broker closed on purpose (the node removed, its credential rotated)
       // says why; that is news, not just "went away".
-      // amqplib gives a close the broker sent its AMQP reply code (a number: 320 when forced);
-      // a lost socket (a member stopped, the network) has a system error code or none.
-      const forced = typeof (error as { code?: unknown } | undefined)?.code === "number";
+      // A close the broker sent has its AMQP reply code (a number: 320 when forced); a lost
+      // socket (a member stopped, the network) has a system error code or none.
+      const forced = typeof error?.code === "number";
       news(
         forced
           ? `the broker closed the connection (${
@@ -357,7 +356,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       );
     });
     await serial(flush);
-    await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });
+    await s.consume(nodeQueue(options.node), onDelivery);
     news(`connected to ${redactUrl(s.url)}, consuming ${nodeQueue(options.node)}`);
   };
 
@@ -478,7 +477,7 @@ export async function journaled(outbox: string): Promise<string[]> {
  */
 export async function sendJournaled(
   outbox: string,
-  session: BrokerSession,
+  session: LinkSession,
   node: string,
 ): Promise<number> {
   let sent = 0;
@@ -495,11 +494,11 @@ export async function sendJournaled(
       await Deno.rename(path, `${path}.unreadable`).catch(() => {});
       throw new Error(`${messageOf(error)}; set aside as "${name}.unreadable"`);
     }
-    await publishConfirmed(session.channel, [{
+    await session.publishConfirmed([{
       exchange: EXCHANGE,
       routingKey: reportKey(node),
       body,
-      options: { type: "report" },
+      type: "report",
     }]);
     try {
       await Deno.remove(path);
