@@ -20,10 +20,7 @@
  * @module
  */
 
-import { declarationKey, type DeclarationMessage, EXCHANGE } from "../lib/broker.ts";
-import { openBroker, publishConfirmed } from "../lib/amqp.ts";
-import { declarationDigest } from "../host/declaration.ts";
-import { createNodeAccount, deleteNodeAccount, setupTopology } from "../control/broker_admin.ts";
+import type { DeclarationMessage } from "../lib/broker.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -160,6 +157,14 @@ interface Options {
 }
 
 async function parent(options: Options) {
+  // Loaded here, not at the top: the child (this same file) must load only what the link loads
+  // (amqplib, which the control plane's side uses, would add Deno's Node layer to its figures).
+  const { declarationKey, EXCHANGE } = await import("../lib/broker.ts");
+  const { openBroker, publishConfirmed } = await import("../lib/amqp.ts");
+  const { declarationDigest } = await import("../host/declaration.ts");
+  const { createNodeAccount, deleteNodeAccount, setupTopology } = await import(
+    "../control/broker_admin.ts"
+  );
   const dir = await Deno.makeTempDir({ prefix: "mesh-link-memory-" });
   const vhost = `meshbench-link-${crypto.randomUUID().slice(0, 8)}`;
   const endpoints = {

@@ -253,7 +253,7 @@ class Session implements LinkSession {
     try {
       return await call();
     } catch (error) {
-      throw new AmqpError(messageOf(channelError(error, method)), { cause: error });
+      throw new AmqpError(messageOf(channelError(error, method)));
     }
   }
 }
@@ -421,9 +421,14 @@ class DenoClient extends AMQPBaseClient {
       try {
         await Promise.race([handshake, timedOut]);
       } catch (error) {
-        // A refusal during the handshake (a credential, a vhost), as amqplib says it.
+        // A refusal during the handshake, as amqplib says it: a credential is refused at the
+        // start, a vhost (530 NOT_ALLOWED) at the open, where amqplib names the frame only.
         const reason = messageOf(error);
-        throw closeReason(reason) ? amqplibClose("Handshake terminated by server", reason) : error;
+        const close = closeReason(reason);
+        if (close?.code === 530) {
+          throw new Error("Expected ConnectionOpenOk; got <ConnectionClose channel:0>");
+        }
+        throw close ? amqplibClose("Handshake terminated by server", reason) : error;
       }
     } catch (error) {
       this.closeListener = undefined;
