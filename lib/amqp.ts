@@ -4,10 +4,12 @@
  * and a refusal or an unroutable message is an error of that publish, not a channel close found
  * later. Loaded only by the commands that talk to the broker.
  *
- * Several URLs are the members of one RabbitMQ cluster: every program (the host's link, the
- * control plane, the builder) connects through {@linkcode openBroker}, which takes the first
- * member that answers, and reconnects through it again (starting after the member it lost) when
- * its connection goes. This is the one failover implementation of the project.
+ * Several URLs are the members of one RabbitMQ cluster: the control plane and the builder connect
+ * through {@linkcode openBroker}, which takes the first member that answers, and reconnects
+ * through it again (starting after the member it lost) when its connection goes. The host's link
+ * does the same through `lib/amqp_link.ts` (the same protocol without amqplib and Deno's Node
+ * layer, for its memory); both take the members through the one failover loop of the project,
+ * `openFirstMember` of `lib/amqp_base.ts`.
  *
  * @module
  */

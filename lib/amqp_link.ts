@@ -333,7 +333,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /** A system error as Node (and so amqplib) says it: `connect ECONNREFUSED 127.0.0.1:1`. */
-function systemError(error: unknown, action: string, address: string): CloseError {
+function systemError(
+  error: unknown,
+  action: string,
+  address: string,
+  host = "",
+): CloseError {
   const codes: [new (...args: never[]) => Error, string][] = [
     [Deno.errors.ConnectionRefused, "ECONNREFUSED"],
     [Deno.errors.ConnectionReset, "ECONNRESET"],
@@ -342,6 +347,18 @@ function systemError(error: unknown, action: string, address: string): CloseErro
     [Deno.errors.AddrNotAvailable, "EADDRNOTAVAIL"],
     [Deno.errors.NotConnected, "ENOTCONN"],
   ];
+  const text = error instanceof Error ? error.message : "";
+  // As Node's resolver and TLS (Deno's node:tls, which amqplib used) say them.
+  if (text.startsWith("failed to lookup address information")) {
+    const said: CloseError = new Error(
+      `getaddrinfo ${/temporary failure/i.test(text) ? "EAI_AGAIN" : "ENOTFOUND"} ${host}`,
+    );
+    said.code = /temporary failure/i.test(text) ? "EAI_AGAIN" : "ENOTFOUND";
+    return said;
+  }
+  if (text === "received corrupt message of type InvalidContentType") {
+    return new Error(`${text} (SSL routines:ssl3_get_record:wrong version number)`);
+  }
   for (const [type, code] of codes) {
     if (error instanceof type) {
       const said: CloseError = new Error(`${action} ${code}${address ? ` ${address}` : ""}`);
@@ -409,7 +426,7 @@ class DenoClient extends AMQPBaseClient {
       try {
         this.#conn = await Promise.race([connecting, timedOut]);
       } catch (error) {
-        throw systemError(error, "connect", address);
+        throw systemError(error, "connect", address, this.#host);
       }
       const handshake = new Promise<void>((resolve, reject) => {
         this.connectPromise = [() => resolve(), (error) => reject(error)];

@@ -70,6 +70,14 @@ Deno.test("the link's client refuses as amqplib did, word for word", opts, async
     const [old, now] = await refusals("amqp://guest:guest@127.0.0.1:5672/no-such-vhost-here");
     assertEquals(now, old);
   });
+  await t.step("a host that does not resolve", async () => {
+    const [old, now] = await refusals("amqp://someone:secret@no-such-host.invalid:5672/");
+    assertEquals(now, old);
+  });
+  await t.step("amqps:// to a port that does not speak TLS", async () => {
+    const [old, now] = await refusals("amqps://someone:secret@127.0.0.1:5672/");
+    assertEquals(now, old);
+  });
   await t.step("a URL that is not an AMQP URL", async () => {
     const [old, now] = await refusals("http://guest:guest@127.0.0.1:5672/");
     assertEquals(now, old);
