@@ -97,4 +97,5 @@ async function child(
   if (problem !== undefined) throw new Error(problem);
 }
 
-if (import.meta.main) await child(JSON.parse(Deno.args[0]!));
+// `--warm`: loaded (and so compiled and code-cached) only.
+if (import.meta.main && Deno.args[0] !== "--warm") await child(JSON.parse(Deno.args[0]!));
