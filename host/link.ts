@@ -20,6 +20,7 @@
  */
 
 import { join } from "../lib/path.ts";
+import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import {
   DeclarationMessage,
@@ -30,7 +31,7 @@ import {
   reportKey,
   ReportMessage,
 } from "../lib/broker.ts";
-import { type Delivery, type LinkSession, openLinkBroker } from "../lib/amqp_link.ts";
+import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
 import {
@@ -130,7 +131,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   const resultWatch = options.reconcileResult === undefined
     ? undefined
     : new ResultWatch(options.reconcileResult);
-  let session: LinkSession | undefined;
+  let session: BrokerSession | undefined;
   let stopping = false;
   let fatal: unknown;
 
@@ -272,7 +273,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     }
   };
 
-  const onDelivery = (message: Delivery | null) => {
+  const onDelivery = (message: ConsumeMessage | null) => {
     if (message === null) {
       news("the broker cancelled the consumer; reconnecting");
       session?.close();
@@ -309,7 +310,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       // Journaled first, acknowledged second: a crash between the two re-applies (a no-op) and
       // reports again, never loses the report.
       try {
-        s?.ack(message);
+        s?.channel.ack(message);
       } catch (error) {
         news(`cannot acknowledge (${messageOf(error)}); the broker will redeliver`);
       }
@@ -322,10 +323,10 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   // After losing a member, the next connect starts with the member after it.
   let startAt = 0;
   const connect = async (): Promise<void> => {
-    const s = await openLinkBroker(options.broker, { startAt });
+    const s = await openBroker(options.broker, { startAt });
     try {
-      await s.checkQueue(nodeQueue(options.node));
-      await s.prefetch(1);
+      await s.channel.checkQueue(nodeQueue(options.node));
+      await s.channel.prefetch(1);
     } catch (error) {
       await s.close();
       startAt = s.member + 1;
@@ -336,15 +337,15 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       );
     }
     session = s;
-    s.onClose((error) => {
+    s.connection.once("close", (error?: unknown) => {
       if (session === s) session = undefined;
       startAt = s.member + 1;
       if (stopping) return;
       // A connection the broker closed on purpose (the node removed, its credential rotated)
       // says why; that is news, not just "went away".
-      // A close the broker sent has its AMQP reply code (a number: 320 when forced); a lost
-      // socket (a member stopped, the network) has a system error code or none.
-      const forced = typeof error?.code === "number";
+      // amqplib gives a close the broker sent its AMQP reply code (a number: 320 when forced);
+      // a lost socket (a member stopped, the network) has a system error code or none.
+      const forced = typeof (error as { code?: unknown } | undefined)?.code === "number";
       news(
         forced
           ? `the broker closed the connection (${
@@ -356,7 +357,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       );
     });
     await serial(flush);
-    await s.consume(nodeQueue(options.node), onDelivery);
+    await s.channel.consume(nodeQueue(options.node), onDelivery, { noAck: false });
     news(`connected to ${redactUrl(s.url)}, consuming ${nodeQueue(options.node)}`);
   };
 
@@ -477,7 +478,7 @@ export async function journaled(outbox: string): Promise<string[]> {
  */
 export async function sendJournaled(
   outbox: string,
-  session: LinkSession,
+  session: BrokerSession,
   node: string,
 ): Promise<number> {
   let sent = 0;
@@ -494,11 +495,11 @@ export async function sendJournaled(
       await Deno.rename(path, `${path}.unreadable`).catch(() => {});
       throw new Error(`${messageOf(error)}; set aside as "${name}.unreadable"`);
     }
-    await session.publishConfirmed([{
+    await publishConfirmed(session.channel, [{
       exchange: EXCHANGE,
       routingKey: reportKey(node),
       body,
-      type: "report",
+      options: { type: "report" },
     }]);
     try {
       await Deno.remove(path);

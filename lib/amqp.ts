@@ -4,23 +4,38 @@
  * and a refusal or an unroutable message is an error of that publish, not a channel close found
  * later. Loaded only by the commands that talk to the broker.
  *
- * Several URLs are the members of one RabbitMQ cluster: the control plane and the builder connect
- * through {@linkcode openBroker}, which takes the first member that answers, and reconnects
- * through it again (starting after the member it lost) when its connection goes. The host's link
- * does the same through `lib/amqp_link.ts` (the same protocol without amqplib and Deno's Node
- * layer, for its memory); both take the members through the one failover loop of the project,
- * `openFirstMember` of `lib/amqp_base.ts`.
+ * Several URLs are the members of one RabbitMQ cluster: every program (the host's link, the
+ * control plane, the builder) connects through {@linkcode openBroker}, which takes the first
+ * member that answers, and reconnects through it again (starting after the member it lost) when
+ * its connection goes. This is the one failover implementation of the project.
  *
  * @module
  */
 
 import { type ChannelModel, type ConfirmChannel, connect, type Options } from "amqplib";
 import { Buffer } from "node:buffer";
+import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
-import { AmqpError, brokerMessage, openFirstMember } from "./amqp_base.ts";
+import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
 
-export { AmqpError, brokerMessage } from "./amqp_base.ts";
 export { brokerUrls, collectBrokerUrls, withCredential } from "./broker_urls.ts";
+
+/** The broker cannot be reached, refused us, or refused or could not route a publish. */
+export class AmqpError extends Error {
+  /** True when the broker accepted the publish but no queue was bound for it (returned). */
+  readonly unroutable: boolean;
+  /** The routing keys returned as unroutable. */
+  readonly returnedKeys: string[];
+  constructor(
+    message: string,
+    options?: ErrorOptions & { unroutable?: boolean; returnedKeys?: string[] },
+  ) {
+    super(message, options);
+    this.name = "AmqpError";
+    this.unroutable = options?.unroutable ?? false;
+    this.returnedKeys = options?.returnedKeys ?? [];
+  }
+}
 
 /** An open connection and one confirm channel on it. */
 export interface BrokerSession {
@@ -60,10 +75,26 @@ export async function openBroker(
   urls: string | readonly string[],
   options: OpenOptions = {},
 ): Promise<BrokerSession> {
-  return await openFirstMember(
-    urls,
-    options.startAt,
-    (url, member) => openOne(url, member, options),
+  let list: string[];
+  try {
+    list = brokerUrls(urls);
+  } catch (error) {
+    if (error instanceof BrokerUrlError) throw new AmqpError(error.message);
+    throw error;
+  }
+  const start = ((options.startAt ?? 0) % list.length + list.length) % list.length;
+  const failures: string[] = [];
+  for (let k = 0; k < list.length; k++) {
+    const member = (start + k) % list.length;
+    try {
+      return await openOne(list[member]!, member, options);
+    } catch (error) {
+      if (list.length === 1) throw error;
+      failures.push(messageOf(error));
+    }
+  }
+  throw new AmqpError(
+    `Cannot connect to any of the ${list.length} brokers: ${failures.join("; ")}`,
   );
 }
 
@@ -165,4 +196,12 @@ export async function publishConfirmed(
     channel.off("return", onReturn);
     channel.off("error", onError);
   }
+}
+
+/** The readable part of an amqplib error. */
+export function brokerMessage(error: unknown): string {
+  const text = messageOf(error);
+  const refused = /ACCESS_REFUSED - ([^"]+)/.exec(text);
+  if (refused) return `ACCESS_REFUSED: ${refused[1]!.trim()}`;
+  return text;
 }
