@@ -260,22 +260,7 @@ async function recordBatch(
           select name, removed_at from removals where what = 'node' and name = any(${unknown})`)
           .map((r) => [r.name, r.removed_at]),
       );
-      // The rows as one array per column (unnest below), problems and changes as JSON text.
-      const columns = {
-        node: [] as string[],
-        generation: [] as number[],
-        digest: [] as string[],
-        outcome: [] as string[],
-        applied: [] as number[],
-        total: [] as number[],
-        trigger: [] as string[],
-        problems: [] as string[],
-        changes: [] as string[],
-        hostVersion: [] as string[],
-        intervalMs: [] as (number | null)[],
-        reportedAt: [] as string[],
-        identity: [] as string[],
-      };
+      const rows = [];
       const accepted: { report: ReportMessage; identity: string }[] = [];
       for (const { report, message, identity } of reports) {
         if (!known.has(report!.node)) {
@@ -291,46 +276,43 @@ async function recordBatch(
           continue;
         }
         accepted.push({ report: report!, identity: identity! });
-        columns.node.push(report!.node);
-        columns.generation.push(report!.generation);
-        columns.digest.push(report!.declaration);
-        columns.outcome.push(report!.outcome);
-        columns.applied.push(report!.applied);
-        columns.total.push(report!.total);
-        columns.trigger.push(report!.trigger);
-        columns.problems.push(JSON.stringify(report!.problems));
-        columns.changes.push(JSON.stringify(report!.changes));
-        // The one free text among the scalars, as a JSON string: the server reads it as the JSON
-        // document of the rows did (a `\u0000` or a lone surrogate refused with the same error).
-        columns.hostVersion.push(JSON.stringify(report!.hostVersion));
-        columns.intervalMs.push(report!.intervalMs ?? null);
-        columns.reportedAt.push(report!.at);
-        columns.identity.push(identity!);
+        rows.push({
+          node: report!.node,
+          generation: report!.generation,
+          digest: report!.declaration,
+          outcome: report!.outcome,
+          applied: report!.applied,
+          total: report!.total,
+          trigger: report!.trigger,
+          problems: JSON.stringify(report!.problems),
+          changes: JSON.stringify(report!.changes),
+          host_version: report!.hostVersion,
+          interval_ms: report!.intervalMs ?? null,
+          reported_at: report!.at,
+          identity: identity!,
+        });
       }
+      const json = JSON.stringify(rows);
       await before.inserted;
-      if (accepted.length > 0) {
-        // One array a column, unnested in order (report ids follow delivery order): the server
-        // parses each problems and changes text once, as jsonb, where a JSON document of the rows
-        // (json_to_recordset) cost it the document's parse, the unescaping of each row's text
-        // and then the jsonb parse: 0.7x the server CPU per batch (bench/README.md).
-        const c = columns;
+      if (rows.length > 0) {
+        // One JSON text parameter, problems and changes in it as JSON strings: json_to_recordset
+        // and a cast of each to jsonb cost the server less than jsonb_to_recordset of the same
+        // rows as nested values (bench/README.md).
         const fresh = await tx`
           insert into reports (node, generation, digest, outcome, applied, total, trigger,
             problems, changes, host_version, interval_ms, reported_at, identity)
           select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
-            x.problems::jsonb, x.changes::jsonb, x.host_version::jsonb #>> '{}', x.interval_ms,
+            x.problems::jsonb, x.changes::jsonb, x.host_version, x.interval_ms,
             x.reported_at::timestamptz, decode(x.identity, 'hex')
-          from unnest(${c.node}::text[], ${c.generation}::integer[], ${c.digest}::text[],
-            ${c.outcome}::text[], ${c.applied}::integer[], ${c.total}::integer[],
-            ${c.trigger}::text[], ${c.problems}::text[], ${c.changes}::text[],
-            ${c.hostVersion}::text[], ${c.intervalMs}::integer[], ${c.reportedAt}::text[],
-            ${c.identity}::text[]) as x(node, generation, digest, outcome, applied, total,
-              trigger, problems, changes, host_version, interval_ms, reported_at, identity)
+          from json_to_recordset(${json}::text::json) as x(
+            node text, generation integer, digest text, outcome text, applied integer,
+            total integer, trigger text, problems text, changes text, host_version text,
+            interval_ms integer, reported_at text, identity text)
           on conflict (node, identity) where identity is not null do nothing
           returning encode(identity, 'hex') as identity`;
         inserted();
         recorded.ingested = fresh.count;
-        recorded.duplicates = accepted.length - fresh.count;
+        recorded.duplicates = rows.length - fresh.count;
         if (!await before.committed) throw new EarlierBatchFailed();
         // A report delivered again says nothing new: its drift summary must not look fresh again.
         const identities = new Set(fresh.map((r) => r.identity as string));

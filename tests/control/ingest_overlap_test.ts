@@ -20,10 +20,9 @@ Deno.test("a batch failing while the batch before it commits: that batch is ackn
       return sleep(200).then(() => names.map((name) => ({ name })));
     }
     if (text.includes("insert into reports")) {
-      // One array a column; the identities are the last.
-      const identities = values[values.length - 1] as string[];
-      return Promise.resolve(Object.assign(identities.map((identity) => ({ identity })), {
-        count: identities.length,
+      const rows = JSON.parse(values[0] as string) as { identity: string }[];
+      return Promise.resolve(Object.assign(rows.map((r) => ({ identity: r.identity })), {
+        count: rows.length,
       }));
     }
     return Promise.resolve(Object.assign([], { count: 0 }));
