@@ -1417,6 +1417,14 @@ async function partIngest(runs: number) {
       items: INGEST_REPORTS,
     },
     {
+      label: "raw insert, unnest",
+      what:
+        "the same rows as one array a column through unnest (tried, not used: no faster ingest --drain)",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "raw insert",
+    },
+    {
       label: "raw insert, jsonb",
       what:
         "the same rows with problems and changes as nested values through jsonb_to_recordset (tried, not used)",
@@ -1510,9 +1518,10 @@ async function partIngest(runs: number) {
     // same batches.
     for (
       const [label, table, statement] of [
-        ["raw insert", "reports", "ingest"],
+        ["raw insert", "reports", "json"],
+        ["raw insert, unnest", "reports", "unnest"],
         ["raw insert, jsonb", "reports", "jsonb"],
-        ["raw insert, no last_reports trigger", STATELESS, "ingest"],
+        ["raw insert, no last_reports trigger", STATELESS, "json"],
       ] as const
     ) {
       const own = bodiesOf(++round);
@@ -1622,15 +1631,17 @@ async function makeStatelessCopy(sql: Sql): Promise<void> {
 
 /**
  * The batches into `table`, one transaction each with the enrolled-nodes read before the insert,
- * by ingest's insert statement (`ingest`: problems and changes as JSON strings in one `json`
- * document, each cast to `jsonb`), or the same rows as nested values through
+ * by ingest's insert statement (`json`: the rows as one `json` document through
+ * `json_to_recordset`, problems and changes as JSON strings in it, each cast to `jsonb`), by one
+ * array a column through `unnest` (`unnest`: tried, 0.7x the statement's server CPU but no faster
+ * `ingest --drain`, bench/README.md), or the same rows as nested values through
  * `jsonb_to_recordset` (`jsonb`, tried and slower).
  */
 async function rawInsert(
   sql: Sql,
   table: string,
   batches: ReportRow[][],
-  statement: "ingest" | "jsonb",
+  statement: "json" | "unnest" | "jsonb",
 ): Promise<void> {
   for (const batch of batches) {
     await sql.begin(async (tx) => {
@@ -1651,7 +1662,7 @@ async function rawInsert(
           returning encode(identity, 'hex') as identity`,
           [JSON.stringify(batch)],
         );
-      } else {
+      } else if (statement === "json") {
         const rows = batch.map((r) => ({
           ...r,
           problems: JSON.stringify(r.problems),
@@ -1670,6 +1681,38 @@ async function rawInsert(
           on conflict (node, identity) where identity is not null do nothing
           returning encode(identity, 'hex') as identity`,
           [JSON.stringify(rows)],
+          { prepare: true },
+        );
+      } else {
+        const column = <K extends keyof ReportRow>(k: K) => batch.map((r) => r[k]);
+        await tx.unsafe(
+          `insert into ${table} (node, generation, digest, outcome, applied, total, trigger,
+            problems, changes, host_version, interval_ms, reported_at, identity)
+          select x.node, x.generation, x.digest, x.outcome, x.applied, x.total, x.trigger,
+            x.problems::jsonb, x.changes::jsonb, x.host_version::jsonb #>> '{}', x.interval_ms,
+            x.reported_at::timestamptz, decode(x.identity, 'hex')
+          from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::integer[],
+            $6::integer[], $7::text[], $8::text[], $9::text[], $10::text[], $11::integer[],
+            $12::text[], $13::text[]) as x(node, generation, digest, outcome, applied, total,
+              trigger, problems, changes, host_version, interval_ms, reported_at, identity)
+          on conflict (node, identity) where identity is not null do nothing
+          returning encode(identity, 'hex') as identity`,
+          [
+            column("node"),
+            column("generation"),
+            column("digest"),
+            column("outcome"),
+            column("applied"),
+            column("total"),
+            column("trigger"),
+            batch.map((r) => JSON.stringify(r.problems)),
+            batch.map((r) => JSON.stringify(r.changes)),
+            batch.map((r) => JSON.stringify(r.host_version)),
+            column("interval_ms"),
+            column("reported_at"),
+            column("identity"),
+          ] as never,
+          { prepare: true },
         );
       }
     });
