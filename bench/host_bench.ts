@@ -43,7 +43,9 @@ const PACKAGES: Partial<Record<ToolName, string>> = {
 };
 
 /** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
-const HOST_V8_FLAGS = ["--v8-flags=--max-semi-space-size=1,--optimize-for-size"];
+const HOST_V8_FLAGS = [
+  "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev",
+];
 
 const TOOLS = ["mesh-host", "floor", "cf-agent", "ansible-playbook", "puppet apply"] as const;
 type ToolName = typeof TOOLS[number];

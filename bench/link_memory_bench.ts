@@ -20,99 +20,18 @@
  * @module
  */
 
-import { declarationKey, type DeclarationMessage, EXCHANGE } from "../lib/broker.ts";
-import { openBroker, publishConfirmed } from "../lib/amqp.ts";
-import { declarationDigest } from "../host/declaration.ts";
-import { createNodeAccount, deleteNodeAccount, setupTopology } from "../control/broker_admin.ts";
+import type { DeclarationMessage } from "../lib/broker.ts";
+import { DIRS, FILES_PER_DIR, type Sample, SPEED } from "./link_memory_child.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
 const API = "http://127.0.0.1:15672";
 const ADMIN = { user: "guest", password: "guest" };
-const DIRS = 100;
-const FILES_PER_DIR = 10;
 const MiB = 1024 * 1024;
 /** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
-const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size"];
-/** How much faster the child's clock runs than the real one (see `child`). */
-const SPEED = 50;
-
-/** One sample the child prints: after `applies` applies. */
-interface Sample {
-  applies: number;
-  rssKiB: number;
-  hwmKiB: number;
-  heapUsed: number;
-  heapTotal: number;
-  external: number;
-  ms: number;
-}
-
+const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev"];
 function log(line: string) {
   console.error(`link_memory_bench: ${line}`);
-}
-
-function status(): { rssKiB: number; hwmKiB: number } {
-  const text = Deno.readTextFileSync("/proc/self/status");
-  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1]);
-  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM") };
-}
-
-/** The child: the link's loop until `applies` reports, sampling its own memory. */
-async function child(
-  args: { broker: string; node: string; stateDir: string; applies: number; every: number },
-) {
-  // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
-  // on a clock that goes `SPEED` times faster, so that its loop (which sleeps 200 ms at most
-  // between looks) applies about five times a second. Only the link's schedule reads Date.now.
-  const realNow = Date.now.bind(Date);
-  const origin = realNow();
-  Date.now = () => origin + (realNow() - origin) * SPEED;
-  const { runLink } = await import("../host/link.ts");
-  const { debian } = await import("../systems/debian.ts");
-  const total = DIRS + DIRS * FILES_PER_DIR;
-  const stop = new AbortController();
-  const started = performance.now();
-  let count = 0;
-  let problem: string | undefined;
-  const marks = new Set([1, 2, 10, 50, 100, 200, 500, 1000, 10000, args.applies]);
-  await runLink({
-    system: debian,
-    broker: args.broker,
-    node: args.node,
-    stateDir: args.stateDir,
-    version: "bench",
-    every: 1000,
-    retry: 1000,
-    signal: stop.signal,
-    onNews: (line) => log(`link: ${line}`),
-    onApplied: (report) => {
-      count++;
-      const changed = report.changes.filter((c) => c.change !== "unchanged").length;
-      if (report.outcome !== "applied" || report.applied !== total || report.total !== total) {
-        problem ??= `apply ${count}: ${report.outcome}, ${report.applied} of ${report.total}`;
-      } else if (count > 1 && changed !== 0) {
-        problem ??= `apply ${count} (${report.trigger}) changed ${changed} resources`;
-      }
-      if (problem !== undefined) stop.abort();
-      if (marks.has(count)) {
-        // With --gc: the heap's live size, collected first (else it includes garbage).
-        (globalThis as { gc?: () => void }).gc?.();
-        const m = Deno.memoryUsage();
-        const sample: Sample = {
-          applies: count,
-          ...status(),
-          heapUsed: m.heapUsed,
-          heapTotal: m.heapTotal,
-          external: m.external,
-          ms: Math.round(performance.now() - started),
-        };
-        console.log(JSON.stringify(sample));
-      }
-      if (count >= args.applies) stop.abort();
-    },
-  });
-  if (problem !== undefined) throw new Error(problem);
 }
 
 async function api(method: string, path: string, body?: unknown): Promise<void> {
@@ -155,11 +74,21 @@ function declarationOf(tree: string): string {
 
 interface Options {
   applies: number;
+  /** Run the child from its TypeScript sources rather than bundled as the built host runs. */
+  source: boolean;
   /** Given to the link's process as `--v8-flags=...` (`--expose-gc`: collect before sampling). */
   v8Flags: string[];
 }
 
 async function parent(options: Options) {
+  // Loaded here, not at the top: the child (this same file) must load only what the link loads
+  // (amqplib, which the control plane's side uses, would add Deno's Node layer to its figures).
+  const { declarationKey, EXCHANGE } = await import("../lib/broker.ts");
+  const { openBroker, publishConfirmed } = await import("../lib/amqp.ts");
+  const { declarationDigest } = await import("../host/declaration.ts");
+  const { createNodeAccount, deleteNodeAccount, setupTopology } = await import(
+    "../control/broker_admin.ts"
+  );
   const dir = await Deno.makeTempDir({ prefix: "mesh-link-memory-" });
   const vhost = `meshbench-link-${crypto.randomUUID().slice(0, 8)}`;
   const endpoints = {
@@ -208,13 +137,46 @@ async function parent(options: Options) {
         (text.length / 1024).toFixed(0)
       } KiB); ${options.applies} applies`,
     );
+    // The built host runs its program bundled (one JavaScript file, scripts/onefile.ts): so
+    // does the child, unless --source (a module graph of TypeScript sources, transpiled from
+    // Deno's cache, which keeps more of Deno's own code resident).
+    let program = `${ROOT}bench/link_memory_child.ts`;
+    if (!options.source) {
+      const bundled = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "bundle",
+          "--quiet",
+          "--platform",
+          "deno",
+          "--packages",
+          "bundle",
+          "--config",
+          `${ROOT}deno.json`,
+          "--output",
+          `${dir}/child.js`,
+          program,
+        ],
+        stdout: "inherit",
+        stderr: "inherit",
+      }).output();
+      if (!bundled.success) throw new Error("Cannot bundle the link's child (deno bundle failed)");
+      program = `${dir}/child.js`;
+      // The host's program is unpacked once to a path of its own and started from there again
+      // and again: Deno's code cache (in DENO_DIR) serves every start but the first. So started
+      // once here, loading and exiting, before the measured run.
+      const warm = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", ...options.v8Flags.map((f) => `--v8-flags=${f}`), program, "--warm"],
+        stdout: "inherit",
+        stderr: "inherit",
+      }).output();
+      if (!warm.success) throw new Error("Cannot start the link's bundled child");
+    }
     link = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "-A",
         ...options.v8Flags.map((f) => `--v8-flags=${f}`),
-        `${ROOT}bench/link_memory_bench.ts`,
-        "--child",
+        program,
         JSON.stringify({
           broker: account.url,
           node,
@@ -240,7 +202,9 @@ async function parent(options: Options) {
     const markdown = [
       `Link memory: ${DIRS} directories + ${
         DIRS * FILES_PER_DIR
-      } files, \`--every 1s\` on a clock ${SPEED} times faster.`,
+      } files, \`--every 1s\` on a clock ${SPEED} times faster; the link ${
+        options.source ? "from its sources" : "bundled"
+      }, V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
       "",
       "| applies | VmRSS MiB | VmHWM MiB (peak so far) | V8 heap used / total MiB | external MiB | elapsed s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -278,7 +242,7 @@ async function parent(options: Options) {
 }
 
 function parseArgs(args: string[]): Options {
-  const options: Options = { applies: 1000, v8Flags: [] };
+  const options: Options = { applies: 1000, source: false, v8Flags: [] };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -286,12 +250,14 @@ function parseArgs(args: string[]): Options {
     if (a === "--applies" && Number.isInteger(n) && n > 0) {
       options.applies = n;
       i++;
+    } else if (a === "--source") {
+      options.source = true;
     } else if (a === "--v8-flags" && args[i + 1] !== undefined) {
       flagsGiven = true;
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--v8-flags FLAGS]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS]`,
       );
     }
   }
@@ -301,6 +267,5 @@ function parseArgs(args: string[]): Options {
 }
 
 if (import.meta.main) {
-  if (Deno.args[0] === "--child") await child(JSON.parse(Deno.args[1]!));
-  else await parent(parseArgs(Deno.args));
+  await parent(parseArgs(Deno.args));
 }

@@ -7,17 +7,26 @@
  *
  * It holds its own broker credential (`mesh-control builder issue NAME`) and nothing else.
  *
- * This file is its command line (one command, the program itself); the work is in
- * builder/serve.ts, loaded only when the builder runs, so its help loads no broker client.
+ * This file is its command line (one command, the program itself, its options declared as data:
+ * its help and a plain start load no commander); the work is in builder/serve.ts, loaded only
+ * when the builder runs, so its help loads no broker client.
  *
  * @module
  */
 
-import { Command, Option } from "commander";
 import { messageOf, writeAll } from "../lib/atomic.ts";
 import { brokerOption, collectBrokerUrls } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
-import { addExitCodes, type ExitCode, runProgram, untilSignalled } from "../lib/cli.ts";
+import {
+  answerOptionsProgram,
+  type ExitCode,
+  exitCodeOfError,
+  type OptionSpec,
+  type OptionsProgram,
+  optionsProgramHelp,
+  parseProgramOptions,
+} from "../lib/cli_table.ts";
+import { untilSignalled } from "../lib/wait.ts";
 import { STORE_VARIABLE } from "./store_variable.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 
@@ -36,66 +45,142 @@ export const EXIT_CODES: readonly ExitCode[] = [
   },
 ];
 
+/** `mesh-builder`'s options, declared as data (its help and a plain start need no commander). */
+export const BUILDER_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--broker <url>",
+    description:
+      "the builder's own broker URL (mesh-control builder issue); repeat it (or separate URLs with commas) for each member of a cluster",
+    env: "MESH_BROKER_URL",
+    parse: (value, previous) => collectBrokerUrls(value, previous as string[] | undefined),
+  },
+  {
+    flags: "--name <name>",
+    description: "the builder's name in answers (default: the URL's account)",
+  },
+  {
+    flags: "--work-dir <dir>",
+    description: "where sources are checked out (default: the temporary directory)",
+  },
+];
+
+/** `mesh-builder` as its help describes it. */
+export const BUILDER_PROGRAM: OptionsProgram = {
+  name: "mesh-builder",
+  description: "build machine worker: builds requests from the shared build queue and answers",
+  version: VERSION,
+  versionHelp: VERSION_FLAG_HELP,
+  options: BUILDER_OPTIONS,
+  helpAfter: HELP,
+  exitCodes: EXIT_CODES,
+};
+
+/** The options the builder starts with (keyed as lib/cli_table.ts `optionKey`). */
+interface BuilderOptions {
+  broker?: string[];
+  name?: string;
+  workDir?: string;
+}
+
 /**
- * Runs `mesh-builder` with `args` and returns its exit code.
+ * Runs `mesh-builder` with `args` and returns its exit code. Its help, `--version`, a bare
+ * invocation and a plain start (known options only) are answered without commander; anything
+ * else goes to commander, built from the same declarations (misuse is said as it always was).
  */
 export async function builderMain(args: string[]): Promise<number> {
   const out = (s: string) => writeAll(Deno.stdout, s);
   const err = (s: string) => writeAll(Deno.stderr, s);
-  let code = 0;
+  const redact = (text: string) =>
+    text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"']+/gi, (url) => redactUrl(url));
+  const onError = (error: unknown) => {
+    err(`mesh-builder: ${messageOf(error)}\n`);
+    return 2;
+  };
+  // Its whole configuration may come from the environment (MESH_BROKER_URL).
+  const runWithoutArguments = (Deno.env.get("MESH_BROKER_URL") ?? "") !== "";
+  if (args.length === 0 && !runWithoutArguments) {
+    // Nothing asked is not something done: the help without what follows it, on stderr.
+    err(optionsProgramHelp(BUILDER_PROGRAM, { helpWidth: stderrWidth() }));
+    return 2;
+  }
+  const answer = answerOptionsProgram(BUILDER_PROGRAM, args);
+  if (answer !== undefined) {
+    out(answer);
+    return 0;
+  }
+  const plain = parseProgramOptions(BUILDER_OPTIONS, args);
+  if (plain !== undefined) {
+    try {
+      await start(plain as BuilderOptions, out, err);
+      return 0;
+    } catch (error) {
+      return exitCodeOfError("mesh-builder", error, args, { err, onError, redact });
+    }
+  }
+  const { Command } = await import("commander");
+  const { addExitCodes, optionOf, runProgram } = await import("../lib/cli.ts");
   const program = new Command()
-    .name("mesh-builder")
+    .name(BUILDER_PROGRAM.name)
     .version(VERSION, "-V, --version", VERSION_FLAG_HELP)
-    .description("build machine worker: builds requests from the shared build queue and answers")
+    .description(BUILDER_PROGRAM.description)
     .addHelpText("after", HELP)
     .exitOverride()
-    .configureOutput({ writeOut: out, writeErr: err })
-    .addOption(
-      new Option(
-        "--broker <url>",
-        "the builder's own broker URL (mesh-control builder issue); repeat it (or separate URLs with commas) for each member of a cluster",
-      ).env("MESH_BROKER_URL").argParser(collectBrokerUrls),
-    )
-    .option("--name <name>", "the builder's name in answers (default: the URL's account)")
-    .option("--work-dir <dir>", "where sources are checked out (default: the temporary directory)")
-    .action(async (opts: { broker?: string[]; name?: string; workDir?: string }) => {
-      let brokerUrl: string[];
-      try {
-        brokerUrl = brokerOption(opts.broker);
-      } catch (error) {
-        throw new Refused(messageOf(error));
-      }
-      // What every build needs is checked now, not found missing by each request in turn.
-      if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);
-      const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
-      const name = opts.name ?? account;
-      const { serve } = await import("./serve.ts");
-      await untilSignalled((signal) =>
-        serve({
-          broker: brokerUrl,
-          name,
-          workDir: opts.workDir,
-          signal,
-          say: (line) => err(`mesh-builder: ${line}\n`),
-          answered: (answer) => out(JSON.stringify(answer) + "\n"),
-        })
-      );
-      code = 0;
-    });
-
+    .configureOutput({ writeOut: out, writeErr: err });
+  for (const option of BUILDER_OPTIONS) program.addOption(optionOf(option));
+  program.action((opts: BuilderOptions) => start(opts, out, err));
   addExitCodes(program, EXIT_CODES);
   return await runProgram(program, args, {
     err,
-    code: () => code,
+    code: () => 0,
     usageCode: 2,
-    redact: (text) => text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"']+/gi, (url) => redactUrl(url)),
-    // Its whole configuration may come from the environment (MESH_BROKER_URL).
-    runWithoutArguments: (Deno.env.get("MESH_BROKER_URL") ?? "") !== "",
-    onError: (error) => {
-      err(`mesh-builder: ${messageOf(error)}\n`);
-      return 2;
-    },
+    redact,
+    runWithoutArguments,
+    onError,
   });
+}
+
+/** The width help is wrapped to on stderr: the terminal's, 80 when it is not one. */
+function stderrWidth(): number {
+  try {
+    if (Deno.stderr.isTerminal()) return Deno.consoleSize().columns;
+  } catch {
+    // Not a console after all.
+  }
+  return 80;
+}
+
+/**
+ * Starts the builder with `opts` and serves until SIGTERM or SIGINT.
+ *
+ * @throws {Refused} when no broker is given, one is not a broker URL, or the work directory
+ *   cannot be used; what serve throws (a broker refusing the credential).
+ */
+async function start(
+  opts: BuilderOptions,
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<void> {
+  let brokerUrl: string[];
+  try {
+    brokerUrl = brokerOption(opts.broker);
+  } catch (error) {
+    throw new Refused(messageOf(error));
+  }
+  // What every build needs is checked now, not found missing by each request in turn.
+  if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);
+  const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
+  const name = opts.name ?? account;
+  const { serve } = await import("./serve.ts");
+  await untilSignalled((signal) =>
+    serve({
+      broker: brokerUrl,
+      name,
+      workDir: opts.workDir,
+      signal,
+      say: (line) => err(`mesh-builder: ${line}\n`),
+      answered: (answer) => out(JSON.stringify(answer) + "\n"),
+    })
+  );
 }
 
 class Refused extends Error {}

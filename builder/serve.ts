@@ -18,7 +18,7 @@ import {
 } from "../lib/broker.ts";
 import { AmqpError, type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
-import { sleep } from "../lib/cli.ts";
+import { sleep } from "../lib/wait.ts";
 import { build } from "./build.ts";
 
 /** Options for {@linkcode serve}. */

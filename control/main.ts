@@ -2,7 +2,8 @@
  * `mesh-control`: the control plane's command line. This file is its command table: each
  * command (or command group) is implemented in its own module under control/commands/, loaded
  * only when that command runs; the program's help and `--version` load none of them
- * (lib/cli_table.ts). The command line is the only layer that prints. The database and broker
+ * (lib/cli_table.ts). Every command and subcommand is declared as data (control/options.ts):
+ * its help is answered, and a plain invocation parsed, without loading commander. The command line is the only layer that prints. The database and broker
  * clients are loaded only by the commands that use them.
  *
  * Exit codes: 0 done; 1 `status` found nodes not doing what they were told; 2 refused (bad input,
@@ -15,6 +16,19 @@ import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from ".
 import { writeAll } from "../lib/write.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { ControlContext } from "./commands/context.ts";
+import {
+  BOARD_OPTIONS,
+  BROKER_COMMANDS,
+  BUILDER_COMMANDS,
+  INGEST_OPTIONS,
+  MIGRATE_OPTIONS,
+  MODULE_COMMANDS,
+  NODE_COMMANDS,
+  PRUNE_OPTIONS,
+  PUSH_ARGUMENTS,
+  PUSH_OPTIONS,
+  STATUS_OPTIONS,
+} from "./options.ts";
 
 /** The connections every command takes, after the program's help. */
 const CONNECTIONS_HELP = `
@@ -48,36 +62,45 @@ export const EXIT_CODES: readonly ExitCode[] = [
   },
 ];
 
-/** `mesh-control`'s commands: each a name, a summary and the module implementing it. */
+/**
+ * `mesh-control`'s commands: each a name, a summary and the module implementing it, its
+ * arguments and options (or a group's subcommands) declared as data (control/options.ts).
+ */
 export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
   {
     name: "migrate",
     usage: "[options]",
     summary: "create the inventory database if missing and apply pending migrations",
+    arguments: [],
+    options: MIGRATE_OPTIONS,
     load: () => import("./commands/migrate.ts"),
   },
   {
     name: "broker",
     subcommands: ["setup", "convert", "check"],
     summary: "broker topology",
+    declared: BROKER_COMMANDS,
     load: () => import("./commands/broker.ts"),
   },
   {
     name: "node",
     subcommands: ["enroll", "assign", "unassign", "kind", "remove", "rotate"],
     summary: "nodes and their modules",
+    declared: NODE_COMMANDS,
     load: () => import("./commands/node.ts"),
   },
   {
     name: "module",
     subcommands: ["add", "build", "list", "remove"],
     summary: "the module catalogue",
+    declared: MODULE_COMMANDS,
     load: () => import("./commands/module.ts"),
   },
   {
     name: "builder",
     subcommands: ["issue", "revoke"],
     summary: "build machines' accounts",
+    declared: BUILDER_COMMANDS,
     load: () => import("./commands/builder.ts"),
   },
   {
@@ -85,6 +108,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     usage: "[options] [node]",
     summary:
       "render a node's declaration from its modules and publish it; or, with --behind, to every node whose last report is not a clean apply of its current declaration",
+    arguments: PUSH_ARGUMENTS,
+    options: PUSH_OPTIONS,
     load: () => import("./commands/push.ts"),
   },
   {
@@ -92,6 +117,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     usage: "[options]",
     summary:
       "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away (no alarm)",
+    arguments: [],
+    options: STATUS_OPTIONS,
     load: () => import("./commands/status.ts"),
   },
   {
@@ -99,6 +126,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     usage: "[options]",
     summary:
       "every node: its kind, what it was told, what it last said, how much applied, when last heard, and its drift verdict",
+    arguments: [],
+    options: BOARD_OPTIONS,
     load: () => import("./commands/board.ts"),
   },
   {
@@ -106,12 +135,16 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     usage: "[options]",
     summary:
       "delete reports received longer ago than --keep, except each node's latest (bounds the inventory's growth)",
+    arguments: [],
+    options: PRUNE_OPTIONS,
     load: () => import("./commands/prune.ts"),
   },
   {
     name: "ingest",
     usage: "[options]",
     summary: "record reports from the broker in the inventory (runs until stopped)",
+    arguments: [],
+    options: INGEST_OPTIONS,
     load: () => import("./commands/ingest.ts"),
   },
 ];

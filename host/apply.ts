@@ -11,16 +11,8 @@ import { basename, dirname, join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
-import {
-  type Declaration,
-  declarationDigest,
-  DeclarationError,
-  parse,
-  parseTrusted,
-  type Resource,
-  type ResourceType,
-  subjectOf,
-} from "./declaration.ts";
+import type { Declaration, Resource, ResourceType } from "./declaration.ts";
+import { declarationDigest, DeclarationError, parseValid, subjectOf } from "./declaration_base.ts";
 import {
   type FootprintEntry,
   type Migration,
@@ -118,6 +110,11 @@ export interface RunOptions {
    * this run declares.
    */
   takeFrom?: SourceName;
+  /**
+   * Wait for the state directory's lock with the thread blocked (`Store.load`'s `blockingLock`):
+   * a one-shot command (`apply`) has nothing else to do meanwhile; the link never sets it.
+   */
+  blockingLock?: boolean;
 }
 
 /**
@@ -285,6 +282,7 @@ export async function applySources(
         : false;
     },
     ...(options.migration ? { migration: options.migration } : {}),
+    ...(options.blockingLock ? { blockingLock: true } : {}),
   });
   try {
     if (options.heldOnly !== undefined) {
@@ -725,7 +723,9 @@ export async function readSource(
     digest,
   };
   try {
-    const declaration = source.trusted ? parseTrusted(bytes) : parse(bytes);
+    // A valid declaration is read without zod; the schema (loaded only then) judges the rest.
+    const declaration = parseValid(bytes, { trusted: source.trusted }) ??
+      await parseWithSchema(bytes, source.trusted);
     return { ...base, declaration };
   } catch (error) {
     if (!(error instanceof DeclarationError)) throw error;
@@ -738,6 +738,12 @@ export async function readSource(
       })),
     };
   }
+}
+
+/** The declaration's zod schema's answer (host/declaration.ts, loaded when first asked). */
+async function parseWithSchema(bytes: Uint8Array, trusted: boolean): Promise<Declaration> {
+  const { parse, parseTrusted } = await import("./declaration.ts");
+  return trusted ? parseTrusted(bytes) : parse(bytes);
 }
 
 /**

@@ -9,17 +9,27 @@
  * @module
  */
 
-import { z } from "zod";
-import { type Declaration, declarationDigest, parseTrusted } from "./declaration.ts";
+import type { Declaration } from "./declaration.ts";
+import { declarationDigest } from "./declaration_base.ts";
 import type { SystemName } from "../systems/mod.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
-const BundleFile = z.strictObject({
-  bundle: z.literal(1, { error: "Unsupported bundle format; this host reads bundle 1" }),
-  system: z.enum(["debian", "arch", "alpine", "android"]),
-  says: z.string().min(1),
-  declaration: z.unknown(),
-});
+/**
+ * The bundle file's schema, built when a bundle is first read: zod and the declaration's schema
+ * are loaded only by the commands that read one (this module's errors are imported by every
+ * command's runner).
+ */
+async function schemas() {
+  const { z } = await import("zod");
+  const { parseTrusted } = await import("./declaration.ts");
+  const BundleFile = z.strictObject({
+    bundle: z.literal(1, { error: "Unsupported bundle format; this host reads bundle 1" }),
+    system: z.enum(["debian", "arch", "alpine", "android"]),
+    says: z.string().min(1),
+    declaration: z.unknown(),
+  });
+  return { BundleFile, parseTrusted };
+}
 
 /** A carried bundle, validated. */
 export interface Bundle {
@@ -90,6 +100,7 @@ export async function loadBundle(
       }):\n${repeated.map((d) => `  ${d.at}: ${duplicateKeyMessage(d)}`).join("\n")}`,
     );
   }
+  const { BundleFile, parseTrusted } = await schemas();
   const parsed = BundleFile.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -12,30 +12,36 @@
 
 import { z } from "zod";
 import { formatPath } from "../lib/json_path.ts";
-import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
+import {
+  ACCOUNT_PATTERN,
+  CONTAINER_NAME_PATTERN,
+  contentFits,
+  crossResourceProblems,
+  DeclarationError,
+  type DeclarationProblem,
+  ID_PATTERN,
+  MAX_PATH_LENGTH,
+  MODE_PATTERN,
+  PACKAGE_PATTERN,
+  type ParseOptions,
+  pathProblem,
+  readDeclarationText,
+  repeatedKeyProblems,
+  UNIT_PATTERN,
+  validParsed,
+} from "./declaration_base.ts";
 
-/** The largest declaration accepted, in bytes (64 MiB). */
-export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
-/** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
-export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
-
-/** The length of `s` encoded as UTF-8, without encoding it. */
-function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
+export {
+  declarationDigest,
+  DeclarationError,
+  type DeclarationProblem,
+  MAX_CONTENT_BYTES,
+  MAX_DECLARATION_BYTES,
+  subjectOf,
+} from "./declaration_base.ts";
 
 const Id = z.string().regex(
-  /^[A-Za-z0-9._-]{1,200}$/,
+  ID_PATTERN,
   "Must be 1 to 200 letters, digits, '.', '_' or '-'",
 );
 
@@ -43,17 +49,9 @@ const Id = z.string().regex(
  * An absolute, normalised path: starts with `/`, no `.` or `..` segment, no empty segment
  * (`//`), no trailing `/`, no NUL byte.
  */
-export const AbsolutePath = z.string().max(4096).superRefine((p, ctx) => {
-  const fail = (message: string) => ctx.addIssue({ code: "custom", message });
-  if (p.includes("\0")) return fail("Must not contain a NUL byte");
-  if (!p.isWellFormed()) return fail("Must be valid Unicode (a lone surrogate is no file name)");
-  if (!p.startsWith("/")) return fail("Must be an absolute path");
-  if (p === "/") return fail("Must not be the root directory");
-  const segments = p.slice(1).split("/");
-  if (segments.includes("..")) return fail("Must not contain '..'");
-  if (segments.includes(".") || segments.includes("")) {
-    return fail("Must be normalised (no '.', '//' or trailing '/')");
-  }
+export const AbsolutePath = z.string().max(MAX_PATH_LENGTH).superRefine((p, ctx) => {
+  const message = pathProblem(p);
+  if (message !== undefined) ctx.addIssue({ code: "custom", message });
 });
 
 /** A mode as an octal string: `"0644"`, `"755"`, `"2775"`. */
@@ -66,22 +64,22 @@ export const Mode = z.string({
           : 'decimal; write the mode in octal digits such as "0644")')
       : 'Must be an octal mode such as "0644"',
 }).regex(
-  /^0?[0-7]{3}$|^[0-7]{4}$/,
+  MODE_PATTERN,
   'Must be an octal mode such as "0644"',
 );
 const AccountRef = z.string().regex(
-  /^([a-z_][a-z0-9_-]*\$?|\d+)$/,
+  ACCOUNT_PATTERN,
   "Must be an account name or a numeric id",
 );
 const Content = z.string().refine(
   (s) => s.isWellFormed(),
   "Must be valid Unicode text (a lone surrogate cannot be written as UTF-8)",
 ).refine(
-  (s) => s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES,
+  contentFits,
   "Content is larger than 16 MiB (as UTF-8)",
 );
 const ContainerName = z.string().regex(
-  /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/,
+  CONTAINER_NAME_PATTERN,
   "Must be a container name",
 );
 /** Text handed to another program: no NUL byte, valid Unicode. */
@@ -113,7 +111,7 @@ export const File = z.strictObject({
 export const Service = z.strictObject({
   id: Id,
   type: z.literal("service"),
-  unit: z.string().regex(/^[A-Za-z0-9:_.@\\-]{1,255}$/, "Must be a unit or service name"),
+  unit: z.string().regex(UNIT_PATTERN, "Must be a unit or service name"),
   state: z.enum(["running", "stopped"]),
   boot: z.enum(["enabled", "disabled"]).optional(),
 });
@@ -121,7 +119,7 @@ export const Service = z.strictObject({
 export const Package = z.strictObject({
   id: Id,
   type: z.literal("package"),
-  package: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9+._@-]{0,127}$/, "Must be a package name"),
+  package: z.string().regex(PACKAGE_PATTERN, "Must be a package name"),
 });
 /** `container`: a container from an image pinned by digest; any change is a replacement. */
 export const Container = z.strictObject({
@@ -192,52 +190,6 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   "action",
 ];
 
-/** What a resource is about on the machine: a path, a unit, a package, a container, or the action's id. */
-export function subjectOf(resource: Resource): string {
-  switch (resource.type) {
-    case "directory":
-    case "file":
-      return resource.path;
-    case "service":
-      return resource.unit;
-    case "package":
-      return resource.package;
-    case "container":
-      return resource.name;
-    case "action":
-      return resource.id;
-  }
-}
-
-/** One problem of a refused declaration: where (JSON path, and the resource's id) and what. */
-export interface DeclarationProblem {
-  /** JSON path, e.g. `resources[3].mode`; empty for the whole document. */
-  path: string;
-  /** The id of the resource it belongs to, when it has a readable one. */
-  id?: string;
-  message: string;
-}
-
-/** A declaration refused as a whole; carries every problem. */
-export class DeclarationError extends Error {
-  readonly problems: DeclarationProblem[];
-  constructor(problems: DeclarationProblem[]) {
-    super(
-      `Declaration refused (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n` +
-        problems.map((p) => `  ${p.path || "(document)"}${p.id ? ` [${p.id}]` : ""}: ${p.message}`)
-          .join("\n"),
-    );
-    this.name = "DeclarationError";
-    this.problems = problems;
-  }
-}
-
-/** Options for parsing. */
-interface ParseOptions {
-  /** Whether `action` resources are allowed. */
-  trusted: boolean;
-}
-
 /**
  * Parses an untrusted declaration (from the link): `action` resources are refused.
  *
@@ -259,46 +211,13 @@ export function parseTrusted(input: string | Uint8Array): Declaration {
 }
 
 function parseWith(input: string | Uint8Array, options: ParseOptions): Declaration {
-  let text: string;
-  if (typeof input === "string") {
-    text = input;
-  } else {
-    if (input.length > MAX_DECLARATION_BYTES) {
-      throw new DeclarationError([{
-        path: "",
-        message: `Declaration is larger than ${MAX_DECLARATION_BYTES} bytes`,
-      }]);
-    }
-    try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(input);
-    } catch {
-      throw new DeclarationError([{ path: "", message: "Declaration is not valid UTF-8" }]);
-    }
-  }
-  if (text.length > MAX_DECLARATION_BYTES) {
-    throw new DeclarationError([{
-      path: "",
-      message: `Declaration is larger than ${MAX_DECLARATION_BYTES} bytes`,
-    }]);
-  }
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (error) {
-    throw new DeclarationError([{
-      path: "",
-      message: `Declaration is not JSON: ${(error as Error).message}`,
-    }]);
-  }
+  const { text, data } = readDeclarationText(input);
+  // A valid declaration is read without the schema; anything else is the schema's to judge.
+  const valid = validParsed(text, data, options);
+  if (valid !== undefined) return valid;
   // A repeated key is a problem like any other, reported with the schema's own: JSON.parse kept
   // only the last of them, so what it read is not what the text says.
-  const resources = (data as { resources?: unknown } | null)?.resources;
-  const repeated: DeclarationProblem[] = duplicateKeys(text).map((d) => {
-    const index = d.path[0] === "resources" && typeof d.path[1] === "number" ? d.path[1] : -1;
-    const raw = Array.isArray(resources) ? resources[index] as { id?: unknown } | null : null;
-    const id = typeof raw?.id === "string" ? raw.id : undefined;
-    return { path: d.at, ...(id ? { id } : {}), message: duplicateKeyMessage(d) };
-  });
+  const repeated = repeatedKeyProblems(text, data);
   let declaration: Declaration;
   try {
     declaration = validate(data, options);
@@ -351,82 +270,12 @@ export function validate(data: unknown, options: ParseOptions): Declaration {
     }
   }
   // Checks across resources run on the raw input, so they are reported with the schema's own.
-  if (Array.isArray(resources)) {
-    const ids = new Map<string, number>();
-    const subjects = new Map<string, number>();
-    resources.forEach((raw, i) => {
-      if (typeof raw !== "object" || raw === null) return;
-      const r = raw as Record<string, unknown>;
-      const id = typeof r.id === "string" ? r.id : undefined;
-      if (id !== undefined) {
-        const first = ids.get(id);
-        if (first !== undefined) {
-          problems.push({
-            path: `resources[${i}].id`,
-            id,
-            message: `Duplicate id: resources[${first}] has it too`,
-          });
-        } else ids.set(id, i);
-      }
-      const subject = rawSubject(r);
-      if (subject !== undefined) {
-        const first = subjects.get(subject.key);
-        if (first !== undefined) {
-          problems.push({
-            path: `resources[${i}].${subject.field}`,
-            ...(id ? { id } : {}),
-            message: `Two resources on one ${subject.what}: resources[${first}] declares ${
-              JSON.stringify(subject.value)
-            } too`,
-          });
-        } else subjects.set(subject.key, i);
-      }
-      if (r.type === "action" && !options.trusted) {
-        problems.push({
-          path: `resources[${i}]`,
-          ...(id ? { id } : {}),
-          message:
-            "An action runs commands and is accepted only from trusted input (parseTrusted: an embedded bundle or a local file), never from the link",
-        });
-      }
-    });
-  }
+  problems.push(...crossResourceProblems(data, options));
   if (problems.length > 0 || !parsed.success) throw new DeclarationError(problems);
   return parsed.data;
-}
-
-function rawSubject(
-  r: Record<string, unknown>,
-): { key: string; field: string; what: string; value: string } | undefined {
-  const pick = (field: string, what: string, space: string) =>
-    typeof r[field] === "string"
-      ? { key: `${space}\0${r[field]}`, field, what, value: r[field] as string }
-      : undefined;
-  switch (r.type) {
-    case "directory":
-    case "file":
-      return pick("path", "path", "path");
-    case "service":
-      return pick("unit", "unit", "unit");
-    case "package":
-      return pick("package", "package", "package");
-    case "container":
-      return pick("name", "container name", "container");
-    default:
-      return undefined;
-  }
 }
 
 /** The JSON Schema of a declaration (`mesh-host schema`). */
 export function declarationJsonSchema(): unknown {
   return z.toJSONSchema(DeclarationShape, { io: "input", unrepresentable: "any" });
-}
-
-/** The sha256 digest of a declaration's bytes, as `sha256:<hex>`. */
-export async function declarationDigest(input: string | Uint8Array): Promise<string> {
-  const bytes = typeof input === "string" ? new TextEncoder().encode(input) : input;
-  const hash = new Uint8Array(
-    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
-  );
-  return `sha256:${Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -41,7 +41,7 @@ import {
   recordKnownGood,
   type SourceInput,
 } from "./apply.ts";
-import { declarationDigest } from "./declaration.ts";
+import { declarationDigest } from "./declaration_base.ts";
 import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import type { System } from "../systems/mod.ts";

@@ -16,15 +16,16 @@
 import { join } from "../lib/path.ts";
 import { messageOf, readFileLimited } from "../lib/atomic.ts";
 import { readSource, type SourceInput } from "./apply.ts";
-import { loadBundle } from "./bundle.ts";
+import type { Declaration } from "./declaration.ts";
+import { declarationDigest, MAX_DECLARATION_BYTES, subjectOf } from "./declaration_base.ts";
 import {
-  type Declaration,
-  declarationDigest,
-  MAX_DECLARATION_BYTES,
-  parse,
-  subjectOf,
-} from "./declaration.ts";
-import { claimKey, type Migration, SourceName, type SourceOrigin } from "./store.ts";
+  claimKey,
+  type Migration,
+  SOURCE_NAME_MESSAGE,
+  SOURCE_NAME_PATTERN,
+  type SourceName,
+  type SourceOrigin,
+} from "./store.ts";
 import type { SystemName } from "../systems/mod.ts";
 
 export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
@@ -34,8 +35,7 @@ export const RESERVED_SOURCES: readonly SourceName[] = ["bundle", "link"];
 
 /** Why `name` cannot be a source an operator names, or undefined when it can. */
 export function sourceNameProblem(name: string): string | undefined {
-  const parsed = SourceName.safeParse(name);
-  if (!parsed.success) return `source "${name}": ${parsed.error.issues[0]!.message}`;
+  if (!SOURCE_NAME_PATTERN.test(name)) return `source "${name}": ${SOURCE_NAME_MESSAGE}`;
   if (RESERVED_SOURCES.includes(name)) {
     return `source "${name}" is the host's own (${
       RESERVED_SOURCES.join(", ")
@@ -109,6 +109,7 @@ export async function bundleSource(
   system: SystemName | undefined,
 ): Promise<{ input?: SourceInput; absent?: string }> {
   try {
+    const { loadBundle } = await import("./bundle.ts");
     const bundle = await loadBundle(text, system);
     return {
       input: {
@@ -181,7 +182,9 @@ async function keptLinkDeclaration(stateDir: string): Promise<Declaration | unde
   try {
     const text = await Deno.readTextFile(join(stateDir, "link", "declaration.json"));
     const message = JSON.parse(text) as { declaration?: unknown };
-    return typeof message.declaration === "string" ? parse(message.declaration) : undefined;
+    if (typeof message.declaration !== "string") return undefined;
+    const { parse } = await import("./declaration.ts");
+    return parse(message.declaration);
   } catch {
     return undefined;
   }

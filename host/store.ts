@@ -17,40 +17,31 @@
  * @module
  */
 
-import { z } from "zod";
+import type { z } from "zod";
 import { dirname, join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import type * as schema from "./store_schema.ts";
 
-/** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
-export const SourceName = z.string().regex(
-  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
-  "Must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-);
+/** What a source's name must match (`bundle`, `link`, `local`, or a local declaration's name). */
+export const SOURCE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** What is said of a source's name that does not match {@linkcode SOURCE_NAME_PATTERN}. */
+export const SOURCE_NAME_MESSAGE =
+  "Must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+
 /** A source's name. */
-export type SourceName = z.output<typeof SourceName>;
-
-/**
- * What a path was before this host first applied it (a takeover), saved so that it can be put
- * back when the resource leaves. A file's content is a copy under the state directory.
- */
-export const Original = z.discriminatedUnion("kind", [
-  z.strictObject({
-    kind: z.literal("file"),
-    mode: z.number().int(),
-    uid: z.number().int(),
-    gid: z.number().int(),
-    /** The copy of the content, relative to the state directory (`originals/<sha256>`). */
-    copy: z.string(),
-  }),
-  z.strictObject({
-    kind: z.literal("directory"),
-    mode: z.number().int(),
-    uid: z.number().int(),
-    gid: z.number().int(),
-  }),
-]);
+export type SourceName = z.output<typeof schema.SourceName>;
 /** What a path was before this host took it over. */
-export type Original = z.output<typeof Original>;
+export type Original = z.output<typeof schema.Original>;
+/** One footprint entry. */
+export type FootprintEntry = z.output<typeof schema.FootprintEntry>;
+/** Where a source's declaration comes from. */
+export type SourceOrigin = z.output<typeof schema.SourceOrigin>;
+/** What the store knows of one source. */
+export type SourceInfo = z.output<typeof schema.SourceInfo>;
+/** A creation about to happen, journaled. */
+export type Intent = z.output<typeof schema.Intent>;
+/** A record of a store of format 1. */
+type EntryV1 = z.output<typeof schema.EntryV1>;
 
 /**
  * Creates a state directory (mode 0700) and its missing parents (mode 0755): others must be able
@@ -63,69 +54,6 @@ export async function makeStateDir(dir: string): Promise<void> {
   await Deno.mkdir(dirname(dir), { recursive: true, mode: 0o755 });
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
 }
-
-/** One thing in the footprint. */
-export const FootprintEntry = z.strictObject({
-  /** The source that applied it: only that source ever removes it. */
-  source: SourceName,
-  id: z.string(),
-  type: z.enum(["directory", "file", "service", "package", "container", "action"]),
-  /** What it is on the machine: a path, unit, package, container name, or the action's id. */
-  subject: z.string(),
-  /** Whether this host created it (only what it created is ever removed). */
-  created: z.boolean(),
-  /** When this host last changed it (created or updated it), ISO 8601. */
-  applied: z.string(),
-  /** What it was before this host took it over (present for a takeover that was saved). */
-  original: Original.optional(),
-});
-/** One footprint entry. */
-export type FootprintEntry = z.output<typeof FootprintEntry>;
-
-/** Where a source's declaration comes from; `declarations` sources leave with their file. */
-export const SourceOrigin = z.enum(["bundle", "link", "declarations", "command"]);
-/** Where a source's declaration comes from. */
-export type SourceOrigin = z.output<typeof SourceOrigin>;
-
-/** What the store knows of one source besides its records. */
-export const SourceInfo = z.strictObject({
-  origin: SourceOrigin,
-  /** The file it was last applied from (a local declaration or `apply --source NAME FILE`). */
-  file: z.string().optional(),
-  /** sha256 of the declaration last applied, `sha256:<hex>`. */
-  declaration: z.string(),
-  /** When it was last applied, ISO 8601. */
-  applied: z.string(),
-});
-/** What the store knows of one source. */
-export type SourceInfo = z.output<typeof SourceInfo>;
-
-/** Format 1, written before sources existed: one footprint per state directory. */
-const EntryV1 = FootprintEntry.omit({ source: true, original: true });
-const StoreFileV1 = z.strictObject({
-  version: z.literal(1),
-  resources: z.array(EntryV1),
-});
-
-const StoreFile = z.strictObject({
-  version: z.literal(2),
-  /** The sources that applied something here, by name. */
-  sources: z.record(SourceName, SourceInfo),
-  /** In the order they were applied. */
-  resources: z.array(FootprintEntry),
-});
-
-const Intent = z.strictObject({
-  /** Absent in a journal written before sources existed. */
-  source: SourceName.optional(),
-  id: z.string(),
-  type: FootprintEntry.shape.type,
-  subject: z.string(),
-  /** Present for a takeover: the path exists and was saved; it is not this host's creation. */
-  original: Original.optional(),
-});
-/** A creation about to happen, journaled. */
-export type Intent = z.output<typeof Intent>;
 
 /**
  * How the records of a format 1 store (one footprint, no sources) are given a source when it is
@@ -185,6 +113,11 @@ export class Store {
   /** Intents appended to the journal by this process, and how many of them are durable. */
   #appended = 0;
   #syncedTo = 0;
+  /**
+   * Whether a journal write failed: its line may have been cut short (a full disk writes part of
+   * it), so the next line starts with a newline of its own instead of continuing the torn one.
+   */
+  #torn = false;
   /** The journal's sync in flight, and how many intents it covers. */
   #syncing: { upTo: number; done: Promise<void> } | undefined;
   #exists: (intent: Intent) => Promise<boolean> = () => Promise.resolve(true);
@@ -226,6 +159,12 @@ export class Store {
       exists?: (intent: Intent) => Promise<boolean>;
       /** How the records of a format 1 store get their source (asked only when one is read). */
       migration?: Migration | (() => Promise<Migration>);
+      /**
+       * Wait for the lock with the thread blocked: for a one-shot command, which has nothing
+       * else to do meanwhile (an asynchronous wait takes a thread of Deno's pool, ~3 MiB of
+       * peak RSS). Never for the link, which must keep answering its broker while it waits.
+       */
+      blockingLock?: boolean;
     } = {},
   ): Promise<Store> {
     const path = join(dir, STORE_FILE);
@@ -263,8 +202,14 @@ export class Store {
     let lock: Deno.FsFile | undefined;
     if (!options.readOnly) {
       try {
-        lock = await Deno.open(join(dir, LOCK_FILE), { write: true, create: true, mode: 0o600 });
-        await lock.lock(true);
+        const lockOptions = { write: true, create: true, mode: 0o600 };
+        if (options.blockingLock) {
+          lock = Deno.openSync(join(dir, LOCK_FILE), lockOptions);
+          lock.lockSync(true);
+        } else {
+          lock = await Deno.open(join(dir, LOCK_FILE), lockOptions);
+          await lock.lock(true);
+        }
       } catch (cause) {
         lock?.close();
         throw new StoreError(`Cannot lock state directory "${dir}": ${messageOf(cause)}`, {
@@ -302,8 +247,15 @@ export class Store {
             `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
           );
         }
+        // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
+        // store of format 1 and says what is wrong with an invalid one.
+        const valid = validStoreFile(data);
         const v1 = (data as { version?: unknown } | null)?.version === 1;
-        const parsed = v1 ? StoreFileV1.safeParse(data) : StoreFile.safeParse(data);
+        const parsed = valid !== undefined
+          ? { success: true as const, data: valid }
+          : v1
+          ? (await import("./store_schema.ts")).StoreFileV1.safeParse(data)
+          : (await import("./store_schema.ts")).StoreFile.safeParse(data);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           throw new StoreError(
@@ -357,6 +309,7 @@ export class Store {
       throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
     }
     let changed = false;
+    const { Intent } = await import("./store_schema.ts");
     for (const line of text.split("\n")) {
       if (!line.trim()) continue;
       let intent;
@@ -484,11 +437,14 @@ export class Store {
         create: true,
         mode: 0o600,
       });
-      const bytes = new TextEncoder().encode(JSON.stringify(intent) + "\n");
+      const line = JSON.stringify(intent) + "\n";
+      const bytes = new TextEncoder().encode(this.#torn ? "\n" + line : line);
       let written = 0;
       while (written < bytes.length) written += this.#journal.writeSync(bytes.subarray(written));
+      this.#torn = false;
       this.#appended++;
     } catch (cause) {
+      if (this.#journal !== undefined) this.#torn = true;
       throw new StoreError(
         `Cannot write journal "${join(this.dir, JOURNAL_FILE)}": ${messageOf(cause)}`,
         { cause },
@@ -645,7 +601,7 @@ export class Store {
  * names are noted with origin `command` for `local` and a name of their own otherwise.
  */
 function migrate(
-  records: z.output<typeof EntryV1>[],
+  records: EntryV1[],
   migration: Migration | undefined,
 ): { entries: FootprintEntry[]; sources: Map<SourceName, SourceInfo>; feeder: SourceName } {
   const claimOf = (r: { type: string; subject: string }) => {
@@ -666,6 +622,110 @@ function migrate(
     });
   }
   return { entries, sources, feeder };
+}
+
+type Raw = Record<string, unknown>;
+
+function isObject(value: unknown): value is Raw {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Whether every key of `r` is one of `allowed`. */
+function onlyKeys(r: Raw, allowed: readonly string[]): boolean {
+  for (const k of Object.keys(r)) if (!allowed.includes(k)) return false;
+  return true;
+}
+
+/** `r`'s `keys` that it has, in that order (what the zod schema returns). */
+function pick(r: Raw, keys: readonly string[]): Raw {
+  const out: Raw = {};
+  for (const k of keys) if (k in r) out[k] = r[k];
+  return out;
+}
+
+/**
+ * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
+ * are already in that order (a store as this host writes it), else a copy in that order;
+ * undefined when it has another key.
+ */
+function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
+  let last = -1;
+  let ordered = true;
+  for (const k of Object.keys(r)) {
+    const at = keys.indexOf(k);
+    if (at === -1) return undefined;
+    if (at < last) ordered = false;
+    last = at;
+  }
+  return ordered ? r : pick(r, keys);
+}
+
+const ENTRY_KEYS = ["source", "id", "type", "subject", "created", "applied", "original"];
+const ENTRY_TYPES = ["directory", "file", "service", "package", "container", "action"];
+const FILE_ORIGINAL_KEYS = ["kind", "mode", "uid", "gid", "copy"];
+const DIRECTORY_ORIGINAL_KEYS = ["kind", "mode", "uid", "gid"];
+const SOURCE_KEYS = ["origin", "file", "declaration", "applied"];
+const ORIGINS = ["bundle", "link", "declarations", "command"];
+
+function validOriginal(o: unknown): Original | undefined {
+  if (
+    !isObject(o) || !Number.isSafeInteger(o.mode) || !Number.isSafeInteger(o.uid) ||
+    !Number.isSafeInteger(o.gid)
+  ) return undefined;
+  if (o.kind === "file" && typeof o.copy === "string") {
+    return shaped(o, FILE_ORIGINAL_KEYS) as Original | undefined;
+  }
+  if (o.kind === "directory") return shaped(o, DIRECTORY_ORIGINAL_KEYS) as Original | undefined;
+  return undefined;
+}
+
+function validEntry(e: unknown): FootprintEntry | undefined {
+  if (
+    !isObject(e) || typeof e.source !== "string" ||
+    !SOURCE_NAME_PATTERN.test(e.source) || typeof e.id !== "string" ||
+    !ENTRY_TYPES.includes(e.type as string) || typeof e.subject !== "string" ||
+    typeof e.created !== "boolean" || typeof e.applied !== "string"
+  ) return undefined;
+  const entry = shaped(e, ENTRY_KEYS) as FootprintEntry | undefined;
+  if (entry === undefined || !("original" in e)) return entry;
+  const original = validOriginal(e.original);
+  if (original === undefined) return undefined;
+  if (original === e.original) return entry;
+  return { ...entry, original }; // the key keeps its place
+}
+
+/**
+ * A valid store file of format 2 read without zod, or undefined when it is not one (then the zod
+ * schema of host/store_schema.ts reads it, or says what is wrong): the same values the schema
+ * returns, each object's keys in the schema's order (tests/host/declaration_fast_test.ts holds
+ * them equal).
+ */
+export function validStoreFile(
+  data: unknown,
+):
+  | { version: 2; sources: Record<SourceName, SourceInfo>; resources: FootprintEntry[] }
+  | undefined {
+  if (
+    !isObject(data) || !onlyKeys(data, ["version", "sources", "resources"]) ||
+    data.version !== 2 || !isObject(data.sources) || !Array.isArray(data.resources)
+  ) return undefined;
+  const sources: Record<SourceName, SourceInfo> = {};
+  for (const [name, info] of Object.entries(data.sources)) {
+    if (
+      !SOURCE_NAME_PATTERN.test(name) || !isObject(info) || !onlyKeys(info, SOURCE_KEYS) ||
+      !ORIGINS.includes(info.origin as string) ||
+      ("file" in info && typeof info.file !== "string") ||
+      typeof info.declaration !== "string" || typeof info.applied !== "string"
+    ) return undefined;
+    sources[name] = pick(info, SOURCE_KEYS) as SourceInfo;
+  }
+  const resources: FootprintEntry[] = new Array(data.resources.length);
+  for (let i = 0; i < data.resources.length; i++) {
+    const entry = validEntry(data.resources[i]);
+    if (entry === undefined) return undefined;
+    resources[i] = entry;
+  }
+  return { version: 2, sources, resources };
 }
 
 /** The origin a source's name implies when nothing else says it. */

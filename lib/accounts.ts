@@ -17,14 +17,21 @@ export interface Account {
  *
  * @throws {Error} "Cannot read accounts ..." when the file cannot be read.
  */
-export async function readAccounts(path = "/etc/passwd"): Promise<Map<string, Account>> {
-  let text: string;
+export function readAccounts(path = "/etc/passwd"): Promise<Map<string, Account>> {
+  // Synchronous underneath: one small local file, and no thread of the pool taken for it.
   try {
-    text = await Deno.readTextFile(path);
-  } catch (cause) {
-    throw new Error(`Cannot read accounts "${path}": ${(cause as Error).message}`, { cause });
+    return Promise.resolve(parsePasswd(readText(path, "accounts")));
+  } catch (error) {
+    return Promise.reject(error);
   }
-  return parsePasswd(text);
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (cause) {
+    throw new Error(`Cannot read ${what} "${path}": ${(cause as Error).message}`, { cause });
+  }
 }
 
 /** Parses passwd(5) text; malformed lines are skipped. */
@@ -57,13 +64,15 @@ export function findProgram(name: string, path = Deno.env.get("PATH") ?? ""): st
  *
  * @throws {Error} "Cannot read groups ..." when the file cannot be read.
  */
-export async function readGroups(path = "/etc/group"): Promise<Map<string, number>> {
-  let text: string;
+export function readGroups(path = "/etc/group"): Promise<Map<string, number>> {
   try {
-    text = await Deno.readTextFile(path);
-  } catch (cause) {
-    throw new Error(`Cannot read groups "${path}": ${(cause as Error).message}`, { cause });
+    return Promise.resolve(parseGroups(readText(path, "groups")));
+  } catch (error) {
+    return Promise.reject(error);
   }
+}
+
+function parseGroups(text: string): Map<string, number> {
   const groups = new Map<string, number>();
   for (const line of text.split("\n")) {
     const f = line.split(":");

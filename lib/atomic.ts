@@ -123,13 +123,47 @@ export function fileKindOf(info: Deno.FileInfo): string {
  * Reads a whole regular file of at most `limit` bytes. Anything else (a FIFO, whose open blocks
  * until a writer comes; a device that never ends; a directory) is refused before it is opened.
  *
+ * Synchronous underneath (a local regular file: the calls leave nothing else to do meanwhile,
+ * and an asynchronous one costs a thread of the pool), with the same errors.
+ *
  * @throws {TypeError} saying what the path is when it is not a regular file (symlinks are
  *   followed); {@linkcode readFileLimited}'s errors otherwise.
  */
-export async function readRegularFileLimited(path: string, limit: number): Promise<Uint8Array> {
-  const info = await Deno.stat(path);
+export function readRegularFileLimited(path: string, limit: number): Promise<Uint8Array> {
+  try {
+    return Promise.resolve(readRegularFileLimitedSync(path, limit));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function readRegularFileLimitedSync(path: string, limit: number): Uint8Array {
+  const info = Deno.statSync(path);
   if (!info.isFile) throw new TypeError(`it is ${fileKindOf(info)}, not a regular file`);
-  return await readFileLimited(path, limit);
+  using file = Deno.openSync(path, { read: true });
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  // The size it has now, and one byte more to see it end (it may grow meanwhile).
+  const buffer = new Uint8Array(Math.min(Math.max(info.size + 1, 1 << 16), limit + 1));
+  for (;;) {
+    const n = file.readSync(buffer);
+    if (n === null) break;
+    total += n;
+    if (total > limit) throw new RangeError(`"${path}" is larger than ${limit} bytes`);
+    chunks.push(buffer.slice(0, n));
+  }
+  return concat(chunks, total);
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.length;
+  }
+  return out;
 }
 
 /**

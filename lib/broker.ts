@@ -162,6 +162,9 @@ export class MessageError extends Error {
   }
 }
 
+/** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * Decodes a message body (UTF-8 JSON) against `schema`, collecting every problem.
  *
@@ -175,7 +178,7 @@ export function decodeMessage<T extends z.ZodType>(
   let text: string;
   let value: unknown;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+    text = UTF8.decode(body);
     value = JSON.parse(text);
   } catch (error) {
     throw new MessageError(what, [`$: not UTF-8 JSON (${(error as Error).message})`]);

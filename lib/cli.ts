@@ -19,6 +19,7 @@ import {
   checkExitCodes,
   type CommandAction,
   type CommandEntry,
+  type CommandSpec,
   DEFECT_EXIT,
   describeDefect,
   EXIT_DEFECT,
@@ -182,7 +183,9 @@ export async function buildProgram<C>(
   entries.forEach((entry, i) => {
     const module = modules[i]!;
     if (entry.options && module.action) defineSpec(program, entry, module.action, options.context);
-    else module.define!(program, entry, options.context);
+    else if (entry.declared && module.actions) {
+      defineGroup(program, entry, module.actions, options.context);
+    } else module.define!(program, entry, options.context);
   });
   const partial = entries.length !== table.commands.length;
   if (partial) checkExitCodes(table);
@@ -196,7 +199,8 @@ export function optionOf(spec: OptionSpec): Option {
   if (spec.default !== undefined) option.default(spec.default, spec.defaultDescription);
   if (spec.env !== undefined) option.env(spec.env);
   if (spec.parse) option.argParser(spec.parse);
-  if (spec.required) option.makeOptionMandatory();
+  if (spec.choices) option.choices(spec.choices);
+  if (spec.mandatory) option.makeOptionMandatory();
   return option;
 }
 
@@ -210,11 +214,42 @@ export function defineSpec<C>(
   action: CommandAction<C>,
   context: C,
 ): void {
+  defineSpecOn(parent.command(entry.name), entry, action, context);
+}
+
+/**
+ * Adds the group `entry` declares as data (`declared`) to `parent`: its name and summary, and
+ * each subcommand as {@linkcode defineSpec} does, with its action from `actions`.
+ *
+ * @throws {Error} when a subcommand has no action.
+ */
+export function defineGroup<C>(
+  parent: Command,
+  entry: CommandEntry<C>,
+  actions: Readonly<Record<string, CommandAction<C>>>,
+  context: C,
+): void {
+  const group = parent.command(entry.name).description(entry.summary);
+  for (const spec of entry.declared ?? []) {
+    const action = actions[spec.name];
+    if (action === undefined) throw new Error(`${entry.name} ${spec.name} has no action`);
+    defineSpecOn(group.command(spec.name), spec, action, context);
+  }
+}
+
+/** Gives `command` the summary, arguments, options and action `spec` declares. */
+function defineSpecOn<C>(
+  command: Command,
+  entry: CommandSpec | CommandEntry<C>,
+  action: CommandAction<C>,
+  context: C,
+): void {
   const spec = { arguments: entry.arguments ?? [], options: entry.options ?? [] };
-  const command = parent.command(entry.name).description(entry.summary);
+  command.description(entry.summary);
   for (const a of spec.arguments) command.argument(a.name, a.description);
   for (const o of spec.options) command.addOption(optionOf(o));
-  if (entry.helpAfter !== undefined) command.addHelpText("after", entry.helpAfter);
+  const after = (entry as { helpAfter?: string }).helpAfter;
+  if (after !== undefined) command.addHelpText("after", after);
   command.action(async (...given: unknown[]) => {
     const self = given[given.length - 1] as Command;
     const opts = self.opts();
@@ -223,7 +258,9 @@ export function defineSpec<C>(
       const key = optionKey(o.flags);
       if (opts[key] !== undefined) options[key] = opts[key];
     }
-    await action(context, given.slice(0, spec.arguments.length) as string[], options);
+    // An optional argument not given is left out, as parseCommand leaves it.
+    const args = given.slice(0, spec.arguments.length).filter((a) => a !== undefined);
+    await action(context, args as string[], options);
   });
 }
 

@@ -5,7 +5,9 @@
  * other invocation loads commander (lib/cli.ts) and the one command it names, so a command loads
  * only what it uses. A command declared as data (its entry lists its arguments and options) also
  * has its help answered here, and a plain invocation of it parsed here ({@linkcode parseCommand})
- * and run without commander.
+ * and run without commander; so does a command group declared as data (its entry lists its
+ * subcommands, {@linkcode parseSubcommand}), and a program without commands whose options are
+ * declared as data ({@linkcode OptionsProgram}, {@linkcode parseProgramOptions}).
  *
  * This module must stay cheap to load: it imports nothing at run time (the commander types are
  * erased); lib/cli.ts is loaded only when commander is needed.
@@ -152,17 +154,31 @@ export interface OptionSpec {
    * throws to refuse it (the error is the command's, as from its action).
    */
   parse?: (value: string, previous: unknown) => unknown;
-  /**
-   * A required option (commander's mandatory one): an invocation without it (nor its
-   * environment variable) is left to commander, which says it is missing.
-   */
-  required?: boolean;
+  /** The only values it takes (commander's `choices`; not with `parse`). */
+  choices?: readonly string[];
+  /** Required: misuse when neither given nor set in its environment variable. */
+  mandatory?: boolean;
 }
 
-/** One argument of a command declared as data: required (`"<file>"`), with its help line. */
+/**
+ * One argument of a command declared as data: required (`"<file>"`) or optional (`"[node]"`,
+ * only after the required ones), with its help line (empty for none: help lists a command's
+ * arguments only when one of them has a line, as commander does).
+ */
 export interface ArgumentSpec {
   name: string;
   description: string;
+}
+
+/**
+ * A subcommand of a command group declared as data (its group's entry lists it in `declared`):
+ * its name, summary, arguments and options, as a {@linkcode CommandEntry} declares them.
+ */
+export interface CommandSpec {
+  name: string;
+  summary: string;
+  arguments?: readonly ArgumentSpec[];
+  options: readonly OptionSpec[];
 }
 
 /**
@@ -184,6 +200,8 @@ export interface CommandModule<C> {
   define?: DefineCommand<C>;
   /** The action of a command declared as data. */
   action?: CommandAction<C>;
+  /** A group declared as data (its entry has `declared`): each subcommand's action, by name. */
+  actions?: Readonly<Record<string, CommandAction<C>>>;
 }
 
 /** The key an option's value is kept under: its long name camel-cased (as commander). */
@@ -237,7 +255,8 @@ export function parseCommand<C>(
     if (value === undefined || value.startsWith("-")) return undefined;
     given.set(option, value);
   }
-  if (operands.length !== spec.arguments.length) return undefined;
+  const required = spec.arguments.filter((a) => a.name.startsWith("<")).length;
+  if (operands.length < required || operands.length > spec.arguments.length) return undefined;
   const options: Record<string, unknown> = {};
   for (const option of spec.options) {
     const value = given.get(option);
@@ -247,21 +266,54 @@ export function parseCommand<C>(
       ? Deno.env.get(option.env)
       : undefined;
     if (fromEnv !== undefined && !option.flags.includes(" <")) return undefined;
-    if (option.required && value === undefined && fromEnv === undefined) return undefined;
     if (option.flags.startsWith("--no-")) options[key] = value === undefined;
     else if (value === undefined && fromEnv === undefined) {
       if (option.default !== undefined) options[key] = option.default;
     } else if (value === true) options[key] = value;
     else {
       const given = (value ?? fromEnv) as string;
+      // A value outside the choices is commander's to refuse.
+      if (option.choices && !option.choices.includes(given)) return undefined;
       try {
         options[key] = option.parse ? option.parse(given, option.default) : given;
       } catch {
         return undefined;
       }
     }
+    // A required option missing is commander's to say.
+    if (option.mandatory && options[key] === undefined) return undefined;
   }
   return { args: operands, options };
+}
+
+/**
+ * Parses the invocation `args` of a subcommand of the group `entry` declares as data
+ * (`declared`), when it is a plain one: the group's name, the subcommand's name right after it,
+ * then what {@linkcode parseCommand} takes. Anything else is undefined: commander parses it.
+ * tests/lib/cli_table_test.ts holds what it returns equal to what commander passes the action.
+ */
+export function parseSubcommand<C>(
+  entry: CommandEntry<C>,
+  args: readonly string[],
+): { subcommand: string; args: string[]; options: Record<string, unknown> } | undefined {
+  if (entry.declared === undefined) return undefined;
+  const at = args.indexOf(entry.name);
+  if (at === -1 || args.slice(0, at).some((a) => a !== "--verbose")) return undefined;
+  const spec = entry.declared.find((s) => s.name === args[at + 1]);
+  if (spec === undefined) return undefined;
+  const parsed = parseCommand({ ...spec, load: entry.load }, [
+    ...args.slice(0, at),
+    ...args.slice(at + 1),
+  ]);
+  return parsed && { subcommand: spec.name, ...parsed };
+}
+
+/**
+ * The subcommand `spec` of the group `entry` as an entry of its own, named by its path
+ * (`"node enroll"`): what {@linkcode commandHelp} renders (its usage and its exit codes).
+ */
+export function subcommandEntry<C>(entry: CommandEntry<C>, spec: CommandSpec): CommandEntry<C> {
+  return { ...spec, name: `${entry.name} ${spec.name}`, load: entry.load };
 }
 
 /** One line of a program's command table. */
@@ -288,6 +340,13 @@ export interface CommandEntry<C> {
   options?: readonly OptionSpec[];
   /** A command declared as data: text its help prints after its options, before exit codes. */
   helpAfter?: string;
+  /**
+   * A command group declared as data: its subcommands (named in `subcommands`, in the same
+   * order). Its module exports their `actions`; lib/cli.ts defines them on commander from
+   * these, and this module parses a plain invocation of one ({@linkcode parseSubcommand}) and
+   * answers its help without commander.
+   */
+  declared?: readonly CommandSpec[];
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */
   load: () => Promise<CommandModule<C>>;
 }
@@ -407,6 +466,8 @@ export function programHelp<C>(
 
 /** Commander's help line of `description` with `term`, terms padded to `termWidth`. */
 function helpItem(term: string, description: string, termWidth: number, width: number): string {
+  // As commander: a term without a description is the term alone.
+  if (description === "") return `  ${term}`;
   const remaining = width - termWidth - 4;
   const text = remaining < 40
     ? description
@@ -425,21 +486,14 @@ export function commandHelp<C>(
   options: { helpWidth?: number } = {},
 ): string {
   const width = options.helpWidth ?? 80;
-  const argumentItems = (entry.arguments ?? []).map((a): [string, string] => [
+  // As commander: the arguments are listed when one of them has a description.
+  const listed = (entry.arguments ?? []).some((a) => a.description !== "");
+  const argumentItems = (listed ? entry.arguments ?? [] : []).map((a): [string, string] => [
     a.name.slice(1, -1),
     a.description,
   ]);
   const optionItems: [string, string][] = [
-    ...(entry.options ?? []).map((o): [string, string] => {
-      // As commander: the default of an option taking a value, then its environment variable.
-      const extra = [
-        ...(o.default !== undefined && o.flags.includes(" <")
-          ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
-          : []),
-        ...(o.env !== undefined ? [`env: ${o.env}`] : []),
-      ];
-      return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
-    }),
+    ...(entry.options ?? []).map(optionItem),
     ["-h, --help", "display help for command"],
   ];
   const termWidth = Math.max(...[...argumentItems, ...optionItems].map(([t]) => t.length));
@@ -461,6 +515,115 @@ export function commandHelp<C>(
   const mine = table.exitCodes.filter((c) => !c.commands || c.commands.includes(entry.name));
   const after = entry.helpAfter !== undefined ? `${entry.helpAfter}\n` : "";
   return `${lines.join("\n")}${after}${exitCodesHelp([...mine, DEFECT_EXIT])}\n`;
+}
+
+/** The help line of an option as commander shows it: its flags, and its description. */
+function optionItem(o: OptionSpec): [string, string] {
+  // As commander: its choices, the default of an option taking a value, its environment variable.
+  const extra = [
+    ...(o.choices ? [`choices: ${o.choices.map((c) => JSON.stringify(c)).join(", ")}`] : []),
+    ...(o.default !== undefined && o.flags.includes(" <")
+      ? [`default: ${o.defaultDescription ?? JSON.stringify(o.default)}`]
+      : []),
+    ...(o.env !== undefined ? [`env: ${o.env}`] : []),
+  ];
+  return [o.flags, extra.length > 0 ? `${o.description} (${extra.join(", ")})` : o.description];
+}
+
+/**
+ * A program without commands (the program is its one command, e.g. `mesh-builder`): what its
+ * help says, and its options declared as data.
+ */
+export interface OptionsProgram {
+  /** The program's name, e.g. `"mesh-builder"`. */
+  name: string;
+  /** Its description, the second paragraph of its help. */
+  description: string;
+  /** The version `--version` prints. */
+  version: string;
+  /** The help of `--version`. */
+  versionHelp: string;
+  /** Its options, in the order help lists them (after `--version`). */
+  options: readonly OptionSpec[];
+  /** Text printed after the program's help, before its exit codes. */
+  helpAfter?: string;
+  /** What each exit code means. */
+  exitCodes: readonly ExitCode[];
+}
+
+/**
+ * The help of a program without commands as commander prints it (usage, description, options
+ * with `--verbose` after the program's own), `helpWidth` columns wide; with `after`, followed by
+ * the text after it and the exit code table. tests/builder/cli_test.ts holds it equal to
+ * commander's own.
+ */
+export function optionsProgramHelp(
+  program: OptionsProgram,
+  options: { helpWidth?: number; after?: boolean } = {},
+): string {
+  const width = options.helpWidth ?? 80;
+  const items: [string, string][] = [
+    ["-V, --version", program.versionHelp],
+    ...program.options.map(optionItem),
+    ["--verbose", VERBOSE_HELP],
+    ["-h, --help", "display help for command"],
+  ];
+  const termWidth = Math.max(...items.map(([t]) => t.length));
+  const lines = [
+    `Usage: ${program.name} [options]`,
+    "",
+    boxWrap(program.description, width),
+    "",
+    "Options:",
+    ...items.map(([term, description]) => helpItem(term, description, termWidth, width)),
+    "",
+  ];
+  let text = lines.join("\n");
+  if (options.after) {
+    if (program.helpAfter) text += `${program.helpAfter}\n`;
+    text += `${exitCodesHelp([...program.exitCodes, DEFECT_EXIT], true)}\n`;
+  }
+  return text;
+}
+
+/**
+ * What a program without commands answers itself: its help (`--help`, `-h`: help on stdout),
+ * `--version` (`-V`), each alone or after `--verbose`; undefined for anything else.
+ */
+export function answerOptionsProgram(
+  program: OptionsProgram,
+  args: readonly string[],
+  stdout: { isTerminal(): boolean } = Deno.stdout,
+): string | undefined {
+  const flags = args.filter((a) => a !== "--verbose");
+  if (flags.length !== 1 || args.length > 2) return undefined;
+  if (flags[0] === "--version" || flags[0] === "-V") return `${program.version}\n`;
+  if (flags[0] === "--help" || flags[0] === "-h") {
+    return optionsProgramHelp(program, { helpWidth: helpWidth(stdout), after: true });
+  }
+  return undefined;
+}
+
+/**
+ * Parses the invocation `args` of a program without commands, when it is a plain one: its
+ * known options only, as {@linkcode parseCommand} takes a command's (no arguments). Anything
+ * else is undefined: commander parses it.
+ */
+export function parseProgramOptions(
+  options: readonly OptionSpec[],
+  args: readonly string[],
+): Record<string, unknown> | undefined {
+  // The program's options are parsed as those of a command named by a string no argument can
+  // hold: argv holds C strings, which end at a NUL.
+  const name = "\0";
+  const parsed = parseCommand({
+    name,
+    summary: "",
+    arguments: [],
+    options,
+    load: () => Promise.reject(new Error("a program's options load no module")),
+  }, [name, ...args]);
+  return parsed?.options;
 }
 
 /** How {@linkcode dispatch} writes and which code misuse exits with. */
@@ -531,6 +694,18 @@ export async function dispatch<C>(
       if (entry?.options && helpAsked && flags.length === 0) {
         checkExitCodes(table);
         options.out(commandHelp(table, entry, { helpWidth: helpWidth(Deno.stdout) }));
+        return 0;
+      }
+      // A subcommand of a group declared as data: `GROUP SUB --help`, `-h`, `GROUP help SUB`.
+      const sub = entry?.declared && flags.length === 0 && rest.length === 3 && args[at] === name
+        ? rest[1] === "help" ? rest[2] : rest[2] === "--help" || rest[2] === "-h" ? rest[1] : ""
+        : undefined;
+      const spec = sub === undefined ? undefined : entry!.declared!.find((s) => s.name === sub);
+      if (spec !== undefined) {
+        checkExitCodes(table);
+        options.out(
+          commandHelp(table, subcommandEntry(entry!, spec), { helpWidth: helpWidth(Deno.stdout) }),
+        );
         return 0;
       }
       if (entry) return await options.run(entry);

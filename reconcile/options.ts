@@ -66,7 +66,7 @@ const IN_CHECKOUT_OPTION: OptionSpec = { flags: IN_CHECKOUT_FLAG, description: I
 
 /** `run`'s options, in the order help lists them. */
 export const RUN_OPTIONS: readonly OptionSpec[] = [
-  { flags: "--registry <file>", description: "the registry (YAML, version 1)", required: true },
+  { flags: "--registry <file>", description: "the registry (YAML, version 1)", mandatory: true },
   { flags: "--json", description: "print the result as JSON" },
   { flags: "--stamp <path>", description: "file refreshed (atomically) only after a clean run" },
   {
@@ -180,7 +180,7 @@ export const WATCH_OPTIONS: readonly OptionSpec[] = [
   {
     flags: "--max-age <duration>",
     description: "a stamp older than this is late (e.g. 45m)",
-    required: true,
+    mandatory: true,
     parse: stampAge("--max-age", 1),
   },
   {

@@ -54,8 +54,14 @@ export const HOST_PERMISSIONS = [
  * generation of 1 MiB (V8 lets its semi-spaces grow to 16 MiB) and V8's memory-saving mode keep
  * the link's heap at about 23 MiB over its interval applies, where by default it grew past 80 MiB
  * with 13 MiB live (bench/README.md, "link_memory_bench.ts"); an apply's CPU time is the same.
+ * V8's optimising compilers (Maglev, TurboFan) are off: a host command runs its code too few
+ * times to pay back compiling it (a no-op apply of 1,100 resources: CPU 0.375 -> 0.310 s), and
+ * their code and working memory were ~7 MiB of the apply's peak RSS and ~11 MiB of the link's
+ * (bench/README.md, "the host's no-op without zod").
  */
-export const HOST_V8_FLAGS = ["--v8-flags=--max-semi-space-size=1,--optimize-for-size"];
+export const HOST_V8_FLAGS = [
+  "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev",
+];
 
 const root = new URL("../", import.meta.url).pathname;
 const native: OneFileArch | undefined = Deno.build.arch === "x86_64"

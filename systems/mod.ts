@@ -74,10 +74,23 @@ export class WrongSystemError extends Error {
  *
  * @throws {WrongSystemError} naming both.
  */
-export async function confirmSystem(
+export function confirmSystem(
   system: System,
   options: { osRelease?: string; androidBuildProp?: string } = {},
 ): Promise<void> {
+  // Synchronous underneath: two small local files, and no thread of the pool taken for them.
+  try {
+    confirmSystemSync(system, options);
+    return Promise.resolve();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function confirmSystemSync(
+  system: System,
+  options: { osRelease?: string; androidBuildProp?: string },
+): void {
   let release: OsRelease | undefined;
   for (
     const path of options.osRelease
@@ -85,14 +98,15 @@ export async function confirmSystem(
       : ["/etc/os-release", "/usr/lib/os-release"]
   ) {
     try {
-      release = parseOsRelease(await Deno.readTextFile(path));
+      release = parseOsRelease(Deno.readTextFileSync(path));
       break;
     } catch { /* next */ }
   }
-  const androidBuildProp = await Deno.stat(options.androidBuildProp ?? "/system/build.prop").then(
-    () => true,
-    () => false,
-  );
+  let androidBuildProp = false;
+  try {
+    Deno.statSync(options.androidBuildProp ?? "/system/build.prop");
+    androidBuildProp = true;
+  } catch { /* not Android */ }
   if (!system.matches(release, { androidBuildProp })) {
     throw new WrongSystemError(system.name, describeMachine(release, androidBuildProp));
   }

@@ -1,26 +1,22 @@
 /**
- * What `mesh-control`'s commands share: their output, exit code and cleanups, the connection
- * options, and the connections themselves (opened on first use, each closed when the command
- * ends). Loaded with the command that runs (control/main.ts dispatches), never for the
+ * What `mesh-control`'s commands share: their output, exit code and cleanups, and the
+ * connections themselves (opened on first use, each closed when the command ends); their
+ * options are declared in control/options.ts. Loaded with the command that runs (control/main.ts dispatches), never for the
  * program's own help. The database and broker clients are loaded only by the commands that use
  * them.
  *
  * @module
  */
 
-import { Option } from "commander";
 import { messageOf } from "../../lib/atomic.ts";
 import { writeAll } from "../../lib/write.ts";
-import { brokerUrls, collectBrokerUrls } from "../../lib/broker_urls.ts";
+import { brokerUrls } from "../../lib/broker_urls.ts";
 import { redactUrl } from "../../lib/url.ts";
 import type { BrokerSession } from "../../lib/amqp.ts";
 import type { ConnectOptions, Sql } from "../db.ts";
+import { Refused } from "../options.ts";
 
-/** Input refused before anything is done (exit 2). */
-export class Refused extends Error {}
-
-/** Throws as this program's refusal (exit 2): for the shared option parsers. */
-export const refuse = (message: string): Error => new Refused(message);
+export { refuse, Refused } from "../options.ts";
 
 /** The connection options a command was given (each also read from the environment). */
 export interface Connections {
@@ -49,26 +45,6 @@ export function controlContext(): ControlContext {
     code: 0,
     cleanups: [],
   };
-}
-
-/** `--database`, or MESH_DATABASE_URL. */
-export function databaseOption(): Option {
-  return new Option("--database <url>", "the inventory database").env("MESH_DATABASE_URL");
-}
-
-/** `--broker`, or MESH_BROKER_URL: one URL a member, repeated or comma-separated. */
-export function brokerOption(): Option {
-  return new Option(
-    "--broker <url>",
-    "the broker (AMQP), with an administrative account; repeat it (or separate URLs with commas) for each member of a cluster",
-  ).env("MESH_BROKER_URL").argParser(collectBrokerUrls);
-}
-
-/** `--broker-api`, or MESH_BROKER_API_URL. */
-export function brokerApiOption(): Option {
-  return new Option("--broker-api <url>", "the broker's management HTTP API").env(
-    "MESH_BROKER_API_URL",
-  );
 }
 
 /**

@@ -4,88 +4,69 @@
  * @module
  */
 
-import type { Command } from "commander";
-import type { CommandEntry } from "../../lib/cli_table.ts";
+import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { redactUrl } from "../../lib/url.ts";
-import { untilSignalled } from "../../lib/cli.ts";
-import {
-  brokerOption,
-  brokers,
-  connect,
-  type Connections,
-  type ControlContext,
-  databaseOption,
-  Refused,
-} from "./context.ts";
+import { untilSignalled } from "../../lib/wait.ts";
+import { brokers, connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
-/** Defines `ingest` on `parent`. */
-export function define(
-  parent: Command,
-  entry: CommandEntry<ControlContext>,
-  ctx: ControlContext,
-): void {
+/** Runs `ingest` (its options: control/options.ts). */
+export const action: CommandAction<ControlContext> = async (ctx, _args, options) => {
+  const opts = options as unknown as Connections & { drain?: boolean };
   const { out, err } = ctx;
   const { database, broker } = connect(ctx);
-  parent.command(entry.name)
-    .description(entry.summary)
-    .option("--drain", "stop once the reports queue is empty")
-    .addOption(databaseOption())
-    .addOption(brokerOption())
-    .action(async (opts: Connections & { drain?: boolean }) => {
-      const sql = await database(opts);
-      const { ingestReports } = await import("../ingest.ts");
-      const total = { ingested: 0, dropped: 0, duplicates: 0 };
-      let startAt = 0;
-      await untilSignalled(async (signal) => {
-        // A member that goes away is left for the next one (the reports it held unacknowledged
-        // are delivered again there; a report recorded already is recorded once).
-        for (let lost = 0;;) {
-          const session = await broker(opts, startAt);
-          const stop = new AbortController();
-          const onAbort = () => stop.abort();
-          signal.addEventListener("abort", onAbort);
-          let closed = false;
-          session.connection.once("close", () => {
-            closed = true;
-            stop.abort();
-          });
-          let result: Awaited<ReturnType<typeof ingestReports>> | undefined;
-          try {
-            result = await ingestReports(sql, session.channel, {
-              drain: opts.drain,
-              signal: stop.signal,
-              onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
-            });
-          } catch (error) {
-            if (!closed && !/closed/i.test(messageOf(error))) throw error;
-          } finally {
-            signal.removeEventListener("abort", onAbort);
-          }
-          if (result !== undefined) {
-            total.ingested += result.ingested;
-            total.dropped += result.dropped.length;
-            total.duplicates += result.duplicates;
-          }
-          if (!closed) break;
-          if (signal.aborted) break;
-          lost++;
-          if (lost > brokers(opts).length) {
-            throw new Refused("The broker closed the connection, on every member in turn");
-          }
-          err(
-            `mesh-control: the broker ${
-              redactUrl(session.url)
-            } closed the connection; going on with the next member\n`,
-          );
-          startAt = session.member + 1;
-          await session.close();
-        }
-        out(
-          `ingested ${total.ingested} report${total.ingested === 1 ? "" : "s"}${
-            total.dropped ? `; dropped ${total.dropped}` : ""
-          }${total.duplicates ? `; ${total.duplicates} delivered again, recorded once` : ""}\n`,
-        );
+  const sql = await database(opts);
+  const { ingestReports } = await import("../ingest.ts");
+  const total = { ingested: 0, dropped: 0, duplicates: 0 };
+  let startAt = 0;
+  await untilSignalled(async (signal) => {
+    // A member that goes away is left for the next one (the reports it held unacknowledged
+    // are delivered again there; a report recorded already is recorded once).
+    for (let lost = 0;;) {
+      const session = await broker(opts, startAt);
+      const stop = new AbortController();
+      const onAbort = () => stop.abort();
+      signal.addEventListener("abort", onAbort);
+      let closed = false;
+      session.connection.once("close", () => {
+        closed = true;
+        stop.abort();
       });
-    });
-}
+      let result: Awaited<ReturnType<typeof ingestReports>> | undefined;
+      try {
+        result = await ingestReports(sql, session.channel, {
+          drain: opts.drain,
+          signal: stop.signal,
+          onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+        });
+      } catch (error) {
+        if (!closed && !/closed/i.test(messageOf(error))) throw error;
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
+      if (result !== undefined) {
+        total.ingested += result.ingested;
+        total.dropped += result.dropped.length;
+        total.duplicates += result.duplicates;
+      }
+      if (!closed) break;
+      if (signal.aborted) break;
+      lost++;
+      if (lost > brokers(opts).length) {
+        throw new Refused("The broker closed the connection, on every member in turn");
+      }
+      err(
+        `mesh-control: the broker ${
+          redactUrl(session.url)
+        } closed the connection; going on with the next member\n`,
+      );
+      startAt = session.member + 1;
+      await session.close();
+    }
+    out(
+      `ingested ${total.ingested} report${total.ingested === 1 ? "" : "s"}${
+        total.dropped ? `; dropped ${total.dropped}` : ""
+      }${total.duplicates ? `; ${total.duplicates} delivered again, recorded once` : ""}\n`,
+    );
+  });
+};

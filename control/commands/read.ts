@@ -1,15 +1,13 @@
 /**
- * What `mesh-control status` and `board` share: their read of the inventory and its options.
+ * What `mesh-control status` and `board` share: their read of the inventory (their options are
+ * declared in control/options.ts).
  *
  * @module
  */
 
-import { type Command, Option } from "commander";
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
-import { durationArgument } from "../../lib/duration.ts";
 import type { Sql } from "../db.ts";
-import { DEFAULT_GRACE_MS } from "../state.ts";
-import { connect, type Connections, type ControlContext, refuse, Refused } from "./context.ts";
+import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
 /**
  * The action of `status` and `board`: one read of the inventory (or its standby), rendered as
@@ -99,29 +97,3 @@ async (
 };
 /** The connections `status` and `board` read on. */
 const READ_CONNECTIONS = 2;
-
-const graceOption = () =>
-  new Option(
-    "--grace <duration>",
-    "silence rule: a node is heard for 2 reconcile intervals plus this after its last report",
-  )
-    .default(DEFAULT_GRACE_MS, "1m")
-    .argParser(durationArgument("--grace", { unit: "s", refuse }));
-/** The options `status` and `board` share: the silence rule and where they read from. */
-export const readOptions = (command: Command): Command =>
-  command
-    .addOption(graceOption())
-    .addOption(
-      new Option(
-        "--database-read <url>",
-        "read from this PostgreSQL hot standby instead (the board says how old its data is)",
-      ).env("MESH_DATABASE_READ_URL"),
-    )
-    .addOption(
-      new Option(
-        "--max-lag <duration>",
-        "with --database-read: a replay lag beyond this is said to make the data stale",
-      )
-        .default(60_000, "60s")
-        .argParser(durationArgument("--max-lag", { unit: "s", refuse })),
-    );

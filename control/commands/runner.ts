@@ -1,15 +1,48 @@
 /**
- * Runs one `mesh-control` command through commander: the side of the command line that
- * control/main.ts loads only when a command runs (the program's help and `--version` never load
- * it). The command's connections are closed when it ends, however it ends.
+ * Runs one `mesh-control` command: the side of the command line that control/main.ts loads only
+ * when a command runs (the program's help and `--version` never load it). A plain invocation of
+ * a command or subcommand the table declares as data (every one of mesh-control's) runs without
+ * commander (lib/cli_table.ts parseCommand, parseSubcommand); anything else through commander
+ * (lib/cli.ts, loaded then), built from the same declarations, so misuse is said as before. The
+ * command's connections are closed when it ends, however it ends.
  *
  * @module
  */
 
-import type { CommandEntry, ProgramTable } from "../../lib/cli_table.ts";
-import { runTable } from "../../lib/cli.ts";
+import {
+  type CommandAction,
+  type CommandEntry,
+  exitCodeOfError,
+  parseCommand,
+  parseSubcommand,
+  type ProgramTable,
+} from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type ControlContext, controlContext, redactSecrets } from "./context.ts";
+
+/**
+ * What `args` run without commander: the action of `entry`'s command (or of the subcommand they
+ * name) with what they give it, when they are a plain invocation; undefined otherwise.
+ */
+async function plainInvocation(
+  entry: CommandEntry<ControlContext> | undefined,
+  args: string[],
+): Promise<
+  | { action: CommandAction<ControlContext>; args: string[]; options: Record<string, unknown> }
+  | undefined
+> {
+  if (entry === undefined || (entry.options === undefined && entry.declared === undefined)) {
+    return undefined;
+  }
+  const module = await entry.load();
+  if (entry.options !== undefined) {
+    const parsed = parseCommand(entry, args);
+    return module.action && parsed && { action: module.action, ...parsed };
+  }
+  const parsed = parseSubcommand(entry, args);
+  const action = parsed && module.actions?.[parsed.subcommand];
+  return action && { action, args: parsed.args, options: parsed.options };
+}
 
 /**
  * Runs `args` with `entry` (every command when not given) of `table` (control/main.ts's, passed
@@ -21,7 +54,25 @@ export async function runControl(
   entry: CommandEntry<ControlContext> | undefined,
 ): Promise<number> {
   const ctx = controlContext();
+  const onError = (error: unknown) => {
+    ctx.err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
+    return 2;
+  };
   try {
+    const plain = await plainInvocation(entry, args);
+    if (plain !== undefined) {
+      try {
+        await plain.action(ctx, plain.args, plain.options);
+        return ctx.code;
+      } catch (error) {
+        return exitCodeOfError(table.name, error, args, {
+          err: ctx.err,
+          onError,
+          redact: redactSecrets,
+        });
+      }
+    }
+    const { runTable } = await import("../../lib/cli.ts");
     return await runTable(table, entry, args, {
       out: ctx.out,
       err: ctx.err,
@@ -29,10 +80,7 @@ export async function runControl(
       code: () => ctx.code,
       usageCode: 2,
       redact: redactSecrets,
-      onError: (error) => {
-        ctx.err(`mesh-control: ${redactSecrets(messageOf(error))}\n`);
-        return 2;
-      },
+      onError,
     });
   } finally {
     for (const cleanup of ctx.cleanups.reverse()) await cleanup().catch(() => {});

@@ -1,24 +1,14 @@
 /**
  * `mesh-control status`: the nodes not doing what they were told, and drift that is an alarm.
+ * Its options are declared in control/options.ts (`STATUS_OPTIONS`).
  *
  * @module
  */
 
-import type { Command } from "commander";
-import type { CommandEntry } from "../../lib/cli_table.ts";
-import { type ControlContext, databaseOption } from "./context.ts";
-import { boardAction, readOptions } from "./read.ts";
+import type { CommandAction } from "../../lib/cli_table.ts";
+import type { ControlContext } from "./context.ts";
+import { boardAction } from "./read.ts";
 
-/** Defines `status` on `parent`. */
-export function define(
-  parent: Command,
-  entry: CommandEntry<ControlContext>,
-  ctx: ControlContext,
-): void {
-  readOptions(
-    parent.command(entry.name)
-      .description(entry.summary)
-      .option("--json", "print as JSON")
-      .addOption(databaseOption()),
-  ).action(boardAction(ctx, "status"));
-}
+/** Runs `status` with its parsed options (keyed as lib/cli_table.ts `optionKey`). */
+export const action: CommandAction<ControlContext> = (ctx, _args, options) =>
+  boardAction(ctx, "status")(options as unknown as Parameters<ReturnType<typeof boardAction>>[0]);

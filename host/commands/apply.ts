@@ -8,7 +8,7 @@ import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf, readRegularFileLimited } from "../../lib/atomic.ts";
 import { resolve } from "../../lib/path.ts";
 import { applyBytes } from "../apply.ts";
-import { MAX_DECLARATION_BYTES } from "../declaration.ts";
+import { MAX_DECLARATION_BYTES } from "../declaration_base.ts";
 import { originOfFile, sourceNameProblem } from "../sources.ts";
 import { VERSION } from "../version.ts";
 import { finish, type HostContext, migration, Refused } from "./context.ts";
@@ -55,6 +55,7 @@ export const action: CommandAction<HostContext> = async (ctx, [file], options) =
     origin: originOfFile(path, opts.source, opts.declarations),
     file: path,
     migration: migration(ctx, opts.stateDir, opts.declarations),
+    blockingLock: true, // one command, nothing else to do while another host holds the lock
     ...(opts.takeFrom !== undefined ? { takeFrom: opts.takeFrom } : {}),
   });
   await finish(ctx, [result], { json: opts.json, stateDir: opts.stateDir });

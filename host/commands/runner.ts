@@ -16,7 +16,7 @@ import {
 import { messageOf } from "../../lib/atomic.ts";
 import { confirmSystem, WrongSystemError } from "../../systems/mod.ts";
 import { BundleError, EmptyBundleError, NoBundleError } from "../bundle.ts";
-import { DeclarationError } from "../declaration.ts";
+import { DeclarationError } from "../declaration_base.ts";
 import { executableIdentity } from "../identity.ts";
 import { StoreError } from "../store.ts";
 import { EXIT_CANNOT_RUN, EXIT_REFUSED, type HostBuild } from "../cli.ts";

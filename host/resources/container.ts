@@ -36,7 +36,8 @@ import type { z } from "zod";
 import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
-import { type Container, declarationDigest } from "../declaration.ts";
+import type { Container } from "../declaration.ts";
+import { declarationDigest } from "../declaration_base.ts";
 
 /** A `container` resource. */
 export type ContainerResource = z.output<typeof Container>;

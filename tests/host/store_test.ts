@@ -113,6 +113,45 @@ Deno.test("one host at a time: a second load of the same state directory waits f
   });
 });
 
+Deno.test("a blocking lock (a one-shot command's) waits for the first too, in another process", async () => {
+  await withDir(async (dir) => {
+    const first = await Store.load(dir, { create: true });
+    const script = `
+      import { Store } from "${new URL("../../host/store.ts", import.meta.url).href}";
+      const store = await Store.load(Deno.args[0], { blockingLock: true });
+      console.log(JSON.stringify(store.entries().map((e) => e.id)));
+      store.release();
+    `;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--config", new URL("../../deno.json", import.meta.url).pathname, script, dir],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const done = child.output();
+    let exited = false;
+    done.then(() => (exited = true), () => (exited = true));
+    await new Promise((r) => setTimeout(r, 1500));
+    assertEquals(exited, false, "the second load must wait for the lock");
+    first.record({
+      source: "local",
+      id: "a",
+      type: "file",
+      subject: "/x",
+      created: true,
+      applied: "t",
+    });
+    await first.save();
+    first.release();
+    const out = await done;
+    assert(out.success, new TextDecoder().decode(out.stderr));
+    assertEquals(
+      new TextDecoder().decode(out.stdout).trim(),
+      '["a"]',
+      "and then sees what the first saved",
+    );
+  });
+});
+
 Deno.test("a new state directory is root's alone, and its new parents can be passed through", async () => {
   await withDir(async (dir) => {
     // As /var/lib/mesh/host on a fresh machine: mesh-reconcile's stamp server (a dynamic user)
@@ -123,5 +162,63 @@ Deno.test("a new state directory is root's alone, and its new parents can be pas
     assertEquals(await mode(`${dir}/var/lib/mesh/host`), 0o700);
     assertEquals(await mode(`${dir}/var/lib/mesh`), 0o755);
     assertEquals(await mode(`${dir}/var/lib`), 0o755);
+  });
+});
+
+Deno.test("a journal line torn by a full disk does not swallow the next intent", async () => {
+  await withDir(async (dir) => {
+    const state = `${dir}/state`;
+    await Deno.mkdir(state);
+    const mount = await new Deno.Command("mount", {
+      args: ["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", state],
+      stderr: "piped",
+    }).output();
+    assert(mount.success, `mount a tmpfs: ${new TextDecoder().decode(mount.stderr)}`);
+    const opened: Store[] = [];
+    try {
+      // Everything but one page is taken: the journal's lines fill it and one is cut short.
+      await Deno.writeFile(`${state}/filler`, new Uint8Array(60 * 1024));
+      const store = await Store.load(state, { create: true, exists });
+      opened.push(store);
+      const long = `${dir}/${"p".repeat(300)}`;
+      let failed = false;
+      for (let i = 0; i < 100 && !failed; i++) {
+        try {
+          store.journal({
+            source: "local",
+            id: `f${i}`,
+            type: "directory",
+            subject: `${long}${i}`,
+          });
+        } catch (error) {
+          assert(error instanceof StoreError, String(error));
+          failed = true;
+        }
+      }
+      assert(failed, "the journal filled the tmpfs");
+      const written = await Deno.readTextFile(`${state}/journal`);
+      assert(!written.endsWith("\n"), "the last line was cut short (the case under test)");
+      // Space comes back (the failed resource's temporaries removed); the next creation is
+      // journaled, made durable and done, then the host is killed before saving.
+      await Deno.remove(`${state}/filler`);
+      await store.intend({
+        source: "local",
+        id: "after",
+        type: "directory",
+        subject: `${dir}/after`,
+      });
+      await Deno.mkdir(`${dir}/after`);
+      store.close();
+      const again = await Store.load(state, { exists });
+      opened.push(again);
+      assertEquals(again.entries().map((e) => [e.id, e.created]), [["after", true]]);
+    } finally {
+      for (const store of opened) {
+        try {
+          store.close();
+        } catch { /* already closed */ }
+      }
+      await new Deno.Command("umount", { args: [state] }).output();
+    }
   });
 });

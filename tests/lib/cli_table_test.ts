@@ -13,10 +13,14 @@ import {
   type CommandAction,
   type CommandEntry,
   commandHelp,
+  commandPaths,
+  type CommandSpec,
   dispatch,
   parseCommand,
+  parseSubcommand,
   programHelp,
   type ProgramTable,
+  subcommandEntry,
 } from "../../lib/cli_table.ts";
 import { hostTable } from "../../host/cli.ts";
 import { CONTROL_TABLE } from "../../control/main.ts";
@@ -158,7 +162,9 @@ async function loadedAtStart(entry: string): Promise<string[]> {
 }
 
 Deno.test("a program's help, --version and bare start load no npm package, node: module or command", async () => {
-  for (const entry of ["host/debian.ts", "control/main.ts", "reconcile/main.ts"]) {
+  for (
+    const entry of ["host/debian.ts", "control/main.ts", "reconcile/main.ts", "builder/main.ts"]
+  ) {
     const loaded = await loadedAtStart(entry);
     assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
     assertEquals(
@@ -340,5 +346,325 @@ Deno.test("a command declared as data: its help is commander's, answered without
       });
       assertEquals([code, out], [0, commander.out], args.join(" "));
     }
+  }
+});
+
+/**
+ * Invocations of mesh-control's commands and subcommands (by path) that the table parses
+ * itself, and those it leaves to commander.
+ */
+const CONTROL_INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][] }> = {
+  migrate: {
+    plain: [["migrate"], ["migrate", "--database", "postgres://a@h/i"], ["--verbose", "migrate"]],
+    misuse: [["migrate", "x"], ["migrate", "--json"], ["migrate", "--database"], ["migrate", "-h"]],
+  },
+  push: {
+    plain: [
+      ["push"],
+      ["push", "n1"],
+      ["push", "--behind", "--dry-run", "--stuck-after", "2h"],
+      ["push", "n1", "--broker", "amqp://a@h,amqp://b@h", "--database=postgres://d"],
+      ["push", "--stuck-after=90s"],
+    ],
+    misuse: [
+      ["push", "a", "b"],
+      ["push", "--stuck-after", "soon"],
+      ["push", "--broker", "amqp://a@h", "--broker", "amqp://b@h"],
+      ["push", "--behind=1"],
+      ["push", "--", "n1"],
+      ["push", "--stuck-after=90"],
+    ],
+  },
+  status: {
+    plain: [
+      ["status"],
+      ["status", "--json"],
+      ["status", "--grace", "2m", "--database", "postgres://x"],
+      ["--verbose", "status", "--database-read=postgres://r", "--max-lag", "5s", "--verbose"],
+      ["status", "--json", "--grace=90s"],
+    ],
+    misuse: [
+      ["status", "x"],
+      ["status", "--grace", "soon"],
+      ["status", "--html", "/tmp/b.html"],
+      ["status", "--json", "--json"],
+      ["status", "--grace"],
+      ["status", "--max-lag", "-1"],
+      ["--json", "status"],
+      ["status", "--grace=90"],
+    ],
+  },
+  board: {
+    plain: [
+      ["board"],
+      ["board", "--html", "/tmp/b.html", "--json"],
+      ["board", "--max-lag=1m", "--database", "d", "--grace", "30s"],
+    ],
+    misuse: [["board", "--grace", "x"], ["board", "x"], ["board", "--html"]],
+  },
+  prune: {
+    plain: [["prune", "--keep", "14d"], ["prune", "--keep=2h", "--dry-run"]],
+    misuse: [["prune"], ["prune", "--keep", "30m"], ["prune", "--dry-run"], ["prune", "14d"]],
+  },
+  ingest: {
+    plain: [["ingest"], ["ingest", "--drain", "--broker", "amqp://a@h,amqp://b@h"]],
+    misuse: [["ingest", "--drain=1"], ["ingest", "--drain", "--drain"]],
+  },
+  "broker setup": {
+    plain: [["broker", "setup"], ["broker", "setup", "--queue-type", "quorum"]],
+    misuse: [
+      ["broker"],
+      ["broker", "setup", "--queue-type", "fast"],
+      ["broker", "help", "setup"],
+      ["broker", "setup", "x"],
+      ["broker", "--verbose", "setup"],
+      ["broker", "sertup"],
+    ],
+  },
+  "broker convert": {
+    plain: [["broker", "convert", "--queue-type=classic", "--broker-api", "http://a"]],
+    misuse: [["broker", "convert"], ["broker", "convert", "--queue-type", "none"]],
+  },
+  "broker check": {
+    plain: [["broker", "check", "--topology"], ["broker", "check"]],
+    misuse: [["broker", "check", "--topology", "--topology"]],
+  },
+  "node enroll": {
+    plain: [
+      ["node", "enroll", "n1", "--system", "debian"],
+      ["--verbose", "node", "enroll", "--episodic", "--system=arch", "n1", "--verbose"],
+      ["node", "enroll", "n1", "--system", "plan9"],
+    ],
+    misuse: [
+      ["node", "enroll", "n1"],
+      ["node", "enroll", "--system", "debian"],
+      ["node", "enrol", "n1", "--system", "debian"],
+      ["node", "enroll", "n1", "--system"],
+    ],
+  },
+  "node assign": {
+    plain: [["node", "assign", "n", "m"]],
+    misuse: [["node", "assign", "n"], ["node", "assign", "n", "m", "x"]],
+  },
+  "node unassign": {
+    plain: [["node", "unassign", "n", "m", "--database", "postgres://d"]],
+    misuse: [["node", "unassign", "--database", "postgres://d"]],
+  },
+  "node kind": {
+    plain: [["node", "kind", "n", "episodic"], ["node", "kind", "n", "laptop"]],
+    misuse: [["node", "kind", "n"]],
+  },
+  "node remove": {
+    plain: [["node", "remove", "n", "--broker-api", "http://a"]],
+    misuse: [["node", "remove"], ["node", "remove", "n", "--system", "debian"]],
+  },
+  "node rotate": {
+    plain: [["node", "rotate", "n"]],
+    misuse: [["node", "rotate", "n", "m"], ["node", "rotate", "-h"]],
+  },
+  "module add": {
+    plain: [["module", "add", "f.json"], ["module", "add", "f.json", "--name", "web"]],
+    misuse: [["module", "add"], ["module", "add", "f.json", "--name"]],
+  },
+  "module build": {
+    plain: [
+      ["module", "build", "m", "--source", "s", "--commit", "c"],
+      [
+        "module",
+        "build",
+        "m",
+        "--timeout",
+        "2s",
+        "--asker",
+        "a",
+        "--store",
+        "r:5000",
+        "--branch",
+        "main",
+        "--source=s",
+        "--commit",
+        "c",
+      ],
+    ],
+    misuse: [
+      ["module", "build", "m", "--source", "s"],
+      ["module", "build", "m", "--source", "s", "--commit", "c", "--timeout", "0.5s"],
+      ["module", "build", "--source", "s", "--commit", "c"],
+    ],
+  },
+  "module list": {
+    plain: [["module", "list"], ["module", "list", "--json"]],
+    misuse: [["module", "list", "x"], ["module", "list", "--json=yes"]],
+  },
+  "module remove": {
+    plain: [["module", "remove", "m"]],
+    misuse: [["module", "remove"]],
+  },
+  "builder issue": {
+    plain: [["builder", "issue", "b1"], ["builder", "issue", "b1", "--broker=amqp://a@h"]],
+    misuse: [["builder", "issue"], ["builder", "issue", "b1", "--broker"]],
+  },
+  "builder revoke": {
+    plain: [["builder", "revoke", "b1", "--broker-api", "http://x"]],
+    misuse: [["builder", "revoke", "b1", "b2"]],
+  },
+};
+
+/** Every command of `table` declared as data, by path, with its own entry (a group's too). */
+function declaredPaths<C>(table: ProgramTable<C>): [string, CommandEntry<C>, CommandSpec][] {
+  return table.commands.flatMap((entry) =>
+    entry.options !== undefined
+      ? [[entry.name, entry, { ...entry, options: entry.options }]]
+      : (entry.declared ?? []).map((spec): [string, CommandEntry<C>, CommandSpec] => [
+        `${entry.name} ${spec.name}`,
+        entry,
+        spec,
+      ])
+  );
+}
+
+/** The path and what a plain invocation gives, as the runner parses it; undefined otherwise. */
+function parseDeclared<C>(entry: CommandEntry<C>, args: string[]) {
+  if (entry.options !== undefined) {
+    const parsed = parseCommand(entry, args);
+    return parsed && { path: entry.name, args: parsed.args, options: parsed.options };
+  }
+  const parsed = parseSubcommand(entry, args);
+  return parsed &&
+    { path: `${entry.name} ${parsed.subcommand}`, args: parsed.args, options: parsed.options };
+}
+
+const CONTROL_CONTEXT = () => ({ out: () => {}, err: () => {}, code: 0, cleanups: [] });
+// deno-lint-ignore no-explicit-any
+const CONTROL: ProgramTable<any> = CONTROL_TABLE;
+
+Deno.test("mesh-control: every command and subcommand is declared as data, with its action", async () => {
+  const paths = declaredPaths(CONTROL_TABLE);
+  assertEquals(paths.map(([p]) => p), commandPaths(CONTROL_TABLE));
+  assertEquals(paths.map(([p]) => p).sort(), Object.keys(CONTROL_INVOCATIONS).sort());
+  for (const entry of CONTROL_TABLE.commands) {
+    const module = await entry.load();
+    if (entry.options) assert(module.action !== undefined, entry.name);
+    else {
+      assertEquals(Object.keys(module.actions ?? {}), [...entry.subcommands ?? []], entry.name);
+      assertEquals(entry.declared?.map((s) => s.name), [...entry.subcommands ?? []], entry.name);
+    }
+  }
+});
+
+Deno.test("mesh-control: a plain invocation of every command is parsed as commander does", async () => {
+  const env = [
+    ...new Set(
+      declaredPaths(CONTROL_TABLE).flatMap(([, , spec]) =>
+        spec.options.flatMap((o) => o.env ? [o.env] : [])
+      ),
+    ),
+  ];
+  const saved = env.map((name) => [name, Deno.env.get(name)] as const);
+  try {
+    for (const value of [undefined, "amqp://e@h,amqp://f@h"]) {
+      for (const name of env) {
+        if (value === undefined) Deno.env.delete(name);
+        else Deno.env.set(name, value);
+      }
+      for (const [path, group] of declaredPaths(CONTROL_TABLE)) {
+        let seen: { path: string; args: string[]; options: Record<string, unknown> } | undefined;
+        const recording = (name: string): CommandAction<unknown> => (_ctx, args, options) => {
+          seen = { path: name, args, options };
+          return Promise.resolve();
+        };
+        // The command's module, its actions recording what commander gives them.
+        const entry: CommandEntry<unknown> = {
+          ...group,
+          load: () =>
+            Promise.resolve(
+              group.options ? { action: recording(group.name) } : {
+                actions: Object.fromEntries(
+                  (group.declared ?? []).map((s) => [s.name, recording(`${group.name} ${s.name}`)]),
+                ),
+              },
+            ),
+        };
+        const { plain, misuse } = CONTROL_INVOCATIONS[path]!;
+        for (const args of [...plain, ...misuse]) {
+          const said = `${args.join(" ")} (env ${value})`;
+          const parsed = parseDeclared(group, args);
+          assertEquals(parsed !== undefined, plain.includes(args), said);
+          if (parsed === undefined) continue;
+          assertEquals(parsed.path, path, said);
+          seen = undefined;
+          let err = "";
+          const code = await runTable(CONTROL, entry, args, {
+            out: () => {},
+            err: (s) => err += s,
+            context: CONTROL_CONTEXT(),
+            code: () => 0,
+            usageCode: 2,
+            onError: () => 2,
+          });
+          assertEquals([code, err], [0, ""], said);
+          assertEquals(parsed, seen, said);
+        }
+      }
+    }
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) Deno.env.delete(name);
+      else Deno.env.set(name, value);
+    }
+  }
+});
+
+Deno.test("mesh-control: every command's and subcommand's help is commander's, answered without loading it", async () => {
+  for (const [path, group, spec] of declaredPaths(CONTROL_TABLE)) {
+    const words = path.split(" ");
+    const forms = words.length === 1
+      ? [[path, "--help"], [path, "-h"], ["help", path]]
+      : [[...words, "--help"], [...words, "-h"], [words[0]!, "help", words[1]!]];
+    for (const args of forms) {
+      const commander = await commanderSays(CONTROL_TABLE, CONTROL_CONTEXT(), args);
+      assertEquals(commander.code, 0, args.join(" "));
+      const entry = words.length === 1 ? group : subcommandEntry(group, spec);
+      assertEquals(commandHelp(CONTROL_TABLE, entry), commander.out, args.join(" "));
+      let out = "";
+      const code = await dispatch(CONTROL_TABLE, args, {
+        out: (s) => out += s,
+        err: () => {},
+        usageCode: 2,
+        run: () => Promise.reject(new Error("nothing is loaded")),
+      });
+      assertEquals([code, out], [0, commander.out], args.join(" "));
+    }
+  }
+});
+
+Deno.test("mesh-control's commands, their runner and mesh-builder load no commander", async () => {
+  const entries = [
+    ...[
+      "runner",
+      "status",
+      "board",
+      "push",
+      "migrate",
+      "prune",
+      "ingest",
+      "broker",
+      "node",
+      "module",
+      "builder",
+    ].map((c) => `control/commands/${c}.ts`),
+    "builder/main.ts",
+    "builder/serve.ts",
+  ];
+  for (const entry of entries) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
+    assertEquals(loaded.filter((s) => /commander/.test(s)), [], entry);
+  }
+  // status and board, and mesh-builder's own command line, load no node: module either.
+  for (
+    const entry of ["control/commands/status.ts", "control/commands/board.ts", "builder/main.ts"]
+  ) {
+    assertEquals((await loadedAtStart(entry)).filter((s) => /^node:|^npm:/.test(s)), [], entry);
   }
 });

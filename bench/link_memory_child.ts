@@ -1,0 +1,101 @@
+/**
+ * The child of bench/link_memory_bench.ts: the link's loop (`runLink` of host/link.ts) until a
+ * number of reports, sampling its own memory. It loads only what the link loads, so that its
+ * figures are the link's; the bench runs it bundled (`deno bundle`, as the built host runs its
+ * program) unless `--source` is given.
+ *
+ * Run by the bench: `deno run -A [--v8-flags=...] bench/link_memory_child.ts ARGS` (or its
+ * bundle), ARGS being the JSON of `{broker, node, stateDir, applies}`; prints one JSON
+ * {@linkcode Sample} a line on stdout.
+ *
+ * @module
+ */
+
+import { runLink } from "../host/link.ts";
+import { debian } from "../systems/debian.ts";
+
+/** Directories in the bench's declaration. */
+export const DIRS = 100;
+/** Files in each directory. */
+export const FILES_PER_DIR = 10;
+/** How much faster the child's clock runs than the real one (see `child`). */
+export const SPEED = 50;
+
+/** One sample the child prints: after `applies` applies. */
+export interface Sample {
+  applies: number;
+  rssKiB: number;
+  hwmKiB: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  ms: number;
+}
+
+function log(line: string) {
+  console.error(`link_memory_bench: ${line}`);
+}
+
+function status(): { rssKiB: number; hwmKiB: number } {
+  const text = Deno.readTextFileSync("/proc/self/status");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1]);
+  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM") };
+}
+
+/** The child: the link's loop until `applies` reports, sampling its own memory. */
+async function child(
+  args: { broker: string; node: string; stateDir: string; applies: number; every: number },
+) {
+  // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
+  // on a clock that goes `SPEED` times faster, so that its loop (which sleeps 200 ms at most
+  // between looks) applies about five times a second. Only the link's schedule reads Date.now.
+  const realNow = Date.now.bind(Date);
+  const origin = realNow();
+  Date.now = () => origin + (realNow() - origin) * SPEED;
+  const total = DIRS + DIRS * FILES_PER_DIR;
+  const stop = new AbortController();
+  const started = performance.now();
+  let count = 0;
+  let problem: string | undefined;
+  const marks = new Set([1, 2, 10, 50, 100, 200, 500, 1000, 10000, args.applies]);
+  await runLink({
+    system: debian,
+    broker: args.broker,
+    node: args.node,
+    stateDir: args.stateDir,
+    version: "bench",
+    every: 1000,
+    retry: 1000,
+    signal: stop.signal,
+    onNews: (line) => log(`link: ${line}`),
+    onApplied: (report) => {
+      count++;
+      const changed = report.changes.filter((c) => c.change !== "unchanged").length;
+      if (report.outcome !== "applied" || report.applied !== total || report.total !== total) {
+        problem ??= `apply ${count}: ${report.outcome}, ${report.applied} of ${report.total}`;
+      } else if (count > 1 && changed !== 0) {
+        problem ??= `apply ${count} (${report.trigger}) changed ${changed} resources`;
+      }
+      if (problem !== undefined) stop.abort();
+      if (marks.has(count)) {
+        // With --gc: the heap's live size, collected first (else it includes garbage).
+        (globalThis as { gc?: () => void }).gc?.();
+        const m = Deno.memoryUsage();
+        const sample: Sample = {
+          applies: count,
+          ...status(),
+          heapUsed: m.heapUsed,
+          heapTotal: m.heapTotal,
+          external: m.external,
+          ms: Math.round(performance.now() - started),
+        };
+        console.log(JSON.stringify(sample));
+      }
+      if (count >= args.applies) stop.abort();
+    },
+  });
+  if (problem !== undefined) throw new Error(problem);
+}
+
+// `--warm`: loaded (and so compiled and code-cached) only.
+if (import.meta.main && Deno.args[0] !== "--warm") await child(JSON.parse(Deno.args[0]!));

@@ -1,0 +1,325 @@
+/**
+ * What `mesh-control`'s command table declares of its commands: every command's options and
+ * arguments, and each group's subcommands, as data. Kept apart from the commands so that the
+ * table (control/main.ts) can parse a plain invocation and answer a command's help without
+ * loading commander or the command's module (lib/cli_table.ts); misuse still goes to commander,
+ * built from these same declarations (lib/cli.ts).
+ *
+ * This module must stay cheap to load: it is loaded for the program's help.
+ *
+ * @module
+ */
+
+import type { CommandSpec, OptionSpec } from "../lib/cli_table.ts";
+import { durationArgument } from "../lib/duration.ts";
+import { collectBrokerUrls } from "../lib/broker_urls.ts";
+import { DEFAULT_GRACE_MS } from "./state.ts";
+
+/** Input refused before anything is done (exit 2). */
+export class Refused extends Error {}
+
+/** Throws as this program's refusal (exit 2): for the shared option parsers. */
+export const refuse = (message: string): Error => new Refused(message);
+
+/** `--database`, or MESH_DATABASE_URL. */
+export const DATABASE_OPTION: OptionSpec = {
+  flags: "--database <url>",
+  description: "the inventory database",
+  env: "MESH_DATABASE_URL",
+};
+
+/** `--broker`, or MESH_BROKER_URL: one URL a member, repeated or comma-separated. */
+export const BROKER_OPTION: OptionSpec = {
+  flags: "--broker <url>",
+  description:
+    "the broker (AMQP), with an administrative account; repeat it (or separate URLs with commas) for each member of a cluster",
+  env: "MESH_BROKER_URL",
+  parse: (value, previous) => collectBrokerUrls(value, previous as string[] | undefined),
+};
+
+/** `--broker-api`, or MESH_BROKER_API_URL. */
+export const BROKER_API_OPTION: OptionSpec = {
+  flags: "--broker-api <url>",
+  description: "the broker's management HTTP API",
+  env: "MESH_BROKER_API_URL",
+};
+
+/** `--json` of the commands that print a table. */
+const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
+
+/** The options `status` and `board` share after their own: the silence rule and the source. */
+const READ_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--grace <duration>",
+    description:
+      "silence rule: a node is heard for 2 reconcile intervals plus this after its last report",
+    default: DEFAULT_GRACE_MS,
+    defaultDescription: "1m",
+    parse: durationArgument("--grace", { unit: "s", refuse }),
+  },
+  {
+    flags: "--database-read <url>",
+    description:
+      "read from this PostgreSQL hot standby instead (the board says how old its data is)",
+    env: "MESH_DATABASE_READ_URL",
+  },
+  {
+    flags: "--max-lag <duration>",
+    description: "with --database-read: a replay lag beyond this is said to make the data stale",
+    default: 60_000,
+    defaultDescription: "60s",
+    parse: durationArgument("--max-lag", { unit: "s", refuse }),
+  },
+];
+
+/** `status`'s options. */
+export const STATUS_OPTIONS: readonly OptionSpec[] = [
+  JSON_OPTION,
+  DATABASE_OPTION,
+  ...READ_OPTIONS,
+];
+
+/** `board`'s options. */
+export const BOARD_OPTIONS: readonly OptionSpec[] = [
+  JSON_OPTION,
+  {
+    flags: "--html <file>",
+    description: "also write the board as one self-contained HTML page (atomically) to this file",
+  },
+  DATABASE_OPTION,
+  ...READ_OPTIONS,
+];
+
+/** `migrate`'s options. */
+export const MIGRATE_OPTIONS: readonly OptionSpec[] = [DATABASE_OPTION];
+
+/** `push`'s argument. */
+export const PUSH_ARGUMENTS = [{ name: "[node]", description: "the node to push to" }];
+
+/** `push`'s options. */
+export const PUSH_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--behind", description: "push to every node that is behind, each named with why" },
+  {
+    flags: "--stuck-after <duration>",
+    description: "say so of a node failing the same way this long",
+    default: 60 * 60 * 1000,
+    defaultDescription: "1h",
+    parse: durationArgument("--stuck-after", { unit: "s", refuse }),
+  },
+  {
+    flags: "--dry-run",
+    description: "with --behind: say which nodes are behind and why, push nothing",
+  },
+  DATABASE_OPTION,
+  BROKER_OPTION,
+];
+
+/** `prune`'s options. */
+export const PRUNE_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--keep <duration>",
+    description: "keep reports this recent (>= 1h; e.g. 14d)",
+    mandatory: true,
+    parse: durationArgument("--keep", { unit: "d", minMs: 3600_000, min: "1h", refuse }),
+  },
+  { flags: "--dry-run", description: "count what would be deleted, delete nothing" },
+  DATABASE_OPTION,
+];
+
+/** `ingest`'s options. */
+export const INGEST_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--drain", description: "stop once the reports queue is empty" },
+  DATABASE_OPTION,
+  BROKER_OPTION,
+];
+
+/** `--queue-type` of `broker setup` and `broker convert`. */
+const QUEUE_TYPE: OptionSpec = {
+  flags: "--queue-type <type>",
+  description: "classic (one broker) or quorum (replicated over a cluster's members)",
+  choices: ["classic", "quorum"],
+};
+
+/** `broker`'s subcommands. */
+export const BROKER_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "setup",
+    summary: "declare the durable mesh exchange and the shared queues (idempotent)",
+    options: [{ ...QUEUE_TYPE, default: "classic" }, BROKER_OPTION],
+  },
+  {
+    name: "convert",
+    summary:
+      "convert the shared queues and every node queue to another type, moving waiting messages (idempotent; finishes a conversion that stopped)",
+    options: [{ ...QUEUE_TYPE, mandatory: true }, BROKER_OPTION, BROKER_API_OPTION],
+  },
+  {
+    name: "check",
+    summary:
+      "ask the broker whether it works: an authenticated AMQP connection and the management API answering",
+    options: [
+      {
+        flags: "--topology",
+        description: "also find the mesh exchange and the shared queues (declares nothing)",
+      },
+      BROKER_OPTION,
+      BROKER_API_OPTION,
+    ],
+  },
+];
+
+/** A node named as an argument, without a help line. */
+const NODE_ARGUMENT = { name: "<node>", description: "" };
+
+/** `node`'s subcommands. */
+export const NODE_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "enroll",
+    summary:
+      "record a node and create its broker account; prints the node's broker URL with its credential, once",
+    arguments: [{
+      name: "<name>",
+      description: "the node's name (a DNS label: a-z, 0-9, inner -)",
+    }],
+    options: [
+      {
+        flags: "--system <system>",
+        description: "the node's system: arch, alpine, android or debian",
+        mandatory: true,
+      },
+      {
+        flags: "--episodic",
+        description: "the node is episodic (a laptop, a phone): away is no alarm (default: server)",
+      },
+      DATABASE_OPTION,
+      BROKER_OPTION,
+      BROKER_API_OPTION,
+    ],
+  },
+  {
+    name: "assign",
+    summary: "assign a module to a node (rendered after the modules it already runs)",
+    arguments: [NODE_ARGUMENT, { name: "<module>", description: "" }],
+    options: [DATABASE_OPTION],
+  },
+  {
+    name: "unassign",
+    summary: "remove a module from a node (what it declared is removed at the next push)",
+    arguments: [NODE_ARGUMENT, { name: "<module>", description: "" }],
+    options: [DATABASE_OPTION],
+  },
+  {
+    name: "kind",
+    summary:
+      "set what kind of machine a node is: server (silence is an alarm) or episodic (away is no alarm)",
+    arguments: [NODE_ARGUMENT, { name: "<kind>", description: "server or episodic" }],
+    options: [DATABASE_OPTION],
+  },
+  {
+    name: "remove",
+    summary:
+      "remove a node from the mesh: its broker account, open connections and queue, and its rows (a removal record is kept)",
+    arguments: [NODE_ARGUMENT],
+    options: [DATABASE_OPTION, BROKER_OPTION, BROKER_API_OPTION],
+  },
+  {
+    name: "rotate",
+    summary:
+      "give a node a new broker credential, printed once; the old one is refused at once, open connections included",
+    arguments: [NODE_ARGUMENT],
+    options: [DATABASE_OPTION, BROKER_OPTION, BROKER_API_OPTION],
+  },
+];
+
+/** `module`'s subcommands. */
+export const MODULE_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "add",
+    summary:
+      "add or update a module from a declaration fragment (JSON, version 1; origin: handed over)",
+    arguments: [{ name: "<file>", description: "the fragment" }],
+    options: [
+      {
+        flags: "--name <name>",
+        description: "the module's name (default: the file's name without .json)",
+      },
+      DATABASE_OPTION,
+    ],
+  },
+  {
+    name: "build",
+    summary:
+      "ask a builder to build a module from a git source at a commit, wait for the answer, record it",
+    arguments: [{ name: "<name>", description: "the module" }],
+    options: [
+      {
+        flags: "--source <url>",
+        description: "the git source (URL or path the builder can clone)",
+        mandatory: true,
+      },
+      { flags: "--commit <rev>", description: "the commit to build", mandatory: true },
+      {
+        flags: "--branch <branch>",
+        description: "the branch 'behind' is judged against (default: the source's)",
+      },
+      {
+        flags: "--store <address>",
+        description: "the artifact store (OCI registry host[:port]) to publish to",
+        env: "MESH_ARTIFACT_STORE",
+      },
+      {
+        flags: "--asker <name>",
+        description: "this asker's name: its reply queue is mesh.build.reply.NAME",
+        default: "control",
+      },
+      {
+        flags: "--timeout <duration>",
+        description: "how long to wait for the answer (>= 1s)",
+        default: 30 * 60 * 1000,
+        defaultDescription: "30m",
+        parse: durationArgument("--timeout", { unit: "s", minMs: 1000, min: "1s", refuse }),
+      },
+      DATABASE_OPTION,
+      BROKER_OPTION,
+    ],
+  },
+  {
+    name: "list",
+    summary:
+      "the catalogue: each module's version, digest, origin, whether it is behind its source, and the nodes that run it",
+    options: [JSON_OPTION, DATABASE_OPTION],
+  },
+  {
+    name: "remove",
+    summary:
+      "remove a module from the catalogue; refused while any node is assigned it (naming them)",
+    arguments: [{ name: "<name>", description: "the module" }],
+    options: [DATABASE_OPTION],
+  },
+];
+
+/** `builder`'s subcommands. */
+export const BUILDER_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "issue",
+    summary:
+      "create a builder's broker account (reads the build queue, answers on the mesh exchange); prints its URL once",
+    arguments: [
+      {
+        name: "<name>",
+        description: "the builder's name (a DNS label); its account is builder.NAME",
+      },
+    ],
+    options: [BROKER_OPTION, BROKER_API_OPTION],
+  },
+  {
+    name: "revoke",
+    summary:
+      "delete a builder's broker account and close its open connections; a build it had taken returns to the queue for another builder",
+    arguments: [{
+      name: "<name>",
+      description: "the builder's name (its account is builder.NAME)",
+    }],
+    options: [BROKER_OPTION, BROKER_API_OPTION],
+  },
+];

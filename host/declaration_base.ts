@@ -1,0 +1,416 @@
+/**
+ * The half of host/declaration.ts that needs no zod: the limits, the error a refused declaration
+ * is, the reading of its text (size, UTF-8, JSON, repeated keys), the checks across resources,
+ * the rules of each field (patterns and predicates the zod schema is built from), and
+ * {@linkcode parseValid}: a declaration that is valid, read without zod.
+ *
+ * The zod schema of host/declaration.ts stays the one definition of a declaration: its JSON
+ * Schema, and every problem of an invalid declaration with its message and path. `parseValid`
+ * only answers for a declaration that passes every rule; it gives up (undefined) on anything
+ * else, and on every shape it does not know (a container), and the caller then asks the zod
+ * schema, which says what is wrong. What it returns is what the zod schema returns for the same
+ * text (the same values, the keys in the schema's order); tests/host/declaration_fast_test.ts
+ * holds the two equal. `mesh-host apply` of a valid declaration thus loads no zod at all.
+ *
+ * @module
+ */
+
+import type { Declaration, Resource } from "./declaration.ts";
+import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
+
+/** The largest declaration accepted, in bytes (64 MiB). */
+export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
+/** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
+export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
+
+/** A resource id. */
+export const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
+/** A mode in octal digits. */
+export const MODE_PATTERN = /^0?[0-7]{3}$|^[0-7]{4}$/;
+/** An account (owner or group): a name or a numeric id. */
+export const ACCOUNT_PATTERN = /^([a-z_][a-z0-9_-]*\$?|\d+)$/;
+/** A unit or service name. */
+export const UNIT_PATTERN = /^[A-Za-z0-9:_.@\\-]{1,255}$/;
+/** A package name. */
+export const PACKAGE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9+._@-]{0,127}$/;
+/** A container name. */
+export const CONTAINER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+/** The longest path accepted, in UTF-16 code units (as `z.string().max`). */
+export const MAX_PATH_LENGTH = 4096;
+
+/** The length of `s` encoded as UTF-8, without encoding it. */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/**
+ * What is wrong with `p` as an absolute, normalised path (starts with `/`, no `.` or `..`
+ * segment, no empty segment, no trailing `/`, no NUL byte, valid Unicode), or undefined when
+ * nothing is. Its length is checked apart ({@linkcode MAX_PATH_LENGTH}).
+ */
+export function pathProblem(p: string): string | undefined {
+  if (p.includes("\0")) return "Must not contain a NUL byte";
+  if (!p.isWellFormed()) return "Must be valid Unicode (a lone surrogate is no file name)";
+  if (!p.startsWith("/")) return "Must be an absolute path";
+  if (p === "/") return "Must not be the root directory";
+  const segments = p.slice(1).split("/");
+  if (segments.includes("..")) return "Must not contain '..'";
+  if (segments.includes(".") || segments.includes("")) {
+    return "Must be normalised (no '.', '//' or trailing '/')";
+  }
+  return undefined;
+}
+
+/** Whether `s` fits a file's `content`: at most 16 MiB as UTF-8 ({@linkcode MAX_CONTENT_BYTES}). */
+export function contentFits(s: string): boolean {
+  // utf8Length counts at most 4 bytes for each code unit (a lone high surrogate, which the
+  // schema refuses apart, included): a string of at most a quarter of the limit fits uncounted.
+  if (s.length <= MAX_CONTENT_BYTES / 4) return true;
+  return s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES;
+}
+
+/** Whether `s` may be handed to another program: no NUL byte, valid Unicode. */
+export function argFits(s: string): boolean {
+  return !s.includes("\0") && s.isWellFormed();
+}
+
+/** One problem of a refused declaration: where (JSON path, and the resource's id) and what. */
+export interface DeclarationProblem {
+  /** JSON path, e.g. `resources[3].mode`; empty for the whole document. */
+  path: string;
+  /** The id of the resource it belongs to, when it has a readable one. */
+  id?: string;
+  message: string;
+}
+
+/** A declaration refused as a whole; carries every problem. */
+export class DeclarationError extends Error {
+  readonly problems: DeclarationProblem[];
+  constructor(problems: DeclarationProblem[]) {
+    super(
+      `Declaration refused (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n` +
+        problems.map((p) => `  ${p.path || "(document)"}${p.id ? ` [${p.id}]` : ""}: ${p.message}`)
+          .join("\n"),
+    );
+    this.name = "DeclarationError";
+    this.problems = problems;
+  }
+}
+
+/** Options for parsing. */
+export interface ParseOptions {
+  /** Whether `action` resources are allowed. */
+  trusted: boolean;
+}
+
+/** What a resource is about on the machine: a path, a unit, a package, a container, or the action's id. */
+export function subjectOf(resource: Resource): string {
+  switch (resource.type) {
+    case "directory":
+    case "file":
+      return resource.path;
+    case "service":
+      return resource.unit;
+    case "package":
+      return resource.package;
+    case "container":
+      return resource.name;
+    case "action":
+      return resource.id;
+  }
+}
+
+/**
+ * A declaration's text and its JSON data.
+ *
+ * @param input JSON text, or its bytes (which must be valid UTF-8).
+ * @throws {DeclarationError} when it is too large, not UTF-8 or not JSON (one problem).
+ */
+export function readDeclarationText(input: string | Uint8Array): { text: string; data: unknown } {
+  let text: string;
+  if (typeof input === "string") {
+    text = input;
+  } else {
+    if (input.length > MAX_DECLARATION_BYTES) {
+      throw new DeclarationError([{
+        path: "",
+        message: `Declaration is larger than ${MAX_DECLARATION_BYTES} bytes`,
+      }]);
+    }
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(input);
+    } catch {
+      throw new DeclarationError([{ path: "", message: "Declaration is not valid UTF-8" }]);
+    }
+  }
+  if (text.length > MAX_DECLARATION_BYTES) {
+    throw new DeclarationError([{
+      path: "",
+      message: `Declaration is larger than ${MAX_DECLARATION_BYTES} bytes`,
+    }]);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new DeclarationError([{
+      path: "",
+      message: `Declaration is not JSON: ${(error as Error).message}`,
+    }]);
+  }
+  return { text, data };
+}
+
+/**
+ * The keys `text` repeats, as problems: JSON.parse kept only the last of them, so what it read
+ * is not what the text says. `data` is what it read (for the resources' ids).
+ */
+export function repeatedKeyProblems(text: string, data: unknown): DeclarationProblem[] {
+  const resources = (data as { resources?: unknown } | null)?.resources;
+  return duplicateKeys(text).map((d) => {
+    const index = d.path[0] === "resources" && typeof d.path[1] === "number" ? d.path[1] : -1;
+    const raw = Array.isArray(resources) ? resources[index] as { id?: unknown } | null : null;
+    const id = typeof raw?.id === "string" ? raw.id : undefined;
+    return { path: d.at, ...(id ? { id } : {}), message: duplicateKeyMessage(d) };
+  });
+}
+
+/**
+ * The problems across resources, found on the raw data (so they are reported beside the
+ * schema's own): a repeated id, two resources on one subject, an action from untrusted input.
+ */
+export function crossResourceProblems(data: unknown, options: ParseOptions): DeclarationProblem[] {
+  const problems: DeclarationProblem[] = [];
+  const resources = (data as { resources?: unknown } | null)?.resources;
+  if (!Array.isArray(resources)) return problems;
+  const ids = new Map<string, number>();
+  const subjects = new Map<string, number>();
+  resources.forEach((raw, i) => {
+    if (typeof raw !== "object" || raw === null) return;
+    const r = raw as Record<string, unknown>;
+    const id = typeof r.id === "string" ? r.id : undefined;
+    if (id !== undefined) {
+      const first = ids.get(id);
+      if (first !== undefined) {
+        problems.push({
+          path: `resources[${i}].id`,
+          id,
+          message: `Duplicate id: resources[${first}] has it too`,
+        });
+      } else ids.set(id, i);
+    }
+    const subject = rawSubject(r);
+    if (subject !== undefined) {
+      const first = subjects.get(subject.key);
+      if (first !== undefined) {
+        problems.push({
+          path: `resources[${i}].${subject.field}`,
+          ...(id ? { id } : {}),
+          message: `Two resources on one ${subject.what}: resources[${first}] declares ${
+            JSON.stringify(subject.value)
+          } too`,
+        });
+      } else subjects.set(subject.key, i);
+    }
+    if (r.type === "action" && !options.trusted) {
+      problems.push({
+        path: `resources[${i}]`,
+        ...(id ? { id } : {}),
+        message:
+          "An action runs commands and is accepted only from trusted input (parseTrusted: an embedded bundle or a local file), never from the link",
+      });
+    }
+  });
+  return problems;
+}
+
+function rawSubject(
+  r: Record<string, unknown>,
+): { key: string; field: string; what: string; value: string } | undefined {
+  const pick = (field: string, what: string, space: string) =>
+    typeof r[field] === "string"
+      ? { key: `${space}\0${r[field]}`, field, what, value: r[field] as string }
+      : undefined;
+  switch (r.type) {
+    case "directory":
+    case "file":
+      return pick("path", "path", "path");
+    case "service":
+      return pick("unit", "unit", "unit");
+    case "package":
+      return pick("package", "package", "package");
+    case "container":
+      return pick("name", "container name", "container");
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A valid declaration read without zod, or undefined when it is not one or this check does not
+ * know its shape (then the zod schema decides, and says what is wrong): the same values the zod
+ * schema returns, each object's keys in the schema's order.
+ *
+ * @param input JSON text, or its bytes (which must be valid UTF-8).
+ * @throws {DeclarationError} when it is too large, not UTF-8 or not JSON: the one problem the
+ *   zod path would report too.
+ */
+export function parseValid(
+  input: string | Uint8Array,
+  options: ParseOptions,
+): Declaration | undefined {
+  const { text, data } = readDeclarationText(input);
+  return validParsed(text, data, options);
+}
+
+/**
+ * {@linkcode parseValid} of a declaration's text already read: `data` is `JSON.parse(text)`.
+ */
+export function validParsed(
+  text: string,
+  data: unknown,
+  options: ParseOptions,
+): Declaration | undefined {
+  const declaration = validDeclaration(data);
+  if (declaration === undefined) return undefined;
+  if (crossResourceProblems(data, options).length > 0) return undefined;
+  if (duplicateKeys(text).length > 0) return undefined;
+  return declaration;
+}
+
+type Raw = Record<string, unknown>;
+
+function isObject(value: unknown): value is Raw {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Whether every key of `r` is one of `allowed`. */
+function onlyKeys(r: Raw, allowed: readonly string[]): boolean {
+  for (const k of Object.keys(r)) if (!allowed.includes(k)) return false;
+  return true;
+}
+
+/**
+ * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
+ * are already in that order (a declaration as written by a program), else a copy in that order;
+ * undefined when it has another key.
+ */
+function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
+  let last = -1;
+  let ordered = true;
+  for (const k of Object.keys(r)) {
+    const at = keys.indexOf(k);
+    if (at === -1) return undefined;
+    if (at < last) ordered = false;
+    last = at;
+  }
+  return ordered ? r : pick(r, keys);
+}
+
+function isString(value: unknown, pattern: RegExp): value is string {
+  return typeof value === "string" && pattern.test(value);
+}
+
+/** An optional field: absent, or present and valid. */
+function optional(r: Raw, key: string, valid: (value: unknown) => boolean): boolean {
+  return !(key in r) || valid(r[key]);
+}
+
+function isPath(value: unknown): value is string {
+  return typeof value === "string" && value.length <= MAX_PATH_LENGTH &&
+    pathProblem(value) === undefined;
+}
+
+function isArgv(value: unknown): value is string[] {
+  return Array.isArray(value) && value.length >= 1 &&
+    value.every((a) => typeof a === "string" && argFits(a));
+}
+
+const account = (value: unknown) => isString(value, ACCOUNT_PATTERN);
+
+const DIRECTORY_KEYS = ["id", "type", "path", "mode", "owner", "group"];
+const FILE_KEYS = ["id", "type", "path", "content", "mode", "owner", "group"];
+const SERVICE_KEYS = ["id", "type", "unit", "state", "boot"];
+const PACKAGE_KEYS = ["id", "type", "package"];
+const ACTION_KEYS = ["id", "type", "command", "verify", "in"];
+
+/** `r`'s `keys` that it has, in that order (the zod schema's output). */
+function pick(r: Raw, keys: readonly string[]): Raw {
+  const out: Raw = {};
+  for (const k of keys) if (k in r) out[k] = r[k];
+  return out;
+}
+
+function validResource(raw: unknown): Resource | undefined {
+  if (!isObject(raw) || !isString(raw.id, ID_PATTERN)) return undefined;
+  switch (raw.type) {
+    case "directory":
+      return isPath(raw.path) && isString(raw.mode, MODE_PATTERN) &&
+          optional(raw, "owner", account) && optional(raw, "group", account)
+        ? shaped(raw, DIRECTORY_KEYS) as Resource | undefined
+        : undefined;
+    case "file":
+      return isPath(raw.path) && typeof raw.content === "string" &&
+          raw.content.isWellFormed() && contentFits(raw.content) &&
+          isString(raw.mode, MODE_PATTERN) && optional(raw, "owner", account) &&
+          optional(raw, "group", account)
+        ? shaped(raw, FILE_KEYS) as Resource | undefined
+        : undefined;
+    case "service":
+      return isString(raw.unit, UNIT_PATTERN) &&
+          (raw.state === "running" || raw.state === "stopped") &&
+          optional(raw, "boot", (b) => b === "enabled" || b === "disabled")
+        ? shaped(raw, SERVICE_KEYS) as Resource | undefined
+        : undefined;
+    case "package":
+      return isString(raw.package, PACKAGE_PATTERN)
+        ? shaped(raw, PACKAGE_KEYS) as Resource | undefined
+        : undefined;
+    case "action":
+      if (
+        !onlyKeys(raw, ACTION_KEYS) || !isArgv(raw.command) || !isArgv(raw.verify) ||
+        !optional(raw, "in", (n) => isString(n, CONTAINER_NAME_PATTERN))
+      ) return undefined;
+      return {
+        ...pick(raw, ACTION_KEYS),
+        command: [...raw.command],
+        verify: [...raw.verify],
+      } as Resource;
+    default:
+      return undefined; // a container, or no type this check knows: the zod schema decides
+  }
+}
+
+function validDeclaration(data: unknown): Declaration | undefined {
+  if (!isObject(data) || !onlyKeys(data, ["version", "resources"]) || data.version !== 1) {
+    return undefined;
+  }
+  const raw = data.resources;
+  if (!Array.isArray(raw)) return undefined;
+  const resources: Resource[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const r = validResource(raw[i]);
+    if (r === undefined) return undefined;
+    resources[i] = r;
+  }
+  return { version: 1, resources };
+}
+
+/** The sha256 digest of a declaration's bytes, as `sha256:<hex>`. */
+export async function declarationDigest(input: string | Uint8Array): Promise<string> {
+  const bytes = typeof input === "string" ? new TextEncoder().encode(input) : input;
+  const hash = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
+  return `sha256:${Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}

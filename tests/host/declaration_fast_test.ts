@@ -1,0 +1,378 @@
+/**
+ * The reads of a valid declaration and a valid store without zod (host/declaration_base.ts
+ * `parseValid`, host/store.ts `validStoreFile`) held equal to their zod schemas: whatever the
+ * fast read accepts, the schema accepts too and returns the same values with the keys in the same
+ * order; and what it gives up on is left to the schema. Seeded mutations of valid documents (every
+ * field broken each way a rule can be broken, keys reordered, added, removed) cover the near
+ * misses. And `mesh-host apply` of a valid declaration loads no zod, neither at start nor while
+ * it applies.
+ */
+
+import { assert, assertEquals } from "../support/assert.ts";
+import { DeclarationError, validate } from "../../host/declaration.ts";
+import { parseValid, repeatedKeyProblems } from "../../host/declaration_base.ts";
+import { validStoreFile } from "../../host/store.ts";
+import { StoreFile } from "../../host/store_schema.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const DIGEST = "sha256:" + "a".repeat(64);
+
+/** A small seeded PRNG (mulberry32), so a failure can be replayed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
+    chance: (p: number) => next() < p,
+  };
+}
+
+type Rng = ReturnType<typeof rng>;
+type Obj = Record<string, unknown>;
+
+function resource(r: Rng, i: number): Obj {
+  const id = `r${i}`;
+  const path = `/srv/t/${i}`;
+  const account = () => r.pick(["root", "0", "www-data", "_svc$", "1000"]);
+  const extra = (o: Obj, key: string, value: () => unknown) => {
+    if (r.chance(0.5)) o[key] = value();
+    return o;
+  };
+  switch (r.int(6)) {
+    case 0:
+      return extra(
+        extra(
+          { id, type: "directory", path, mode: r.pick(["0755", "755", "2775"]) },
+          "owner",
+          account,
+        ),
+        "group",
+        account,
+      );
+    case 1:
+      return extra(
+        extra(
+          {
+            id,
+            type: "file",
+            path,
+            content: r.pick(["", "x=1\n", "é ✓ 😀\n", "a\u0000b"]),
+            mode: "0644",
+          },
+          "owner",
+          account,
+        ),
+        "group",
+        account,
+      );
+    case 2:
+      return extra(
+        { id, type: "service", unit: `u${i}.service`, state: r.pick(["running", "stopped"]) },
+        "boot",
+        () => r.pick(["enabled", "disabled"]),
+      );
+    case 3:
+      return { id, type: "package", package: `p${i}+x` };
+    case 4:
+      return extra(
+        { id, type: "action", command: ["sh", "-c", "true"], verify: [r.pick(["true", "é"])] },
+        "in",
+        () => "web",
+      );
+    default:
+      return { id, type: "container", name: `c${i}`, image: `img@${DIGEST}` };
+  }
+}
+
+/** Values that break a field each way a rule can be broken. */
+const BAD_VALUES: unknown[] = [
+  null,
+  0,
+  1,
+  644,
+  true,
+  [],
+  {},
+  ["x"],
+  "",
+  " ",
+  "x",
+  "0644 ",
+  "8888",
+  "00644",
+  "relative/path",
+  "/",
+  "/a/../b",
+  "/a/./b",
+  "/a//b",
+  "/a/",
+  "/a\u0000b",
+  "/a\ud800b",
+  "a\ud800",
+  "/" + "x".repeat(4096),
+  "/" + "x".repeat(4095),
+  "Root",
+  "a b",
+  "x".repeat(201),
+  "running ",
+  "enabled",
+  "stopped",
+  "directory",
+  "file",
+  "action",
+  "container",
+];
+
+/** One mutation of a valid declaration (it may still be valid). */
+function mutate(r: Rng, d: { version: unknown; resources: Obj[] } & Obj): void {
+  const resources = (Array.isArray(d.resources) ? d.resources : []).filter((x) =>
+    typeof x === "object" && x !== null && !Array.isArray(x)
+  );
+  const target = resources.length > 0 && r.chance(0.9) ? r.pick(resources) : d as Obj;
+  const keys = Object.keys(target);
+  switch (r.int(7)) {
+    case 0: // a field's value broken
+      if (keys.length > 0) target[r.pick(keys)] = r.pick(BAD_VALUES);
+      break;
+    case 1: // a field removed
+      if (keys.length > 0) delete target[r.pick(keys)];
+      break;
+    case 2: // a field added, known to another type or unknown (an own "__proto__" too)
+      Object.defineProperty(
+        target,
+        r.pick(["owner", "group", "boot", "in", "content", "unit", "x", "__proto__"]),
+        {
+          value: r.pick(["root", "enabled", "web", "x", 1]),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        },
+      );
+      break;
+    case 3: { // keys in another order: still valid, the output in the schema's order
+      const entries = Object.entries(target).reverse();
+      for (const k of keys) delete target[k];
+      for (const [k, v] of entries) target[k] = v;
+      break;
+    }
+    case 4: // the type changed
+      if ("type" in target) target.type = r.pick(["directory", "file", "service", "x"]);
+      break;
+    case 5: // an id or a subject repeated
+      if (resources.length > 1) {
+        const [a, b] = [r.pick(resources), r.pick(resources)];
+        const k = r.pick(["id", "path", "unit", "package"]);
+        if (k in a! && k in b!) b![k] = a![k];
+      }
+      break;
+    default: // an argv broken
+      if (Array.isArray(target.command)) target.command = r.pick([[], [1], ["a\u0000"], "sh"]);
+  }
+}
+
+/** What the schema says of `text`: the declaration, or undefined when it refuses it. */
+function bySchema(text: string, trusted: boolean): unknown {
+  const data = JSON.parse(text);
+  if (repeatedKeyProblems(text, data).length > 0) return undefined;
+  try {
+    return validate(data, { trusted });
+  } catch (error) {
+    if (error instanceof DeclarationError) return undefined;
+    throw error;
+  }
+}
+
+Deno.test("a declaration read without zod is the schema's own: same values, same key order", () => {
+  const seed = Number(Deno.env.get("MESH_FUZZ_SEED") ?? 16);
+  const r = rng(seed);
+  let fast = 0;
+  let accepted = 0;
+  for (let n = 0; n < 4000; n++) {
+    const d = { version: 1, resources: Array.from({ length: r.int(5) }, (_, i) => resource(r, i)) };
+    const mutations = n % 4 === 0 ? 0 : 1 + r.int(2);
+    for (let m = 0; m < mutations; m++) mutate(r, d as never);
+    let text = JSON.stringify(d);
+    if (n % 50 === 1) text = text.replace('"version":1', '"version":1,"version":1');
+    for (const trusted of [true, false]) {
+      const got = parseValid(text, { trusted });
+      const want = bySchema(text, trusted);
+      if (want !== undefined) accepted++;
+      if (got === undefined) continue;
+      fast++;
+      const where = `seed ${seed}, input ${n}, trusted ${trusted}: ${text}`;
+      assert(want !== undefined, `accepted without zod, refused by the schema: ${where}`);
+      assertEquals(JSON.stringify(got), JSON.stringify(want), where);
+    }
+  }
+  // The fast read is used: most valid inputs (all but those holding a container) take it.
+  assert(fast > accepted / 3, `fast ${fast} of ${accepted} accepted`);
+});
+
+Deno.test("every field of every type, set to each value that breaks a rule: the schema's answer", () => {
+  const valid: Obj[] = [
+    { id: "etc", type: "directory", path: "/etc/app", mode: "0755", owner: "root", group: "0" },
+    { id: "conf", type: "file", path: "/etc/app/c", content: "x", mode: "0644", owner: "1" },
+    { id: "svc", type: "service", unit: "app.service", state: "running", boot: "enabled" },
+    { id: "pkg", type: "package", package: "curl" },
+    { id: "init", type: "action", command: ["sh"], verify: ["true"], in: "web" },
+  ];
+  let checked = 0;
+  for (const base of valid) {
+    for (const key of [...Object.keys(base), "x"]) {
+      for (const value of BAD_VALUES) {
+        const text = JSON.stringify({ version: 1, resources: [{ ...base, [key]: value }] });
+        for (const trusted of [true, false]) {
+          const got = parseValid(text, { trusted });
+          const want = bySchema(text, trusted);
+          if (got !== undefined) {
+            assert(want !== undefined, `accepted without zod, refused by the schema: ${text}`);
+            assertEquals(JSON.stringify(got), JSON.stringify(want), text);
+          }
+          checked++;
+        }
+      }
+    }
+  }
+  assert(checked > 1000);
+});
+
+Deno.test("a valid declaration of every type but container is read without zod", () => {
+  const d = {
+    version: 1,
+    resources: [
+      { mode: "0755", path: "/etc/app", type: "directory", id: "etc", group: "0", owner: "root" },
+      { id: "conf", type: "file", path: "/etc/app/app.conf", content: "x=1\n", mode: "0644" },
+      { id: "svc", type: "service", unit: "app.service", state: "running", boot: "enabled" },
+      { id: "pkg", type: "package", package: "curl" },
+      { id: "init", type: "action", command: ["sh", "-c", "true"], verify: ["true"], in: "web" },
+    ],
+  };
+  const text = JSON.stringify(d);
+  const got = parseValid(text, { trusted: true });
+  assertEquals(JSON.stringify(got), JSON.stringify(bySchema(text, true)));
+  assertEquals(Object.keys(got!.resources[0]!), ["id", "type", "path", "mode", "owner", "group"]);
+  assertEquals(parseValid(text, { trusted: false }), undefined); // an action: the schema says why
+  const container = { id: "web", type: "container", name: "web", image: `web@${DIGEST}` };
+  assertEquals(
+    parseValid(JSON.stringify({ version: 1, resources: [container] }), { trusted: true }),
+    undefined,
+  );
+});
+
+function storeEntry(r: Rng, i: number): Obj {
+  const e: Obj = {
+    source: r.pick(["local", "bundle", "web.1"]),
+    id: `r${i}`,
+    type: r.pick(["directory", "file", "service", "package", "container", "action"]),
+    subject: `/srv/${i}`,
+    created: r.chance(0.5),
+    applied: "2026-12-01T00:00:00.000Z",
+  };
+  if (r.chance(0.3)) {
+    e.original = r.chance(0.5)
+      ? { kind: "file", mode: 420, uid: 0, gid: 0, copy: `originals/${i}` }
+      : { kind: "directory", mode: 493, uid: 1000, gid: 1000 };
+  }
+  return e;
+}
+
+Deno.test("a store read without zod is the schema's own: same values, same key order", () => {
+  const r = rng(Number(Deno.env.get("MESH_FUZZ_SEED") ?? 16));
+  const bad: unknown[] = [...BAD_VALUES, -1, 1.5, 2 ** 60, "sha256:x", "link"];
+  let fast = 0;
+  for (let n = 0; n < 3000; n++) {
+    const sources: Obj = {};
+    for (const name of ["local", "bundle", "web.1"]) {
+      if (r.chance(0.6)) {
+        sources[name] = {
+          origin: r.pick(["bundle", "link", "declarations", "command"]),
+          declaration: DIGEST,
+          applied: "2026-12-01T00:00:00.000Z",
+          ...(r.chance(0.5) ? { file: `/etc/mesh/declarations/${name}.json` } : {}),
+        };
+      }
+    }
+    const data: Obj = {
+      version: 2,
+      sources,
+      resources: Array.from({ length: r.int(4) }, (_, i) => storeEntry(r, i)),
+    };
+    if (n % 3 !== 0) {
+      const objects: Obj[] = [data, ...Object.values(sources) as Obj[], ...data.resources as Obj[]];
+      for (const e of data.resources as Obj[]) if (e.original) objects.push(e.original as Obj);
+      const target = r.pick(objects);
+      const keys = Object.keys(target);
+      const what = r.int(5);
+      if (what === 0 && keys.length > 0) target[r.pick(keys)] = r.pick(bad);
+      else if (what === 1 && keys.length > 0) delete target[r.pick(keys)];
+      else if (what === 2) target[r.pick(["x", "file", "original", "copy", "Bad name"])] = "x";
+      else if (what === 3) {
+        const entries = Object.entries(target).reverse();
+        for (const k of keys) delete target[k];
+        for (const [k, v] of entries) target[k] = v;
+      } else sources[r.pick(["", "-x", "a".repeat(65), "ok"])] = r.pick([sources.local, {}]);
+    }
+    const parsed = JSON.parse(JSON.stringify(data));
+    const got = validStoreFile(parsed);
+    const want = StoreFile.safeParse(parsed);
+    if (got === undefined) continue;
+    fast++;
+    const where = `input ${n}: ${JSON.stringify(data)}`;
+    assert(want.success, `accepted without zod, refused by the schema: ${where}`);
+    assertEquals(JSON.stringify(got), JSON.stringify(want.data), where);
+  }
+  assert(fast > 1000, `fast ${fast}`);
+});
+
+Deno.test("mesh-host apply of a valid declaration loads no zod; an invalid one does", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `
+      import { applyBytes } from "${ROOT}host/apply.ts";
+      import { debian } from "${ROOT}systems/debian.ts";
+      const [text, stateDir] = Deno.args;
+      const result = await applyBytes(new TextEncoder().encode(text), {
+        system: debian, stateDir, version: "test", trusted: true,
+      });
+      console.log(JSON.stringify({ outcome: result.outcome, zod: "__zod_globalConfig" in globalThis }));
+    `;
+    await Deno.writeTextFile(`${dir}/run.ts`, script);
+    const run = async (declaration: unknown) => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--config",
+          `${ROOT}deno.json`,
+          `${dir}/run.ts`,
+          JSON.stringify(declaration),
+          `${dir}/state`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert(out.success, new TextDecoder().decode(out.stderr));
+      return JSON.parse(new TextDecoder().decode(out.stdout));
+    };
+    const valid = {
+      version: 1,
+      resources: [
+        { id: "d", type: "directory", path: `${dir}/tree`, mode: "0755" },
+        { id: "f", type: "file", path: `${dir}/tree/f`, content: "x\n", mode: "0644" },
+      ],
+    };
+    assertEquals(await run(valid), { outcome: "applied", zod: false }); // creates, and the store
+    assertEquals(await run(valid), { outcome: "applied", zod: false }); // reads the store: a no-op
+    const invalid = { version: 1, resources: [{ ...valid.resources[0], mode: 644 }] };
+    assertEquals(await run(invalid), { outcome: "refused", zod: true });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
