@@ -26,7 +26,7 @@ import { hostTable } from "../../host/cli.ts";
 import { CONTROL_TABLE } from "../../control/main.ts";
 import { RECONCILE_TABLE } from "../../reconcile/main.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { ROOT } from "../support/mod.ts";
+import { loadedAtStart } from "../support/module_graph.ts";
 
 // deno-lint-ignore no-explicit-any
 const TABLES: [string, ProgramTable<any>, () => unknown][] = [
@@ -130,36 +130,6 @@ Deno.test("an unknown command is misuse said by commander, with every command kn
     assertStringIncludes(r.err, "unknown command 'aply'");
   }
 });
-
-/** The modules `entry` loads before it runs anything: its static imports, not the dynamic ones. */
-async function loadedAtStart(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", `${ROOT}${entry}`],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert(out.success, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    roots: string[];
-    modules: {
-      specifier: string;
-      dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
-    }[];
-  };
-  const bySpecifier = new Map(info.modules.map((m) => [m.specifier, m]));
-  const seen = new Set<string>();
-  const visit = (specifier: string) => {
-    if (seen.has(specifier)) return;
-    seen.add(specifier);
-    for (const d of bySpecifier.get(specifier)?.dependencies ?? []) {
-      // A type-only import has no `code`; a dynamic one is loaded when it runs.
-      if (d.code?.specifier !== undefined && !d.isDynamic) visit(d.code.specifier);
-    }
-  };
-  visit(info.roots[0]!);
-  return [...seen];
-}
 
 Deno.test("a program's help, --version and bare start load no npm package, node: module or command", async () => {
   for (

@@ -22,6 +22,7 @@ import { RECONCILE_TABLE } from "../../reconcile/main.ts";
 import type { ReconcileContext } from "../../reconcile/commands/context.ts";
 import { assert, assertEquals } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
+import { loadedAtStart } from "../support/module_graph.ts";
 
 const TABLE: ProgramTable<ReconcileContext> = RECONCILE_TABLE;
 
@@ -318,35 +319,6 @@ Deno.test("reconcile: misuse of a declared command is said by commander, as befo
     assertEquals([r.code, r.err], [2, said], args.join(" "));
   }
 });
-
-/** The modules `entry` loads before it runs anything: its static imports, not the dynamic ones. */
-async function loadedAtStart(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", `${ROOT}${entry}`],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert(out.success, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    roots: string[];
-    modules: {
-      specifier: string;
-      dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
-    }[];
-  };
-  const bySpecifier = new Map(info.modules.map((m) => [m.specifier, m]));
-  const seen = new Set<string>();
-  const visit = (specifier: string) => {
-    if (seen.has(specifier)) return;
-    seen.add(specifier);
-    for (const d of bySpecifier.get(specifier)?.dependencies ?? []) {
-      if (d.code?.specifier !== undefined && !d.isDynamic) visit(d.code.specifier);
-    }
-  };
-  visit(info.roots[0]!);
-  return [...seen];
-}
 
 Deno.test("reconcile run, check-registry and their runner load no commander, no yaml package, no node: module", async () => {
   for (
