@@ -376,3 +376,61 @@ Deno.test("mesh-host apply of a valid declaration loads no zod; an invalid one d
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** What zod makes of a declaration's text: its value as JSON, or the refusal. */
+function zodDeclaration(text: string): string {
+  try {
+    return JSON.stringify(validate(JSON.parse(text), { trusted: true }));
+  } catch (error) {
+    return `refused: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+Deno.test("fixed edge cases: the fast read gives up or returns zod's value (prototype names, numbers, nulls, order)", () => {
+  const d = (resources: string) => `{"version":1,"resources":[${resources}]}`;
+  const declarations = [
+    d(`{"id":"a","type":"directory","path":"/a","mode":"0755","owner":"_svc$"}`),
+    d(`{"type":"directory","id":"a","path":"/a","mode":"0755"}`),
+    d(`{"id":"a","type":"action","command":[""],"verify":["x"],"in":"c"}`),
+    d(`{"id":"a","type":"file","path":"/a","mode":"0644","content":"\\ud800"}`),
+    `{"resources":[],"version":1}`,
+    `{"version":1.0,"resources":[]}`,
+    d(`{"id":"a","type":"service","unit":"x","state":"running","boot":null}`),
+    d(`{"id":"__proto__","type":"package","package":"x"}`),
+    d(`{"id":"constructor","type":"package","package":"toString"}`),
+    d(`{"id":"a","type":"file","path":"/a/\\u0000","mode":"0644","content":""}`),
+  ];
+  for (const text of declarations) {
+    const fast = parseValid(text, { trusted: true });
+    if (fast !== undefined) assertEquals(JSON.stringify(fast), zodDeclaration(text), text);
+  }
+  const original = (o: string) =>
+    `{"version":2,"sources":{"local":{"origin":"command","declaration":"d","applied":"t"}},` +
+    `"resources":[{"source":"local","id":"a","type":"file","subject":"/a","created":false,` +
+    `"applied":"t","original":${o}}]}`;
+  const stores = [
+    original(`{"kind":"directory","mode":9007199254740992,"uid":0,"gid":0}`),
+    original(`{"kind":"directory","mode":9007199254740991,"uid":-0,"gid":0}`),
+    original(`{"kind":"directory","mode":1e400,"uid":0,"gid":0}`),
+    original(`{"gid":0,"kind":"file","mode":1,"uid":0,"copy":""}`),
+    `{"version":2,"sources":{"constructor":{"origin":"command","declaration":"d","applied":"t"},` +
+    `"toString":{"applied":"t","origin":"link","declaration":"d","file":"f"}},"resources":[]}`,
+    `{"version":2,"sources":{"10":{"origin":"command","declaration":"d","applied":"t"},` +
+    `"2":{"origin":"link","declaration":"d","applied":"t"}},"resources":[]}`,
+    `{"version":2,"sources":{"a":{"origin":"command","declaration":"d","applied":"t","file":null}},"resources":[]}`,
+    `{"version":2,"sources":{"__proto__":{"origin":"command","declaration":"d","applied":"t"}},"resources":[]}`,
+    `{"version":2,"sources":[],"resources":[]}`,
+  ];
+  for (const text of stores) {
+    const fast = validStoreFile(JSON.parse(text));
+    const zod = StoreFile.safeParse(JSON.parse(text));
+    if (fast === undefined) continue;
+    assert(zod.success, `the fast read accepted what zod refuses: ${text}`);
+    assertEquals(JSON.stringify(fast), JSON.stringify(zod.data), text);
+    assertEquals(Object.getPrototypeOf(fast.sources), Object.getPrototypeOf(zod.data.sources));
+    const [fastEntry, zodEntry] = [fast.resources[0], zod.data.resources[0]];
+    if (fastEntry?.original && zodEntry?.original) {
+      assert(Object.is(fastEntry.original.uid, zodEntry.original.uid), `-0 kept alike: ${text}`);
+    }
+  }
+});
