@@ -11,13 +11,13 @@ export {
   type Entry,
   type EntryKind,
   formatProblem,
-  loadRegistry,
   parseRegistry,
   Registry,
   RegistryError,
   registryJsonSchema,
   type RegistryProblem,
 } from "./reconcile/registry.ts";
+export { loadRegistry } from "./reconcile/registry_load.ts";
 export {
   type Check,
   compare,

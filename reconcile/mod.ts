@@ -5,6 +5,7 @@
  */
 
 export * from "./registry.ts";
+export * from "./registry_load.ts";
 export * from "./compare.ts";
 export * from "./run.ts";
 export * from "./report.ts";

@@ -1,8 +1,9 @@
 /**
  * The registry's positioned read: a registry the fast read declines or the schema refuses
  * (reconcile/registry_schema.ts) is read again with the `yaml` package, whose line counter places
- * every problem at its line and column; every problem is collected at once. The schema, the
- * types and {@linkcode loadRegistry} are reconcile/registry_schema.ts's, re-exported here.
+ * every problem at its line and column; every problem is collected at once. The schema and the
+ * types are reconcile/registry_schema.ts's, re-exported here; reading a file (the fast read, then
+ * this one when needed) is reconcile/registry_load.ts's `loadRegistry`.
  *
  * @module
  */

@@ -5,7 +5,7 @@
  */
 
 import type { CommandAction } from "../../lib/cli_table.ts";
-import { loadRegistry } from "../registry_schema.ts";
+import { loadRegistry } from "../registry_load.ts";
 import type { ReconcileContext } from "./context.ts";
 
 /**

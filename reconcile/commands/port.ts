@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { loadRegistry } from "../registry_schema.ts";
+import { loadRegistry } from "../registry_load.ts";
 import { type ReconcileContext, UsageError } from "./context.ts";
 
 /** Defines `port` on `parent`. */

@@ -6,7 +6,7 @@
 
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
-import { loadRegistry } from "../registry_schema.ts";
+import { loadRegistry } from "../registry_load.ts";
 import { type ReconcileContext } from "./context.ts";
 
 /** Defines `render` on `parent`. */

@@ -6,7 +6,7 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
-import { loadRegistry } from "../registry_schema.ts";
+import { loadRegistry } from "../registry_load.ts";
 import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "../report.ts";
 import { type BootView, reconcile } from "../run.ts";
 import { repoCheckFromFlags } from "../repo_check.ts";

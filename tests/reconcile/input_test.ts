@@ -4,7 +4,8 @@
  */
 import { assert, assertEquals, assertRejects } from "../support/assert.ts";
 import { reconcileCli } from "../support/mod.ts";
-import { loadRegistry, MAX_REGISTRY_BYTES, RegistryError } from "../../reconcile/registry.ts";
+import { MAX_REGISTRY_BYTES, RegistryError } from "../../reconcile/registry.ts";
+import { loadRegistry } from "../../reconcile/registry_load.ts";
 
 const REGISTRY = "version: 1\naccounts: [root]\nservices: {}\n";
 

@@ -1,12 +1,8 @@
 import process from "node:process";
 import { LineCounter, parseDocument } from "yaml";
 import { assert, assertEquals, assertRejects, assertThrows } from "../support/assert.ts";
-import {
-  loadRegistry,
-  parseRegistry,
-  RegistryError,
-  registryJsonSchema,
-} from "../../reconcile/registry.ts";
+import { parseRegistry, RegistryError, registryJsonSchema } from "../../reconcile/registry.ts";
+import { loadRegistry } from "../../reconcile/registry_load.ts";
 
 const VALID = `# the estate
 version: 1
