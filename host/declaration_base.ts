@@ -17,6 +17,7 @@
 
 import type { Declaration, Resource } from "./declaration.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
+import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
@@ -288,35 +289,6 @@ export function validParsed(
   return declaration;
 }
 
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Whether every key of `r` is one of `allowed`. */
-function onlyKeys(r: Raw, allowed: readonly string[]): boolean {
-  for (const k of Object.keys(r)) if (!allowed.includes(k)) return false;
-  return true;
-}
-
-/**
- * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
- * are already in that order (a declaration as written by a program), else a copy in that order;
- * undefined when it has another key.
- */
-function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
-  let last = -1;
-  let ordered = true;
-  for (const k of Object.keys(r)) {
-    const at = keys.indexOf(k);
-    if (at === -1) return undefined;
-    if (at < last) ordered = false;
-    last = at;
-  }
-  return ordered ? r : pick(r, keys);
-}
-
 function isString(value: unknown, pattern: RegExp): value is string {
   return typeof value === "string" && pattern.test(value);
 }
@@ -343,13 +315,6 @@ const FILE_KEYS = ["id", "type", "path", "content", "mode", "owner", "group"];
 const SERVICE_KEYS = ["id", "type", "unit", "state", "boot"];
 const PACKAGE_KEYS = ["id", "type", "package"];
 const ACTION_KEYS = ["id", "type", "command", "verify", "in"];
-
-/** `r`'s `keys` that it has, in that order (the zod schema's output). */
-function pick(r: Raw, keys: readonly string[]): Raw {
-  const out: Raw = {};
-  for (const k of keys) if (k in r) out[k] = r[k];
-  return out;
-}
 
 function validResource(raw: unknown): Resource | undefined {
   if (!isObject(raw) || !isString(raw.id, ID_PATTERN)) return undefined;

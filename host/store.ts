@@ -21,6 +21,7 @@ import type { z } from "zod";
 import { dirname, join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type * as schema from "./store_schema.ts";
+import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
 
 /** What a source's name must match (`bundle`, `link`, `local`, or a local declaration's name). */
 export const SOURCE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -622,42 +623,6 @@ function migrate(
     });
   }
   return { entries, sources, feeder };
-}
-
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Whether every key of `r` is one of `allowed`. */
-function onlyKeys(r: Raw, allowed: readonly string[]): boolean {
-  for (const k of Object.keys(r)) if (!allowed.includes(k)) return false;
-  return true;
-}
-
-/** `r`'s `keys` that it has, in that order (what the zod schema returns). */
-function pick(r: Raw, keys: readonly string[]): Raw {
-  const out: Raw = {};
-  for (const k of keys) if (k in r) out[k] = r[k];
-  return out;
-}
-
-/**
- * `r` as the schema returns it when every key of `r` is one of `keys`: `r` itself when its keys
- * are already in that order (a store as this host writes it), else a copy in that order;
- * undefined when it has another key.
- */
-function shaped(r: Raw, keys: readonly string[]): Raw | undefined {
-  let last = -1;
-  let ordered = true;
-  for (const k of Object.keys(r)) {
-    const at = keys.indexOf(k);
-    if (at === -1) return undefined;
-    if (at < last) ordered = false;
-    last = at;
-  }
-  return ordered ? r : pick(r, keys);
 }
 
 const ENTRY_KEYS = ["source", "id", "type", "subject", "created", "applied", "original"];
