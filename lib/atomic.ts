@@ -155,7 +155,11 @@ function readRegularFileLimitedSync(path: string, limit: number): Uint8Array {
   return concat(chunks, total);
 }
 
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
+/**
+ * Joins `chunks` (whose lengths add up to `total` bytes) into one array: the only chunk itself
+ * when there is one, else a new array of `total` bytes.
+ */
+export function concat(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let offset = 0;
@@ -184,11 +188,5 @@ export async function readFileLimited(path: string, limit: number): Promise<Uint
     if (total > limit) throw new RangeError(`"${path}" is larger than ${limit} bytes`);
     chunks.push(buffer.slice(0, n));
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.length;
-  }
-  return out;
+  return concat(chunks, total);
 }

@@ -6,7 +6,7 @@
  */
 
 import { resolve } from "node:path";
-import { messageOf } from "../../lib/atomic.ts";
+import { concat, messageOf } from "../../lib/atomic.ts";
 import { formatDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";
@@ -132,13 +132,7 @@ export async function bodyLimited(response: Response, limit: number): Promise<Ui
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.length;
-  }
-  return out;
+  return concat(chunks, total);
 }
 
 export function isTimeout(error: unknown): boolean {
