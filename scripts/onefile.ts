@@ -6,16 +6,19 @@
  *
  * The file is a POSIX sh script followed by two gzip segments: the Deno runtime (the `deno`
  * binary of the npm package `@deno/linux-<arch>-glibc`, at this Deno's version) and the program
- * (`deno bundle` of its entry point, npm dependencies inlined, one JavaScript file). On start the
- * script unpacks each segment, once, into a content-addressed cache
- * (`$MESH_RUNTIME_CACHE`, default `/var/lib/mesh/runtime`: `runtime/<sha256>/deno`,
- * `program/<sha256>/main.js`), through a temporary directory renamed into place only after the
- * unpacked file matched the sha256 recorded in the script, and then `exec`s the runtime on the
- * program with fixed permission flags. Because it `exec`s, the process the caller started is the
- * program: its argv, exit status and signals are the program's own (launcher.sh signals the pid
- * it started). At every start the program's digest and the runtime's size are checked (the
- * runtime's full digest costs about 0.4 s, so it is checked at unpack only); a cached file that
- * fails the check is unpacked again. When it cannot unpack (no writable cache, a damaged or
+ * (`deno bundle` of its entry point with code splitting, npm dependencies inlined: `main.js`, a
+ * JavaScript file for each part the program imports only when it needs it, and `SHA256SUMS`
+ * listing them, as a tar; see {@linkcode bundleProgram}). On start the script unpacks each
+ * segment, once, into a content-addressed cache (`$MESH_RUNTIME_CACHE`, default
+ * `/var/lib/mesh/runtime`: `runtime/<sha256>/deno`, `program/<sha256>/main.js`, the program's
+ * directory named by the sha256 of its `SHA256SUMS`), through a temporary directory renamed into
+ * place only after what was unpacked matched the sha256 recorded in the script, and then `exec`s
+ * the runtime on the program with fixed permission flags. Because it `exec`s, the process the
+ * caller started is the program: its argv, exit status and signals are the program's own
+ * (launcher.sh signals the pid it started). At every start the program's files are checked
+ * against their digests and the runtime's size is checked (the runtime's full digest costs about
+ * 0.4 s, so it is checked at unpack only); a cached program that fails the check is unpacked
+ * again. When it cannot unpack (no writable cache, a damaged or
  * truncated file, the wrong architecture) it exits 3 with a sentence naming what and where. The
  * program finds the file it was started from in `MESH_EXECUTABLE` (host/identity.ts), so a host
  * still notices its executable being replaced.
@@ -108,9 +111,9 @@ export interface OneFile {
   path: string;
   /** Size of the whole file, bytes. */
   size: number;
-  /** sha256 of the program (the bundled JavaScript). */
+  /** sha256 of the program's `SHA256SUMS` (which lists the sha256 of each of its files). */
   programSha256: string;
-  /** Size of the bundled JavaScript, bytes. */
+  /** Size of the bundled JavaScript, all its files together, bytes. */
   programSize: number;
   runtime: Runtime;
 }
@@ -181,7 +184,7 @@ case $cache in
 /*) ;;
 *) fail "MESH_RUNTIME_CACHE must be an absolute path, not \\"$cache\\"" ;;
 esac
-for tool in tail head gzip sha256sum mkdir mv rm chmod wc; do
+for tool in tail head gzip tar sha256sum mkdir mv rm chmod wc; do
   command -v "$tool" >/dev/null 2>&1 || fail "cannot unpack: this machine has no \\"$tool\\""
 done
 
@@ -192,24 +195,49 @@ matches() {
   [ "\${sum%% *}" = "$2" ]
 }
 
-# unpack WHAT OFFSET LENGTH SHA256 DIR FILE MODE: segment to DIR/FILE, through DIR.tmp.PID.
+# program_ok DIR SHA256: DIR holds the program: its SHA256SUMS has that digest and every file
+# listed there has the digest listed.
+program_ok() {
+  matches "$1/SHA256SUMS" "$2" && (cd "$1" && sha256sum -c SHA256SUMS) >/dev/null 2>&1
+}
+
+# unpack WHAT OFFSET LENGTH SHA256 DIR FILE MODE: segment to DIR/FILE, through DIR.tmp.PID; the
+# program's segment is a tar of its files, unpacked into DIR (FILE and MODE unused).
 unpack() {
   parent=\${5%/*}
   mkdir -p "$parent" 2>/dev/null || fail "cannot unpack the $1: cannot create the cache directory \\"$parent\\" (set MESH_RUNTIME_CACHE to a writable directory)"
   tmp=$5.tmp.$$
   rm -rf "$tmp"
   mkdir "$tmp" 2>/dev/null || fail "cannot unpack the $1: cannot create \\"$tmp\\" (set MESH_RUNTIME_CACHE to a writable directory)"
-  if ! tail -c +"$2" "$self" 2>/dev/null | head -c "$3" 2>/dev/null | gzip -dc >"$tmp/$6" 2>/dev/null; then
-    rm -rf "$tmp"
-    fail "cannot unpack the $1 from \\"$self\\" into \\"$tmp\\": the file is damaged or truncated, or the disk is full"
+  if [ "$1" = program ]; then
+    # gzip's status is checked on its own: in a pipe into tar only tar's would be seen.
+    if ! tail -c +"$2" "$self" 2>/dev/null | head -c "$3" 2>/dev/null | gzip -dc >"$tmp.tar" 2>/dev/null ||
+      ! tar -xf "$tmp.tar" -C "$tmp" 2>/dev/null; then
+      rm -rf "$tmp" "$tmp.tar"
+      fail "cannot unpack the $1 from \\"$self\\" into \\"$tmp\\": the file is damaged or truncated, or the disk is full"
+    fi
+    rm -f "$tmp.tar"
+    good=program_ok
+    made="$tmp"
+    kept="$5"
+  else
+    if ! tail -c +"$2" "$self" 2>/dev/null | head -c "$3" 2>/dev/null | gzip -dc >"$tmp/$6" 2>/dev/null; then
+      rm -rf "$tmp"
+      fail "cannot unpack the $1 from \\"$self\\" into \\"$tmp\\": the file is damaged or truncated, or the disk is full"
+    fi
+    good=matches
+    made="$tmp/$6"
+    kept="$5/$6"
   fi
-  if ! matches "$tmp/$6" "$4"; then
+  if ! "$good" "$made" "$4"; then
     rm -rf "$tmp"
     fail "the $1 unpacked from \\"$self\\" does not have the sha256 $4 recorded in it: the file is damaged"
   fi
-  chmod "$7" "$tmp/$6" || fail "cannot unpack the $1: cannot set the mode of \\"$tmp/$6\\""
+  if [ "$1" != program ]; then
+    chmod "$7" "$tmp/$6" || fail "cannot unpack the $1: cannot set the mode of \\"$tmp/$6\\""
+  fi
   # Another start may have put a good copy there meanwhile: keep it and drop ours.
-  if matches "$5/$6" "$4"; then
+  if "$good" "$kept" "$4"; then
     rm -rf "$tmp"
     return 0
   fi
@@ -225,7 +253,7 @@ program_dir=$cache/program/$program_sha
 if [ ! -x "$runtime_dir/deno" ] || [ "$(($(wc -c <"$runtime_dir/deno")))" -ne "$runtime_size" ]; then
   unpack runtime "$runtime_off" "$runtime_len" "$runtime_sha" "$runtime_dir" deno 0755
 fi
-if ! matches "$program_dir/main.js" "$program_sha"; then
+if ! program_ok "$program_dir" "$program_sha"; then
   unpack program "$program_off" "$program_len" "$program_sha" "$program_dir" main.js 0644
 fi
 
@@ -237,13 +265,126 @@ fail "cannot start the runtime \\"$runtime_dir/deno\\""
 `;
 }
 
+/** What {@linkcode bundleProgram} wrote. */
+export interface BundledProgram {
+  /** The directory: `main.js` (the entry), the files it imports, `SHA256SUMS`. */
+  dir: string;
+  /** The JavaScript files, sorted by name (`main.js` among them). */
+  files: string[];
+  /** sha256 (hex) of `SHA256SUMS`. */
+  sha256: string;
+  /** Size of the JavaScript files together, bytes. */
+  bytes: number;
+}
+
+/**
+ * Deno's bundle helper that gives CommonJS code `require`: it imports `node:module` at the top of
+ * the helpers every part of the bundle imports, and `node:module` brings most of Deno's Node
+ * compatibility layer with it (about 0.1 s of CPU and 10 MiB at every start, measured on
+ * `--help`). Made lazy by {@linkcode bundleProgram}: `node:module` is then loaded by the first
+ * `require` of a bundled CommonJS package, as when the program runs from its sources.
+ */
+const EAGER_REQUIRE =
+  'import { createRequire as __deno_internal_createRequire } from "node:module";\n' +
+  "var __require = __deno_internal_createRequire(import.meta.url);\n";
+const LAZY_REQUIRE = "var __deno_internal_require;\n" +
+  "var __require = (id) => (__deno_internal_require ??= globalThis.process" +
+  '.getBuiltinModule("node:module").createRequire(import.meta.url))(id);\n';
+
+/**
+ * Bundles the program `entry` (a module path) into the new directory `dir` as a one-file build
+ * carries it: `deno bundle` with its npm dependencies inlined and code splitting, so that what the
+ * program imports dynamically (a command's module, a package only one command uses, and the Node
+ * built-ins those import) stays a file of its own, loaded when first imported as it is from the
+ * sources, rather than parsed and loaded at every start; the entry is `main.js`; Deno's
+ * `require` helper is made lazy ({@linkcode EAGER_REQUIRE}); `SHA256SUMS` lists each file's
+ * sha256 (`sha256sum`'s format, sorted by name), and its own sha256 names the program.
+ *
+ * @throws {CommandError} when `deno bundle` fails; {@linkcode Error} when the bundle has no
+ *   `main.js`-able entry or Deno's `require` helper is not in the form this function rewrites
+ *   (a new Deno: the build must then be looked at, not shipped slower unnoticed).
+ */
+export async function bundleProgram(
+  entry: string,
+  dir: string,
+  options: { config?: string } = {},
+): Promise<BundledProgram> {
+  await run([
+    Deno.execPath(),
+    "bundle",
+    "--quiet",
+    "--platform",
+    "deno",
+    "--packages",
+    "bundle",
+    "--code-splitting",
+    ...(options.config ? ["--config", options.config] : []),
+    "--outdir",
+    dir,
+    entry,
+  ], { env: { NO_COLOR: "1" }, timeoutMs: 10 * 60_000 });
+  const entryName = entry.slice(entry.lastIndexOf("/") + 1).replace(/\.[cm]?[jt]sx?$/, ".js");
+  const files = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  if (!files.includes(entryName)) {
+    throw new Error(`Cannot bundle "${entry}": deno bundle wrote no "${entryName}" in "${dir}"`);
+  }
+  if (entryName !== "main.js") {
+    if (files.includes("main.js")) {
+      throw new Error(`Cannot bundle "${entry}": deno bundle wrote a "main.js" of its own`);
+    }
+    for (const name of files) {
+      if (
+        name !== entryName &&
+        (await Deno.readTextFile(`${dir}/${name}`)).includes(`"./${entryName}"`)
+      ) {
+        throw new Error(`Cannot bundle "${entry}": "${name}" imports the entry "${entryName}"`);
+      }
+    }
+    await Deno.rename(`${dir}/${entryName}`, `${dir}/main.js`);
+  }
+  const names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  let rewritten = 0;
+  let bytes = 0;
+  const sums: string[] = [];
+  for (const name of names) {
+    if (!/^[A-Za-z0-9._-]+\.js$/.test(name)) {
+      throw new Error(
+        `Cannot bundle "${entry}": deno bundle wrote "${name}", not a JavaScript file`,
+      );
+    }
+    let text = await Deno.readTextFile(`${dir}/${name}`);
+    if (text.includes(EAGER_REQUIRE)) {
+      text = text.replace(EAGER_REQUIRE, LAZY_REQUIRE);
+      rewritten++;
+    }
+    if (text.includes("__deno_internal_createRequire") || /__require\s*\./.test(text)) {
+      throw new Error(
+        `Cannot bundle "${entry}": "${name}" uses Deno's require helper in a form this build ` +
+          "does not know (scripts/onefile.ts, EAGER_REQUIRE)",
+      );
+    }
+    const data = new TextEncoder().encode(text);
+    await Deno.writeFile(`${dir}/${name}`, data, { mode: 0o644 });
+    await Deno.chmod(`${dir}/${name}`, 0o644);
+    bytes += data.length;
+    sums.push(`${await sha256Hex(data)}  ${name}\n`);
+  }
+  if (rewritten > 1) {
+    throw new Error(`Cannot bundle "${entry}": Deno's require helper is in ${rewritten} files`);
+  }
+  const list = new TextEncoder().encode(sums.join(""));
+  await Deno.writeFile(`${dir}/SHA256SUMS`, list, { mode: 0o644 });
+  await Deno.chmod(`${dir}/SHA256SUMS`, 0o644);
+  return { dir, files: names, sha256: await sha256Hex(list), bytes };
+}
+
 /**
  * Builds the one-file executable of `entry` (a module path) at `output`: bundles the program
- * with its npm dependencies into one JavaScript file (`deno bundle`), compresses it, and writes
- * header, runtime and program into `output` (mode 0755), through a temporary file renamed into
- * place.
+ * ({@linkcode bundleProgram}), packs its files into a tar (sorted, owner and time fixed, so the
+ * same program gives the same bytes) and compresses it, and writes header, runtime and program
+ * into `output` (mode 0755), through a temporary file renamed into place.
  *
- * @throws {CommandError} when `deno bundle` or gzip fail.
+ * @throws {CommandError} when `deno bundle`, tar or gzip fail; {@linkcode bundleProgram}'s errors.
  */
 export async function buildOneFile(
   entry: string,
@@ -252,23 +393,28 @@ export async function buildOneFile(
 ): Promise<OneFile> {
   const work = await Deno.makeTempDir({ prefix: "mesh-onefile-" });
   try {
+    const program = await bundleProgram(entry, `${work}/program`, {
+      ...(options.config ? { config: options.config } : {}),
+    });
+    const programSha256 = program.sha256;
     await run([
-      Deno.execPath(),
-      "bundle",
-      "--quiet",
-      "--platform",
-      "deno",
-      "--packages",
-      "bundle",
-      ...(options.config ? ["--config", options.config] : []),
-      "--output",
-      `${work}/main.js`,
-      entry,
-    ], { env: { NO_COLOR: "1" }, timeoutMs: 10 * 60_000 });
-    const program = await Deno.readFile(`${work}/main.js`);
-    const programSha256 = await sha256Hex(program);
-    await run(["gzip", "-9", "-n", `${work}/main.js`]);
-    const programGz = await Deno.readFile(`${work}/main.js.gz`);
+      "tar",
+      "--create",
+      "--file",
+      `${work}/program.tar`,
+      "--owner=0",
+      "--group=0",
+      "--numeric-owner",
+      "--mtime=@0",
+      "--format=ustar",
+      "-C",
+      program.dir,
+      "--",
+      ...program.files,
+      "SHA256SUMS",
+    ]);
+    await run(["gzip", "-9", "-n", `${work}/program.tar`]);
+    const programGz = await Deno.readFile(`${work}/program.tar.gz`);
     const runtimeLength = (await Deno.stat(options.runtime.gzPath)).size;
     const values = {
       name: options.name,
@@ -313,7 +459,7 @@ export async function buildOneFile(
       path: output,
       size: (await Deno.stat(output)).size,
       programSha256,
-      programSize: program.length,
+      programSize: program.bytes,
       runtime: options.runtime,
     };
   } finally {

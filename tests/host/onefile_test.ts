@@ -37,7 +37,39 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
         (await new Deno.Command("sha256sum", { args: [path], stdout: "piped" }).output()).stdout,
       ).split(" ")[0];
     assertEquals(await sum(`${dir}/cache/runtime/${runtime}/deno`), runtime);
-    assertEquals(await sum(`${dir}/cache/program/${program}/main.js`), program);
+    // The program's directory is named by the digest of its SHA256SUMS, which lists every file
+    // of the split bundle with its digest.
+    const programDir = `${dir}/cache/program/${program}`;
+    assertEquals(await sum(`${programDir}/SHA256SUMS`), program);
+    const listed = Deno.readTextFileSync(`${programDir}/SHA256SUMS`).trimEnd().split("\n");
+    const files = [...Deno.readDirSync(programDir)].map((e) => e.name).sort();
+    assertEquals(listed.map((l) => l.slice(66)), files.filter((f) => f !== "SHA256SUMS"));
+    assert(files.includes("main.js") && files.length > 3, `program files ${files}`);
+    for (const line of listed) {
+      assertEquals(await sum(`${programDir}/${line.slice(66)}`), line.slice(0, 64));
+    }
+    // What every start loads (main.js and what it imports statically) imports no Node built-in:
+    // those come with the parts that use them (the link's AMQP client, a command's module),
+    // imported when first used, as from the sources; Deno's `require` helper, which imported
+    // node:module for every part, is lazy.
+    const loaded = new Set<string>();
+    const external = new Set<string>();
+    const visit = (name: string) => {
+      if (loaded.has(name)) return;
+      loaded.add(name);
+      const text = Deno.readTextFileSync(`${programDir}/${name}`);
+      for (const m of text.matchAll(/^import\s+(?:[^"';]*?\s+from\s+)?"([^"]+)";/gms)) {
+        if (m[1]!.startsWith("./")) visit(m[1]!.slice(2));
+        else external.add(m[1]!);
+      }
+    };
+    visit("main.js");
+    assertEquals([...external], [], `main.js's static imports: ${[...loaded]}`);
+    assert(loaded.size < files.length - 1, `every part is loaded at start: ${[...loaded]}`);
+    assert(
+      files.some((f) => Deno.readTextFileSync(`${programDir}/${f}`).includes('from "node:')),
+      "no part imports a Node built-in: the check above would see nothing",
+    );
     const mtime = Deno.statSync(`${dir}/cache/runtime/${runtime}/deno`).mtime?.getTime();
 
     // argv reaches the program word for word, and its exit codes are its own.
@@ -56,11 +88,21 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
     const owned = await runFile(file, ["owned", "--json", "--state-dir", `${dir}/state`], env);
     assertEquals(owned.code, 0, owned.stderr);
 
-    // A program file changed in the cache is noticed and unpacked again, not run.
-    await Deno.writeTextFile(`${dir}/cache/program/${program}/main.js`, "Deno.exit(42);\n");
+    // A program file changed in the cache is noticed and unpacked again, not run: the entry, or
+    // a part it imports only later, or a part gone.
+    const entrySum = await sum(`${programDir}/main.js`);
+    await Deno.writeTextFile(`${programDir}/main.js`, "Deno.exit(42);\n");
     const again = await runFile(file, ["--help"], env);
     assertEquals(again.code, 0, again.stderr);
-    assertEquals(await sum(`${dir}/cache/program/${program}/main.js`), program);
+    assertEquals(await sum(`${programDir}/main.js`), entrySum);
+    const part = files.find((f) => f !== "main.js" && f !== "SHA256SUMS")!;
+    const partSum = await sum(`${programDir}/${part}`);
+    await Deno.writeTextFile(`${programDir}/${part}`, "Deno.exit(42);\n");
+    assertEquals((await runFile(file, ["--help"], env)).code, 0);
+    assertEquals(await sum(`${programDir}/${part}`), partSum);
+    await Deno.remove(`${programDir}/${part}`);
+    assertEquals((await runFile(file, ["--help"], env)).code, 0);
+    assertEquals(await sum(`${programDir}/${part}`), partSum);
     // The runtime was not unpacked a second time.
     assertEquals(Deno.statSync(`${dir}/cache/runtime/${runtime}/deno`).mtime?.getTime(), mtime);
   } finally {
