@@ -11,7 +11,11 @@
  * Printed: the wall median and the CPU mean of each case, each with its ratio to the empty
  * script's. With `--before DIR` (a copy of an earlier tree, e.g.
  * `git archive <commit> | tar -x -C DIR`) the same cases of that tree are measured too, in the
- * same rounds.
+ * same rounds. With `--shipped DIR` (built by `deno task hosts --system debian --out DIR` and
+ * `deno task programs --out DIR`) the one-file executables of this machine's architecture found
+ * there are measured too, as installed: `<file> --help`, started directly (the sh header, its
+ * digest checks, then the runtime on the bundled program), their cache (`MESH_RUNTIME_CACHE`, a
+ * temporary directory) unpacked by the unmeasured first start.
  *
  * @module
  */
@@ -21,16 +25,22 @@ import { parseArgs } from "node:util";
 const root = new URL("../", import.meta.url).pathname;
 const parsed = parseArgs({
   args: Deno.args,
-  options: { runs: { type: "string", default: "30" }, before: { type: "string" } },
+  options: {
+    runs: { type: "string", default: "30" },
+    before: { type: "string" },
+    shipped: { type: "string" },
+  },
 });
 const runs = Number(parsed.values.runs);
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: a whole number, not ${runs}`);
 
-/** One command started: its label and its argv after `deno run -A --quiet`. */
+/** One command started: its label and its argv after `deno run -A --quiet`, or its own argv. */
 interface Case {
   tree: string;
   label: string;
   args: string[];
+  /** The whole argv, for a one-file executable started directly. */
+  argv?: string[];
 }
 
 const empty = await Deno.makeTempFile({ dir: root, prefix: "_startup_empty_", suffix: ".ts" });
@@ -59,11 +69,33 @@ function casesOf(tree: string, dir: string): Case[] {
   ];
 }
 
+/** The one-file executables of this architecture in `dir`, each with `--help`. */
+function shippedCases(dir: string): Case[] {
+  const arch = Deno.build.arch;
+  return [...Deno.readDirSync(dir)]
+    .filter((e) => e.isFile && e.name.startsWith("mesh-") && e.name.endsWith(`-${arch}`))
+    .map((e) => e.name)
+    .sort()
+    .map((name) => ({
+      tree: "shipped",
+      label: `${name} --help`,
+      args: [],
+      argv: [`${dir.replace(/\/$/, "")}/${name}`, "--help"],
+    }));
+}
+
+const shippedCache = parsed.values.shipped
+  ? await Deno.makeTempDir({ prefix: "mesh-startup-cache-" })
+  : undefined;
 const cases: Case[] = [
   { tree: "floor", label: "deno run empty script", args: [empty] },
   ...casesOf("now", root),
   ...(parsed.values.before ? casesOf("before", parsed.values.before.replace(/\/?$/, "/")) : []),
+  ...(parsed.values.shipped ? shippedCases(parsed.values.shipped) : []),
 ];
+if (parsed.values.shipped && !cases.some((c) => c.tree === "shipped")) {
+  throw new Error(`--shipped: no mesh-*-${Deno.build.arch} file in "${parsed.values.shipped}"`);
+}
 
 /** Wall and CPU seconds of one start, from GNU time. */
 async function once(c: Case): Promise<{ wall: number; cpu: number }> {
@@ -71,8 +103,15 @@ async function once(c: Case): Promise<{ wall: number; cpu: number }> {
   try {
     const t0 = performance.now();
     const r = await new Deno.Command("/usr/bin/time", {
-      args: ["-o", out, "-f", "%e %U %S", Deno.execPath(), "run", "-A", "--quiet", ...c.args],
+      args: [
+        "-o",
+        out,
+        "-f",
+        "%e %U %S",
+        ...(c.argv ?? [Deno.execPath(), "run", "-A", "--quiet", ...c.args]),
+      ],
       cwd: c.tree === "before" ? parsed.values.before : root,
+      env: shippedCache ? { MESH_RUNTIME_CACHE: shippedCache } : {},
       stdout: "null",
       stderr: "piped",
     }).output();
@@ -132,4 +171,5 @@ try {
   console.log(lines.join("\n"));
 } finally {
   await Deno.remove(empty);
+  if (shippedCache) await Deno.remove(shippedCache, { recursive: true });
 }
