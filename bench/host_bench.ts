@@ -4,9 +4,11 @@
  * (1,000 files, mode 0644, distinct contents of 100 to 200 bytes).
  *
  * Run as root from the repository root: `deno run -A bench/host_bench.ts [--runs N]
- * [--runs-for TOOL=N,...] [--tools TOOL,...] [--seed TOOL,...|none]`. `--runs` defaults to 5,
- * and to 1 for ansible-playbook (minutes per run), whose tree is by default written by the bench
- * (`--seed`) instead of timing its first apply. It installs the peers when they are missing
+ * [--runs-for TOOL=N,...] [--tools TOOL,...] [--seed TOOL,...|none] [--host FILE]`. `--runs`
+ * defaults to 5, and to 1 for ansible-playbook (minutes per run), whose tree is by default written
+ * by the bench (`--seed`) instead of timing its first apply. mesh-host runs from its sources with
+ * the built hosts' V8 flags, or, with `--host FILE`, as the one-file host FILE that `deno task
+ * hosts --system debian` built (what a node runs). It installs the peers when they are missing
  * (`apt-get install -y --no-install-recommends cfengine3 ansible-core puppet`, and `time`).
  *
  * Each tool manages its own copy of the tree (its own root under one temp dir). For each tool:
@@ -285,7 +287,11 @@ function expectReported(
   return reported;
 }
 
-function meshHost(dir: string): Tool {
+/**
+ * mesh-host: `deno run` of host/debian.ts with the built hosts' V8 flags, or with `--host FILE` the
+ * one-file host FILE as installed (`deno task hosts --system debian`).
+ */
+function meshHost(dir: string, shipped?: string): Tool {
   const tree = `${dir}/mesh/tree`;
   const declaration = `${dir}/mesh/declaration.json`;
   return {
@@ -308,20 +314,27 @@ function meshHost(dir: string): Tool {
       }
       await Deno.writeTextFile(declaration, JSON.stringify({ version: 1, resources }, null, 1));
     },
-    run: {
-      argv: [
-        Deno.execPath(),
-        "run",
-        "-A",
-        ...HOST_V8_FLAGS,
-        "host/debian.ts",
-        "apply",
-        declaration,
-        "--state-dir",
-        `${dir}/mesh/state`,
-        "--json",
-      ],
-    },
+    run: shipped
+      ? {
+        // The one-file host as installed; its runtime cache is unpacked by the converge (the first
+        // run, timed once), as on a node by its first start.
+        argv: [shipped, "apply", declaration, "--state-dir", `${dir}/mesh/state`, "--json"],
+        env: { MESH_RUNTIME_CACHE: `${dir}/mesh/runtime` },
+      }
+      : {
+        argv: [
+          Deno.execPath(),
+          "run",
+          "-A",
+          ...HOST_V8_FLAGS,
+          "host/debian.ts",
+          "apply",
+          declaration,
+          "--state-dir",
+          `${dir}/mesh/state`,
+          "--json",
+        ],
+      },
     check(out, scenario) {
       if (out.code !== 0) fail(this.name, scenario, `exit code ${out.code}`, out);
       let result: {
@@ -747,6 +760,8 @@ interface Options {
   runsFor: Partial<Record<ToolName, number>>;
   tools: ToolName[];
   seed: ToolName[];
+  /** `--host FILE`: a one-file host to run in place of the sources. */
+  host?: string;
 }
 
 function toolName(s: string): ToolName {
@@ -782,6 +797,10 @@ function parseArgs(args: string[]): Options {
       options.tools = (args[++i] ?? "").split(",").filter(Boolean).map(toolName);
       if (!options.tools.includes("floor")) options.tools.unshift("floor");
       if (!options.tools.includes("mesh-host")) options.tools.unshift("mesh-host");
+    } else if (a === "--host") {
+      const file = args[++i];
+      if (!file?.startsWith("/")) throw new Error("--host needs the absolute path of a built host");
+      options.host = file;
     } else if (a === "--seed") {
       const list = args[++i] ?? "";
       options.seed = list === "none" ? [] : list.split(",").filter(Boolean).map(toolName);
@@ -791,7 +810,7 @@ function parseArgs(args: string[]): Options {
     } else {
       throw new Error(
         `unknown argument "${a}"; usage: deno run -A bench/host_bench.ts [--runs N] ` +
-          "[--runs-for TOOL=N,...] [--tools TOOL,...] [--seed TOOL,...|none]",
+          "[--runs-for TOOL=N,...] [--tools TOOL,...] [--seed TOOL,...|none] [--host FILE]",
       );
     }
   }
@@ -817,7 +836,13 @@ async function main(dir: string) {
   log(`versions: ${JSON.stringify(versions)}`);
 
   const state = desiredState();
-  const all = [meshHost(dir), floor(dir), cfAgent(dir), ansiblePlaybook(dir), puppetApply(dir)];
+  const all = [
+    meshHost(dir, options.host),
+    floor(dir),
+    cfAgent(dir),
+    ansiblePlaybook(dir),
+    puppetApply(dir),
+  ];
   const tools = all.filter((t) => options.tools.includes(t.name));
   const runsOf = (t: Tool) => options.runsFor[t.name] ?? options.runs;
   for (const t of tools) {
