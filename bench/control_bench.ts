@@ -646,8 +646,9 @@ async function partStatus(runs: number, dir: string) {
   const capture = postgres(db.url, {
     max: 1,
     onnotice: () => {},
-    debug: (_connection, text) => {
-      query = text;
+    debug: (_connection, text, params) => {
+      // Its parameters (numbers: the nodes a row) written in, so that psql can run it as is.
+      query = text.replace(/\$(\d+)/g, (_, i) => String((params as unknown[])[Number(i) - 1]));
     },
   });
   const { readClock, readNodeStates } = await import("../control/inventory.ts");
@@ -680,7 +681,7 @@ async function partStatus(runs: number, dir: string) {
     },
     {
       label: "psql query",
-      what: "`psql -At -f <readNodeStates SQL> -o /dev/null` (10,100 rows fetched)",
+      what: "`psql -At -f <readNodeStates SQL> -o /dev/null` (10,100 nodes in 11 rows)",
       samplesMs: [],
     },
     {

@@ -25,6 +25,7 @@ import type { ReportMessage } from "../lib/broker.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { printable } from "../lib/printable.ts";
 import { formatDuration } from "../lib/duration.ts";
+import { NODES_PER_ROW } from "./read_rows.ts";
 
 /** A node's drift verdict. */
 export type DriftVerdict =
@@ -211,20 +212,32 @@ export async function recordDrift(
  * A stored summary that no longer matches the schema (written by another version) is judged as
  * `unreadable` with the reason, never dropped silently.
  */
-export async function readDrift(sql: Sql, names?: string[]): Promise<Map<string, StoredDrift>> {
-  // One text column a row, like readNodeStates': the node, when it reported and when we received
-  // it (epoch milliseconds: the same instants, truncated to the millisecond as a Date is), and the
-  // summary as jsonb's text (which holds no raw tab), parsed here as the driver would parse jsonb.
+export async function readDrift(
+  sql: Sql,
+  names?: string[],
+  nodesPerRow: number = NODES_PER_ROW,
+): Promise<Map<string, StoredDrift>> {
+  // One line of text a node, like readNodeStates' (./node_state.ts), and each row the lines of up
+  // to `nodesPerRow` nodes, newline-separated: the node, when it reported and when we received it
+  // (epoch milliseconds: the same instants, truncated to the millisecond as a Date is), and the
+  // summary as jsonb's text (which holds no raw tab or newline), parsed here as the driver would
+  // parse jsonb.
   const rows = await sql<{ s: string }[]>`
-    select node || E'\t' || (extract(epoch from reported_at) * 1000)::float8 || E'\t' ||
-      (extract(epoch from received_at) * 1000)::float8 || E'\t' || summary::text as s
-    from node_drift
-    ${names === undefined ? sql`` : sql`where node = any(${names})`}`;
+    select string_agg(s, E'\n') as s from (
+      select (row_number() over () - 1) / ${nodesPerRow}::int as chunk,
+        node || E'\t' || (extract(epoch from reported_at) * 1000)::float8 || E'\t' ||
+        (extract(epoch from received_at) * 1000)::float8 || E'\t' || summary::text as s
+      from node_drift
+      ${names === undefined ? sql`` : sql`where node = any(${names})`}) x
+    group by chunk`;
   const out = new Map<string, StoredDrift>();
   // Summaries the precompiled check does not accept, judged by the schema after the loop (zod is
   // loaded only then: a status with every summary well-formed never loads it).
   const doubtful: [unknown, StoredDrift][] = [];
-  for (const { s } of rows) {
+  for (const row of rows) {
+    for (const s of row.s.split("\n")) readLine(s);
+  }
+  function readLine(s: string): void {
     const a = s.indexOf("\t");
     const b = s.indexOf("\t", a + 1);
     const c = s.indexOf("\t", b + 1);

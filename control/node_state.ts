@@ -9,6 +9,7 @@
 import { DatabaseError, type Sql } from "./db.ts";
 import type { SystemName } from "./inventory.ts";
 import type { NodeKind } from "./state.ts";
+import { NODES_PER_ROW } from "./read_rows.ts";
 
 /** The current declaration of a node: the last one pushed. */
 export interface CurrentDeclaration {
@@ -47,10 +48,12 @@ export interface NodeState {
 }
 
 /**
- * The fields of a state row's `s`, in order, tab-separated; an absent value is empty. Every one is
- * a name, word, digest or number the schema's CHECKs keep free of tabs and spaces (node and module
- * names, systems, kinds, outcomes, triggers, `sha256:` digests), and `modules` is the assigned
- * modules in order, separated by spaces.
+ * The fields of a node's line, in order, tab-separated; an absent value is empty. Every one but the
+ * last is a name, word, digest or number the schema's CHECKs keep free of tabs, newlines and spaces
+ * (node and module names, systems, kinds, outcomes, triggers, `sha256:` digests), and `modules` is
+ * the assigned modules in order, separated by spaces. The last, `problems`, is the last report's
+ * problems as jsonb's text (empty when there are none): JSON text escapes every control character
+ * in a string, so it holds no raw tab or newline either.
  */
 const STATE_FIELDS = [
   "name",
@@ -71,6 +74,7 @@ const STATE_FIELDS = [
   "r_interval_ms",
   "r_reported_ms",
   "r_received_ms",
+  "problems",
 ] as const;
 
 /**
@@ -78,81 +82,97 @@ const STATE_FIELDS = [
  * report from the copies the inventory keeps current as they are written
  * (`current_declarations`, `last_reports`, migration 0006_node_state), the modules grouped from
  * `assignments`; for the whole fleet one ordered scan of each, whatever the number of reports.
+ * The states come ordered by name.
  *
- * Each node comes as one row of two columns: its scalars as one tab-separated text
- * ({@linkcode STATE_FIELDS}; times as epoch milliseconds) and its last report's problems (jsonb,
- * null when there are none). Decoding 10,000 rows of 19 typed columns (each a copied buffer, a
- * string and a parse, times as text parsed into Dates) was a quarter of `status`'s CPU; one string
- * split natively is a fraction of it. `new Date(ms)` is the same instant as the driver's Date,
- * truncated to the millisecond as it is.
+ * Each node is one line of text ({@linkcode STATE_FIELDS}, tab-separated; times as epoch
+ * milliseconds), and each row carries the lines of up to `nodesPerRow` nodes in name order,
+ * newline-separated (default {@linkcode NODES_PER_ROW}; tests pass fewer to cross the rows'
+ * boundaries). Decoding 10,000 rows of 19 typed columns (each a copied buffer, a string and a
+ * parse, times as text parsed into Dates) was a quarter of `status`'s CPU; one string split
+ * natively is a fraction of it. `new Date(ms)` is the same instant as the driver's Date, truncated
+ * to the millisecond as it is; the problems are parsed with `JSON.parse`, as the driver parses
+ * jsonb.
+ *
+ * @throws {DatabaseError} when a line does not have {@linkcode STATE_FIELDS}' fields.
  */
-export async function readNodeStates(sql: Sql, names?: string[]): Promise<NodeState[]> {
+export async function readNodeStates(
+  sql: Sql,
+  names?: string[],
+  nodesPerRow: number = NODES_PER_ROW,
+): Promise<NodeState[]> {
   const only = names === undefined ? sql`` : sql`where n.name = any(${names})`;
-  const rows = await sql<{ s: string; problems: LastReport["problems"] | null }[]>`
-    select n.name || E'\t' || n.system || E'\t' || n.kind || E'\t' ||
-      (extract(epoch from n.enrolled_at) * 1000)::float8 || E'\t' ||
-      coalesce(a.modules, '') || E'\t' ||
-      coalesce(d.generation::text, '') || E'\t' || coalesce(d.digest, '') || E'\t' ||
-      coalesce(d.total::text, '') || E'\t' ||
-      coalesce(((extract(epoch from d.pushed_at) * 1000)::float8)::text, '') || E'\t' ||
-      coalesce(r.generation::text, '') || E'\t' || coalesce(r.digest, '') || E'\t' ||
-      coalesce(r.outcome, '') || E'\t' || coalesce(r.applied::text, '') || E'\t' ||
-      coalesce(r.total::text, '') || E'\t' || coalesce(r.trigger, '') || E'\t' ||
-      coalesce(r.interval_ms::text, '') || E'\t' ||
-      coalesce(((extract(epoch from r.reported_at) * 1000)::float8)::text, '') || E'\t' ||
-      coalesce(((extract(epoch from r.received_at) * 1000)::float8)::text, '') as s,
-      nullif(r.problems, '[]'::jsonb) as problems
-    from nodes n
-    left join current_declarations d on d.node = n.name
-    left join last_reports r on r.node = n.name
-    left join (
-      select a.node, string_agg(a.module, ' ' order by a.position) as modules from assignments a
-      ${names === undefined ? sql`` : sql`where a.node = any(${names})`}
-      group by a.node) a on a.node = n.name
-    ${only}
-    order by n.name`;
-  const states = new Array<NodeState>(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    const f = row.s.split("\t");
-    if (f.length !== STATE_FIELDS.length) {
-      throw new DatabaseError(
-        `Cannot read the node states: a row has ${f.length} fields, not ${STATE_FIELDS.length}`,
-      );
-    }
-    const modules = f[4]!;
-    const state: NodeState = {
-      name: f[0]!,
-      system: f[1] as SystemName,
-      kind: f[2] as NodeKind,
-      enrolledAt: new Date(Number(f[3])),
-      modules: modules === "" ? [] : modules.split(" "),
-    };
-    if (f[5] !== "") {
-      state.declaration = {
-        generation: Number(f[5]),
-        digest: f[6]!,
-        total: Number(f[7]),
-        pushedAt: new Date(Number(f[8])),
-      };
-    }
-    if (f[9] !== "") {
-      state.report = {
-        generation: Number(f[9]),
-        digest: f[10]!,
-        outcome: f[11] as LastReport["outcome"],
-        applied: Number(f[12]),
-        total: Number(f[13]),
-        trigger: f[14] as LastReport["trigger"],
-        problems: row.problems ?? [],
-        reportedAt: new Date(Number(f[16])),
-        receivedAt: new Date(Number(f[17])),
-      };
-      if (f[15] !== "") state.report.intervalMs = Number(f[15]);
-    }
-    states[i] = state;
+  const rows = await sql<{ s: string }[]>`
+    select string_agg(s, E'\n' order by name) as s from (
+      select n.name, (row_number() over (order by n.name) - 1) / ${nodesPerRow}::int as chunk,
+        n.name || E'\t' || n.system || E'\t' || n.kind || E'\t' ||
+        (extract(epoch from n.enrolled_at) * 1000)::float8 || E'\t' ||
+        coalesce(a.modules, '') || E'\t' ||
+        coalesce(d.generation::text, '') || E'\t' || coalesce(d.digest, '') || E'\t' ||
+        coalesce(d.total::text, '') || E'\t' ||
+        coalesce(((extract(epoch from d.pushed_at) * 1000)::float8)::text, '') || E'\t' ||
+        coalesce(r.generation::text, '') || E'\t' || coalesce(r.digest, '') || E'\t' ||
+        coalesce(r.outcome, '') || E'\t' || coalesce(r.applied::text, '') || E'\t' ||
+        coalesce(r.total::text, '') || E'\t' || coalesce(r.trigger, '') || E'\t' ||
+        coalesce(r.interval_ms::text, '') || E'\t' ||
+        coalesce(((extract(epoch from r.reported_at) * 1000)::float8)::text, '') || E'\t' ||
+        coalesce(((extract(epoch from r.received_at) * 1000)::float8)::text, '') || E'\t' ||
+        coalesce(nullif(r.problems, '[]'::jsonb)::text, '') as s
+      from nodes n
+      left join current_declarations d on d.node = n.name
+      left join last_reports r on r.node = n.name
+      left join (
+        select a.node, string_agg(a.module, ' ' order by a.position) as modules from assignments a
+        ${names === undefined ? sql`` : sql`where a.node = any(${names})`}
+        group by a.node) a on a.node = n.name
+      ${only}) x
+    group by chunk order by chunk`;
+  const states: NodeState[] = [];
+  for (const row of rows) {
+    for (const line of row.s.split("\n")) states.push(stateOf(line));
   }
   return states;
+}
+
+/** One node's line ({@linkcode STATE_FIELDS}) as its state. */
+function stateOf(line: string): NodeState {
+  const f = line.split("\t");
+  if (f.length !== STATE_FIELDS.length) {
+    throw new DatabaseError(
+      `Cannot read the node states: a node's line has ${f.length} fields, not ${STATE_FIELDS.length}`,
+    );
+  }
+  const modules = f[4]!;
+  const state: NodeState = {
+    name: f[0]!,
+    system: f[1] as SystemName,
+    kind: f[2] as NodeKind,
+    enrolledAt: new Date(Number(f[3])),
+    modules: modules === "" ? [] : modules.split(" "),
+  };
+  if (f[5] !== "") {
+    state.declaration = {
+      generation: Number(f[5]),
+      digest: f[6]!,
+      total: Number(f[7]),
+      pushedAt: new Date(Number(f[8])),
+    };
+  }
+  if (f[9] !== "") {
+    const problems = f[18]!;
+    state.report = {
+      generation: Number(f[9]),
+      digest: f[10]!,
+      outcome: f[11] as LastReport["outcome"],
+      applied: Number(f[12]),
+      total: Number(f[13]),
+      trigger: f[14] as LastReport["trigger"],
+      problems: problems === "" ? [] : JSON.parse(problems),
+      reportedAt: new Date(Number(f[16])),
+      receivedAt: new Date(Number(f[17])),
+    };
+    if (f[15] !== "") state.report.intervalMs = Number(f[15]);
+  }
+  return state;
 }
 
 /**

@@ -312,3 +312,61 @@ Deno.test("stored drift summaries are read as stored, and one the schema refuses
     await inv.drop();
   }
 });
+
+Deno.test("the fleet reads cut into rows of any size give every node once, in name order", async () => {
+  const inv = await freshInventory();
+  try {
+    const sql = inv.sql;
+    const nodes = Array.from({ length: 23 }, (_, i) => `n-${String(i).padStart(2, "0")}`);
+    await sql`insert into nodes (name, system, kind)
+      select n, 'debian', case when n like '%3' then 'episodic' else 'server' end
+      from unnest(${[...nodes, "never"]}::text[]) n`;
+    await sql`insert into modules (name, version, digest, body, origin)
+      values ('m1', 1, ${DIGEST("c")}, '{}', 'handed-over'),
+        ('m2', 1, ${DIGEST("d")}, '{}', 'handed-over')`;
+    // Modules assigned in an order that is not the names' (m2 first on every third node).
+    await sql`insert into assignments (node, module)
+      select n, m from unnest(${nodes}::text[]) with ordinality as x(n, i),
+        unnest(case when i % 3 = 0 then array['m2', 'm1'] else array['m1'] end) m
+      order by n`;
+    await sql`insert into declarations (node, generation, digest, body, total)
+      select n, 2, ${DIGEST("b")}, '{}', 3 from unnest(${nodes.slice(0, 15)}::text[]) n`;
+    await report(sql, nodes.slice(2), 3);
+    // Problems whose text holds what separates fields and lines (escaped in JSON's text).
+    await sql`update reports set problems = ${
+      JSON.stringify([{ id: "a\tb", message: "line one\nline\ttwo\r\\n" }, { message: "é 💥" }])
+    }::text::jsonb where node = 'n-05'`;
+    const summary = (registry: string) =>
+      JSON.stringify({
+        status: "clean",
+        ranAt: "2026-12-01T10:00:00.000Z",
+        intervalSeconds: 900,
+        registry,
+        entries: 2,
+        findings: [],
+      });
+    await sql`insert into node_drift (node, summary, reported_at)
+      select n, ${summary("/etc/a\tb\nc")}::text::jsonb, now()
+      from unnest(${nodes.slice(4)}::text[]) n`;
+    const expected = await readBefore(sql);
+    const drift = await readDrift(sql);
+    assertEquals(drift.size, nodes.length - 4);
+    assertEquals(drift.get("n-07")?.summary.status, "clean");
+    for (const perRow of [1, 2, 7, 24, 1000]) {
+      assertEquals(await readNodeStates(sql, undefined, perRow), expected, `${perRow} a row`);
+      assertEquals(await readDrift(sql, undefined, perRow), drift, `${perRow} a row`);
+      const some = ["n-05", "n-00", "never", "n-22", "absent"];
+      assertEquals(
+        await readNodeStates(sql, some, perRow),
+        (expected as { name: string }[]).filter((s) => some.includes(s.name)),
+        `${perRow} a row, some nodes`,
+      );
+    }
+    const n05 = (await readNodeStates(sql)).find((s) => s.name === "n-05")!;
+    assertEquals(n05.report?.problems, [{ id: "a\tb", message: "line one\nline\ttwo\r\\n" }, {
+      message: "é 💥",
+    }]);
+  } finally {
+    await inv.drop();
+  }
+});
