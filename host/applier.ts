@@ -152,6 +152,12 @@ export interface Prepared {
   commit(): Promise<Converged>;
   /** Undoes the preparation (removes a temporary file), when an earlier resource failed. */
   discard(): void;
+  /**
+   * True when `commit` changes nothing on the machine (the resource is already as declared, and
+   * nothing of this host's stands beside it to consume): it still commits in its turn, but no
+   * later resource of its group need be kept from observing its path.
+   */
+  inert?: boolean;
 }
 
 /** Converges resources of one type. */

@@ -541,9 +541,10 @@ async function applyOne(
     applied++;
   };
   let group: { resource: Resource; prepared: Prepared }[] = [];
-  // The group's paths as the kernel resolves them (symlinked parent directories followed: two
-  // names of one file must not be prepared side by side), and every directory above them (a
-  // member's commit may create them: a path among them is not clear).
+  // The paths of the group's members that change something (an inert member changes nothing: it
+  // is kept apart from nothing) as the kernel resolves them (symlinked parent directories
+  // followed: two names of one file must not be prepared side by side), and every directory above
+  // them (a member's commit may create them: a path among them is not clear).
   const subjects = new Set<string>();
   const above = new Set<string>();
   const realParents = new Map<string, string>();
@@ -583,12 +584,15 @@ async function applyOne(
       // group is not visible yet: it observes its own path alone. Anything else (a service
       // reading its unit file, an action) sees the group done.
       const subject = subjectOf(resource);
-      const real = (resource.type === "file" || resource.type === "directory") &&
-          applier!.prepare !== undefined
-        ? resolvedPath(subject, realParents)
-        : undefined;
-      const clear = real !== undefined && !subjects.has(real) && !above.has(real) &&
-        !ancestors(real).some((a) => subjects.has(a));
+      const path = (resource.type === "file" || resource.type === "directory") &&
+        applier!.prepare !== undefined;
+      // While no member changes anything (a no-op's groups), every path is clear: none is
+      // resolved.
+      const real = path && subjects.size > 0 ? resolvedPath(subject, realParents) : undefined;
+      const clear = path &&
+        (real === undefined ||
+          (!subjects.has(real) && !above.has(real) &&
+            !ancestors(real).some((a) => subjects.has(a))));
       if (!clear && group.length > 0) {
         const failed = await complete();
         if (failed !== undefined) {
@@ -615,9 +619,11 @@ async function applyOne(
       }
       if (prepared !== undefined) {
         group.push({ resource, prepared });
-        const key = real ?? resolvedPath(subject, realParents);
-        subjects.add(key);
-        for (const a of ancestors(key)) above.add(a);
+        if (!prepared.inert) {
+          const key = real ?? resolvedPath(subject, realParents);
+          subjects.add(key);
+          for (const a of ancestors(key)) above.add(a);
+        }
         if (group.length >= GROUP_SIZE) {
           const failed = await complete();
           if (failed !== undefined) {
@@ -631,7 +637,7 @@ async function applyOne(
       // An action or a package may have made or replaced a directory (a symlink, say); a file or
       // directory resource never does (it refuses a symlink at its path, and a directory it makes
       // resolves as the path was written).
-      if (real === undefined) realParents.clear();
+      if (!path) realParents.clear();
     } catch (error) {
       // Those before it come first: they were declared first.
       const failed = group.length > 0 ? await complete() : undefined;

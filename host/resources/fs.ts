@@ -413,7 +413,9 @@ export const directoryApplier: Applier<
   },
   prepare(resource, plan, context) {
     if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create) return deferred(() => this.act(resource, plan, context));
+    if (!plan.create) {
+      return deferred(() => this.act(resource, plan, context), !plan.attributes);
+    }
     // Journaled now, durable with the rest of its group; made (in order) only after.
     context.store.journal({ id: resource.id, type: "directory", subject: resource.path });
     const { detail: _, ...result } = plan.result;
@@ -440,9 +442,12 @@ export const directoryApplier: Applier<
   },
 };
 
-/** A plan with nothing durable to prepare: all of it happens at its turn. */
-function deferred(act: () => Promise<Converged>): Prepared {
-  return { ready: () => Promise.resolve(), commit: act, discard() {} };
+/**
+ * A plan with nothing durable to prepare: all of it happens at its turn; `inert` when that is
+ * nothing at all (see {@linkcode Prepared.inert}).
+ */
+function deferred(act: () => Promise<Converged>, inert: boolean): Prepared {
+  return { ready: () => Promise.resolve(), commit: act, discard() {}, inert };
 }
 
 /** The `file` applier: plan, then (unless a dry run) exactly that plan. */
@@ -502,7 +507,12 @@ export const fileApplier: Applier<
   },
   prepare(resource, plan, context) {
     if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create && !plan.write) return deferred(() => this.act(resource, plan, context));
+    if (!plan.create && !plan.write) {
+      // Its act consumes a temporary file left beside it, or sets mode or owner: anything else
+      // changes nothing.
+      const inert = !plan.attributes && !mayHaveTemp(resource.path, context);
+      return deferred(() => this.act(resource, plan, context), inert);
+    }
     // Its directory must be there: making it now would be visible before its turn.
     const dir = dirname(resource.path);
     const temps = tempsIn(dir, context);
