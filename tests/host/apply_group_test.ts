@@ -357,7 +357,10 @@ Deno.test("a directory whose mode changes is no inert member: a file below it is
       { id: "d", type: "directory", path: `${root}/d`, mode },
       { id: "f", type: "file", path: `${root}/d/f`, content: "f\n", mode: "0644" },
     ];
-    assertEquals((await applyResources(debian, `${dir}/state`, declare("0755"))).outcome, "applied");
+    assertEquals(
+      (await applyResources(debian, `${dir}/state`, declare("0755"))).outcome,
+      "applied",
+    );
     const files = debian.appliers.file as Applier;
     const seen: number[] = [];
     const file: Applier = {
