@@ -721,22 +721,24 @@ export async function readSource(
   bytes: Uint8Array,
   source: { name: SourceName; origin: SourceOrigin; file?: string; trusted: boolean },
 ): Promise<SourceInput> {
-  const digest = await declarationDigest(bytes);
+  // Hashed on a thread of Deno's while the declaration is parsed here.
+  const digesting = declarationDigest(bytes);
+  digesting.catch(() => {}); // awaited below; never left unhandled meanwhile
   const base = {
     name: source.name,
     origin: source.origin,
     ...(source.file !== undefined ? { file: source.file } : {}),
-    digest,
   };
   try {
     // A valid declaration is read without zod; the schema (loaded only then) judges the rest.
     const declaration = parseValid(bytes, { trusted: source.trusted }) ??
       await parseWithSchema(bytes, source.trusted);
-    return { ...base, declaration };
+    return { ...base, digest: await digesting, declaration };
   } catch (error) {
     if (!(error instanceof DeclarationError)) throw error;
     return {
       ...base,
+      digest: await digesting,
       refused: error.problems.map((p) => ({
         ...(p.id ? { id: p.id } : {}),
         path: p.path,
