@@ -232,3 +232,23 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
     remove: () => Promise.resolve().then(fail),
   };
 }
+
+/**
+ * An applier whose module is loaded when one of its methods is first called: a dynamic import of
+ * a static specifier, so a bundled or compiled host still carries it, while an apply whose
+ * declaration never names its type does not load it. It has no `prepare` (only the path appliers
+ * have one, and they are loaded with the host). A module that fails to load fails every call.
+ */
+export function lazyApplier<R extends Resource, O, P extends Plan>(
+  load: () => Promise<Applier<R, O, P>>,
+): Applier<R, O, P> {
+  let loading: Promise<Applier<R, O, P>> | undefined;
+  const applier = () => loading ??= load();
+  return {
+    observe: async (resource, context) => await (await applier()).observe(resource, context),
+    plan: async (resource, observed, context) =>
+      await (await applier()).plan(resource, observed, context),
+    act: async (resource, plan, context) => await (await applier()).act(resource, plan, context),
+    remove: async (entry, context) => await (await applier()).remove(entry, context),
+  };
+}
