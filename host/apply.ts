@@ -528,15 +528,23 @@ async function applyOne(
     });
     if (!context.dryRun) {
       const known = store.find(source, resource.id, resource.type, subjectOf(resource));
-      store.record({
-        source,
-        id: resource.id,
-        type: resource.type,
-        subject: subjectOf(resource),
-        created: result.created,
-        applied: result.change === "unchanged" && known ? known.applied : new Date().toISOString(),
-        ...(result.original ? { original: result.original } : {}),
-      });
+      // Unchanged and recorded so already (created kept, no original to add): the record would
+      // stay as it is.
+      const kept = known !== undefined && result.change === "unchanged" && !result.original &&
+        (known.created || !result.created);
+      if (!kept) {
+        store.record({
+          source,
+          id: resource.id,
+          type: resource.type,
+          subject: subjectOf(resource),
+          created: result.created,
+          applied: result.change === "unchanged" && known
+            ? known.applied
+            : new Date().toISOString(),
+          ...(result.original ? { original: result.original } : {}),
+        });
+      }
     }
     applied++;
   };
