@@ -457,7 +457,7 @@ export const fileApplier: Applier<
   PathActPlan<PathState & { bytes: Uint8Array }>
 > = {
   async observe(resource) {
-    const bytes = new TextEncoder().encode(resource.content);
+    const bytes = ENCODER.encode(resource.content);
     return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
   },
   async plan(resource, observed, context) {
@@ -889,8 +889,22 @@ function contentDiff(
   });
 }
 
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+const ENCODER = new TextEncoder();
+
+/**
+ * Whether `a` and `b` hold the same bytes: compared four at a time where both are aligned to four
+ * bytes (a file read, a string encoded), byte by byte otherwise and for the tail.
+ */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  let i = 0;
+  if (a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0) {
+    const words = a.length >> 2;
+    const x = new Int32Array(a.buffer, a.byteOffset, words);
+    const y = new Int32Array(b.buffer, b.byteOffset, words);
+    for (let w = 0; w < words; w++) if (x[w] !== y[w]) return false;
+    i = words << 2;
+  }
+  for (; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
