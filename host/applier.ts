@@ -152,6 +152,12 @@ export interface Prepared {
   commit(): Promise<Converged>;
   /** Undoes the preparation (removes a temporary file), when an earlier resource failed. */
   discard(): void;
+  /**
+   * True when `commit` changes nothing on the machine (the resource is already as declared, and
+   * nothing of this host's stands beside it to consume): it still commits in its turn, but no
+   * later resource of its group need be kept from observing its path.
+   */
+  inert?: boolean;
 }
 
 /** Converges resources of one type. */
@@ -224,5 +230,25 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
     plan: () => Promise.resolve().then(fail),
     act: () => Promise.resolve().then(fail),
     remove: () => Promise.resolve().then(fail),
+  };
+}
+
+/**
+ * An applier whose module is loaded when one of its methods is first called: a dynamic import of
+ * a static specifier, so a bundled or compiled host still carries it, while an apply whose
+ * declaration never names its type does not load it. It has no `prepare` (only the path appliers
+ * have one, and they are loaded with the host). A module that fails to load fails every call.
+ */
+export function lazyApplier<R extends Resource, O, P extends Plan>(
+  load: () => Promise<Applier<R, O, P>>,
+): Applier<R, O, P> {
+  let loading: Promise<Applier<R, O, P>> | undefined;
+  const applier = () => loading ??= load();
+  return {
+    observe: async (resource, context) => await (await applier()).observe(resource, context),
+    plan: async (resource, observed, context) =>
+      await (await applier()).plan(resource, observed, context),
+    act: async (resource, plan, context) => await (await applier()).act(resource, plan, context),
+    remove: async (entry, context) => await (await applier()).remove(entry, context),
   };
 }

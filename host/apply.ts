@@ -528,22 +528,31 @@ async function applyOne(
     });
     if (!context.dryRun) {
       const known = store.find(source, resource.id, resource.type, subjectOf(resource));
-      store.record({
-        source,
-        id: resource.id,
-        type: resource.type,
-        subject: subjectOf(resource),
-        created: result.created,
-        applied: result.change === "unchanged" && known ? known.applied : new Date().toISOString(),
-        ...(result.original ? { original: result.original } : {}),
-      });
+      // Unchanged and recorded so already (created kept, no original to add): the record would
+      // stay as it is.
+      const kept = known !== undefined && result.change === "unchanged" && !result.original &&
+        (known.created || !result.created);
+      if (!kept) {
+        store.record({
+          source,
+          id: resource.id,
+          type: resource.type,
+          subject: subjectOf(resource),
+          created: result.created,
+          applied: result.change === "unchanged" && known
+            ? known.applied
+            : new Date().toISOString(),
+          ...(result.original ? { original: result.original } : {}),
+        });
+      }
     }
     applied++;
   };
   let group: { resource: Resource; prepared: Prepared }[] = [];
-  // The group's paths as the kernel resolves them (symlinked parent directories followed: two
-  // names of one file must not be prepared side by side), and every directory above them (a
-  // member's commit may create them: a path among them is not clear).
+  // The paths of the group's members that change something (an inert member changes nothing: it
+  // is kept apart from nothing) as the kernel resolves them (symlinked parent directories
+  // followed: two names of one file must not be prepared side by side), and every directory above
+  // them (a member's commit may create them: a path among them is not clear).
   const subjects = new Set<string>();
   const above = new Set<string>();
   const realParents = new Map<string, string>();
@@ -583,12 +592,15 @@ async function applyOne(
       // group is not visible yet: it observes its own path alone. Anything else (a service
       // reading its unit file, an action) sees the group done.
       const subject = subjectOf(resource);
-      const real = (resource.type === "file" || resource.type === "directory") &&
-          applier!.prepare !== undefined
-        ? resolvedPath(subject, realParents)
-        : undefined;
-      const clear = real !== undefined && !subjects.has(real) && !above.has(real) &&
-        !ancestors(real).some((a) => subjects.has(a));
+      const path = (resource.type === "file" || resource.type === "directory") &&
+        applier!.prepare !== undefined;
+      // While no member changes anything (a no-op's groups), every path is clear: none is
+      // resolved.
+      const real = path && subjects.size > 0 ? resolvedPath(subject, realParents) : undefined;
+      const clear = path &&
+        (real === undefined ||
+          (!subjects.has(real) && !above.has(real) &&
+            !ancestors(real).some((a) => subjects.has(a))));
       if (!clear && group.length > 0) {
         const failed = await complete();
         if (failed !== undefined) {
@@ -615,9 +627,11 @@ async function applyOne(
       }
       if (prepared !== undefined) {
         group.push({ resource, prepared });
-        const key = real ?? resolvedPath(subject, realParents);
-        subjects.add(key);
-        for (const a of ancestors(key)) above.add(a);
+        if (!prepared.inert) {
+          const key = real ?? resolvedPath(subject, realParents);
+          subjects.add(key);
+          for (const a of ancestors(key)) above.add(a);
+        }
         if (group.length >= GROUP_SIZE) {
           const failed = await complete();
           if (failed !== undefined) {
@@ -631,7 +645,7 @@ async function applyOne(
       // An action or a package may have made or replaced a directory (a symlink, say); a file or
       // directory resource never does (it refuses a symlink at its path, and a directory it makes
       // resolves as the path was written).
-      if (real === undefined) realParents.clear();
+      if (!path) realParents.clear();
     } catch (error) {
       // Those before it come first: they were declared first.
       const failed = group.length > 0 ? await complete() : undefined;
@@ -715,22 +729,24 @@ export async function readSource(
   bytes: Uint8Array,
   source: { name: SourceName; origin: SourceOrigin; file?: string; trusted: boolean },
 ): Promise<SourceInput> {
-  const digest = await declarationDigest(bytes);
+  // Hashed on a thread of Deno's while the declaration is parsed here.
+  const digesting = declarationDigest(bytes);
+  digesting.catch(() => {}); // awaited below; never left unhandled meanwhile
   const base = {
     name: source.name,
     origin: source.origin,
     ...(source.file !== undefined ? { file: source.file } : {}),
-    digest,
   };
   try {
     // A valid declaration is read without zod; the schema (loaded only then) judges the rest.
     const declaration = parseValid(bytes, { trusted: source.trusted }) ??
       await parseWithSchema(bytes, source.trusted);
-    return { ...base, declaration };
+    return { ...base, digest: await digesting, declaration };
   } catch (error) {
     if (!(error instanceof DeclarationError)) throw error;
     return {
       ...base,
+      digest: await digesting,
       refused: error.problems.map((p) => ({
         ...(p.id ? { id: p.id } : {}),
         path: p.path,

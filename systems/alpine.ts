@@ -6,11 +6,8 @@
  * @module
  */
 
-import { actionApplier } from "../host/resources/action.ts";
-import { containerApplier } from "../host/resources/container.ts";
+import { lazyApplier } from "../host/applier.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
-import { apkPackageApplier } from "../host/resources/package_apk.ts";
-import { serviceApplier } from "../host/resources/service.ts";
 import type { System } from "./mod.ts";
 
 const IDS = ["alpine"];
@@ -22,10 +19,15 @@ export const alpine: System = {
   appliers: {
     directory: directoryApplier,
     file: fileApplier,
-    service: serviceApplier,
-    package: apkPackageApplier,
-    container: containerApplier,
-    action: actionApplier,
+    // Loaded when a declaration first names the type (a file-only apply loads none of them).
+    service: lazyApplier(async () => (await import("../host/resources/service.ts")).serviceApplier),
+    package: lazyApplier(async () =>
+      (await import("../host/resources/package_apk.ts")).apkPackageApplier
+    ),
+    container: lazyApplier(async () =>
+      (await import("../host/resources/container.ts")).containerApplier
+    ),
+    action: lazyApplier(async () => (await import("../host/resources/action.ts")).actionApplier),
   },
   refuses: {},
 };

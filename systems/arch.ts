@@ -5,11 +5,8 @@
  * @module
  */
 
-import { actionApplier } from "../host/resources/action.ts";
-import { containerApplier } from "../host/resources/container.ts";
+import { lazyApplier } from "../host/applier.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
-import { pacmanPackageApplier } from "../host/resources/package_pacman.ts";
-import { serviceApplier } from "../host/resources/service.ts";
 import type { System } from "./mod.ts";
 
 const IDS = ["arch", "archarm"];
@@ -21,10 +18,15 @@ export const arch: System = {
   appliers: {
     directory: directoryApplier,
     file: fileApplier,
-    service: serviceApplier,
-    package: pacmanPackageApplier,
-    container: containerApplier,
-    action: actionApplier,
+    // Loaded when a declaration first names the type (a file-only apply loads none of them).
+    service: lazyApplier(async () => (await import("../host/resources/service.ts")).serviceApplier),
+    package: lazyApplier(async () =>
+      (await import("../host/resources/package_pacman.ts")).pacmanPackageApplier
+    ),
+    container: lazyApplier(async () =>
+      (await import("../host/resources/container.ts")).containerApplier
+    ),
+    action: lazyApplier(async () => (await import("../host/resources/action.ts")).actionApplier),
   },
   refuses: {},
 };

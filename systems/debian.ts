@@ -6,11 +6,8 @@
  * @module
  */
 
-import { actionApplier } from "../host/resources/action.ts";
-import { containerApplier } from "../host/resources/container.ts";
+import { lazyApplier } from "../host/applier.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
-import { dpkgPackageApplier } from "../host/resources/package_dpkg.ts";
-import { serviceApplier } from "../host/resources/service.ts";
 import type { System } from "./mod.ts";
 
 const IDS = ["debian"];
@@ -22,10 +19,15 @@ export const debian: System = {
   appliers: {
     directory: directoryApplier,
     file: fileApplier,
-    service: serviceApplier,
-    package: dpkgPackageApplier,
-    container: containerApplier,
-    action: actionApplier,
+    // Loaded when a declaration first names the type (a file-only apply loads none of them).
+    service: lazyApplier(async () => (await import("../host/resources/service.ts")).serviceApplier),
+    package: lazyApplier(async () =>
+      (await import("../host/resources/package_dpkg.ts")).dpkgPackageApplier
+    ),
+    container: lazyApplier(async () =>
+      (await import("../host/resources/container.ts")).containerApplier
+    ),
+    action: lazyApplier(async () => (await import("../host/resources/action.ts")).actionApplier),
   },
   refuses: {},
 };

@@ -413,7 +413,9 @@ export const directoryApplier: Applier<
   },
   prepare(resource, plan, context) {
     if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create) return deferred(() => this.act(resource, plan, context));
+    if (!plan.create) {
+      return deferred(() => this.act(resource, plan, context), !plan.attributes);
+    }
     // Journaled now, durable with the rest of its group; made (in order) only after.
     context.store.journal({ id: resource.id, type: "directory", subject: resource.path });
     const { detail: _, ...result } = plan.result;
@@ -440,9 +442,12 @@ export const directoryApplier: Applier<
   },
 };
 
-/** A plan with nothing durable to prepare: all of it happens at its turn. */
-function deferred(act: () => Promise<Converged>): Prepared {
-  return { ready: () => Promise.resolve(), commit: act, discard() {} };
+/**
+ * A plan with nothing durable to prepare: all of it happens at its turn; `inert` when that is
+ * nothing at all (see {@linkcode Prepared.inert}).
+ */
+function deferred(act: () => Promise<Converged>, inert: boolean): Prepared {
+  return { ready: () => Promise.resolve(), commit: act, discard() {}, inert };
 }
 
 /** The `file` applier: plan, then (unless a dry run) exactly that plan. */
@@ -452,7 +457,7 @@ export const fileApplier: Applier<
   PathActPlan<PathState & { bytes: Uint8Array }>
 > = {
   async observe(resource) {
-    const bytes = new TextEncoder().encode(resource.content);
+    const bytes = ENCODER.encode(resource.content);
     return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
   },
   async plan(resource, observed, context) {
@@ -502,7 +507,12 @@ export const fileApplier: Applier<
   },
   prepare(resource, plan, context) {
     if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create && !plan.write) return deferred(() => this.act(resource, plan, context));
+    if (!plan.create && !plan.write) {
+      // Its act consumes a temporary file left beside it, or sets mode or owner: anything else
+      // changes nothing.
+      const inert = !plan.attributes && !mayHaveTemp(resource.path, context);
+      return deferred(() => this.act(resource, plan, context), inert);
+    }
     // Its directory must be there: making it now would be visible before its turn.
     const dir = dirname(resource.path);
     const temps = tempsIn(dir, context);
@@ -879,8 +889,22 @@ function contentDiff(
   });
 }
 
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+const ENCODER = new TextEncoder();
+
+/**
+ * Whether `a` and `b` hold the same bytes: compared four at a time where both are aligned to four
+ * bytes (a file read, a string encoded), byte by byte otherwise and for the tail.
+ */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  let i = 0;
+  if (a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0) {
+    const words = a.length >> 2;
+    const x = new Int32Array(a.buffer, a.byteOffset, words);
+    const y = new Int32Array(b.buffer, b.byteOffset, words);
+    for (let w = 0; w < words; w++) if (x[w] !== y[w]) return false;
+    i = words << 2;
+  }
+  for (; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }

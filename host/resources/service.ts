@@ -11,19 +11,14 @@
  *
  * systemd is asked first, as sd_booted is the stronger test. When neither passes, every service
  * resource fails saying so and naming both tests; removal needs no manager (a service leaving
- * the declaration is always "forgotten").
+ * the declaration is always "forgotten"). Only the detected manager's applier is loaded.
  *
  * @module
  */
 
 import { type Applier, ResourceError } from "../applier.ts";
-import {
-  type ServiceResource,
-  type SystemdPlan,
-  systemdServiceApplier,
-  type UnitState,
-} from "./service_systemd.ts";
-import { type OpenrcObserved, type OpenrcPlan, openrcServiceApplier } from "./service_openrc.ts";
+import type { ServiceResource, SystemdPlan, UnitState } from "./service_systemd.ts";
+import type { OpenrcObserved, OpenrcPlan } from "./service_openrc.ts";
 
 export type { ServiceResource } from "./service_systemd.ts";
 
@@ -47,6 +42,16 @@ async function managerOrFail(): Promise<ServiceManager> {
   return found.manager;
 }
 
+/** The systemd applier, loaded when systemd runs this machine. */
+async function systemd() {
+  return (await import("./service_systemd.ts")).systemdServiceApplier;
+}
+
+/** The OpenRC applier, loaded when OpenRC runs this machine. */
+async function openrc() {
+  return (await import("./service_openrc.ts")).openrcServiceApplier;
+}
+
 /** What the delegate planned, and which delegate it was. */
 export type ServicePlan =
   | (SystemdPlan & { manager: "systemd" })
@@ -57,24 +62,24 @@ export const serviceApplier: Applier<ServiceResource, ServiceObserved, ServicePl
   async observe(resource, context) {
     const manager = await managerOrFail();
     return manager === "systemd"
-      ? { manager, observed: await systemdServiceApplier.observe(resource, context) }
-      : { manager, observed: await openrcServiceApplier.observe(resource, context) };
+      ? { manager, observed: await (await systemd()).observe(resource, context) }
+      : { manager, observed: await (await openrc()).observe(resource, context) };
   },
   async plan(resource, observed, context): Promise<ServicePlan> {
     return observed.manager === "systemd"
       ? {
         manager: "systemd",
-        ...await systemdServiceApplier.plan(resource, observed.observed, context),
+        ...await (await systemd()).plan(resource, observed.observed, context),
       }
       : {
         manager: "openrc",
-        ...await openrcServiceApplier.plan(resource, observed.observed, context),
+        ...await (await openrc()).plan(resource, observed.observed, context),
       };
   },
   async act(resource, plan, context) {
     return plan.manager === "systemd"
-      ? await systemdServiceApplier.act(resource, plan, context)
-      : await openrcServiceApplier.act(resource, plan, context);
+      ? await (await systemd()).act(resource, plan, context)
+      : await (await openrc()).act(resource, plan, context);
   },
   remove() {
     // Both managers leave a service leaving the declaration as it is: "forgotten", never

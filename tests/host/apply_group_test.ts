@@ -327,3 +327,52 @@ Deno.test("a directory an action replaces with a symlink is resolved again for t
     assertEquals(created, [["via-link", true], ["real-g", false]]);
   });
 });
+
+Deno.test("a no-op apply resolves no path: a member that changes nothing keeps no later path apart", async () => {
+  await withDir(async (dir) => {
+    const resources = [...tree(`${dir}/root`, 40), ...tree(`${dir}/root`, 40, "e")];
+    assertEquals((await applyResources(debian, `${dir}/state`, resources)).outcome, "applied");
+    const realPathSync = Deno.realPathSync;
+    let resolved = 0;
+    Deno.realPathSync = (path) => {
+      resolved++;
+      return realPathSync(path);
+    };
+    try {
+      const r = await applyResources(debian, `${dir}/state`, resources);
+      assertEquals([r.outcome, r.applied], ["applied", 82]);
+      assert(r.changes.every((c) => c.change === "unchanged"));
+    } finally {
+      Deno.realPathSync = realPathSync;
+    }
+    assertEquals(resolved, 0);
+  });
+});
+
+Deno.test("a directory whose mode changes is no inert member: a file below it is observed once it is set", async () => {
+  await withDir(async (dir) => {
+    const root = `${dir}/root`;
+    const declare = (mode: string) => [
+      { id: "before", type: "file", path: `${root}/before`, content: "b\n", mode: "0644" },
+      { id: "d", type: "directory", path: `${root}/d`, mode },
+      { id: "f", type: "file", path: `${root}/d/f`, content: "f\n", mode: "0644" },
+    ];
+    assertEquals(
+      (await applyResources(debian, `${dir}/state`, declare("0755"))).outcome,
+      "applied",
+    );
+    const files = debian.appliers.file as Applier;
+    const seen: number[] = [];
+    const file: Applier = {
+      ...files,
+      async observe(resource, context) {
+        if (resource.id === "f") seen.push(Deno.statSync(`${root}/d`).mode! & 0o777);
+        return await files.observe(resource, context);
+      },
+    };
+    const system = { ...debian, appliers: { ...debian.appliers, file } };
+    const r = await applyResources(system, `${dir}/state`, declare("0700"));
+    assertEquals([r.outcome, r.applied], ["applied", 3]);
+    assertEquals(seen, [0o700]);
+  });
+});

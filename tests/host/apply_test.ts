@@ -5,6 +5,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { cli } from "../support/mod.ts";
+import { equalBytes } from "../../host/resources/fs.ts";
 
 interface Result {
   outcome: string;
@@ -487,4 +488,23 @@ Deno.test("a reader that goes away does not turn an applied result into another 
       new TextDecoder().decode(out.stderr),
     );
   });
+});
+
+Deno.test("a file's bytes are compared exactly: every position, aligned or not, the tail too", () => {
+  for (const n of [0, 1, 3, 4, 5, 8, 11, 150]) {
+    const a = Uint8Array.from({ length: n }, (_, i) => (i * 37 + 11) & 255);
+    assert(equalBytes(a, a.slice()), `${n} bytes`);
+    for (let at = 0; at < n; at++) {
+      const b = a.slice();
+      b[at] = b[at]! ^ 0x80;
+      assert(!equalBytes(a, b), `${n} bytes, differing at ${at}`);
+      // The same bytes at an offset that is not a multiple of four.
+      const shifted = new Uint8Array(n + 1);
+      shifted.set(b, 1);
+      assert(!equalBytes(a, shifted.subarray(1)), `${n} bytes, unaligned, differing at ${at}`);
+      shifted.set(a, 1);
+      assert(equalBytes(a, shifted.subarray(1)), `${n} bytes, unaligned`);
+    }
+  }
+  assert(!equalBytes(new Uint8Array(4), new Uint8Array(5)));
 });

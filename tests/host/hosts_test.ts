@@ -11,6 +11,8 @@ import { android } from "../../systems/android.ts";
 import { arch } from "../../systems/arch.ts";
 import { debian } from "../../systems/debian.ts";
 import { confirmSystem, parseOsRelease, WrongSystemError } from "../../systems/mod.ts";
+import { type Applier, lazyApplier } from "../../host/applier.ts";
+import { loadedAtStart } from "../support/module_graph.ts";
 
 const read = (system: string) => Deno.readTextFileSync(`${ROOT}bundles/substrate-${system}.lock`);
 
@@ -335,4 +337,56 @@ Deno.test("deno task hosts: a runtime that does not run is refused and removed; 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a system loads its service, package, container and action appliers when first used, the service applier only its manager's", async () => {
+  const lazy = [
+    "host/resources/service.ts",
+    "host/resources/container.ts",
+    "host/resources/action.ts",
+    "host/resources/package_dpkg.ts",
+    "host/resources/package_apk.ts",
+    "host/resources/package_pacman.ts",
+    "host/resources/service_systemd.ts",
+    "host/resources/service_openrc.ts",
+  ];
+  for (const entry of ["systems/debian.ts", "systems/alpine.ts", "systems/arch.ts"]) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.some((s) => s.endsWith("/host/resources/fs.ts")), entry);
+    assertEquals(loaded.filter((s) => lazy.some((l) => s.endsWith(`/${l}`))), [], entry);
+  }
+  const service = await loadedAtStart("host/resources/service.ts");
+  assertEquals(service.filter((s) => /service_(systemd|openrc)\.ts$/.test(s)), []);
+});
+
+Deno.test("a lazy applier loads its module once, at the first call, and hands every call on", async () => {
+  let loads = 0;
+  const calls: string[] = [];
+  const inner: Applier = {
+    observe: (r) => Promise.resolve(calls.push(`observe ${r.id}`)),
+    plan: (r) =>
+      Promise.resolve({ result: { change: "unchanged", created: false }, steps: [r.id] }),
+    act: (r) => Promise.resolve({ change: "updated", created: false, detail: r.id }),
+    remove: (e) => Promise.resolve(e.id === "gone" ? "removed" : "forgotten"),
+  };
+  const applier = lazyApplier(() => {
+    loads++;
+    return Promise.resolve(inner);
+  });
+  assertEquals(loads, 0);
+  const r = { id: "a", type: "action" as const, command: ["true"], verify: ["true"] };
+  const context = {} as Parameters<Applier["observe"]>[1];
+  assertEquals(await applier.observe(r, context), 1);
+  const plan = await applier.plan(r, 1, context);
+  assertEquals(plan.steps, ["a"]);
+  assertEquals((await applier.act(r, plan, context)).detail, "a");
+  const entry = { source: "local", id: "gone", type: "action", subject: "gone" } as const;
+  assertEquals(
+    await applier.remove({ ...entry, created: true, applied: "2026-01-01T00:00:00Z" }, context),
+    "removed",
+  );
+  assertEquals([loads, calls], [1, ["observe a"]]);
+  const failing = lazyApplier(() => Promise.reject(new Error("Cannot load the applier")));
+  const error = await assertRejects(() => failing.observe(r, context), Error);
+  assertEquals(error.message, "Cannot load the applier");
 });
