@@ -194,7 +194,11 @@ async function parent(options: Options) {
     const samples: Sample[] = [];
     const text2 = await new Response(link.stdout).text();
     const code = (await link.status).code;
-    for (const line of text2.split("\n")) if (line.trim()) samples.push(JSON.parse(line));
+    for (const line of text2.split("\n")) {
+      // V8's own lines (`--v8-flags=--trace-gc,...`) pass through to stderr.
+      if (line.startsWith("{")) samples.push(JSON.parse(line));
+      else if (line.trim()) console.error(line);
+    }
     for (const s of samples) {
       log(
         `after ${s.applies}: VmRSS ${(s.rssKiB / 1024).toFixed(1)} MiB, VmHWM ${
