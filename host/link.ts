@@ -26,7 +26,7 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 // is not valid (lib/broker_read.ts).
 import type { DeclarationMessage, ReportMessage } from "../lib/broker.ts";
 import { EXCHANGE, MessageError, nodeQueue, reportKey } from "../lib/broker_names.ts";
-import { readDeclarationMessage, readReportMessage } from "../lib/broker_read.ts";
+import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
@@ -483,7 +483,7 @@ export async function sendJournaled(
     let body: Uint8Array;
     try {
       body = await Deno.readFile(path);
-      await readReportMessage(body, `the journaled report "${path}"`);
+      await checkReportMessage(body, `the journaled report "${path}"`);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) continue;
       // A journaled report that cannot be read is set aside (not sent, not deleted) and said;

@@ -1,6 +1,6 @@
 /**
  * The host's link's read of its two messages (a {@linkcode DeclarationMessage} it consumes or
- * keeps, a {@linkcode ReportMessage} it journaled) without zod: a message that is valid is read by
+ * keeps, a {@linkcode ReportMessage} it journaled and checks before sending) without zod: a message that is valid is read by
  * plain checks; anything else (not UTF-8 JSON, a repeated key, a problem, a report carrying a
  * drift summary) is left to the zod schema of lib/broker.ts, loaded only then, which decides and
  * says every problem. So the answer and the errors are the schema's, and a link whose messages are
@@ -148,22 +148,32 @@ export async function readDeclarationMessage(
   body: Uint8Array,
   what: string,
 ): Promise<DeclarationMessage> {
-  const value = plainJson(body);
-  if (plainDeclarationMessage(value)) return value;
+  const v = plainJson(body);
+  if (plainDeclarationMessage(v)) {
+    // The schema's value: its keys in the schema's order, whatever the body's.
+    return {
+      kind: v.kind,
+      node: v.node,
+      generation: v.generation,
+      digest: v.digest,
+      pushedAt: v.pushedAt,
+      declaration: v.declaration,
+    };
+  }
   const { decodeMessage, DeclarationMessage } = await import("./broker.ts");
   return decodeMessage(DeclarationMessage, body, what);
 }
 
 /**
- * Reads a report message (UTF-8 JSON) as `decodeMessage(ReportMessage, body, what)` of
- * lib/broker.ts does, loading zod only for a body that is not a valid report without drift.
+ * Checks a report message (UTF-8 JSON) as `decodeMessage(ReportMessage, body, what)` of
+ * lib/broker.ts does, without making its value (the link sends the body as it is), loading zod
+ * only for a body that is not a valid report without drift.
  *
  * @param what the message, as the error names it.
  * @throws {MessageError} naming each problem with its path (the schema's).
  */
-export async function readReportMessage(body: Uint8Array, what: string): Promise<ReportMessage> {
-  const value = plainJson(body);
-  if (plainReportMessage(value)) return value;
+export async function checkReportMessage(body: Uint8Array, what: string): Promise<void> {
+  if (plainReportMessage(plainJson(body))) return;
   const { decodeMessage, ReportMessage } = await import("./broker.ts");
-  return decodeMessage(ReportMessage, body, what);
+  decodeMessage(ReportMessage, body, what);
 }
