@@ -2,7 +2,7 @@
  * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
- * [--v8-flags FLAGS]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * [--v8-flags FLAGS] [--every-apply]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
  * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
  * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
  * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
@@ -10,7 +10,8 @@
  * run with unless `--v8-flags` says otherwise (`""`: none). The link runs with `--every 1s` on a
  * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
  * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
- * 100th, ... apply, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
+ * 100th, ... apply (`--every-apply`: after each, and the medians from the 10th on are printed),
+ * with its CPU time (user + system) so far, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
  * changed), and stops after `--applies` (default 1,000).
  *
  * Everything is removed in a `finally` (the vhost with its queues, the node's account, the temp
@@ -78,6 +79,8 @@ interface Options {
   source: boolean;
   /** Given to the link's process as `--v8-flags=...` (`--expose-gc`: collect before sampling). */
   v8Flags: string[];
+  /** Sample after every apply (else after the 1st, 2nd, 10th, 50th, 100th, ...). */
+  everyApply: boolean;
 }
 
 async function parent(options: Options) {
@@ -182,6 +185,7 @@ async function parent(options: Options) {
           node,
           stateDir: `${dir}/state`,
           applies: options.applies,
+          everyApply: options.everyApply,
         }),
       ],
       stdout: "piped",
@@ -190,15 +194,42 @@ async function parent(options: Options) {
     const samples: Sample[] = [];
     const text2 = await new Response(link.stdout).text();
     const code = (await link.status).code;
-    for (const line of text2.split("\n")) if (line.trim()) samples.push(JSON.parse(line));
+    for (const line of text2.split("\n")) {
+      // V8's own lines (`--v8-flags=--trace-gc,...`) pass through to stderr.
+      if (line.startsWith("{")) samples.push(JSON.parse(line));
+      else if (line.trim()) console.error(line);
+    }
     for (const s of samples) {
       log(
         `after ${s.applies}: VmRSS ${(s.rssKiB / 1024).toFixed(1)} MiB, VmHWM ${
           (s.hwmKiB / 1024).toFixed(1)
-        } MiB, heap ${(s.heapUsed / MiB).toFixed(1)} MiB, ${(s.ms / 1000).toFixed(0)} s`,
+        } MiB (anon ${(s.anonKiB / 1024).toFixed(1)}, file ${
+          (s.fileKiB / 1024).toFixed(1)
+        }), heap ${(s.heapUsed / MiB).toFixed(1)} / ${(s.heapTotal / MiB).toFixed(1)} MiB, CPU ${
+          (s.cpuMs / 1000).toFixed(1)
+        } s, ${(s.ms / 1000).toFixed(0)} s`,
       );
     }
     if (code !== 0) throw new Error(`the link's child exited ${code}`);
+    // From the 10th apply on (the converge and the heap's first growth left behind): the middle
+    // of the samples, and the CPU time of an interval apply.
+    const steady = samples.filter((s) => s.applies >= 10);
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
+    const summary = steady.length < 2
+      ? ""
+      : `From the 10th apply on, ${steady.length} samples: VmRSS median ${
+        (median(steady.map((s) => s.rssKiB)) / 1024).toFixed(1)
+      } MiB (${(Math.min(...steady.map((s) => s.rssKiB)) / 1024).toFixed(1)}-${
+        (Math.max(...steady.map((s) => s.rssKiB)) / 1024).toFixed(1)
+      }), CPU ${
+        ((steady.at(-1)!.cpuMs - steady[0]!.cpuMs) / (steady.at(-1)!.applies - steady[0]!.applies))
+          .toFixed(0)
+      } ms an apply (user + system).`;
+    if (summary) log(summary);
     const markdown = [
       `Link memory: ${DIRS} directories + ${
         DIRS * FILES_PER_DIR
@@ -206,16 +237,19 @@ async function parent(options: Options) {
         options.source ? "from its sources" : "bundled"
       }, V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
       "",
-      "| applies | VmRSS MiB | VmHWM MiB (peak so far) | V8 heap used / total MiB | external MiB | elapsed s |",
-      "| ---: | ---: | ---: | ---: | ---: | ---: |",
+      "| applies | VmRSS MiB | VmHWM MiB (peak so far) | RssAnon / RssFile MiB | V8 heap used / total MiB | external MiB | CPU s | elapsed s |",
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...samples.map((s) =>
         `| ${s.applies} | ${(s.rssKiB / 1024).toFixed(1)} | ${(s.hwmKiB / 1024).toFixed(1)} | ${
-          (s.heapUsed / MiB).toFixed(1)
-        } / ${(s.heapTotal / MiB).toFixed(1)} | ${(s.external / MiB).toFixed(1)} | ${
+          (s.anonKiB / 1024).toFixed(1)
+        } / ${(s.fileKiB / 1024).toFixed(1)} | ${(s.heapUsed / MiB).toFixed(1)} / ${
+          (s.heapTotal / MiB).toFixed(1)
+        } | ${(s.external / MiB).toFixed(1)} | ${(s.cpuMs / 1000).toFixed(1)} | ${
           (s.ms / 1000).toFixed(0)
         } |`
       ),
       "",
+      ...(summary ? [summary, ""] : []),
       `deno ${Deno.version.deno}, Linux ${Deno.osRelease()}, ${navigator.hardwareConcurrency} cores.`,
     ].join("\n");
     console.log(markdown);
@@ -242,7 +276,7 @@ async function parent(options: Options) {
 }
 
 function parseArgs(args: string[]): Options {
-  const options: Options = { applies: 1000, source: false, v8Flags: [] };
+  const options: Options = { applies: 1000, source: false, v8Flags: [], everyApply: false };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -252,12 +286,14 @@ function parseArgs(args: string[]): Options {
       i++;
     } else if (a === "--source") {
       options.source = true;
+    } else if (a === "--every-apply") {
+      options.everyApply = true;
     } else if (a === "--v8-flags" && args[i + 1] !== undefined) {
       flagsGiven = true;
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply]`,
       );
     }
   }

@@ -26,6 +26,11 @@ export interface Sample {
   applies: number;
   rssKiB: number;
   hwmKiB: number;
+  /** Of `rssKiB`: anonymous pages (V8's heap, malloc, stacks) and file-backed (Deno's binary). */
+  anonKiB: number;
+  fileKiB: number;
+  /** The process's CPU time so far (user + system, ms; 10 ms steps). */
+  cpuMs: number;
   heapUsed: number;
   heapTotal: number;
   external: number;
@@ -36,15 +41,43 @@ function log(line: string) {
   console.error(`link_memory_bench: ${line}`);
 }
 
-function status(): { rssKiB: number; hwmKiB: number } {
+function status(): {
+  rssKiB: number;
+  hwmKiB: number;
+  anonKiB: number;
+  fileKiB: number;
+  cpuMs: number;
+} {
   const text = Deno.readTextFileSync("/proc/self/status");
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1]);
-  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM") };
+  return {
+    rssKiB: field("VmRSS"),
+    hwmKiB: field("VmHWM"),
+    anonKiB: field("RssAnon"),
+    fileKiB: field("RssFile"),
+    cpuMs: cpuMs(),
+  };
+}
+
+/** User + system CPU time of this process (ms), from `/proc/self/stat` (clock ticks of 10 ms). */
+function cpuMs(): number {
+  const stat = Deno.readTextFileSync("/proc/self/stat");
+  // The fields after the command name (in parentheses, which may hold spaces): utime is the 14th
+  // field of the line, stime the 15th.
+  const after = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(after[11]) + Number(after[12])) * 10;
 }
 
 /** The child: the link's loop until `applies` reports, sampling its own memory. */
 async function child(
-  args: { broker: string; node: string; stateDir: string; applies: number; every: number },
+  args: {
+    broker: string;
+    node: string;
+    stateDir: string;
+    applies: number;
+    every: number;
+    everyApply?: boolean;
+  },
 ) {
   // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
   // on a clock that goes `SPEED` times faster, so that its loop (which sleeps 200 ms at most
@@ -77,7 +110,7 @@ async function child(
         problem ??= `apply ${count} (${report.trigger}) changed ${changed} resources`;
       }
       if (problem !== undefined) stop.abort();
-      if (marks.has(count)) {
+      if (marks.has(count) || args.everyApply) {
         // With --gc: the heap's live size, collected first (else it includes garbage).
         (globalThis as { gc?: () => void }).gc?.();
         const m = Deno.memoryUsage();

@@ -13,11 +13,11 @@
 
 import { messageOf, readFileLimited } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
-import { type DriftSummary, MAX_RESULT_BYTES, ResultFile, summarise } from "../lib/drift.ts";
+import type { DriftSummary } from "../lib/drift.ts";
 
 /** Options for {@linkcode readDriftSummary}. */
 export interface ReadDriftOptions {
-  /** The largest file read, in bytes (default {@linkcode MAX_RESULT_BYTES}). */
+  /** The largest file read, in bytes (default `MAX_RESULT_BYTES` of lib/drift.ts). */
   maxBytes?: number;
 }
 
@@ -29,6 +29,9 @@ export async function readDriftSummary(
   path: string,
   options: ReadDriftOptions = {},
 ): Promise<DriftSummary> {
+  // lib/drift.ts (zod and the result's schema) loads at the first read, not with the link: a
+  // link told to read no result (`--reconcile-result none`) never loads it.
+  const { MAX_RESULT_BYTES, ResultFile, summarise } = await import("../lib/drift.ts");
   const maxBytes = options.maxBytes ?? MAX_RESULT_BYTES;
   const unreadable = (problem: string): DriftSummary => ({
     status: "unreadable",

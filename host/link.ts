@@ -22,15 +22,11 @@
 import { join } from "../lib/path.ts";
 import type { ConsumeMessage } from "amqplib";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
-import {
-  DeclarationMessage,
-  decodeMessage,
-  EXCHANGE,
-  MessageError,
-  nodeQueue,
-  reportKey,
-  ReportMessage,
-} from "../lib/broker.ts";
+// The names and the plain reads, not lib/broker.ts: its zod schemas load only for a message that
+// is not valid (lib/broker_read.ts).
+import type { DeclarationMessage, ReportMessage } from "../lib/broker.ts";
+import { EXCHANGE, MessageError, nodeQueue, reportKey } from "../lib/broker_names.ts";
+import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
@@ -284,7 +280,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       let declaration: DeclarationMessage | undefined;
       let invalid: MessageError | undefined;
       try {
-        declaration = decodeMessage(DeclarationMessage, message.content, "the declaration message");
+        declaration = await readDeclarationMessage(message.content, "the declaration message");
         if (declaration.node !== options.node) {
           invalid = new MessageError("the declaration message", [
             `node: addressed to "${declaration.node}", and this is "${options.node}"`,
@@ -420,7 +416,7 @@ export async function readKept(path: string): Promise<DeclarationMessage | undef
     throw new StoreError(`Cannot read the kept declaration "${path}": ${messageOf(error)}`);
   }
   try {
-    return decodeMessage(DeclarationMessage, bytes, `the kept declaration "${path}"`);
+    return await readDeclarationMessage(bytes, `the kept declaration "${path}"`);
   } catch (error) {
     throw new StoreError(messageOf(error));
   }
@@ -487,7 +483,7 @@ export async function sendJournaled(
     let body: Uint8Array;
     try {
       body = await Deno.readFile(path);
-      decodeMessage(ReportMessage, body, `the journaled report "${path}"`);
+      await checkReportMessage(body, `the journaled report "${path}"`);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) continue;
       // A journaled report that cannot be read is set aside (not sent, not deleted) and said;

@@ -14,66 +14,23 @@ import { MAX_INTERVAL_MS } from "./link_interval.ts";
 import { formatPath } from "./json_path.ts";
 import { DriftSummary } from "./drift.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
+import { MessageError, NODE_NAME } from "./broker_names.ts";
 
-/** The one durable topic exchange everything is published to. */
-export const EXCHANGE = "mesh";
-/** The control plane's queue of reports, bound to {@linkcode REPORT_BINDING}. */
-export const REPORTS_QUEUE = "mesh.reports";
-/** The binding that brings every node's report to {@linkcode REPORTS_QUEUE}. */
-export const REPORT_BINDING = "report.*";
-/** The shared build queue (several builders take turns on it). */
-export const BUILD_QUEUE = "mesh.build";
-/** The routing key build requests are published under. */
-export const BUILD_REQUEST_KEY = "build.request";
-
-/**
- * A node name: 1-63 lowercase letters, digits and inner hyphens (a DNS label). A routing key
- * splits words on `.` and treats `*` and `#` as wildcards, and a queue name and an account name
- * are derived from it, so nothing else is allowed.
- */
-export const NODE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/**
- * Why `name` cannot be a node name, or undefined when it can.
- */
-export function nodeNameProblem(name: string): string | undefined {
-  if (NODE_NAME.test(name)) return undefined;
-  return `node name ${
-    JSON.stringify(name)
-  } is not 1-63 lowercase letters, digits and inner hyphens (it becomes a routing-key word, a queue name and a broker account, where ".", "*", "#" and other characters mean something else)`;
-}
-
-/** The queue a node consumes its declarations from: `mesh.node.<name>`. */
-export function nodeQueue(node: string): string {
-  return `mesh.node.${node}`;
-}
-
-/** The routing key a node's declarations are published under: `declaration.<name>`. */
-export function declarationKey(node: string): string {
-  return `declaration.${node}`;
-}
-
-/** The routing key a node publishes its reports under: `report.<name>`. */
-export function reportKey(node: string): string {
-  return `report.${node}`;
-}
-
-/**
- * The node a report routing key names, or undefined when `key` is not one.
- */
-export function nodeOfReportKey(key: string): string | undefined {
-  const match = /^report\.(.+)$/.exec(key);
-  return match && NODE_NAME.test(match[1]!) ? match[1] : undefined;
-}
-
-/**
- * Arguments of every node queue: it holds only the latest declaration (a node that was offline
- * receives what it should be now, not a backlog of what it once should have been).
- */
-export const NODE_QUEUE_ARGUMENTS = {
-  "x-max-length": 1,
-  "x-overflow": "drop-head",
-} as const;
+export {
+  BUILD_QUEUE,
+  BUILD_REQUEST_KEY,
+  declarationKey,
+  EXCHANGE,
+  MessageError,
+  NODE_NAME,
+  NODE_QUEUE_ARGUMENTS,
+  nodeNameProblem,
+  nodeOfReportKey,
+  nodeQueue,
+  REPORT_BINDING,
+  reportKey,
+  REPORTS_QUEUE,
+} from "./broker_names.ts";
 
 export { DEFAULT_INTERVAL_MS, MAX_INTERVAL_MS } from "./link_interval.ts";
 
@@ -150,17 +107,6 @@ export const ReportMessage = z.strictObject({
 });
 /** What a node reports after an apply. */
 export type ReportMessage = z.infer<typeof ReportMessage>;
-
-/** A message that does not match its schema; `problems` are `path: message` lines. */
-export class MessageError extends Error {
-  /** Every problem found, each `path: message`. */
-  readonly problems: string[];
-  constructor(what: string, problems: string[]) {
-    super(`Cannot read ${what}: ${problems.join("; ")}`);
-    this.name = "MessageError";
-    this.problems = problems;
-  }
-}
 
 /** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

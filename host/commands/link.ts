@@ -6,7 +6,7 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { nodeNameProblem } from "../../lib/broker.ts";
+import { nodeNameProblem } from "../../lib/broker_names.ts";
 import { brokerOption } from "../../lib/broker_urls.ts";
 import { untilSignalled } from "../../lib/wait.ts";
 import { printable } from "../../lib/printable.ts";

@@ -1,0 +1,80 @@
+/**
+ * The broker contract's names (docs/design.md, "Broker"): the exchange, queue names, routing keys,
+ * the rule a node name keeps, and the error a message that does not match its format is. Split
+ * from lib/broker.ts, which re-exports all of it, so that a program that needs only names (the
+ * host's link, which reads its messages with lib/broker_read.ts) loads neither zod nor the
+ * message schemas.
+ *
+ * @module
+ */
+
+/** The one durable topic exchange everything is published to. */
+export const EXCHANGE = "mesh";
+/** The control plane's queue of reports, bound to {@linkcode REPORT_BINDING}. */
+export const REPORTS_QUEUE = "mesh.reports";
+/** The binding that brings every node's report to {@linkcode REPORTS_QUEUE}. */
+export const REPORT_BINDING = "report.*";
+/** The shared build queue (several builders take turns on it). */
+export const BUILD_QUEUE = "mesh.build";
+/** The routing key build requests are published under. */
+export const BUILD_REQUEST_KEY = "build.request";
+
+/**
+ * A node name: 1-63 lowercase letters, digits and inner hyphens (a DNS label). A routing key
+ * splits words on `.` and treats `*` and `#` as wildcards, and a queue name and an account name
+ * are derived from it, so nothing else is allowed.
+ */
+export const NODE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Why `name` cannot be a node name, or undefined when it can.
+ */
+export function nodeNameProblem(name: string): string | undefined {
+  if (NODE_NAME.test(name)) return undefined;
+  return `node name ${
+    JSON.stringify(name)
+  } is not 1-63 lowercase letters, digits and inner hyphens (it becomes a routing-key word, a queue name and a broker account, where ".", "*", "#" and other characters mean something else)`;
+}
+
+/** The queue a node consumes its declarations from: `mesh.node.<name>`. */
+export function nodeQueue(node: string): string {
+  return `mesh.node.${node}`;
+}
+
+/** The routing key a node's declarations are published under: `declaration.<name>`. */
+export function declarationKey(node: string): string {
+  return `declaration.${node}`;
+}
+
+/** The routing key a node publishes its reports under: `report.<name>`. */
+export function reportKey(node: string): string {
+  return `report.${node}`;
+}
+
+/**
+ * The node a report routing key names, or undefined when `key` is not one.
+ */
+export function nodeOfReportKey(key: string): string | undefined {
+  const match = /^report\.(.+)$/.exec(key);
+  return match && NODE_NAME.test(match[1]!) ? match[1] : undefined;
+}
+
+/**
+ * Arguments of every node queue: it holds only the latest declaration (a node that was offline
+ * receives what it should be now, not a backlog of what it once should have been).
+ */
+export const NODE_QUEUE_ARGUMENTS = {
+  "x-max-length": 1,
+  "x-overflow": "drop-head",
+} as const;
+
+/** A message that does not match its schema; `problems` are `path: message` lines. */
+export class MessageError extends Error {
+  /** Every problem found, each `path: message`. */
+  readonly problems: string[];
+  constructor(what: string, problems: string[]) {
+    super(`Cannot read ${what}: ${problems.join("; ")}`);
+    this.name = "MessageError";
+    this.problems = problems;
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The host's link's read of its two messages (a {@linkcode DeclarationMessage} it consumes or
+ * keeps, a {@linkcode ReportMessage} it journaled and checks before sending) without zod: a message that is valid is read by
+ * plain checks; anything else (not UTF-8 JSON, a repeated key, a problem, a report carrying a
+ * drift summary) is left to the zod schema of lib/broker.ts, loaded only then, which decides and
+ * says every problem. So the answer and the errors are the schema's, and a link whose messages are
+ * valid never loads zod (bench/README.md, "Session 7, linkmem").
+ *
+ * The plain checks accept only what the schema accepts (tests/lib/broker_read_test.ts holds them
+ * to it); where they are unsure they refuse, and the schema decides.
+ *
+ * @module
+ */
+
+import type { DeclarationMessage, ReportMessage } from "./broker.ts";
+import { NODE_NAME } from "./broker_names.ts";
+import { duplicateKeys } from "./json_keys.ts";
+import { MAX_INTERVAL_MS } from "./link_interval.ts";
+
+/** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/**
+ * What `z.iso.datetime({ offset: true })` accepts (zod 4.6.7's pattern, as it is: a test holds
+ * the two equal, so that a zod upgrade that changes it is seen).
+ */
+export const DATETIME_OFFSET =
+  /^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$/;
+const TRIGGERS = new Set(["push", "start", "interval"]);
+const OUTCOMES = new Set(["applied", "refused", "failed"]);
+const CHANGES = new Set(["created", "updated", "unchanged", "removed", "restored", "forgotten"]);
+
+type Plain = Record<string, unknown>;
+
+function isObject(v: unknown): v is Plain {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Whether `o` has every key of `required`, and no key but those and `optional`. */
+function hasKeys(o: Plain, required: readonly string[], optional: readonly string[] = []): boolean {
+  let found = 0;
+  for (const key in o) {
+    if (!Object.hasOwn(o, key)) continue;
+    if (required.includes(key)) found++;
+    else if (!optional.includes(key)) return false;
+  }
+  return found === required.length;
+}
+
+function isInt(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= min && v <= max;
+}
+
+function matches(v: unknown, pattern: RegExp): boolean {
+  return typeof v === "string" && pattern.test(v);
+}
+
+const DECLARATION_KEYS = ["kind", "node", "generation", "digest", "pushedAt", "declaration"];
+
+/** Whether `v` is a {@linkcode DeclarationMessage} by plain checks (false: let the schema say). */
+export function plainDeclarationMessage(v: unknown): v is DeclarationMessage {
+  return isObject(v) && hasKeys(v, DECLARATION_KEYS) && v.kind === "declaration" &&
+    matches(v.node, NODE_NAME) && isInt(v.generation, 1) && matches(v.digest, DIGEST) &&
+    matches(v.pushedAt, DATETIME_OFFSET) && typeof v.declaration === "string";
+}
+
+const REPORT_KEYS = [
+  "kind",
+  "node",
+  "generation",
+  "trigger",
+  "at",
+  "hostVersion",
+  "outcome",
+  "applied",
+  "total",
+  "declaration",
+  "changes",
+  "problems",
+];
+// `drift` is not among them: a report carrying one is left to the schema.
+const REPORT_OPTIONAL = ["intervalMs", "source"];
+const CHANGE_KEYS = ["id", "type", "change"];
+const PROBLEM_KEYS = ["message"];
+const PROBLEM_OPTIONAL = ["id", "path"];
+
+/**
+ * Whether `v` is a {@linkcode ReportMessage} without a drift summary, by plain checks (false: let
+ * the schema say).
+ */
+export function plainReportMessage(v: unknown): v is ReportMessage {
+  if (!isObject(v) || !hasKeys(v, REPORT_KEYS, REPORT_OPTIONAL)) return false;
+  if (
+    v.kind !== "report" || !matches(v.node, NODE_NAME) || !isInt(v.generation, 0) ||
+    !TRIGGERS.has(v.trigger as string) || !matches(v.at, DATETIME_OFFSET) ||
+    (v.intervalMs !== undefined && !isInt(v.intervalMs, 1000, MAX_INTERVAL_MS)) ||
+    typeof v.hostVersion !== "string" || v.hostVersion.length > 100 ||
+    (v.source !== undefined && !matches(v.source, SOURCE)) ||
+    !OUTCOMES.has(v.outcome as string) || !isInt(v.applied, 0) || !isInt(v.total, 0) ||
+    !matches(v.declaration, DIGEST) ||
+    !Array.isArray(v.changes) || v.changes.length > 100_000 ||
+    !Array.isArray(v.problems) || v.problems.length > 10_000
+  ) {
+    return false;
+  }
+  for (const c of v.changes as unknown[]) {
+    if (
+      !isObject(c) || !hasKeys(c, CHANGE_KEYS) || typeof c.id !== "string" ||
+      typeof c.type !== "string" || !CHANGES.has(c.change as string)
+    ) {
+      return false;
+    }
+  }
+  for (const p of v.problems as unknown[]) {
+    if (
+      !isObject(p) || !hasKeys(p, PROBLEM_KEYS, PROBLEM_OPTIONAL) ||
+      typeof p.message !== "string" ||
+      (p.id !== undefined && typeof p.id !== "string") ||
+      (p.path !== undefined && typeof p.path !== "string")
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. */
+function plainJson(body: Uint8Array): unknown {
+  try {
+    const text = UTF8.decode(body);
+    const value = JSON.parse(text);
+    return duplicateKeys(text).length === 0 ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads a declaration message (UTF-8 JSON) as `decodeMessage(DeclarationMessage, body, what)` of
+ * lib/broker.ts does, loading zod only for a body that is not a valid one.
+ *
+ * @param what the message, as the error names it ("the declaration message").
+ * @throws {MessageError} naming each problem with its path (the schema's).
+ */
+export async function readDeclarationMessage(
+  body: Uint8Array,
+  what: string,
+): Promise<DeclarationMessage> {
+  const v = plainJson(body);
+  if (plainDeclarationMessage(v)) {
+    // The schema's value: its keys in the schema's order, whatever the body's.
+    return {
+      kind: v.kind,
+      node: v.node,
+      generation: v.generation,
+      digest: v.digest,
+      pushedAt: v.pushedAt,
+      declaration: v.declaration,
+    };
+  }
+  const { decodeMessage, DeclarationMessage } = await import("./broker.ts");
+  return decodeMessage(DeclarationMessage, body, what);
+}
+
+/**
+ * Checks a report message (UTF-8 JSON) as `decodeMessage(ReportMessage, body, what)` of
+ * lib/broker.ts does, without making its value (the link sends the body as it is), loading zod
+ * only for a body that is not a valid report without drift.
+ *
+ * @param what the message, as the error names it.
+ * @throws {MessageError} naming each problem with its path (the schema's).
+ */
+export async function checkReportMessage(body: Uint8Array, what: string): Promise<void> {
+  if (plainReportMessage(plainJson(body))) return;
+  const { decodeMessage, ReportMessage } = await import("./broker.ts");
+  decodeMessage(ReportMessage, body, what);
+}

@@ -1,0 +1,217 @@
+/**
+ * lib/broker_read.ts: the link's plain read of its messages answers as the zod schemas of
+ * lib/broker.ts do (the same value, or the same MessageError), and the link loads no zod.
+ */
+
+import { z } from "zod";
+import { assert, assertEquals } from "../support/assert.ts";
+import { loadedAtStart } from "../support/module_graph.ts";
+import {
+  checkReportMessage,
+  DATETIME_OFFSET,
+  plainDeclarationMessage,
+  plainReportMessage,
+  readDeclarationMessage,
+} from "../../lib/broker_read.ts";
+import {
+  DeclarationMessage,
+  decodeMessage,
+  MessageError,
+  ReportMessage,
+} from "../../lib/broker.ts";
+
+const DIGEST = `sha256:${"ab".repeat(32)}`;
+const DECLARATION = {
+  kind: "declaration",
+  node: "web-1",
+  generation: 3,
+  digest: DIGEST,
+  pushedAt: "2026-12-02T05:40:00.123Z",
+  declaration: '{"version":1,"resources":[]}',
+};
+const REPORT = {
+  kind: "report",
+  node: "web-1",
+  generation: 0,
+  trigger: "interval",
+  at: "2026-12-02T05:40:00+01:00",
+  intervalMs: 60_000,
+  hostVersion: "0.1.0",
+  source: "link",
+  outcome: "applied",
+  applied: 2,
+  total: 2,
+  declaration: DIGEST,
+  changes: [
+    { id: "a", type: "file", change: "unchanged" },
+    { id: "b", type: "directory", change: "created" },
+  ],
+  problems: [{ id: "a", path: "resources[0]", message: "m" }, { message: "n" }],
+};
+
+/** Each value with one thing changed: `[name, value]`. */
+function mutations(base: Record<string, unknown>): [string, unknown][] {
+  const out: [string, unknown][] = [["as is", base]];
+  const odd: unknown[] = [
+    null,
+    undefined,
+    true,
+    0,
+    -0,
+    1,
+    -1,
+    999,
+    1000,
+    1.5,
+    2 ** 53,
+    2 ** 53 - 1,
+    1e400,
+    "",
+    "x",
+    "web-1",
+    "Web-1",
+    "-web",
+    "a".repeat(63),
+    "a".repeat(64),
+    "2026-02-29T00:00:00Z",
+    "2028-02-29T00:00:00Z",
+    "2026-12-02T24:00:00Z",
+    "2026-12-02T05:40:00",
+    "2026-12-02T05:40:00.5+14:00",
+    "2026-12-02 05:40:00Z",
+    DIGEST,
+    DIGEST.toUpperCase(),
+    `${DIGEST}0`,
+    "v".repeat(100),
+    "v".repeat(101),
+    "😀".repeat(50),
+    "😀".repeat(51),
+    "applied",
+    "push",
+    "created",
+    "forgotten",
+    "link",
+    ".link",
+    "l".repeat(64),
+    "l".repeat(65),
+    [],
+    {},
+    [{}],
+    [{ message: "m" }],
+    [{ id: "a", type: "t", change: "updated" }],
+    [{ id: "a", type: "t", change: "updated", extra: 1 }],
+    [{ id: 1, type: "t", change: "updated" }],
+    [{ message: "m", path: 1 }],
+    [{ message: "m", note: "x" }],
+    { status: "unreadable", path: "/x", problem: "gone" },
+  ];
+  for (const key of Object.keys(base)) {
+    const { [key]: _, ...without } = base;
+    out.push([`without ${key}`, without]);
+    for (const v of odd) out.push([`${key}: ${JSON.stringify(v)}`, { ...base, [key]: v }]);
+  }
+  out.push(["an extra key", { ...base, extra: 1 }]);
+  out.push(["drift", { ...base, drift: { status: "unreadable", path: "/x", problem: "gone" } }]);
+  out.push(["__proto__ key", JSON.parse(`{"__proto__":1,${JSON.stringify(base).slice(1)}`)]);
+  out.push(["keys reversed", Object.fromEntries(Object.entries(base).reverse())]);
+  out.push(["an array", [base]]);
+  out.push(["null", null]);
+  out.push(["a string", "x"]);
+  return out;
+}
+
+/**
+ * The schema's answer and the plain read's, for one body: `ok` and the value as JSON (keys in
+ * order; `undefined` for a check), or `refused` and the error's message.
+ */
+async function bothSay<T>(
+  schema: z.ZodType<T>,
+  read: (body: Uint8Array, what: string) => Promise<T | void>,
+  body: Uint8Array,
+  valueToo = true,
+): Promise<[string, string]> {
+  const say = async (f: () => unknown) => {
+    try {
+      const value = await f();
+      return `ok ${valueToo ? JSON.stringify(value) : ""}`;
+    } catch (error) {
+      assert(error instanceof MessageError, String(error));
+      return `refused ${error.message}`;
+    }
+  };
+  return [
+    await say(() => decodeMessage(schema, body, "the message")),
+    await say(() => read(body, "the message")),
+  ];
+}
+
+const encode = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+Deno.test("broker_read: the datetime pattern is zod's", () => {
+  const pattern = (z.iso.datetime({ offset: true }) as unknown as { _zod: { pattern: RegExp } })
+    ._zod.pattern;
+  assertEquals(DATETIME_OFFSET.source, pattern.source);
+  assertEquals(DATETIME_OFFSET.flags, pattern.flags);
+});
+
+Deno.test("broker_read: a declaration message reads as the schema reads it, valid or not", async () => {
+  let plain = 0;
+  for (const [name, value] of mutations(DECLARATION)) {
+    const [schema, read] = await bothSay(DeclarationMessage, readDeclarationMessage, encode(value));
+    assertEquals(read, schema, name);
+    // Never accepted by the plain checks when the schema refuses.
+    if (plainDeclarationMessage(value)) {
+      assert(DeclarationMessage.safeParse(value).success, name);
+      plain++;
+    }
+  }
+  assert(plain > 10, `only ${plain} read plainly`);
+});
+
+Deno.test("broker_read: a report message reads as the schema reads it, valid or not", async () => {
+  let plain = 0;
+  for (const [name, value] of mutations(REPORT)) {
+    const [schema, read] = await bothSay(ReportMessage, checkReportMessage, encode(value), false);
+    assertEquals(read, schema, name);
+    if (plainReportMessage(value)) {
+      assert(ReportMessage.safeParse(value).success, name);
+      plain++;
+    }
+  }
+  assert(plain > 10, `only ${plain} read plainly`);
+  // A report of the link's size (1,100 changes) is read plainly.
+  const big = {
+    ...REPORT,
+    changes: Array.from(
+      { length: 1100 },
+      (_, i) => ({ id: `r${i}`, type: "file", change: "unchanged" }),
+    ),
+  };
+  assert(plainReportMessage(big));
+});
+
+Deno.test("broker_read: bodies that are not one JSON value are refused as the schema refuses them", async () => {
+  const bodies = [
+    new Uint8Array([0xff, 0xfe]),
+    new TextEncoder().encode(""),
+    new TextEncoder().encode("{"),
+    new TextEncoder().encode(JSON.stringify(DECLARATION).replace("{", '{"node":"other",')),
+    new TextEncoder().encode(JSON.stringify(REPORT).replace("{", '{"kind":"report",')),
+  ];
+  for (const body of bodies) {
+    const [d1, d2] = await bothSay(DeclarationMessage, readDeclarationMessage, body);
+    assertEquals(d2, d1);
+    assert(d1.startsWith("refused"), d1);
+    const [r1, r2] = await bothSay(ReportMessage, checkReportMessage, body, false);
+    assertEquals(r2, r1);
+    assert(r1.startsWith("refused"), r1);
+  }
+});
+
+Deno.test("mesh-host link loads no zod at start (its messages are read plainly)", async () => {
+  for (const entry of ["host/commands/link.ts", "host/link.ts", "lib/broker_read.ts"]) {
+    const loaded = await loadedAtStart(entry);
+    assert(loaded.length > 3 || entry === "lib/broker_read.ts", `${entry}: ${loaded.join(" ")}`);
+    assertEquals(loaded.filter((s) => /zod/.test(s)), [], entry);
+  }
+});
