@@ -23,6 +23,7 @@
 
 import type { DeclarationMessage } from "../lib/broker.ts";
 import { DIRS, FILES_PER_DIR, type Sample, SPEED } from "./link_memory_child.ts";
+import { bundleProgram } from "../scripts/onefile.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -140,30 +141,16 @@ async function parent(options: Options) {
         (text.length / 1024).toFixed(0)
       } KiB); ${options.applies} applies`,
     );
-    // The built host runs its program bundled (one JavaScript file, scripts/onefile.ts): so
-    // does the child, unless --source (a module graph of TypeScript sources, transpiled from
-    // Deno's cache, which keeps more of Deno's own code resident).
+    // The built host runs its program bundled as scripts/onefile.ts bundles it (split, its
+    // `require` helper lazy: bundleProgram): so does the child, unless --source (a module graph
+    // of TypeScript sources, transpiled from Deno's cache, which keeps more of Deno's own code
+    // resident).
     let program = `${ROOT}bench/link_memory_child.ts`;
     if (!options.source) {
-      const bundled = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "bundle",
-          "--quiet",
-          "--platform",
-          "deno",
-          "--packages",
-          "bundle",
-          "--config",
-          `${ROOT}deno.json`,
-          "--output",
-          `${dir}/child.js`,
-          program,
-        ],
-        stdout: "inherit",
-        stderr: "inherit",
-      }).output();
-      if (!bundled.success) throw new Error("Cannot bundle the link's child (deno bundle failed)");
-      program = `${dir}/child.js`;
+      const bundled = await bundleProgram(program, `${dir}/child`, {
+        config: `${ROOT}deno.json`,
+      });
+      program = `${bundled.dir}/main.js`;
       // The host's program is unpacked once to a path of its own and started from there again
       // and again: Deno's code cache (in DENO_DIR) serves every start but the first. So started
       // once here, loading and exiting, before the measured run.
