@@ -159,8 +159,11 @@ export interface BootObservation {
 /** Options for {@linkcode observeBoot}. */
 export interface ObserveBootOptions {
   passwd: Map<string, Account>;
-  /** Listening sockets (from the sockets observer), to find the processes of daemons. */
-  listeners: Listener[];
+  /**
+   * Listening sockets (from the sockets observer), to find the processes of daemons; may be
+   * still coming: the containers are asked about meanwhile.
+   */
+  listeners: Listener[] | Promise<Listener[]>;
   /** Runtimes to ask; default podman and docker. */
   runtimes?: ("podman" | "docker")[];
   /**
@@ -369,6 +372,26 @@ export async function observeBoot(
   };
   const booted = sdBooted(options.root);
 
+  // Each account's containers first: asking needs nothing else, and it is the slow part (a
+  // podman subprocess), so it runs while the daemons' units are found.
+  const containersAsked = new Map(
+    request.accounts.flatMap((name) => {
+      const account = options.passwd.get(name);
+      if (account === undefined) return [];
+      const asked = Promise.all(
+        runtimes.map((r) =>
+          askContainers(r, account, {
+            timeoutMs,
+            ...(r === "podman" && options.podmanIds?.[name] !== undefined
+              ? { ids: options.podmanIds[name] }
+              : {}),
+          })
+        ),
+      );
+      return [[name, asked] as const];
+    }),
+  );
+
   // Which unit runs each daemon: declared, or found from the processes holding its ports.
   const byUid = new Map([...options.passwd.values()].map((a) => [a.uid, a.name]));
   // One read of a process's cgroup, however many daemons' ports it holds (a process holding
@@ -383,9 +406,10 @@ export async function observeBoot(
     }
     return text;
   };
+  const listeners = await options.listeners;
   boot.daemons.push(
     ...await Promise.all(
-      request.daemons.map((d) => daemonUnit(d, { listeners: options.listeners, byUid, cgroupOf })),
+      request.daemons.map((d) => daemonUnit(d, { listeners, byUid, cgroupOf })),
     ),
   );
 
@@ -405,18 +429,7 @@ export async function observeBoot(
       }
       return;
     }
-    const containers = request.accounts.includes(name)
-      ? await Promise.all(
-        runtimes.map((r) =>
-          askContainers(r, account, {
-            timeoutMs,
-            ...(r === "podman" && options.podmanIds?.[name] !== undefined
-              ? { ids: options.podmanIds[name] }
-              : {}),
-          })
-        ),
-      )
-      : [];
+    const containers = await containersAsked.get(name) ?? [];
     for (const c of containers) {
       boot.containers.push(...c.containers);
       sources.push(c.source);
