@@ -44,8 +44,9 @@ export interface StartObservingOptions {
 
 /**
  * Reads `/etc/passwd` and starts asking each of `accounts`' container runtimes (the subprocesses
- * are spawned as soon as the caller next awaits). Never throws: a `/etc/passwd` that cannot be read is a
- * rejection of `passwd` and `containers`, which `observe` reports as the `accounts` source.
+ * are spawned as soon as the caller next awaits). Never throws: a `/etc/passwd` that cannot be
+ * read is a rejection of `passwd` and `containers`, which `observe` reports as the `accounts`
+ * source.
  */
 export function startObserving(
   accounts: readonly string[],
