@@ -6,13 +6,12 @@
  * @module
  */
 
-import { readAccounts } from "../lib/accounts.ts";
 import { spawnCount } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
 import type { Registry } from "./registry.ts";
 import { compare } from "./compare.ts";
 import type { CompareOptions, Finding, Observation } from "./finding.ts";
-import { observeContainers } from "./observe/containers.ts";
+import { DEFAULT_TIMEOUT_MS, type StartedObservation, startObserving } from "./observe/start.ts";
 import { observeSockets } from "./observe/sockets.ts";
 import { observeProxy, probeAddress, type ServedAddress } from "./observe/proxy.ts";
 import type { SourceStatus } from "./observe/source.ts";
@@ -25,7 +24,7 @@ import { type BootRequest, bootRequest, observeBoot } from "./observe/boot.ts";
 
 import { BOOT_VIEWS, type BootView, NO_PROXY } from "./options.ts";
 
-export { BOOT_VIEWS, type BootView, NO_PROXY };
+export { BOOT_VIEWS, type BootView, NO_PROXY, type StartedObservation, startObserving };
 
 /** The source a run with `--boot none` reports, so text and JSON say the boot view was not checked. */
 export const NO_BOOT_SOURCE: SourceStatus = {
@@ -54,6 +53,11 @@ export interface ObserveOptions {
   boot?: BootRequest | "none";
   /** The deployment repository's checkout (`run --repo`); not observed when absent. */
   repoDir?: string;
+  /**
+   * The accounts and containers, already being asked ({@linkcode startObserving}, for the same
+   * accounts, `timeoutMs` and `runtimes`); started here when absent.
+   */
+  started?: StartedObservation;
 }
 
 /**
@@ -64,15 +68,25 @@ export interface ObserveOptions {
  * `failed` in `sources`.
  */
 export async function observe(accounts: string[], options: ObserveOptions): Promise<Observation> {
-  const time = new Date().toISOString();
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const started = options.started ?? startObserving(accounts, {
+    timeoutMs,
+    ...(options.runtimes ? { runtimes: options.runtimes } : {}),
+  });
+  if (started.accounts.join("\n") !== accounts.join("\n")) {
+    throw new Error(
+      `Cannot observe accounts ${accounts.join(", ")}: the observation started was for ` +
+        `${started.accounts.join(", ")}`,
+    );
+  }
+  const time = started.time;
   // The repository is observed alongside the machine (it asks git only, never throws).
   const repo = options.repoDir === undefined
     ? undefined
     : observeRepo(options.repoDir, { timeoutMs: options.timeoutMs });
   let passwd;
   try {
-    passwd = await readAccounts();
+    passwd = await started.passwd;
   } catch (error) {
     const sources: SourceStatus[] = [{
       source: "accounts",
@@ -97,20 +111,17 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   }
   const bootAsked = options.boot === "none" ? undefined : options.boot;
   // Each source starts as soon as what it needs is there: the timers need nothing, the boot view
-  // the containers (their ids) and the sockets (the daemons' processes), the probes the proxy.
-  const containersAsked = observeContainers(accounts, {
-    passwd,
-    timeoutMs,
-    runtimes: options.runtimes,
-  });
+  // the containers (their ids; the sockets, for the daemons' processes, it awaits itself after
+  // asking about the containers), the probes the proxy.
+  const containersAsked = started.containers;
   const socketsAsked = observeSockets({ passwd });
   const timersAsked = options.timers && observeTimers(options.timers, { passwd, timeoutMs });
   const bootObserved = bootAsked &&
-    Promise.all([containersAsked, socketsAsked]).then(([containers, sockets]) =>
+    containersAsked.then((containers) =>
       observeBoot(bootAsked, {
         passwd,
         timeoutMs,
-        listeners: sockets.listeners,
+        listeners: socketsAsked.then((sockets) => sockets.listeners),
         runtimes: options.runtimes,
         ...(containers.podmanIds ? { podmanIds: containers.podmanIds } : {}),
       })
@@ -206,7 +217,7 @@ export async function reconcile(
   registry: Registry,
   options: ReconcileOptions,
 ): Promise<ReconcileResult> {
-  const before = spawnCount();
+  const before = options.started?.spawnedBefore ?? spawnCount();
   const declared = new Set(Object.values(registry.services).flatMap((e) => e.web ?? []));
   const bootView = options.bootView ?? "systemd";
   if (!(BOOT_VIEWS as readonly string[]).includes(bootView)) {

@@ -7,8 +7,8 @@
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
 import { loadRegistry } from "../registry_load.ts";
-import { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile } from "../report.ts";
-import { type BootView, reconcile } from "../run.ts";
+import type { BootView } from "../options.ts";
+import { startObserving } from "../observe/start.ts";
 import { repoCheckFromFlags } from "../repo_check.ts";
 import { assertRegistryOutsideCode } from "../registry_place.ts";
 import { saveRepoSeen } from "../repo_seen.ts";
@@ -34,7 +34,10 @@ interface RunOptions {
 
 /**
  * Runs `run` (its options are declared in the command table, reconcile/main.ts): a plain
- * invocation runs without commander (lib/cli_table.ts parseCommand).
+ * invocation runs without commander (lib/cli_table.ts parseCommand). Once the input is accepted,
+ * the containers are asked about (reconcile/observe/start.ts) while the modules that observe the
+ * rest, compare and render (reconcile/run.ts, reconcile/report.ts) load: nothing is asked before
+ * bad input is refused.
  */
 export const action: CommandAction<ReconcileContext> = async (ctx, _args, options) => {
   const opts = options as unknown as RunOptions;
@@ -68,7 +71,12 @@ export const action: CommandAction<ReconcileContext> = async (ctx, _args, option
     "--textfile": opts.textfile,
     "--result": opts.result,
   });
+  // The input is accepted: the first subprocess starts now, and the rest loads meanwhile.
+  const started = startObserving(registry.accounts, { timeoutMs: opts.timeout });
+  const [{ reconcile }, { lastCleanFrom, stampLine, toJson, toResultFile, toText, toTextfile }] =
+    await Promise.all([import("../run.ts"), import("../report.ts")]);
   const result = await reconcile(registry, {
+    started,
     registryPath: opts.registry,
     caddyAdmin: opts.caddyAdmin,
     bootView: opts.boot,

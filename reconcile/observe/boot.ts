@@ -13,7 +13,8 @@
  * - `podman container inspect` (podman 4.3: an array of objects with `Name`, `State.Status`,
  *   `HostConfig.RestartPolicy.Name` (`""`, `no`, `always`, `on-failure`, `unless-stopped`),
  *   `Config.Labels`; a container run by a systemd unit carries the label `PODMAN_SYSTEMD_UNIT`,
- *   which podman sets from the unit's environment); `docker inspect` (Docker Engine API
+ *   which podman sets from the unit's environment; asked for just these, one JSON object a line,
+ *   with `--format` {@linkcode PODMAN_INSPECT_FORMAT}); `docker inspect` (Docker Engine API
  *   ContainerJSON: `Name` with a leading `/`, `State.Status`, `HostConfig.RestartPolicy.Name`).
  * - `systemctl list-unit-files` and `systemctl show` (see ./systemd.ts); `ExecStart=` as `show`
  *   prints it (`{ path=... ; argv[]=... ; ... }`).
@@ -159,8 +160,11 @@ export interface BootObservation {
 /** Options for {@linkcode observeBoot}. */
 export interface ObserveBootOptions {
   passwd: Map<string, Account>;
-  /** Listening sockets (from the sockets observer), to find the processes of daemons. */
-  listeners: Listener[];
+  /**
+   * Listening sockets (from the sockets observer), to find the processes of daemons; may be
+   * still coming: the containers are asked about meanwhile.
+   */
+  listeners: Listener[] | Promise<Listener[]>;
   /** Runtimes to ask; default podman and docker. */
   runtimes?: ("podman" | "docker")[];
   /**
@@ -188,6 +192,26 @@ export function bootRequest(registry: Registry): BootRequest {
     });
   }
   return { accounts: registry.accounts, daemons };
+}
+
+/**
+ * The Go template `podman container inspect --format` is given: per container, one line holding a
+ * JSON object of only the fields {@linkcode parseInspect} reads, each printed by podman's `json`
+ * (so any value is quoted as JSON; a nil restart policy or label map prints `null`). About 160
+ * bytes a container instead of ~11 KiB of the whole inspect document, which podman need not
+ * encode nor this program decode.
+ */
+export const PODMAN_INSPECT_FORMAT = '{"Name":{{json .Name}},' +
+  '"State":{"Status":{{json .State.Status}}},' +
+  '"HostConfig":{"RestartPolicy":{{json .HostConfig.RestartPolicy}}},' +
+  '"Config":{"Labels":{{json .Config.Labels}}}}';
+
+/**
+ * The output of `podman container inspect --format` {@linkcode PODMAN_INSPECT_FORMAT}, one JSON
+ * object a line, as the JSON array {@linkcode parseInspect} reads.
+ */
+export function inspectLinesAsArray(text: string): string {
+  return `[${text.split("\n").filter((l) => l.trim() !== "").join(",")}]`;
 }
 
 const PodmanInspect = z.array(z.object({
@@ -369,6 +393,26 @@ export async function observeBoot(
   };
   const booted = sdBooted(options.root);
 
+  // Each account's containers first: asking needs nothing else, and it is the slow part (a
+  // podman subprocess), so it runs while the daemons' units are found.
+  const containersAsked = new Map(
+    request.accounts.flatMap((name) => {
+      const account = options.passwd.get(name);
+      if (account === undefined) return [];
+      const asked = Promise.all(
+        runtimes.map((r) =>
+          askContainers(r, account, {
+            timeoutMs,
+            ...(r === "podman" && options.podmanIds?.[name] !== undefined
+              ? { ids: options.podmanIds[name] }
+              : {}),
+          })
+        ),
+      );
+      return [[name, asked] as const];
+    }),
+  );
+
   // Which unit runs each daemon: declared, or found from the processes holding its ports.
   const byUid = new Map([...options.passwd.values()].map((a) => [a.uid, a.name]));
   // One read of a process's cgroup, however many daemons' ports it holds (a process holding
@@ -383,9 +427,10 @@ export async function observeBoot(
     }
     return text;
   };
+  const listeners = await options.listeners;
   boot.daemons.push(
     ...await Promise.all(
-      request.daemons.map((d) => daemonUnit(d, { listeners: options.listeners, byUid, cgroupOf })),
+      request.daemons.map((d) => daemonUnit(d, { listeners, byUid, cgroupOf })),
     ),
   );
 
@@ -405,18 +450,7 @@ export async function observeBoot(
       }
       return;
     }
-    const containers = request.accounts.includes(name)
-      ? await Promise.all(
-        runtimes.map((r) =>
-          askContainers(r, account, {
-            timeoutMs,
-            ...(r === "podman" && options.podmanIds?.[name] !== undefined
-              ? { ids: options.podmanIds[name] }
-              : {}),
-          })
-        ),
-      )
-      : [];
+    const containers = await containersAsked.get(name) ?? [];
     for (const c of containers) {
       boot.containers.push(...c.containers);
       sources.push(c.source);
@@ -570,11 +604,12 @@ async function askContainers(
     const argv = asAccount(
       account,
       runtime === "podman"
-        ? ["podman", "container", "inspect", ...ids]
+        ? ["podman", "container", "inspect", "--format", PODMAN_INSPECT_FORMAT, ...ids]
         : ["docker", "inspect", ...ids],
       env,
     );
-    const containers = parseInspect((await run(argv, { timeoutMs })).stdout, {
+    const stdout = (await run(argv, { timeoutMs })).stdout;
+    const containers = parseInspect(runtime === "podman" ? inspectLinesAsArray(stdout) : stdout, {
       account: account.name,
       runtime,
     });

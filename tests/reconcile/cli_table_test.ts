@@ -325,6 +325,9 @@ Deno.test("reconcile run, check-registry and their runner load no commander, no 
     const entry of [
       "reconcile/commands/runner.ts",
       "reconcile/commands/run.ts",
+      // What run loads once its input is accepted, while podman is asked (observe/start.ts).
+      "reconcile/run.ts",
+      "reconcile/report.ts",
       "reconcile/commands/check_registry.ts",
       "reconcile/options.ts",
     ]
