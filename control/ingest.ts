@@ -21,15 +21,10 @@
 
 import type { ConfirmChannel, ConsumeMessage } from "amqplib";
 import { createHash } from "node:crypto";
-import {
-  decodeMessage,
-  MessageError,
-  nodeOfReportKey,
-  ReportMessage,
-  REPORTS_QUEUE,
-} from "../lib/broker.ts";
+import { MessageError, nodeOfReportKey, type ReportMessage, REPORTS_QUEUE } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
 import { recordDrift } from "./drift.ts";
+import { decodeReport } from "./report_check.ts";
 
 /** A report not recorded, and why. */
 export interface Dropped {
@@ -196,14 +191,17 @@ export async function ingestReports(
   return result;
 }
 
-/** Checks a delivery against its routing key and the report schema, and hashes its body. */
+/**
+ * Checks a delivery against its routing key and the report schema (a valid report without zod:
+ * control/report_check.ts), and hashes its body.
+ */
 function check(message: ConsumeMessage): Checked {
   const key = message.fields.routingKey;
   const node = nodeOfReportKey(key);
   if (node === undefined) return { message, reason: "the routing key is not report.<node>" };
   let report: ReportMessage;
   try {
-    report = decodeMessage(ReportMessage, message.content, `report from "${node}"`);
+    report = decodeReport(message.content, `report from "${node}"`);
   } catch (error) {
     if (!(error instanceof MessageError)) throw error;
     return { message, reason: error.message };
