@@ -143,13 +143,48 @@ export function validReport(value: unknown): ReportMessage | undefined {
   return r as ReportMessage;
 }
 
+/**
+ * A report decoded, with the JSON text of its changes and problems (what ingest stores as jsonb):
+ * the same JSON values as `JSON.stringify(report.changes)` and `JSON.stringify(report.problems)`,
+ * an object's keys perhaps in the body's order rather than the schema's (jsonb keeps no order).
+ */
+export interface DecodedReport {
+  report: ReportMessage;
+  /** The JSON text of `report.changes`. */
+  changes: string;
+  /** The JSON text of `report.problems`. */
+  problems: string;
+}
+
+/**
+ * `JSON.stringify(value)` of a report (an object JSON.parse made, so its keys stringify in
+ * `Object.keys` order and none is undefined), written key by key so that the text of its changes
+ * and problems is kept for the insert rather than written a second time.
+ */
+function canonicalOf(value: Raw): { text: string; changes: string; problems: string } {
+  let text = "{";
+  let changes = "";
+  let problems = "";
+  let first = true;
+  for (const k of Object.keys(value)) {
+    const v = JSON.stringify(value[k]);
+    if (k === "changes") changes = v;
+    else if (k === "problems") problems = v;
+    text += `${first ? "" : ","}${JSON.stringify(k)}:${v}`;
+    first = false;
+  }
+  return { text: `${text}}`, changes, problems };
+}
+
+/** Whether `text` is `canonical`, or `canonical` and a newline (what the link publishes). */
+function isCanonical(text: string, canonical: string): boolean {
+  return text === canonical ||
+    (text.length === canonical.length + 1 && text.endsWith("\n") && text.startsWith(canonical));
+}
+
 /** Whether the JSON `text`, parsed to `value`, repeats a key in one of its objects. */
 export function repeatsKey(text: string, value: unknown): boolean {
-  const canonical = JSON.stringify(value);
-  if (
-    text === canonical ||
-    (text.length === canonical.length + 1 && text.endsWith("\n") && text.startsWith(canonical))
-  ) return false;
+  if (isCanonical(text, JSON.stringify(value))) return false;
   return duplicateKeys(text).length > 0;
 }
 
@@ -161,15 +196,39 @@ export function repeatsKey(text: string, value: unknown): boolean {
  * @throws {MessageError} naming each problem with its path (from `decodeMessage`).
  */
 export function decodeReport(body: Uint8Array, what: string): ReportMessage {
+  return readReport(body, what).report;
+}
+
+/**
+ * {@linkcode decodeReport}, with the JSON text of the report's changes and problems (taken from
+ * the check for repeated keys when the body is `JSON.stringify`'s own text).
+ *
+ * @throws {MessageError} naming each problem with its path (from `decodeMessage`).
+ */
+export function readReport(body: Uint8Array, what: string): DecodedReport {
   let text: string;
   let value: unknown;
   try {
     text = UTF8.decode(body);
     value = JSON.parse(text);
   } catch {
-    return decodeMessage(ReportMessage, body, what);
+    return withTexts(decodeMessage(ReportMessage, body, what));
   }
   const report = validReport(value);
-  if (report !== undefined && !repeatsKey(text, value)) return report;
-  return decodeMessage(ReportMessage, body, what);
+  if (report !== undefined) {
+    const canonical = canonicalOf(value as Raw);
+    if (isCanonical(text, canonical.text)) {
+      return { report, changes: canonical.changes, problems: canonical.problems };
+    }
+    if (duplicateKeys(text).length === 0) return withTexts(report);
+  }
+  return withTexts(decodeMessage(ReportMessage, body, what));
+}
+
+function withTexts(report: ReportMessage): DecodedReport {
+  return {
+    report,
+    changes: JSON.stringify(report.changes),
+    problems: JSON.stringify(report.problems),
+  };
 }
