@@ -26,7 +26,8 @@
  *    bulk insert rolled back, the confirmed publish); and the CLI's steps timed in a fresh process.
  * 3. `ingest --drain` of 20,000 reports, against the raw insert rate (same SQL, same batches of
  *    500, in-process), the broker's consume rate (no-op consumer that acks), the in-process
- *    ingest, decoding alone and the cost of the reports table's CHECK on `digest`.
+ *    ingest, decoding alone (as ingest does it, and with zod as it did before session 7) and the
+ *    cost of the reports table's CHECK on `digest`.
  *
  * It prints Markdown and writes it, with the raw samples as JSON, to `bench/out/control-<time>.*`.
  *
@@ -1301,6 +1302,7 @@ async function partIngest(runs: number) {
 
   const broker = await import("../lib/broker.ts");
   const { bodyIdentity } = await import("../control/ingest.ts");
+  const { decodeReport } = await import("../control/report_check.ts");
   const digest = `sha256:${"ab".repeat(32)}`;
   const base = Date.now();
   /**
@@ -1405,9 +1407,18 @@ async function partIngest(runs: number) {
     },
     {
       label: "check",
-      what: "what ingest does per delivery in Deno: decodeMessage (JSON + zod) and sha256",
+      what:
+        "what ingest does per delivery in Deno: decodeReport (JSON, the plain check of control/report_check.ts) and sha256",
       samplesMs: [],
       items: INGEST_REPORTS,
+    },
+    {
+      label: "check, zod",
+      what:
+        "the same with decodeMessage (JSON, zod and the repeated-key scan), as ingest did before session 7",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "check",
     },
     {
       label: "raw insert",
@@ -1507,13 +1518,16 @@ async function partIngest(runs: number) {
     byLabel("raw consume").samplesMs.push(performance.now() - t);
     await queueEmpty("no-op consumer");
 
-    // Deno's work per delivery alone.
-    t = performance.now();
-    for (const body of bodies) {
-      broker.decodeMessage(broker.ReportMessage, body, "report");
-      await bodyIdentity(body);
+    // Deno's work per delivery alone: as ingest does it, and as it did with zod (alternating).
+    for (const label of i % 2 === 1 ? ["check", "check, zod"] : ["check, zod", "check"]) {
+      t = performance.now();
+      for (const body of bodies) {
+        if (label === "check") decodeReport(body, "report");
+        else broker.decodeMessage(broker.ReportMessage, body, "report");
+        await bodyIdentity(body);
+      }
+      byLabel(label).samplesMs.push(performance.now() - t);
     }
-    byLabel("check").samplesMs.push(performance.now() - t);
 
     // The database alone: rows of a round of their own, built before the clock starts, in the
     // same batches.

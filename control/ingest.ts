@@ -21,15 +21,10 @@
 
 import type { ConfirmChannel, ConsumeMessage } from "amqplib";
 import { createHash } from "node:crypto";
-import {
-  decodeMessage,
-  MessageError,
-  nodeOfReportKey,
-  ReportMessage,
-  REPORTS_QUEUE,
-} from "../lib/broker.ts";
+import { MessageError, nodeOfReportKey, type ReportMessage, REPORTS_QUEUE } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
 import { recordDrift } from "./drift.ts";
+import { type DecodedReport, readReport } from "./report_check.ts";
 
 /** A report not recorded, and why. */
 export interface Dropped {
@@ -63,6 +58,8 @@ export interface IngestOptions {
 interface Checked {
   message: ConsumeMessage;
   report?: ReportMessage;
+  /** The JSON text of the report's changes and problems, as stored. */
+  texts?: { changes: string; problems: string };
   identity?: string;
   reason?: string;
 }
@@ -196,25 +193,34 @@ export async function ingestReports(
   return result;
 }
 
-/** Checks a delivery against its routing key and the report schema, and hashes its body. */
+/**
+ * Checks a delivery against its routing key and the report schema (a valid report without zod:
+ * control/report_check.ts), and hashes its body.
+ */
 function check(message: ConsumeMessage): Checked {
   const key = message.fields.routingKey;
   const node = nodeOfReportKey(key);
   if (node === undefined) return { message, reason: "the routing key is not report.<node>" };
-  let report: ReportMessage;
+  let decoded: DecodedReport;
   try {
-    report = decodeMessage(ReportMessage, message.content, `report from "${node}"`);
+    decoded = readReport(message.content, `report from "${node}"`);
   } catch (error) {
     if (!(error instanceof MessageError)) throw error;
     return { message, reason: error.message };
   }
+  const { report, changes, problems } = decoded;
   if (report.node !== node) {
     return {
       message,
       reason: `the report names node "${report.node}" but was published as "${node}"`,
     };
   }
-  return { message, report, identity: bodyIdentitySync(message.content) };
+  return {
+    message,
+    report,
+    texts: { changes, problems },
+    identity: bodyIdentitySync(message.content),
+  };
 }
 
 /**
@@ -262,7 +268,7 @@ async function recordBatch(
       );
       const rows = [];
       const accepted: { report: ReportMessage; identity: string }[] = [];
-      for (const { report, message, identity } of reports) {
+      for (const { report, message, identity, texts } of reports) {
         if (!known.has(report!.node)) {
           const when = removed.get(report!.node);
           recorded.dropped.push({
@@ -284,8 +290,8 @@ async function recordBatch(
           applied: report!.applied,
           total: report!.total,
           trigger: report!.trigger,
-          problems: JSON.stringify(report!.problems),
-          changes: JSON.stringify(report!.changes),
+          problems: texts!.problems,
+          changes: texts!.changes,
           host_version: report!.hostVersion,
           interval_ms: report!.intervalMs ?? null,
           reported_at: report!.at,

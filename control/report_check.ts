@@ -1,0 +1,234 @@
+/**
+ * A report read without zod when it is valid: {@linkcode decodeReport} is what ingest calls for
+ * each delivery. The one definition of a report stays `ReportMessage` (lib/broker.ts); this plain
+ * check is a precompiled copy of its rules for the common case, and everything it is unsure of
+ * (a key it does not expect, a value out of a rule, a repeated key, text that is not JSON) goes to
+ * `decodeMessage` with the schema, which refuses it with the usual messages or accepts it. So a
+ * report this check accepts is one the schema accepts with the same values
+ * (tests/control/report_check_test.ts holds the two equal over seeded mutations of valid reports).
+ *
+ * A repeated key is found without scanning the text when the body is the JSON.stringify of what it
+ * parses to (the link publishes `JSON.stringify(report) + "\n"`): an object's keys in that output
+ * are its own keys, each once, so such a body repeats none. Any other body is scanned
+ * (lib/json_keys.ts).
+ *
+ * @module
+ */
+
+import { decodeMessage, MAX_INTERVAL_MS, NODE_NAME, ReportMessage } from "../lib/broker.ts";
+import { DriftSummary } from "../lib/drift.ts";
+import { duplicateKeys } from "../lib/json_keys.ts";
+
+/** The same strict decoder as `decodeMessage`'s (a decode without `stream` keeps no state). */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The pattern of `ReportMessage.at` (zod's ISO date-time with an offset), taken from the schema. */
+const AT = patternOf(ReportMessage.shape.at);
+/** `ReportMessage.declaration`: sha256:<64 hex digits>. */
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+/** `ReportMessage.source`. */
+const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+const TRIGGERS: readonly unknown[] = ["push", "start", "interval"];
+const OUTCOMES: readonly unknown[] = ["applied", "refused", "failed"];
+const CHANGES: readonly unknown[] = [
+  "created",
+  "updated",
+  "unchanged",
+  "removed",
+  "restored",
+  "forgotten",
+];
+
+/** Every key a report may have (`ReportMessage` is strict). */
+const REPORT_KEYS = new Set([
+  "kind",
+  "node",
+  "generation",
+  "trigger",
+  "at",
+  "intervalMs",
+  "hostVersion",
+  "source",
+  "outcome",
+  "applied",
+  "total",
+  "declaration",
+  "changes",
+  "problems",
+  "drift",
+]);
+
+function patternOf(schema: unknown): RegExp {
+  const pattern = (schema as { _zod?: { pattern?: unknown } })._zod?.pattern;
+  if (!(pattern instanceof RegExp)) {
+    throw new Error("Cannot read the pattern of ReportMessage.at from its schema");
+  }
+  return pattern;
+}
+
+type Raw = Record<string, unknown>;
+
+function isObject(value: unknown): value is Raw {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** zod's `z.int().min(min)`: a safe integer at least `min`. */
+function isInt(value: unknown, min: number): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= min;
+}
+
+/** One change: exactly `{id, type, change}`, strings, `change` one of the kinds. */
+function validChange(c: unknown): boolean {
+  if (!isObject(c)) return false;
+  let keys = 0;
+  for (const k in c) {
+    if (k !== "id" && k !== "type" && k !== "change") return false;
+    keys++;
+  }
+  return keys === 3 && typeof c.id === "string" && typeof c.type === "string" &&
+    CHANGES.includes(c.change);
+}
+
+/** One problem: `message`, and `id` and `path` when present, strings; nothing else. */
+function validProblem(p: unknown): boolean {
+  if (!isObject(p)) return false;
+  for (const k in p) {
+    if (k === "message" || k === "id" || k === "path") {
+      if (typeof p[k] !== "string") return false;
+    } else return false;
+  }
+  return typeof p.message === "string";
+}
+
+/**
+ * `value` as `ReportMessage.parse` returns it when the plain check is sure it is valid, else
+ * undefined (it may still be valid: ask the schema). The values are those of `value` (the schema
+ * returns the same values, its keys in its own order); a drift summary is the schema's
+ * `DriftSummary` result.
+ */
+export function validReport(value: unknown): ReportMessage | undefined {
+  if (!isObject(value)) return undefined;
+  for (const k in value) if (!REPORT_KEYS.has(k)) return undefined;
+  // Own enumerable keys only: JSON.parse gives nothing else (a "__proto__" key is an own key,
+  // refused above).
+  const r = value;
+  if (r.kind !== "report") return undefined;
+  if (typeof r.node !== "string" || !NODE_NAME.test(r.node)) return undefined;
+  if (!isInt(r.generation, 0)) return undefined;
+  if (!TRIGGERS.includes(r.trigger)) return undefined;
+  if (typeof r.at !== "string" || !AT.test(r.at)) return undefined;
+  if (
+    "intervalMs" in r &&
+    !(isInt(r.intervalMs, 1000) && (r.intervalMs as number) <= MAX_INTERVAL_MS)
+  ) return undefined;
+  if (typeof r.hostVersion !== "string" || r.hostVersion.length > 100) return undefined;
+  if ("source" in r && !(typeof r.source === "string" && SOURCE.test(r.source))) {
+    return undefined;
+  }
+  if (!OUTCOMES.includes(r.outcome)) return undefined;
+  if (!isInt(r.applied, 0) || !isInt(r.total, 0)) return undefined;
+  if (typeof r.declaration !== "string" || !DIGEST.test(r.declaration)) return undefined;
+  const changes = r.changes;
+  if (!Array.isArray(changes) || changes.length > 100_000) return undefined;
+  for (const c of changes) if (!validChange(c)) return undefined;
+  const problems = r.problems;
+  if (!Array.isArray(problems) || problems.length > 10_000) return undefined;
+  for (const p of problems) if (!validProblem(p)) return undefined;
+  if ("drift" in r) {
+    const drift = DriftSummary.safeParse(r.drift);
+    if (!drift.success) return undefined;
+    return { ...r, drift: drift.data } as ReportMessage;
+  }
+  return r as ReportMessage;
+}
+
+/**
+ * A report decoded, with the JSON text of its changes and problems (what ingest stores as jsonb):
+ * the same JSON values as `JSON.stringify(report.changes)` and `JSON.stringify(report.problems)`,
+ * an object's keys perhaps in the body's order rather than the schema's (jsonb keeps no order).
+ */
+export interface DecodedReport {
+  report: ReportMessage;
+  /** The JSON text of `report.changes`. */
+  changes: string;
+  /** The JSON text of `report.problems`. */
+  problems: string;
+}
+
+/**
+ * `JSON.stringify(value)` of a report (an object JSON.parse made, so its keys stringify in
+ * `Object.keys` order and none is undefined), written key by key so that the text of its changes
+ * and problems is kept for the insert rather than written a second time.
+ */
+function canonicalOf(value: Raw): { text: string; changes: string; problems: string } {
+  let text = "{";
+  let changes = "";
+  let problems = "";
+  let first = true;
+  for (const k of Object.keys(value)) {
+    const v = JSON.stringify(value[k]);
+    if (k === "changes") changes = v;
+    else if (k === "problems") problems = v;
+    text += `${first ? "" : ","}${JSON.stringify(k)}:${v}`;
+    first = false;
+  }
+  return { text: `${text}}`, changes, problems };
+}
+
+/** Whether `text` is `canonical`, or `canonical` and a newline (what the link publishes). */
+function isCanonical(text: string, canonical: string): boolean {
+  return text === canonical ||
+    (text.length === canonical.length + 1 && text.endsWith("\n") && text.startsWith(canonical));
+}
+
+/** Whether the JSON `text`, parsed to `value`, repeats a key in one of its objects. */
+export function repeatsKey(text: string, value: unknown): boolean {
+  if (isCanonical(text, JSON.stringify(value))) return false;
+  return duplicateKeys(text).length > 0;
+}
+
+/**
+ * Decodes a report's body (UTF-8 JSON) as `decodeMessage(ReportMessage, body, what)` does, with
+ * the same result and the same errors, the schema asked only about a body the plain check is
+ * unsure of.
+ *
+ * @throws {MessageError} naming each problem with its path (from `decodeMessage`).
+ */
+export function decodeReport(body: Uint8Array, what: string): ReportMessage {
+  return readReport(body, what).report;
+}
+
+/**
+ * {@linkcode decodeReport}, with the JSON text of the report's changes and problems (taken from
+ * the check for repeated keys when the body is `JSON.stringify`'s own text).
+ *
+ * @throws {MessageError} naming each problem with its path (from `decodeMessage`).
+ */
+export function readReport(body: Uint8Array, what: string): DecodedReport {
+  let text: string;
+  let value: unknown;
+  try {
+    text = UTF8.decode(body);
+    value = JSON.parse(text);
+  } catch {
+    return withTexts(decodeMessage(ReportMessage, body, what));
+  }
+  const report = validReport(value);
+  if (report !== undefined) {
+    const canonical = canonicalOf(value as Raw);
+    if (isCanonical(text, canonical.text)) {
+      return { report, changes: canonical.changes, problems: canonical.problems };
+    }
+    if (duplicateKeys(text).length === 0) return withTexts(report);
+  }
+  return withTexts(decodeMessage(ReportMessage, body, what));
+}
+
+function withTexts(report: ReportMessage): DecodedReport {
+  return {
+    report,
+    changes: JSON.stringify(report.changes),
+    problems: JSON.stringify(report.problems),
+  };
+}

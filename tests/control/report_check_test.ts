@@ -1,0 +1,294 @@
+/**
+ * The read of a valid report without zod (control/report_check.ts) held equal to the schema
+ * (`ReportMessage`, lib/broker.ts): whatever the plain check accepts, the schema accepts with the
+ * same values, and `decodeReport` gives what `decodeMessage(ReportMessage, ...)` gives, the same
+ * report or the same error message. Seeded mutations of valid reports (each field set to values
+ * that break a rule and to some that keep it, keys added and removed, changes, problems and drift
+ * broken inside) cover the near misses; fixed cases cover repeated keys and bodies that are not
+ * what JSON.stringify writes.
+ */
+
+import { assert, assertEquals } from "../support/assert.ts";
+import { decodeMessage, ReportMessage } from "../../lib/broker.ts";
+import { decodeReport, readReport, repeatsKey, validReport } from "../../control/report_check.ts";
+
+/** A small seeded PRNG (mulberry32), so a failure can be replayed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
+    chance: (p: number) => next() < p,
+  };
+}
+
+type Rng = ReturnType<typeof rng>;
+type Obj = Record<string, unknown>;
+
+const DRIFTS: Obj[] = [
+  {
+    status: "drift",
+    ranAt: "2024-02-29T10:00:00+01:00",
+    intervalSeconds: 900,
+    registry: "r",
+    entries: 3,
+    findings: [{ check: "port", direction: "rogue", count: 2 }],
+  },
+  { status: "unreadable", path: "/x", problem: "missing" },
+  {
+    status: "unobservable",
+    ranAt: "2026-12-01T10:00:00Z",
+    intervalSeconds: 1,
+    registry: "r",
+    entries: 0,
+    findings: [],
+    unobserved: ["docker@root"],
+  },
+];
+
+function validOne(r: Rng): Obj {
+  const report: Obj = {
+    kind: "report",
+    node: r.pick(["web-1", "a", "n0", "ingest-0001"]),
+    generation: r.pick([0, 1, 17, 2 ** 31 - 1]),
+    trigger: r.pick(["push", "start", "interval"]),
+    at: r.pick(["2026-12-02T05:00:00.000Z", "2024-02-29T23:59:59+01:00", "2026-01-31T00:00:00.5Z"]),
+    hostVersion: r.pick(["mesh-host 0.1.0", "", "x".repeat(100)]),
+    outcome: r.pick(["applied", "refused", "failed"]),
+    applied: r.int(30),
+    total: r.int(30),
+    declaration: `sha256:${"0123456789abcdef".repeat(4)}`,
+    changes: Array.from({ length: r.int(4) }, (_, i) => ({
+      id: `f${i}`,
+      type: r.pick(["file", "package"]),
+      change: r.pick(["created", "updated", "unchanged", "removed", "restored", "forgotten"]),
+    })),
+    problems: Array.from({ length: r.int(3) }, (_, i) =>
+      r.pick([
+        { message: `p${i}` },
+        { id: `f${i}`, message: "write failed" },
+        { path: "resources[0]", message: "m" },
+        { id: "x", path: "y", message: "" },
+      ])),
+  };
+  if (r.chance(0.4)) report.intervalMs = r.pick([1000, 60_000, 7 * 24 * 3_600_000]);
+  if (r.chance(0.3)) report.source = r.pick(["link", "A.b_c-9"]);
+  if (r.chance(0.3)) report.drift = structuredClone(r.pick(DRIFTS));
+  return report;
+}
+
+/** Values that break (or, for some, keep) each top-level field's rule. */
+const BAD: Record<string, unknown[]> = {
+  kind: ["Report", "declaration", null, 1, undefined],
+  node: ["", "A", "-a", "a-", "a.b", "a".repeat(64), 1, null, ["a"], undefined],
+  generation: [-1, 1.5, 2 ** 53, -0, "1", null, Infinity, NaN, undefined],
+  trigger: ["Push", "", null, 0, undefined],
+  at: [
+    "2026-12-02",
+    "2026-12-02T05:00:00",
+    "2026-02-29T00:00:00Z",
+    "2026-13-01T00:00:00Z",
+    "2026-12-02T05:00:00.Z",
+    "2026-12-02T05:00:00+0100",
+    "2026-12-02 05:00:00Z",
+    1,
+    null,
+    undefined,
+  ],
+  intervalMs: [999, 1000, 7 * 24 * 3_600_000 + 1, 1000.5, "1000", null],
+  hostVersion: ["x".repeat(101), 1, null, undefined],
+  source: ["", "-x", "a b", "x".repeat(65), null, 1],
+  outcome: ["ok", null, undefined],
+  applied: [-1, 0.5, "1", 2 ** 53, null, undefined],
+  total: [-1, 2.5, null, undefined],
+  declaration: [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, "sha256:", 1, undefined],
+  changes: [null, {}, "[]", [null], [[]], Array.from({ length: 100_001 }, () => 1), undefined],
+  problems: [null, {}, [null], [{}], [{ message: 1 }], undefined],
+  drift: [null, {}, { status: "clean" }, "clean", []],
+};
+
+/** Breaks one element of changes or problems, or drift, from the inside. */
+function mutateInside(r: Rng, d: Obj): void {
+  const which = r.int(3);
+  if (which === 0 && Array.isArray(d.changes) && d.changes.length > 0) {
+    const c = r.pick(d.changes as Obj[]);
+    if (typeof c !== "object" || c === null) return;
+    const k = r.pick(["id", "type", "change", "extra"]);
+    if (r.chance(0.3)) delete c[k];
+    else c[k] = r.pick([null, 1, "", "made", "created", ["x"], {}]);
+  } else if (which === 1 && Array.isArray(d.problems) && d.problems.length > 0) {
+    const p = r.pick(d.problems as Obj[]);
+    if (typeof p !== "object" || p === null) return;
+    const k = r.pick(["id", "path", "message", "extra"]);
+    if (r.chance(0.3)) delete p[k];
+    else p[k] = r.pick([null, 1, "", "x", undefined, {}]);
+  } else if (typeof d.drift === "object" && d.drift !== null) {
+    const drift = d.drift as Obj;
+    const k = r.pick(["status", "ranAt", "entries", "findings", "path", "extra"]);
+    drift[k] = r.pick([null, -1, "drift", "2026-12-01T10:00:00Z", [], [{ check: "port" }]]);
+  }
+}
+
+function mutate(r: Rng, d: Obj): void {
+  switch (r.int(4)) {
+    case 0: {
+      const key = r.pick(Object.keys(BAD));
+      const value = r.pick(BAD[key]!);
+      if (value === undefined) delete d[key];
+      else d[key] = value;
+      break;
+    }
+    case 1:
+      // An own key, as JSON.parse makes one (a plain assignment to "__proto__" would not).
+      Object.defineProperty(d, r.pick(["extra", "__proto__", "constructor", "Kind", "0"]), {
+        value: r.pick([1, "x", null, {}]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+      break;
+    default:
+      mutateInside(r, d);
+  }
+}
+
+/** The schema's answer for `value`: its data, or undefined when it refuses. */
+function schemaOf(value: unknown): unknown {
+  const parsed = ReportMessage.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+Deno.test("a report read without zod is the schema's own: what the check accepts, zod accepts with the same values", () => {
+  const r = rng(16_4);
+  let accepted = 0;
+  let refused = 0;
+  for (let n = 0; n < 6_000; n++) {
+    // Through JSON, as a body is: a key set to undefined drops out, "__proto__" stays an own key.
+    const d = JSON.parse(JSON.stringify(validOne(r))) as Obj;
+    const mutations = n % 3 === 0 ? 0 : 1 + r.int(2);
+    for (let m = 0; m < mutations; m++) mutate(r, d);
+    const value = JSON.parse(JSON.stringify(d));
+    const fast = validReport(value);
+    const schema = schemaOf(value);
+    if (fast !== undefined) {
+      accepted++;
+      assert(schema !== undefined, `the check accepted what zod refuses: ${JSON.stringify(value)}`);
+      assertEquals(fast, schema);
+    } else if (schema === undefined) refused++;
+    if (mutations === 0) assert(fast !== undefined, `a valid report refused: ${JSON.stringify(d)}`);
+  }
+  // Both sides seen often: the mutations are near misses, not all refused.
+  assert(accepted > 2_000 && refused > 1_000, `accepted ${accepted}, refused ${refused}`);
+});
+
+Deno.test("every top-level field set to each value that breaks a rule: the check never accepts what zod refuses", () => {
+  const r = rng(7);
+  for (let n = 0; n < 40; n++) {
+    const base = JSON.parse(JSON.stringify(validOne(r))) as Obj;
+    for (const [key, values] of Object.entries(BAD)) {
+      for (const bad of values) {
+        const d = structuredClone(base);
+        if (bad === undefined) delete d[key];
+        else d[key] = bad;
+        const value = JSON.parse(JSON.stringify(d));
+        const fast = validReport(value);
+        const schema = schemaOf(value);
+        if (fast !== undefined) assertEquals(fast, schema, `${key} = ${JSON.stringify(bad)}`);
+      }
+    }
+  }
+});
+
+/** decodeReport's outcome and decodeMessage's, side by side. */
+function outcomes(body: Uint8Array): [unknown, unknown] {
+  const run = (f: () => unknown) => {
+    try {
+      return { report: f() };
+    } catch (error) {
+      return { error: `${(error as Error).name}: ${(error as Error).message}` };
+    }
+  };
+  return [
+    run(() => {
+      // The texts are stored as jsonb, which keeps no key order: the same values are the claim.
+      const { report, changes, problems } = readReport(body, 'report from "a"');
+      return { report, changes: JSON.parse(changes), problems: JSON.parse(problems) };
+    }),
+    run(() => {
+      const report = decodeMessage(ReportMessage, body, 'report from "a"');
+      return {
+        report,
+        changes: JSON.parse(JSON.stringify(report.changes)),
+        problems: JSON.parse(JSON.stringify(report.problems)),
+      };
+    }),
+  ];
+}
+
+Deno.test("readReport gives decodeMessage's report, with its changes' and problems' JSON text, or its error, message for message", () => {
+  const r = rng(99);
+  const encoder = new TextEncoder();
+  const texts: string[] = [];
+  for (let n = 0; n < 1_500; n++) {
+    const d = JSON.parse(JSON.stringify(validOne(r))) as Obj;
+    if (n % 2 === 1) mutate(r, d);
+    const text = JSON.stringify(d);
+    texts.push(text, `${text}\n`, JSON.stringify(d, null, 1));
+  }
+  const valid = JSON.stringify(validOne(rng(1)));
+  texts.push(
+    // Repeated keys, at the top and inside, written as JSON.stringify never writes them.
+    valid.replace(/^\{/, '{"node":"other",'),
+    valid.replace(/^\{/, '{"kind":"report",'),
+    valid.replace(
+      '"changes":[',
+      '"changes":[{"id":"a","id":"b","type":"file","change":"created"},',
+    ),
+    valid.replace(/^\{/, '{"\\u006bind":"report",'),
+    `${valid}\n\n`,
+    ` ${valid}`,
+    "",
+    "{",
+    "[]",
+    "null",
+    valid.replace('"kind":"report"', '"kind":"report","extra":1'),
+  );
+  for (const text of texts) {
+    const [fast, schema] = outcomes(encoder.encode(text));
+    assertEquals(fast, schema, text);
+  }
+  // Not UTF-8, and a byte-order mark.
+  for (const body of [new Uint8Array([0x7b, 0xff, 0x7d]), encoder.encode(`\ufeff${valid}`)]) {
+    const [fast, schema] = outcomes(body);
+    assertEquals(fast, schema);
+  }
+});
+
+Deno.test("a repeated key is found whether or not the body is JSON.stringify's own text", () => {
+  const valid = JSON.stringify(validOne(rng(2)));
+  const value = JSON.parse(valid);
+  assertEquals(repeatsKey(valid, value), false);
+  assertEquals(repeatsKey(`${valid}\n`, value), false);
+  assertEquals(repeatsKey(JSON.stringify(value, null, 2), value), false);
+  const twice = valid.replace(/^\{/, '{"node":"other",');
+  assertEquals(repeatsKey(twice, JSON.parse(twice)), true);
+  // The same length as the canonical text plus one, but not a trailing newline.
+  const spaced = valid.replace(/^\{/, "{ ");
+  assertEquals(repeatsKey(spaced, JSON.parse(spaced)), false);
+  const [fast] = outcomes(new TextEncoder().encode(twice));
+  assertEquals(
+    decodeReport(new TextEncoder().encode(`${valid}\n`), "report"),
+    ReportMessage.parse(value),
+  );
+  assert(
+    JSON.stringify(fast).includes('Duplicate key \\"node\\" (2 times in one object)'),
+    JSON.stringify(fast),
+  );
+});
