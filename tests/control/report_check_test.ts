@@ -11,25 +11,8 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { decodeMessage, ReportMessage } from "../../lib/broker.ts";
 import { decodeReport, readReport, repeatsKey, validReport } from "../../control/report_check.ts";
+import { type Rng, rng } from "../support/rng.ts";
 
-/** A small seeded PRNG (mulberry32), so a failure can be replayed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
-    chance: (p: number) => next() < p,
-  };
-}
-
-type Rng = ReturnType<typeof rng>;
 type Obj = Record<string, unknown>;
 
 const DRIFTS: Obj[] = [

@@ -13,28 +13,11 @@ import { DeclarationError, validate } from "../../host/declaration.ts";
 import { parseValid, repeatedKeyProblems } from "../../host/declaration_base.ts";
 import { validStoreFile } from "../../host/store.ts";
 import { StoreFile } from "../../host/store_schema.ts";
+import { type Rng, rng } from "../support/rng.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const DIGEST = "sha256:" + "a".repeat(64);
 
-/** A small seeded PRNG (mulberry32), so a failure can be replayed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
-    chance: (p: number) => next() < p,
-  };
-}
-
-type Rng = ReturnType<typeof rng>;
 type Obj = Record<string, unknown>;
 
 function resource(r: Rng, i: number): Obj {
