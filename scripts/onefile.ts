@@ -153,10 +153,10 @@ export function oneFileHeader(values: {
   return `#!/bin/sh
 # ${values.name}: one self-contained executable (built by \`deno task hosts\`, one-file form).
 # After this script come two gzip segments: the Deno runtime (${values.source}) and the program
-# (its modules bundled into one JavaScript file). It unpacks both, once, into a content-addressed
-# cache (MESH_RUNTIME_CACHE, default /var/lib/mesh/runtime), checks them against the sha256
-# recorded here, and execs the runtime on the program, so argv, exit status and signals are the
-# program's own. Exit 3 when it cannot unpack, with a sentence saying why.
+# (a tar of its bundled modules, split, and their SHA256SUMS). It unpacks both, once, into a
+# content-addressed cache (MESH_RUNTIME_CACHE, default /var/lib/mesh/runtime), checks them against
+# the sha256 recorded here, and execs the runtime on the program, so argv, exit status and
+# signals are the program's own. Exit 3 when it cannot unpack, with a sentence saying why.
 name=${shQuote(values.name)}
 arch=${shQuote(values.arch)}
 runtime_sha=${values.runtimeSha256}
@@ -245,7 +245,8 @@ unpack() {
   # When another start renamed its copy first, ours lands inside it: then ours is dropped.
   mv "$tmp" "$5" 2>/dev/null
   rm -rf "$tmp" "$5/\${tmp##*/}"
-  [ -f "$5/$6" ] || fail "cannot unpack the $1: \\"$5/$6\\" is not there after the rename"
+  # What is there now is what runs: checked whole, not only for its first file.
+  "$good" "$kept" "$4" || fail "cannot unpack the $1: \\"$5\\" does not hold it whole after the rename (another start may be unpacking it: start again)"
 }
 
 runtime_dir=$cache/runtime/$runtime_sha

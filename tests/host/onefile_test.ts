@@ -233,6 +233,39 @@ Deno.test("a one-file host that cannot unpack refuses with exit 3, naming why, a
   }
 });
 
+Deno.test("a one-file host runs only a whole program: a damaged copy put back beside the unpack is refused, not run", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  const env = { MESH_RUNTIME_CACHE: `${dir}/cache` };
+  try {
+    assertEquals((await runFile(file, ["--help"], env)).code, 0);
+    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].map((e) => e.name);
+    const programDir = `${dir}/cache/program/${program}`;
+    // Another start, in the moment between this one removing the damaged copy and renaming its
+    // own into place, puts a damaged copy back (played here by an `rm` first in PATH that does
+    // so right after removing the program's directory): the rename then lands inside it and is
+    // dropped, and what is left is not the program.
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(
+      `${dir}/bin/rm`,
+      `#!/bin/sh\n/bin/rm "$@" || exit\nfor a in "$@"; do\n` +
+        `  if [ "$a" = "${programDir}" ]; then mkdir "$a" && echo 'Deno.exit(42);' >"$a/main.js"; fi\n` +
+        `done\n`,
+      { mode: 0o755 },
+    );
+    await Deno.writeTextFile(`${programDir}/main.js`, "Deno.exit(42);\n");
+    const raced = await runFile(file, ["--help"], { ...env, PATH: `${dir}/bin:/usr/bin:/bin` });
+    assertEquals(raced.code, 3, raced.stderr + raced.stdout);
+    assertStringIncludes(raced.stderr, `"${programDir}" does not hold it whole after the rename`);
+    // The next start, with nothing racing it, repairs the cache.
+    const again = await runFile(file, ["--help"], env);
+    assertEquals(again.code, 0, again.stderr);
+    assertStringIncludes(again.stdout, "Usage: mesh-host-debian");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a one-file host stands aside when the file it was started from is replaced", async () => {
   const built = await oneFileHost("debian");
   const dir = await Deno.makeTempDir();
