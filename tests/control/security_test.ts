@@ -37,6 +37,8 @@ import {
   deleteBuilderAccount,
   deleteNodeAccount,
   type NodeAccount,
+  rotateNodePassword,
+  RotationIncomplete,
   setupTopology,
 } from "../../control/broker_admin.ts";
 
@@ -498,6 +500,103 @@ Deno.test(
       } finally {
         await deleteBuilderAccount(endpoints, name);
       }
+    });
+  },
+);
+
+/**
+ * A proxy in front of the REAL management API that answers a close of a connection
+ * (`DELETE /api/connections/NAME`) with 500 and an empty body, as RabbitMQ's API does when the
+ * connection's process ends while it is being asked to close (a race that cannot be provoked on
+ * demand: seen in CI when a deleted user's connection, which the broker closes itself, was closed
+ * through the API at the same moment). `forward: "first"` forwards every request and replaces the
+ * answer to the first close only (the close happened; its answer is the 500); `forward: "never"`
+ * answers every close 500 without forwarding it (the connection stays open). Everything else goes
+ * through unchanged.
+ */
+function faultyCloses(forward: "first" | "never") {
+  let served = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const close = req.method === "DELETE" && url.pathname.startsWith("/api/connections/");
+    if (close && forward === "never") {
+      served++;
+      return new Response(null, { status: 500 });
+    }
+    const answer = await fetch(`${API_ORIGIN}${url.pathname}${url.search}`, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+    });
+    if (close && served === 0) {
+      served++;
+      await answer.body?.cancel();
+      return new Response(null, { status: 500 });
+    }
+    return new Response(answer.body, { status: answer.status, headers: answer.headers });
+  });
+  const api = `http://${API.username}:${API.password}@127.0.0.1:${server.addr.port}`;
+  return { api, served: () => served, close: () => server.shutdown() };
+}
+
+/** Waits until the management API lists a connection of `user` (its list trails the broker). */
+async function listed(user: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const response = await fetch(
+      `${API_ORIGIN}/api/connections/username/${encodeURIComponent(user)}`,
+      { headers: { authorization: API_AUTH } },
+    );
+    const body = await response.json();
+    if (Array.isArray(body) && body.length > 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the management API never listed a connection of ${user}`);
+}
+
+Deno.test(
+  "deleteNodeAccount goes on when RabbitMQ answers a connection's close with 500",
+  OPTIONS,
+  async () => {
+    await withWorld(async ({ endpoints, node, open }) => {
+      const a = await node("raced");
+      const conn = await open(a.url);
+      const closed = new Promise((resolve) => conn.once("close", resolve));
+      await listed(a.account);
+      const proxy = faultyCloses("first");
+      try {
+        const result = await deleteNodeAccount({ amqp: endpoints.amqp, api: proxy.api }, a.account);
+        assertEquals(result, { account: true, connections: 1 });
+        assertEquals(proxy.served(), 1, "the proxy answered one close with 500");
+      } finally {
+        await proxy.close();
+      }
+      await closed;
+      assertEquals(await api("GET", `/api/users/${encodeURIComponent(a.account)}`), 404);
+    });
+  },
+);
+
+Deno.test(
+  "a connection whose close is answered 500 and stays listed fails the rotation, naming the answer",
+  OPTIONS,
+  async () => {
+    await withWorld(async ({ endpoints, node, open }) => {
+      const a = await node("stuck");
+      await open(a.url);
+      await listed(a.account);
+      const proxy = faultyCloses("never");
+      let error: unknown;
+      try {
+        error = await rotateNodePassword({ amqp: endpoints.amqp, api: proxy.api }, a.account)
+          .then(() => undefined, (e) => e);
+      } finally {
+        await proxy.close();
+      }
+      assert(error instanceof RotationIncomplete, `expected RotationIncomplete, got ${error}`);
+      assertStringIncludes(error.message, "1 connection is still open");
+      assertStringIncludes(error.message, "answered 500 Internal Server Error");
+      assert(!error.message.includes(`:${API.password}@`), error.message);
+      assert(proxy.served() > 1, `closes were asked again: ${proxy.served()}`);
     });
   },
 );
