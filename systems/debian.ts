@@ -6,8 +6,7 @@
  * @module
  */
 
-import { lazyApplier } from "../host/applier.ts";
-import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
+import { linuxAppliers } from "./linux_appliers.ts";
 import type { System } from "./mod.ts";
 
 const IDS = ["debian"];
@@ -16,18 +15,8 @@ const IDS = ["debian"];
 export const debian: System = {
   name: "debian",
   matches: (release) => release !== undefined && IDS.includes(release.ID ?? ""),
-  appliers: {
-    directory: directoryApplier,
-    file: fileApplier,
-    // Loaded when a declaration first names the type (a file-only apply loads none of them).
-    service: lazyApplier(async () => (await import("../host/resources/service.ts")).serviceApplier),
-    package: lazyApplier(async () =>
-      (await import("../host/resources/package_dpkg.ts")).dpkgPackageApplier
-    ),
-    container: lazyApplier(async () =>
-      (await import("../host/resources/container.ts")).containerApplier
-    ),
-    action: lazyApplier(async () => (await import("../host/resources/action.ts")).actionApplier),
-  },
+  appliers: linuxAppliers(async () =>
+    (await import("../host/resources/package_dpkg.ts")).dpkgPackageApplier
+  ),
   refuses: {},
 };
