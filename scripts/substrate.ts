@@ -29,7 +29,7 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
-import { fetchRuntime } from "./onefile.ts";
+import { bundleProgram, fetchRuntime } from "./onefile.ts";
 
 const root = new URL("../", import.meta.url).pathname;
 // Podman on these VMs needs the project's containers.conf (runc, no default ulimits).
@@ -153,22 +153,15 @@ async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]
   const arch = Deno.build.arch === "aarch64" ? "aarch64" : "x86_64";
   const runtime = await fetchRuntime(arch, `${root}dist/.cache`);
   log(`bundling mesh-control`);
-  await run([
-    Deno.execPath(),
-    "bundle",
-    "--quiet",
-    "--platform",
-    "deno",
-    "--packages",
-    "bundle",
-    "--config",
-    `${root}deno.json`,
-    "--output",
-    `${work}/mesh-control.js`,
-    `${root}control/main.ts`,
-  ], { env: { NO_COLOR: "1" } });
-  // The entry module runs only under import.meta.main, which is true for the bundle's own module.
-  const program = await Deno.readFile(`${work}/mesh-control.js`);
+  // As the one-file programs carry it (code splitting: a command loads only its own modules), the
+  // files checked against their SHA256SUMS when the image is built.
+  const program = await bundleProgram(`${root}control/main.ts`, `${work}/mesh-control-program`, {
+    config: `${root}deno.json`,
+  });
+  const programFiles: Record<string, Uint8Array> = {};
+  for (const name of [...program.files, "SHA256SUMS"]) {
+    programFiles[`mesh-control/${name}`] = await Deno.readFile(`${program.dir}/${name}`);
+  }
   const denoGz = await Deno.readFile(runtime.gzPath);
   return [
     {
@@ -194,16 +187,17 @@ async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]
     },
     {
       name: "mesh-control",
-      files: { "deno.gz": denoGz, "mesh-control.js": program },
+      files: { "deno.gz": denoGz, ...programFiles },
       containerfile: (base) =>
-        `FROM ${base}\nCOPY deno.gz /usr/lib/mesh/deno.gz\nCOPY mesh-control.js /usr/lib/mesh/mesh-control.js\n` +
+        `FROM ${base}\nCOPY deno.gz /usr/lib/mesh/deno.gz\nCOPY mesh-control /usr/lib/mesh/mesh-control\n` +
         `RUN gzip -d /usr/lib/mesh/deno.gz && chmod 0755 /usr/lib/mesh/deno && ` +
-        `echo "${runtime.sha256}  /usr/lib/mesh/deno" | sha256sum -c --quiet\n` +
+        `echo "${runtime.sha256}  /usr/lib/mesh/deno" | sha256sum -c --quiet && ` +
+        `cd /usr/lib/mesh/mesh-control && sha256sum -c --quiet SHA256SUMS\n` +
         `ENV DENO_DIR=/var/cache/mesh-control DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1\n` +
         `LABEL mesh.runtime="${runtime.source}" mesh.runtime.integrity="${runtime.integrity}"\n` +
         `ENTRYPOINT ["/usr/lib/mesh/deno", "run", "--quiet", "--no-config", "--no-lock", "--no-remote", "--no-prompt", ${
           CONTROL_PERMISSIONS.map((p) => JSON.stringify(p)).join(", ")
-        }, "/usr/lib/mesh/mesh-control.js"]\n`,
+        }, "/usr/lib/mesh/mesh-control/main.js"]\n`,
       packages: ["libc6", "libgcc-s1"],
     },
   ];
@@ -234,6 +228,9 @@ async function ensureImage(
   const context = `${work}/${recipe.name}`;
   await Deno.mkdir(context, { recursive: true });
   for (const [name, content] of Object.entries(recipe.files)) {
+    if (name.includes("/")) {
+      await Deno.mkdir(`${context}/${name.slice(0, name.lastIndexOf("/"))}`, { recursive: true });
+    }
     if (typeof content === "string") await Deno.writeTextFile(`${context}/${name}`, content);
     else await Deno.writeFile(`${context}/${name}`, content);
   }
