@@ -790,7 +790,7 @@ async function withChannel<T>(
   options: BrokerOptions,
   fn: (ch: Channel, step: Step) => Promise<T>,
 ): Promise<T> {
-  const { connect } = await import("amqplib");
+  const { connect } = await import("../lib/amqplib.ts");
   const secrets = [target.password];
   let conn: ChannelModel;
   try {

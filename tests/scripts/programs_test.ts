@@ -85,7 +85,7 @@ Deno.test("one-file mesh-reconcile: runs as a dynamic user from a cache root unp
   }
 });
 
-Deno.test("one-file mesh-control applies its migrations and reads status with the permissions it is built with", async () => {
+Deno.test("one-file mesh-control applies its migrations, reads status and checks the broker with the permissions it is built with", async () => {
   const file = await oneFileProgram("control");
   const dir = await Deno.makeTempDir();
   const database = `mesh_programs_${crypto.randomUUID().slice(0, 8)}`;
@@ -104,6 +104,15 @@ Deno.test("one-file mesh-control applies its migrations and reads status with th
     const status = await runFile([file, "status"], env);
     assertEquals(status.code, 0, status.stderr);
     assertStringIncludes(status.stdout, "no nodes enrolled");
+    // AMQP through the bundled client: amqplib is CommonJS, and a dynamic import of it by name
+    // gave the code-split bundle only its default export ("connect is not a function").
+    const broker = await runFile([file, "broker", "check"], {
+      ...env,
+      MESH_BROKER_URL: "amqp://guest:guest@127.0.0.1:5672/%2F",
+      MESH_BROKER_API_URL: "http://guest:guest@127.0.0.1:15672",
+    });
+    assertEquals(broker.code, 0, broker.stderr);
+    assertStringIncludes(broker.stdout, 'AMQP: authenticated as "guest"');
   } finally {
     await psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await Deno.remove(dir, { recursive: true });
