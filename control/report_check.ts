@@ -1,8 +1,9 @@
 /**
  * A report read without zod when it is valid: {@linkcode decodeReport} is what ingest calls for
  * each delivery. The one definition of a report stays `ReportMessage` (lib/broker.ts); this plain
- * check is a precompiled copy of its rules for the common case, and everything it is unsure of
- * (a key it does not expect, a value out of a rule, a repeated key, text that is not JSON) goes to
+ * check is a precompiled copy of its rules for the common case, reading the same keys, values and
+ * bounds (lib/report_rules.ts), and everything it is unsure of (a key it does not expect, a value
+ * out of a rule, a repeated key, text that is not JSON, a body larger than a report may be) goes to
  * `decodeMessage` with the schema, which refuses it with the usual messages or accepts it. So a
  * report this check accepts is one the schema accepts with the same values
  * (tests/control/report_check_test.ts holds the two equal over seeded mutations of valid reports).
@@ -18,46 +19,35 @@
 import { decodeMessage, MAX_INTERVAL_MS, NODE_NAME, ReportMessage } from "../lib/broker.ts";
 import { DriftSummary } from "../lib/drift.ts";
 import { duplicateKeys } from "../lib/json_keys.ts";
+import {
+  CHANGE_KINDS,
+  DIGEST,
+  MAX_CHANGES,
+  MAX_HOST_VERSION_LENGTH,
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_PROBLEMS,
+  MAX_REPORT_BYTES,
+  OUTCOMES,
+  type Problem,
+  problemsFit,
+  REPORT_KEYS,
+  REPORT_OPTIONAL_KEYS,
+  SOURCE,
+  TRIGGERS,
+} from "../lib/report_rules.ts";
 
 /** The same strict decoder as `decodeMessage`'s (a decode without `stream` keeps no state). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The pattern of `ReportMessage.at` (zod's ISO date-time with an offset), taken from the schema. */
 const AT = patternOf(ReportMessage.shape.at);
-/** `ReportMessage.declaration`: sha256:<64 hex digits>. */
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
-/** `ReportMessage.source`. */
-const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-
-const TRIGGERS: readonly unknown[] = ["push", "start", "interval"];
-const OUTCOMES: readonly unknown[] = ["applied", "refused", "failed"];
-const CHANGES: readonly unknown[] = [
-  "created",
-  "updated",
-  "unchanged",
-  "removed",
-  "restored",
-  "forgotten",
-];
 
 /** Every key a report may have (`ReportMessage` is strict). */
-const REPORT_KEYS = new Set([
-  "kind",
-  "node",
-  "generation",
-  "trigger",
-  "at",
-  "intervalMs",
-  "hostVersion",
-  "source",
-  "outcome",
-  "applied",
-  "total",
-  "declaration",
-  "changes",
-  "problems",
-  "drift",
-]);
+const ALL_KEYS: ReadonlySet<string> = new Set([...REPORT_KEYS, ...REPORT_OPTIONAL_KEYS]);
+const TRIGGER: ReadonlySet<unknown> = new Set(TRIGGERS);
+const OUTCOME: ReadonlySet<unknown> = new Set(OUTCOMES);
+const CHANGE: ReadonlySet<unknown> = new Set(CHANGE_KINDS);
 
 function patternOf(schema: unknown): RegExp {
   const pattern = (schema as { _zod?: { pattern?: unknown } })._zod?.pattern;
@@ -87,15 +77,21 @@ function validChange(c: unknown): boolean {
     keys++;
   }
   return keys === 3 && typeof c.id === "string" && typeof c.type === "string" &&
-    CHANGES.includes(c.change);
+    CHANGE.has(c.change);
 }
 
-/** One problem: `message`, and `id` and `path` when present, strings; nothing else. */
+/**
+ * One problem: `message`, and `id` and `path` when present, strings within their lengths; nothing
+ * else.
+ */
 function validProblem(p: unknown): boolean {
   if (!isObject(p)) return false;
   for (const k in p) {
-    if (k === "message" || k === "id" || k === "path") {
-      if (typeof p[k] !== "string") return false;
+    const v = p[k];
+    if (k === "message") {
+      if (typeof v !== "string" || v.length > MAX_PROBLEM_MESSAGE_LENGTH) return false;
+    } else if (k === "id" || k === "path") {
+      if (typeof v !== "string" || v.length > MAX_PROBLEM_PLACE_LENGTH) return false;
     } else return false;
   }
   return typeof p.message === "string";
@@ -109,32 +105,35 @@ function validProblem(p: unknown): boolean {
  */
 export function validReport(value: unknown): ReportMessage | undefined {
   if (!isObject(value)) return undefined;
-  for (const k in value) if (!REPORT_KEYS.has(k)) return undefined;
+  for (const k in value) if (!ALL_KEYS.has(k)) return undefined;
   // Own enumerable keys only: JSON.parse gives nothing else (a "__proto__" key is an own key,
   // refused above).
   const r = value;
   if (r.kind !== "report") return undefined;
   if (typeof r.node !== "string" || !NODE_NAME.test(r.node)) return undefined;
   if (!isInt(r.generation, 0)) return undefined;
-  if (!TRIGGERS.includes(r.trigger)) return undefined;
+  if (!TRIGGER.has(r.trigger)) return undefined;
   if (typeof r.at !== "string" || !AT.test(r.at)) return undefined;
   if (
     "intervalMs" in r &&
     !(isInt(r.intervalMs, 1000) && (r.intervalMs as number) <= MAX_INTERVAL_MS)
   ) return undefined;
-  if (typeof r.hostVersion !== "string" || r.hostVersion.length > 100) return undefined;
+  if (typeof r.hostVersion !== "string" || r.hostVersion.length > MAX_HOST_VERSION_LENGTH) {
+    return undefined;
+  }
   if ("source" in r && !(typeof r.source === "string" && SOURCE.test(r.source))) {
     return undefined;
   }
-  if (!OUTCOMES.includes(r.outcome)) return undefined;
+  if (!OUTCOME.has(r.outcome)) return undefined;
   if (!isInt(r.applied, 0) || !isInt(r.total, 0)) return undefined;
   if (typeof r.declaration !== "string" || !DIGEST.test(r.declaration)) return undefined;
   const changes = r.changes;
-  if (!Array.isArray(changes) || changes.length > 100_000) return undefined;
+  if (!Array.isArray(changes) || changes.length > MAX_CHANGES) return undefined;
   for (const c of changes) if (!validChange(c)) return undefined;
   const problems = r.problems;
-  if (!Array.isArray(problems) || problems.length > 10_000) return undefined;
+  if (!Array.isArray(problems) || problems.length > MAX_PROBLEMS) return undefined;
   for (const p of problems) if (!validProblem(p)) return undefined;
+  if (!problemsFit(problems as Problem[])) return undefined;
   if ("drift" in r) {
     const drift = DriftSummary.safeParse(r.drift);
     if (!drift.success) return undefined;
@@ -206,6 +205,8 @@ export function decodeReport(body: Uint8Array, what: string): ReportMessage {
  * @throws {MessageError} naming each problem with its path (from `decodeMessage`).
  */
 export function readReport(body: Uint8Array, what: string): DecodedReport {
+  // Larger than a report may be: refused by the schema's decode before it is read.
+  if (body.length > MAX_REPORT_BYTES) return withTexts(decodeMessage(ReportMessage, body, what));
   let text: string;
   let value: unknown;
   try {

@@ -27,6 +27,7 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type { DeclarationMessage, ReportMessage } from "../lib/broker.ts";
 import { EXCHANGE, MessageError, nodeQueue, reportKey } from "../lib/broker_names.ts";
 import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
+import { fitProblems } from "../lib/report_rules.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
@@ -215,11 +216,9 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       total: result.total,
       declaration: result.declaration,
       changes: result.changes.map(({ id, type, change }) => ({ id, type, change })),
-      problems: result.problems.map((p) => ({
-        ...(p.id !== undefined ? { id: p.id } : {}),
-        ...(p.path !== undefined ? { path: p.path } : {}),
-        message: p.message,
-      })),
+      // Within the report's bounds (lib/report_rules.ts): a long message (a command's output, a
+      // refused message quoting what it refused) cut and marked, so the node still reports.
+      problems: fitProblems(result.problems),
       ...(drift ? { drift } : {}),
     };
     await journal(outbox, report);

@@ -15,6 +15,21 @@ import { formatPath } from "./json_path.ts";
 import { DriftSummary } from "./drift.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
 import { MessageError, NODE_NAME } from "./broker_names.ts";
+import {
+  CHANGE_KINDS,
+  DIGEST,
+  MAX_CHANGES,
+  MAX_HOST_VERSION_LENGTH,
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_PROBLEMS,
+  MAX_PROBLEMS_JSON_LENGTH,
+  MAX_REPORT_BYTES,
+  OUTCOMES,
+  problemsFit,
+  SOURCE,
+  TRIGGERS,
+} from "./report_rules.ts";
 
 export {
   BUILD_QUEUE,
@@ -33,8 +48,16 @@ export {
 } from "./broker_names.ts";
 
 export { DEFAULT_INTERVAL_MS, MAX_INTERVAL_MS } from "./link_interval.ts";
+export {
+  MAX_CHANGES,
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_PROBLEMS,
+  MAX_PROBLEMS_JSON_LENGTH,
+  MAX_REPORT_BYTES,
+} from "./report_rules.ts";
 
-const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "expected sha256:<64 hex digits>");
+const digest = z.string().regex(DIGEST, "expected sha256:<64 hex digits>");
 const time = z.iso.datetime({ offset: true });
 
 /**
@@ -55,11 +78,14 @@ export const DeclarationMessage = z.strictObject({
 /** A declaration sent to a node. */
 export type DeclarationMessage = z.infer<typeof DeclarationMessage>;
 
-/** A problem in a report: where (a resource id or a JSON path) and what. */
+/**
+ * A problem in a report: where (a resource id or a JSON path) and what, each bounded
+ * (lib/report_rules.ts; the host cuts a longer one and says so).
+ */
 const ReportProblem = z.strictObject({
-  id: z.string().optional(),
-  path: z.string().optional(),
-  message: z.string(),
+  id: z.string().max(MAX_PROBLEM_PLACE_LENGTH).optional(),
+  path: z.string().max(MAX_PROBLEM_PLACE_LENGTH).optional(),
+  message: z.string().max(MAX_PROBLEM_MESSAGE_LENGTH),
 });
 
 /**
@@ -72,7 +98,7 @@ export const ReportMessage = z.strictObject({
   /** The generation applied; 0 when the node applied a declaration it kept from before. */
   generation: z.int().min(0),
   /** Why it applied: a declaration arrived, the link started, or the interval came round. */
-  trigger: z.enum(["push", "start", "interval"]),
+  trigger: z.enum(TRIGGERS),
   /** When the node finished the apply (the node's clock, ISO 8601). */
   at: time,
   /**
@@ -82,13 +108,13 @@ export const ReportMessage = z.strictObject({
    */
   intervalMs: z.int().min(1000).max(MAX_INTERVAL_MS).optional(),
   /** The host's version. */
-  hostVersion: z.string().max(100),
+  hostVersion: z.string().max(MAX_HOST_VERSION_LENGTH),
   /**
    * The source of declarations the report is about (`link` for what the control plane sent);
    * absent in reports of hosts from before sources existed.
    */
-  source: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/).optional(),
-  outcome: z.enum(["applied", "refused", "failed"]),
+  source: z.string().regex(SOURCE).optional(),
+  outcome: z.enum(OUTCOMES),
   applied: z.int().min(0),
   total: z.int().min(0),
   /** sha256 of the declaration's bytes. */
@@ -96,9 +122,16 @@ export const ReportMessage = z.strictObject({
   changes: z.array(z.strictObject({
     id: z.string(),
     type: z.string(),
-    change: z.enum(["created", "updated", "unchanged", "removed", "restored", "forgotten"]),
-  })).max(100_000),
-  problems: z.array(ReportProblem).max(10_000),
+    change: z.enum(CHANGE_KINDS),
+  })).max(MAX_CHANGES),
+  /**
+   * At most {@linkcode MAX_PROBLEMS}, and {@linkcode MAX_PROBLEMS_JSON_LENGTH} characters as JSON
+   * text (what a node's line of `status` carries).
+   */
+  problems: z.array(ReportProblem).max(MAX_PROBLEMS).refine(
+    problemsFit,
+    `Too big: expected the problems to have <=${MAX_PROBLEMS_JSON_LENGTH} characters as JSON text`,
+  ),
   /**
    * The node's latest mesh-reconcile result, summarised (lib/drift.ts); absent when the node's
    * link reads none (`--reconcile-result none`, or a host older than the field).
@@ -111,8 +144,15 @@ export type ReportMessage = z.infer<typeof ReportMessage>;
 /** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
+/** The largest body of the messages that have a bound, in bytes: refused before it is decoded. */
+const MAX_BODY_BYTES: ReadonlyMap<z.ZodType, number> = new Map([
+  [ReportMessage, MAX_REPORT_BYTES],
+]);
+
 /**
- * Decodes a message body (UTF-8 JSON) against `schema`, collecting every problem.
+ * Decodes a message body (UTF-8 JSON) against `schema`, collecting every problem. A body larger
+ * than its message's bound (a report: {@linkcode MAX_REPORT_BYTES}) is refused before it is
+ * decoded, with that one problem.
  *
  * @throws {MessageError} naming each problem with its path.
  */
@@ -121,6 +161,12 @@ export function decodeMessage<T extends z.ZodType>(
   body: Uint8Array,
   what: string,
 ): z.infer<T> {
+  const max = MAX_BODY_BYTES.get(schema);
+  if (max !== undefined && body.length > max) {
+    throw new MessageError(what, [
+      `$: the body is ${body.length} bytes, more than the ${max} it may be (not read)`,
+    ]);
+  }
   let text: string;
   let value: unknown;
   try {

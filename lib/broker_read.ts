@@ -7,7 +7,8 @@
  * valid never loads zod (bench/README.md, "Session 7, linkmem").
  *
  * The plain checks accept only what the schema accepts (tests/lib/broker_read_test.ts holds them
- * to it); where they are unsure they refuse, and the schema decides.
+ * to it); where they are unsure they refuse, and the schema decides. A report's keys, values and
+ * bounds are read from lib/report_rules.ts, as the schema's are.
  *
  * @module
  */
@@ -16,21 +17,39 @@ import type { DeclarationMessage, ReportMessage } from "./broker.ts";
 import { NODE_NAME } from "./broker_names.ts";
 import { duplicateKeys } from "./json_keys.ts";
 import { MAX_INTERVAL_MS } from "./link_interval.ts";
+import {
+  CHANGE_KEYS,
+  CHANGE_KINDS,
+  DIGEST,
+  MAX_CHANGES,
+  MAX_HOST_VERSION_LENGTH,
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_PROBLEMS,
+  MAX_REPORT_BYTES,
+  OUTCOMES,
+  type Problem,
+  PROBLEM_KEYS,
+  PROBLEM_OPTIONAL_KEYS,
+  problemsFit,
+  REPORT_KEYS,
+  REPORT_OPTIONAL_KEYS,
+  SOURCE,
+  TRIGGERS,
+} from "./report_rules.ts";
 
 /** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
-const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /**
  * What `z.iso.datetime({ offset: true })` accepts (zod 4.6.7's pattern, as it is: a test holds
  * the two equal, so that a zod upgrade that changes it is seen).
  */
 export const DATETIME_OFFSET =
   /^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$/;
-const TRIGGERS = new Set(["push", "start", "interval"]);
-const OUTCOMES = new Set(["applied", "refused", "failed"]);
-const CHANGES = new Set(["created", "updated", "unchanged", "removed", "restored", "forgotten"]);
+const TRIGGER: ReadonlySet<unknown> = new Set(TRIGGERS);
+const OUTCOME: ReadonlySet<unknown> = new Set(OUTCOMES);
+const CHANGE: ReadonlySet<unknown> = new Set(CHANGE_KINDS);
 
 type Plain = Record<string, unknown>;
 
@@ -66,25 +85,8 @@ export function plainDeclarationMessage(v: unknown): v is DeclarationMessage {
     matches(v.pushedAt, DATETIME_OFFSET) && typeof v.declaration === "string";
 }
 
-const REPORT_KEYS = [
-  "kind",
-  "node",
-  "generation",
-  "trigger",
-  "at",
-  "hostVersion",
-  "outcome",
-  "applied",
-  "total",
-  "declaration",
-  "changes",
-  "problems",
-];
 // `drift` is not among them: a report carrying one is left to the schema.
-const REPORT_OPTIONAL = ["intervalMs", "source"];
-const CHANGE_KEYS = ["id", "type", "change"];
-const PROBLEM_KEYS = ["message"];
-const PROBLEM_OPTIONAL = ["id", "path"];
+const REPORT_OPTIONAL = REPORT_OPTIONAL_KEYS.filter((k) => k !== "drift");
 
 /**
  * Whether `v` is a {@linkcode ReportMessage} without a drift summary, by plain checks (false: let
@@ -94,36 +96,38 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
   if (!isObject(v) || !hasKeys(v, REPORT_KEYS, REPORT_OPTIONAL)) return false;
   if (
     v.kind !== "report" || !matches(v.node, NODE_NAME) || !isInt(v.generation, 0) ||
-    !TRIGGERS.has(v.trigger as string) || !matches(v.at, DATETIME_OFFSET) ||
+    !TRIGGER.has(v.trigger) || !matches(v.at, DATETIME_OFFSET) ||
     (v.intervalMs !== undefined && !isInt(v.intervalMs, 1000, MAX_INTERVAL_MS)) ||
-    typeof v.hostVersion !== "string" || v.hostVersion.length > 100 ||
+    typeof v.hostVersion !== "string" || v.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
     (v.source !== undefined && !matches(v.source, SOURCE)) ||
-    !OUTCOMES.has(v.outcome as string) || !isInt(v.applied, 0) || !isInt(v.total, 0) ||
+    !OUTCOME.has(v.outcome) || !isInt(v.applied, 0) || !isInt(v.total, 0) ||
     !matches(v.declaration, DIGEST) ||
-    !Array.isArray(v.changes) || v.changes.length > 100_000 ||
-    !Array.isArray(v.problems) || v.problems.length > 10_000
+    !Array.isArray(v.changes) || v.changes.length > MAX_CHANGES ||
+    !Array.isArray(v.problems) || v.problems.length > MAX_PROBLEMS
   ) {
     return false;
   }
   for (const c of v.changes as unknown[]) {
     if (
       !isObject(c) || !hasKeys(c, CHANGE_KEYS) || typeof c.id !== "string" ||
-      typeof c.type !== "string" || !CHANGES.has(c.change as string)
+      typeof c.type !== "string" || !CHANGE.has(c.change)
     ) {
       return false;
     }
   }
   for (const p of v.problems as unknown[]) {
     if (
-      !isObject(p) || !hasKeys(p, PROBLEM_KEYS, PROBLEM_OPTIONAL) ||
-      typeof p.message !== "string" ||
-      (p.id !== undefined && typeof p.id !== "string") ||
-      (p.path !== undefined && typeof p.path !== "string")
+      !isObject(p) || !hasKeys(p, PROBLEM_KEYS, PROBLEM_OPTIONAL_KEYS) ||
+      typeof p.message !== "string" || p.message.length > MAX_PROBLEM_MESSAGE_LENGTH ||
+      (p.id !== undefined &&
+        !(typeof p.id === "string" && p.id.length <= MAX_PROBLEM_PLACE_LENGTH)) ||
+      (p.path !== undefined &&
+        !(typeof p.path === "string" && p.path.length <= MAX_PROBLEM_PLACE_LENGTH))
     ) {
       return false;
     }
   }
-  return true;
+  return problemsFit(v.problems as Problem[]);
 }
 
 /** The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. */
@@ -173,7 +177,8 @@ export async function readDeclarationMessage(
  * @throws {MessageError} naming each problem with its path (the schema's).
  */
 export async function checkReportMessage(body: Uint8Array, what: string): Promise<void> {
-  if (plainReportMessage(plainJson(body))) return;
+  // A body larger than a report may be is not decoded here: the schema's decode refuses it.
+  if (body.length <= MAX_REPORT_BYTES && plainReportMessage(plainJson(body))) return;
   const { decodeMessage, ReportMessage } = await import("./broker.ts");
   decodeMessage(ReportMessage, body, what);
 }

@@ -8,6 +8,7 @@ import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { EXCHANGE, reportKey, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { ingestReports } from "../../control/ingest.ts";
+import { MAX_PROBLEM_MESSAGE_LENGTH, MAX_REPORT_BYTES } from "../../lib/report_rules.ts";
 import { controlCli, reportOf as report, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
 import { within } from "../support/within.ts";
@@ -224,6 +225,59 @@ Deno.test(
       const check = await openBroker(vhost.amqp);
       try {
         assertEquals((await check.channel.checkQueue(REPORTS_QUEUE)).messageCount, 2);
+      } finally {
+        await check.close();
+      }
+    }),
+);
+
+Deno.test(
+  "ingest drops a report past a bound, saying which node, what and where, and records the rest",
+  opts,
+  () =>
+    withVhost(async (inv, vhost) => {
+      const node = uniqueNode("in");
+      await inv.sql`insert into nodes (name, system) values (${node}, 'debian')`;
+      const long = report(node, {
+        outcome: "failed",
+        problems: [{ id: "app", message: "m".repeat(MAX_PROBLEM_MESSAGE_LENGTH + 1) }],
+      });
+      // Valid JSON of a valid report, padded past the largest body a report may be.
+      const text = JSON.stringify(report(node));
+      const huge = text + " ".repeat(MAX_REPORT_BYTES + 1 - text.length);
+      const s = await openBroker(vhost.amqp);
+      try {
+        await publishConfirmed(
+          s.channel,
+          [JSON.stringify(long), huge, JSON.stringify(report(node, { generation: 2 }))].map((
+            body,
+          ) => ({
+            exchange: EXCHANGE,
+            routingKey: reportKey(node),
+            body: new TextEncoder().encode(body),
+          })),
+        );
+      } finally {
+        await s.close();
+      }
+      const out = await controlCli(["ingest", "--drain"], vhost.env);
+      assertEquals(out.code, 0, out.stderr);
+      assertMatch(out.stdout, /ingested 1 report; dropped 2/);
+      assertEquals(
+        out.stderr.split("\n").filter((l) => l !== ""),
+        [
+          `mesh-control: dropped a report (report.${node}): Cannot read report from "${node}": problems[0].message: Too big: expected string to have <=${MAX_PROBLEM_MESSAGE_LENGTH} characters`,
+          `mesh-control: dropped a report (report.${node}): Cannot read report from "${node}": $: the body is ${
+            MAX_REPORT_BYTES + 1
+          } bytes, more than the ${MAX_REPORT_BYTES} it may be (not read)`,
+        ],
+      );
+      // Nothing of them written; the report after them recorded.
+      const rows = await inv.sql`select generation from reports where node = ${node}`;
+      assertEquals(rows.map((r) => r.generation), [2]);
+      const check = await openBroker(vhost.amqp);
+      try {
+        assertEquals((await check.channel.checkQueue(REPORTS_QUEUE)).messageCount, 0);
       } finally {
         await check.close();
       }

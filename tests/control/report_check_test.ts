@@ -4,16 +4,58 @@
  * same values, and `decodeReport` gives what `decodeMessage(ReportMessage, ...)` gives, the same
  * report or the same error message. Seeded mutations of valid reports (each field set to values
  * that break a rule and to some that keep it, keys added and removed, changes, problems and drift
- * broken inside) cover the near misses; fixed cases cover repeated keys and bodies that are not
- * what JSON.stringify writes.
+ * broken inside, problems at and past each bound of lib/report_rules.ts) cover the near misses;
+ * fixed cases cover repeated keys, bodies that are not what JSON.stringify writes, and bodies at
+ * and past the largest a report may be.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { decodeMessage, ReportMessage } from "../../lib/broker.ts";
+import {
+  MAX_PROBLEM_MESSAGE_LENGTH as MESSAGE,
+  MAX_PROBLEM_PLACE_LENGTH as PLACE,
+  MAX_PROBLEMS_JSON_LENGTH as PROBLEMS_JSON,
+  MAX_REPORT_BYTES,
+} from "../../lib/report_rules.ts";
 import { decodeReport, readReport, repeatsKey, validReport } from "../../control/report_check.ts";
 import { type Rng, rng } from "../support/rng.ts";
 
 type Obj = Record<string, unknown>;
+
+/**
+ * Problems whose JSON text is exactly `length` characters, each message written with `fill`
+ * (one character, perhaps one JSON escapes) and none longer than a message may be.
+ */
+function problemsOfLength(length: number, fill = "x"): Obj[] {
+  // How many characters `fill` is as JSON text.
+  const e = JSON.stringify(fill).length - 2;
+  // The longest a message's JSON text is made here (its padding included, within MESSAGE).
+  const most = (MESSAGE - e) * e;
+  // The list is 1 + 15 characters a problem ({"message":""} and a comma) + its messages' texts.
+  let n = 1;
+  while (length - 1 - 15 * n > n * most) n++;
+  const sum = length - 1 - 15 * n;
+  const problems: Obj[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = Math.floor(sum / n) + (i < sum % n ? 1 : 0);
+    const k = Math.floor(t / e);
+    problems.push({ message: fill.repeat(k) + "y".repeat(t - k * e) });
+  }
+  if (JSON.stringify(problems).length !== length) {
+    throw new Error(`Made ${JSON.stringify(problems).length} characters, not ${length}`);
+  }
+  return problems;
+}
+
+/** Problem lists at and just past the bound of their JSON text, plain and escaped. */
+const AT_BOUND: Obj[][] = [
+  problemsOfLength(PROBLEMS_JSON),
+  problemsOfLength(PROBLEMS_JSON + 1),
+  problemsOfLength(PROBLEMS_JSON, "\u0001"),
+  problemsOfLength(PROBLEMS_JSON + 1, "\u0001"),
+  problemsOfLength(PROBLEMS_JSON - 1, "\n"),
+  problemsOfLength(PROBLEMS_JSON + 2, "\n"),
+];
 
 const DRIFTS: Obj[] = [
   {
@@ -64,6 +106,16 @@ function validOne(r: Rng): Obj {
   if (r.chance(0.4)) report.intervalMs = r.pick([1000, 60_000, 7 * 24 * 3_600_000]);
   if (r.chance(0.3)) report.source = r.pick(["link", "A.b_c-9"]);
   if (r.chance(0.3)) report.drift = structuredClone(r.pick(DRIFTS));
+  // Problems at their bounds: the longest message, id and path, the longest list as JSON text.
+  if (r.chance(0.04)) {
+    report.problems = structuredClone(r.pick(AT_BOUND.filter((_, i) => i % 2 === 0)));
+  } else if (r.chance(0.1)) {
+    report.problems = [{
+      id: "y".repeat(PLACE),
+      path: "z".repeat(PLACE),
+      message: "m".repeat(MESSAGE),
+    }];
+  }
   return report;
 }
 
@@ -93,7 +145,20 @@ const BAD: Record<string, unknown[]> = {
   total: [-1, 2.5, null, undefined],
   declaration: [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, "sha256:", 1, undefined],
   changes: [null, {}, "[]", [null], [[]], Array.from({ length: 100_001 }, () => 1), undefined],
-  problems: [null, {}, [null], [{}], [{ message: 1 }], undefined],
+  problems: [
+    null,
+    {},
+    [null],
+    [{}],
+    [{ message: 1 }],
+    [{ message: "m".repeat(MESSAGE + 1) }],
+    [{ message: "m", id: "i".repeat(PLACE + 1) }],
+    [{ message: "m", path: "p".repeat(PLACE + 1) }],
+    [{ message: "\u{1F600}".repeat(MESSAGE / 2) }],
+    ...AT_BOUND,
+    Array.from({ length: 10_001 }, () => ({ message: "" })),
+    undefined,
+  ],
   drift: [null, {}, { status: "clean" }, "clean", []],
 };
 
@@ -111,7 +176,21 @@ function mutateInside(r: Rng, d: Obj): void {
     if (typeof p !== "object" || p === null) return;
     const k = r.pick(["id", "path", "message", "extra"]);
     if (r.chance(0.3)) delete p[k];
-    else p[k] = r.pick([null, 1, "", "x", undefined, {}]);
+    else {
+      p[k] = r.pick([
+        null,
+        1,
+        "",
+        "x",
+        undefined,
+        {},
+        "w".repeat(PLACE),
+        "w".repeat(PLACE + 1),
+        "w".repeat(MESSAGE),
+        "w".repeat(MESSAGE + 1),
+        "\u0001".repeat(MESSAGE),
+      ]);
+    }
   } else if (typeof d.drift === "object" && d.drift !== null) {
     const drift = d.drift as Obj;
     const k = r.pick(["status", "ranAt", "entries", "findings", "path", "extra"]);
@@ -123,7 +202,8 @@ function mutate(r: Rng, d: Obj): void {
   switch (r.int(4)) {
     case 0: {
       const key = r.pick(Object.keys(BAD));
-      const value = r.pick(BAD[key]!);
+      // A copy: a later mutation inside it must not change the list of BAD values.
+      const value = structuredClone(r.pick(BAD[key]!));
       if (value === undefined) delete d[key];
       else d[key] = value;
       break;
@@ -274,4 +354,22 @@ Deno.test("a repeated key is found whether or not the body is JSON.stringify's o
     JSON.stringify(fast).includes('Duplicate key \\"node\\" (2 times in one object)'),
     JSON.stringify(fast),
   );
+});
+
+Deno.test("a body larger than a report may be is refused unread, as the schema's decode refuses it; one at the bound is read", () => {
+  const valid = JSON.stringify(validOne(rng(3)));
+  // Padded with spaces after the value: JSON all the same, and the plain check's own text no more.
+  const at = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES - valid.length));
+  const over = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES + 1 - valid.length));
+  assertEquals(at.length, MAX_REPORT_BYTES);
+  const [fastAt, schemaAt] = outcomes(at);
+  assertEquals(fastAt, schemaAt);
+  assert("report" in (fastAt as Obj), JSON.stringify(fastAt).slice(0, 300));
+  const [fastOver, schemaOver] = outcomes(over);
+  assertEquals(fastOver, schemaOver);
+  assertEquals(fastOver, {
+    error: `MessageError: Cannot read report from "a": $: the body is ${
+      MAX_REPORT_BYTES + 1
+    } bytes, more than the ${MAX_REPORT_BYTES} it may be (not read)`,
+  });
 });

@@ -11,6 +11,7 @@ import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration.ts";
 import { createNodeAccount, deleteNodeAccount, setupTopology } from "../../control/broker_admin.ts";
 import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
+import { MAX_PROBLEM_MESSAGE_LENGTH } from "../../lib/report_rules.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
@@ -161,6 +162,28 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
       const pushed = run.reports.find((r) => r.trigger === "push")!;
       assertEquals(pushed.outcome, "refused");
       assertMatch(JSON.stringify(pushed.problems), /not UTF-8 JSON/);
+    });
+
+    await t.step("a 1 MB problem is reported cut and marked, and sent", async () => {
+      // A message with an unknown key of 1 MB: the schema's problem quotes the key whole.
+      const huge = "k".repeat(1024 * 1024);
+      const message = { ...(await declaration(node, 5, [file("x\n")])), [huge]: 1 };
+      await publish(node, [JSON.stringify(message)]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      const pushed = run.reports.find((r) => r.trigger === "push")!;
+      assertEquals(pushed.outcome, "refused");
+      const [problem] = pushed.problems as { message: string }[];
+      assert(problem!.message.length <= MAX_PROBLEM_MESSAGE_LENGTH, `${problem!.message.length}`);
+      assertMatch(
+        problem!.message,
+        /^\$: Unrecognized key: "k+ \[\.\.\. cut by mesh-host: \d+ characters, more than the 4096 a report carries \.\.\.\] k+"$/,
+      );
+      const cut = Number(/cut by mesh-host: (\d+)/.exec(problem!.message)![1]);
+      assert(cut > huge.length, `${cut}`);
+      // Sent (confirmed, removed from the journal), not set aside as unreadable.
+      const left: string[] = [];
+      for await (const e of Deno.readDir(`${state}/link/outbox`)) left.push(e.name);
+      assertEquals(left, []);
     });
 
     await t.step("with no broker at all, the kept declaration is still reconciled", async () => {

@@ -19,6 +19,11 @@ import {
   MessageError,
   ReportMessage,
 } from "../../lib/broker.ts";
+import {
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_REPORT_BYTES,
+} from "../../lib/report_rules.ts";
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
 const DECLARATION = {
@@ -104,6 +109,20 @@ function mutations(base: Record<string, unknown>): [string, unknown][] {
     [{ message: "m", path: 1 }],
     [{ message: "m", note: "x" }],
     { status: "unreadable", path: "/x", problem: "gone" },
+    // Problems at and past their bounds (lib/report_rules.ts): a message, an id, a path, and the
+    // list's JSON text (128 Ki characters: 32 messages of 4,000 fit, 33 do not; escaped, 5 and 6).
+    [{ message: "m".repeat(MAX_PROBLEM_MESSAGE_LENGTH) }],
+    [{ message: "m".repeat(MAX_PROBLEM_MESSAGE_LENGTH + 1) }],
+    [{ message: "m", id: "i".repeat(MAX_PROBLEM_PLACE_LENGTH) }],
+    [{ message: "m", id: "i".repeat(MAX_PROBLEM_PLACE_LENGTH + 1) }],
+    [{ message: "m", path: "p".repeat(MAX_PROBLEM_PLACE_LENGTH) }],
+    [{ message: "m", path: "p".repeat(MAX_PROBLEM_PLACE_LENGTH + 1) }],
+    Array.from({ length: 32 }, () => ({ message: "x".repeat(4000) })),
+    Array.from({ length: 33 }, () => ({ message: "x".repeat(4000) })),
+    Array.from({ length: 5 }, () => ({ message: "\u0001".repeat(4000) })),
+    Array.from({ length: 6 }, () => ({ message: "\u0001".repeat(4000) })),
+    Array.from({ length: 10_000 }, () => ({ message: "" })),
+    Array.from({ length: 10_001 }, () => ({ message: "" })),
   ];
   for (const key of Object.keys(base)) {
     const { [key]: _, ...without } = base;
@@ -206,6 +225,22 @@ Deno.test("broker_read: bodies that are not one JSON value are refused as the sc
     assertEquals(r2, r1);
     assert(r1.startsWith("refused"), r1);
   }
+});
+
+Deno.test("broker_read: a report body larger than a report may be is refused unread, as the schema refuses it", async () => {
+  const text = JSON.stringify(REPORT);
+  const at = new TextEncoder().encode(text + " ".repeat(MAX_REPORT_BYTES - text.length));
+  const over = new TextEncoder().encode(text + " ".repeat(MAX_REPORT_BYTES + 1 - text.length));
+  const [a1, a2] = await bothSay(ReportMessage, checkReportMessage, at, false);
+  assertEquals([a1, a2], ["ok ", "ok "]);
+  const [o1, o2] = await bothSay(ReportMessage, checkReportMessage, over, false);
+  assertEquals(o2, o1);
+  assertEquals(
+    o1,
+    `refused Cannot read the message: $: the body is ${
+      MAX_REPORT_BYTES + 1
+    } bytes, more than the ${MAX_REPORT_BYTES} it may be (not read)`,
+  );
 });
 
 Deno.test("mesh-host link loads no zod at start (its messages are read plainly)", async () => {

@@ -1,0 +1,180 @@
+/**
+ * A report's keys, values and bounds, written once and without zod (docs/design.md, "Apply
+ * result"): lib/broker.ts builds the `ReportMessage` schema from them, and the two plain checks of
+ * a valid report (control/report_check.ts for ingest, lib/broker_read.ts for the host's link) read
+ * the same lists, so the three cannot drift apart. The host's link loads this module at start, so
+ * it stays small and imports nothing.
+ *
+ * The bounds keep one report, and one row of a fleet read (control/read_rows.ts), within what the
+ * inventory and the reader can hold: a node's last report's problems travel in its line of `status`
+ * and `board`, a row carries the lines of up to 1,000 nodes, and one row must stay under
+ * PostgreSQL's 1 GB value and V8's longest string (2^29 - 24 characters). A text's bound is in
+ * characters as the schema's `.max` counts them (code points); the plain checks and the host count
+ * UTF-16 code units, never fewer, so what they accept or make the schema accepts (a text they
+ * refuse is left to the schema). The problems' JSON text is counted in UTF-16 code units.
+ *
+ * @module
+ */
+
+/** The keys every report has. */
+export const REPORT_KEYS = [
+  "kind",
+  "node",
+  "generation",
+  "trigger",
+  "at",
+  "hostVersion",
+  "outcome",
+  "applied",
+  "total",
+  "declaration",
+  "changes",
+  "problems",
+] as const;
+
+/** The keys a report may have besides {@linkcode REPORT_KEYS} (the schema is strict). */
+export const REPORT_OPTIONAL_KEYS = ["intervalMs", "source", "drift"] as const;
+
+/** The keys of one change, each required. */
+export const CHANGE_KEYS = ["id", "type", "change"] as const;
+
+/** The keys one problem has (`message`) and may have (`id`, `path`). */
+export const PROBLEM_KEYS = ["message"] as const;
+/** The keys one problem may have besides {@linkcode PROBLEM_KEYS}. */
+export const PROBLEM_OPTIONAL_KEYS = ["id", "path"] as const;
+
+/** Why a node applied: a declaration arrived, the link started, or the interval came round. */
+export const TRIGGERS = ["push", "start", "interval"] as const;
+/** How an apply ended (docs/design.md, "Apply result"). */
+export const OUTCOMES = ["applied", "refused", "failed"] as const;
+/** What an apply did to one resource. */
+export const CHANGE_KINDS = [
+  "created",
+  "updated",
+  "unchanged",
+  "removed",
+  "restored",
+  "forgotten",
+] as const;
+
+/** sha256 of a declaration's bytes: `sha256:<64 hex digits>`. */
+export const DIGEST = /^sha256:[0-9a-f]{64}$/;
+/** A source of declarations (`link`, `bundle`, a local declaration's name). */
+export const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** The longest `hostVersion`, in characters. */
+export const MAX_HOST_VERSION_LENGTH = 100;
+/** The most changes a report carries. */
+export const MAX_CHANGES = 100_000;
+/** The most problems a report carries. */
+export const MAX_PROBLEMS = 10_000;
+/**
+ * The longest problem `message`, in characters: a failed command's message (its argv, how it
+ * ended and the last 2,048 bytes of its stderr) fits; the host cuts a longer one
+ * ({@linkcode fitProblems}).
+ */
+export const MAX_PROBLEM_MESSAGE_LENGTH = 4096;
+/** The longest problem `id` or `path`, in characters (a declared id is at most 200). */
+export const MAX_PROBLEM_PLACE_LENGTH = 1024;
+/**
+ * The longest the problems of one report may be as JSON text (`JSON.stringify(problems)`), in
+ * characters: 128 Ki. A node's line in a fleet read carries them as jsonb's text, at most ~1.2
+ * times as long (a space after each `:` and `,`) and 3 bytes a character, so 1,000 nodes' lines
+ * stay under ~480 MB and ~160 M characters (tests/lib/report_rules_test.ts holds it).
+ */
+export const MAX_PROBLEMS_JSON_LENGTH = 128 * 1024;
+/**
+ * The largest report body, in bytes (UTF-8 JSON): 32 MiB, refused before it is decoded. A report
+ * of {@linkcode MAX_CHANGES} changes of declared ids (at most 200 characters) and problems within
+ * their bounds is under 26 MB.
+ */
+export const MAX_REPORT_BYTES = 32 * 1024 * 1024;
+
+/** One problem of a report: where (a resource id or a JSON path) and what. */
+export interface Problem {
+  id?: string;
+  path?: string;
+  message: string;
+}
+
+/**
+ * Whether `problems` (each a valid problem: strings in their bounds) are at most
+ * {@linkcode MAX_PROBLEMS_JSON_LENGTH} characters as JSON text. Written out only when a bound of
+ * it (each character escaped as six, each problem's keys and punctuation as 40) could be over.
+ */
+export function problemsFit(problems: readonly Problem[]): boolean {
+  let bound = 2;
+  for (const p of problems) {
+    bound += 40 + 6 * (p.message.length + (p.id?.length ?? 0) + (p.path?.length ?? 0));
+    if (bound > MAX_PROBLEMS_JSON_LENGTH) {
+      return JSON.stringify(problems).length <= MAX_PROBLEMS_JSON_LENGTH;
+    }
+  }
+  return true;
+}
+
+/** What the message of a problem whose text was cut says, between the part kept before and after. */
+function cutMarker(length: number, max: number): string {
+  return ` [... cut by mesh-host: ${length} characters, more than the ${max} a report carries ...] `;
+}
+
+/**
+ * `text` when it is at most `max` characters, else its beginning and end with a marker between
+ * saying it was cut and how long it was (the end of a failed command's message is its stderr's
+ * last lines). Never splits a surrogate pair.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const marker = cutMarker(text.length, max);
+  const room = Math.max(0, max - marker.length);
+  let head = Math.ceil(room / 2);
+  let tail = text.length - (room - head);
+  // A high surrogate ending the head, a low one starting the tail: left out with their pair.
+  if (head > 0 && isHigh(text.charCodeAt(head - 1))) head--;
+  if (tail < text.length && isLow(text.charCodeAt(tail))) tail++;
+  return `${text.slice(0, head)}${marker}${text.slice(tail)}`.slice(0, max);
+}
+
+function isHigh(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLow(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/**
+ * `problems` as a report carries them: each message, id and path cut to its bound
+ * ({@linkcode cutText}), and, when there are more than {@linkcode MAX_PROBLEMS} or they are longer
+ * than {@linkcode MAX_PROBLEMS_JSON_LENGTH} as JSON text, the first that fit followed by one
+ * problem saying how many more there were. Only the three keys are kept.
+ */
+export function fitProblems(problems: readonly Problem[]): Problem[] {
+  const fitted = problems.map((p): Problem => ({
+    ...(p.id !== undefined ? { id: cutText(p.id, MAX_PROBLEM_PLACE_LENGTH) } : {}),
+    ...(p.path !== undefined ? { path: cutText(p.path, MAX_PROBLEM_PLACE_LENGTH) } : {}),
+    message: cutText(p.message, MAX_PROBLEM_MESSAGE_LENGTH),
+  }));
+  if (fitted.length <= MAX_PROBLEMS && problemsFit(fitted)) return fitted;
+  const out: Problem[] = [];
+  // The JSON text so far: "[", then each problem and a comma (the last one's is the "]").
+  let length = 1;
+  // Room kept for the problem saying what was left out.
+  const reserve = 300;
+  for (const p of fitted) {
+    const more = JSON.stringify(p).length + 1;
+    if (out.length < MAX_PROBLEMS - 1 && length + more + reserve <= MAX_PROBLEMS_JSON_LENGTH) {
+      out.push(p);
+      length += more;
+      continue;
+    }
+    break;
+  }
+  const left = fitted.length - out.length;
+  out.push({
+    message: `${left} more problem${
+      left === 1 ? "" : "s"
+    } not listed: a report carries at most ${MAX_PROBLEMS} problems and ${MAX_PROBLEMS_JSON_LENGTH} characters of them`,
+  });
+  return out;
+}

@@ -1,0 +1,216 @@
+/**
+ * lib/report_rules.ts: the report schema is written from its lists and bounds; the host's
+ * `fitProblems` makes any problems fit them, saying what it cut; and the bounds keep a row of a
+ * fleet read (control/read_rows.ts) within what PostgreSQL and V8 can hold.
+ */
+
+import postgres from "postgres";
+import { assert, assertEquals, assertMatch } from "../support/assert.ts";
+import { ReportMessage } from "../../lib/broker.ts";
+import {
+  CHANGE_KEYS,
+  CHANGE_KINDS,
+  cutText,
+  fitProblems,
+  MAX_PROBLEM_MESSAGE_LENGTH,
+  MAX_PROBLEM_PLACE_LENGTH,
+  MAX_PROBLEMS,
+  MAX_PROBLEMS_JSON_LENGTH,
+  OUTCOMES,
+  type Problem,
+  PROBLEM_KEYS,
+  PROBLEM_OPTIONAL_KEYS,
+  REPORT_KEYS,
+  REPORT_OPTIONAL_KEYS,
+  TRIGGERS,
+} from "../../lib/report_rules.ts";
+import { NODES_PER_ROW } from "../../control/read_rows.ts";
+import { PG_SERVER } from "../control/support.ts";
+import { rng } from "../support/rng.ts";
+
+type Shape = Record<string, { safeParse(v: unknown): { success: boolean } }>;
+
+/** The keys of a strict object schema, each with whether it may be absent. */
+function keysOf(shape: Shape): [string, boolean][] {
+  return Object.keys(shape).sort().map((k) => [k, shape[k]!.safeParse(undefined).success]);
+}
+
+Deno.test("report_rules: the schema's keys and values are the lists the plain checks read", () => {
+  const expect = (required: readonly string[], optional: readonly string[]) =>
+    [...required.map((k) => [k, false]), ...optional.map((k) => [k, true])].sort((a, b) =>
+      String(a[0]) < String(b[0]) ? -1 : 1
+    );
+  const shape = ReportMessage.shape as unknown as Shape;
+  assertEquals(keysOf(shape), expect(REPORT_KEYS, REPORT_OPTIONAL_KEYS));
+  const changes = ReportMessage.shape.changes.element.shape as unknown as Shape;
+  assertEquals(keysOf(changes), expect(CHANGE_KEYS, []));
+  const problems = ReportMessage.shape.problems.element.shape as unknown as Shape;
+  assertEquals(keysOf(problems), expect(PROBLEM_KEYS, PROBLEM_OPTIONAL_KEYS));
+  assertEquals(ReportMessage.shape.trigger.options, [...TRIGGERS]);
+  assertEquals(ReportMessage.shape.outcome.options, [...OUTCOMES]);
+  assertEquals(ReportMessage.shape.changes.element.shape.change.options, [...CHANGE_KINDS]);
+});
+
+/** A report carrying `problems`, as the schema judges it. */
+function schemaTakes(problems: Problem[]): boolean {
+  return ReportMessage.safeParse({
+    kind: "report",
+    node: "n",
+    generation: 0,
+    trigger: "push",
+    at: "2026-12-02T05:00:00Z",
+    hostVersion: "v",
+    outcome: "failed",
+    applied: 0,
+    total: 1,
+    declaration: `sha256:${"a".repeat(64)}`,
+    changes: [],
+    problems,
+  }).success;
+}
+
+Deno.test("report_rules: a 1 MB message is cut to its bound, its start and end kept and the cut said", () => {
+  const message = `Command apt-get install x exited with code 100: ${
+    "e".repeat(1024 * 1024)
+  } last line`;
+  const [fitted] = fitProblems([{ id: "pkg", message }]);
+  assertEquals(fitted!.id, "pkg");
+  assert(fitted!.message.length <= MAX_PROBLEM_MESSAGE_LENGTH, `${fitted!.message.length}`);
+  assert(fitted!.message.length > MAX_PROBLEM_MESSAGE_LENGTH - 10, `${fitted!.message.length}`);
+  assert(fitted!.message.startsWith("Command apt-get install x exited with code 100: eee"));
+  assert(fitted!.message.endsWith("eee last line"));
+  assertMatch(
+    fitted!.message,
+    new RegExp(
+      ` \\[\\.\\.\\. cut by mesh-host: ${message.length} characters, more than the ${MAX_PROBLEM_MESSAGE_LENGTH} a report carries \\.\\.\\.\\] `,
+    ),
+  );
+  assert(schemaTakes([fitted!]));
+  // An id and a path past theirs, cut the same way.
+  const [place] = fitProblems([{
+    id: "i".repeat(5000),
+    path: "p".repeat(MAX_PROBLEM_PLACE_LENGTH + 1),
+    message: "m",
+  }]);
+  assertEquals(place!.id!.length <= MAX_PROBLEM_PLACE_LENGTH, true);
+  assertMatch(place!.id!, /^i+ \[\.\.\. cut by mesh-host: 5000 characters/);
+  assertMatch(place!.path!, /cut by mesh-host: 1025 characters/);
+  assert(schemaTakes([place!]));
+});
+
+Deno.test("report_rules: a cut never splits a surrogate pair, and text within its bound is kept as it is", () => {
+  for (let n = 0; n < 64; n++) {
+    const text = `${"a".repeat(n)}${"😀".repeat(3000)}${"b".repeat(n)}`;
+    const cut = cutText(text, MAX_PROBLEM_MESSAGE_LENGTH);
+    assert(cut.isWellFormed(), `${n}`);
+    assert(cut.length <= MAX_PROBLEM_MESSAGE_LENGTH);
+  }
+  const exact = "x".repeat(MAX_PROBLEM_MESSAGE_LENGTH);
+  assertEquals(cutText(exact, MAX_PROBLEM_MESSAGE_LENGTH), exact);
+  const problems = [{ message: "a" }, { id: "f", message: "b" }, {
+    id: "g",
+    path: "p",
+    message: "",
+  }];
+  assertEquals(fitProblems(problems), problems);
+});
+
+Deno.test("report_rules: too many problems, or too long together: the first that fit, then how many more", () => {
+  // 10,000 of the shortest problems are longer than the problems' JSON text may be: that bound
+  // is met first.
+  const many = Array.from({ length: 20_000 }, (_, i) => ({ id: `r${i}`, message: "bad" }));
+  const fitted = fitProblems(many);
+  const kept = fitted.length - 1;
+  assert(kept > 1000 && kept < MAX_PROBLEMS, `${kept}`);
+  assertEquals(fitted.slice(0, -1), many.slice(0, kept));
+  assertEquals(
+    fitted.at(-1)!.message,
+    `${
+      20_000 - kept
+    } more problems not listed: a report carries at most ${MAX_PROBLEMS} problems and ${MAX_PROBLEMS_JSON_LENGTH} characters of them`,
+  );
+  assert(JSON.stringify(fitted).length <= MAX_PROBLEMS_JSON_LENGTH);
+  assert(schemaTakes(fitted));
+  const long = Array.from(
+    { length: 100 },
+    (_, i) => ({ id: `r${i}`, message: "\u0001".repeat(5000) }),
+  );
+  const cut = fitProblems(long);
+  assert(JSON.stringify(cut).length <= MAX_PROBLEMS_JSON_LENGTH);
+  assertMatch(
+    cut.at(-1)!.message,
+    new RegExp(`^${100 - (cut.length - 1)} more problems not listed`),
+  );
+  assert(schemaTakes(cut));
+  // Exactly as long as the bound: all kept, as they are.
+  const exactly = [
+    ...Array.from({ length: 32 }, () => ({ message: "x".repeat(4000) })),
+    { message: "x".repeat(2576) },
+  ];
+  assertEquals(JSON.stringify(exactly).length, MAX_PROBLEMS_JSON_LENGTH);
+  assertEquals(fitProblems(exactly), exactly);
+  // One character more: the first that fit, and the rest said.
+  const over = [...exactly.slice(0, -1), { message: "x".repeat(2577) }];
+  const said = fitProblems(over);
+  assertEquals(said.slice(0, -1), over.slice(0, said.length - 1));
+  assertMatch(said.at(-1)!.message, /^[12] more problems? not listed/);
+  // The shortest problems: that bound is met before the count's.
+  const shortest = fitProblems(Array.from({ length: MAX_PROBLEMS }, () => ({ message: "" })));
+  assert(shortest.length < MAX_PROBLEMS && schemaTakes(shortest));
+});
+
+Deno.test("report_rules: whatever the problems, fitted they are what the schema takes", () => {
+  const r = rng(11);
+  const pieces = ["", "x", "\u0001", "\n", "é", "😀", "\\", '"'];
+  const text = (max: number) => {
+    const piece = r.pick(pieces);
+    return piece.repeat(r.pick([0, 1, 2, max / 2, max - 1, max, max + 1, 3 * max]));
+  };
+  for (let n = 0; n < 80; n++) {
+    const problems = Array.from({ length: r.pick([0, 1, 5, 40, 400, 1500]) }, () => ({
+      ...(r.chance(0.5) ? { id: text(MAX_PROBLEM_PLACE_LENGTH) } : {}),
+      ...(r.chance(0.3) ? { path: text(MAX_PROBLEM_PLACE_LENGTH) } : {}),
+      message: text(MAX_PROBLEM_MESSAGE_LENGTH),
+    }));
+    const fitted = fitProblems(problems);
+    assert(schemaTakes(fitted), `${n}`);
+    // Problems the schema takes are kept as they are, when each text is within its bound in
+    // UTF-16 units too (the schema counts code points; the host counts units, never fewer).
+    const inUnits = problems.every((p) =>
+      p.message.length <= MAX_PROBLEM_MESSAGE_LENGTH &&
+      (p.id?.length ?? 0) <= MAX_PROBLEM_PLACE_LENGTH &&
+      (p.path?.length ?? 0) <= MAX_PROBLEM_PLACE_LENGTH
+    );
+    if (schemaTakes(problems) && inUnits) assertEquals(fitted, problems, `${n}`);
+  }
+});
+
+Deno.test("report_rules: a row of a fleet read, every node's problems at their bounds, stays within half of PostgreSQL's and V8's limits", async () => {
+  // The longest jsonb text per character of JSON: short problems with all three keys (jsonb adds
+  // a space after each ':' and ','), and in bytes: characters of three UTF-8 bytes.
+  const short = fitProblems(
+    Array.from({ length: MAX_PROBLEMS + 1 }, () => ({ id: "", path: "", message: "" })),
+  );
+  const wide = fitProblems(
+    Array.from({ length: 40 }, () => ({ message: "€".repeat(MAX_PROBLEM_MESSAGE_LENGTH) })),
+  );
+  const escaped = fitProblems(
+    Array.from({ length: 40 }, () => ({ message: "\u0001".repeat(MAX_PROBLEM_MESSAGE_LENGTH) })),
+  );
+  const sql = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  try {
+    for (const problems of [short, wide, escaped]) {
+      assert(schemaTakes(problems));
+      const [row] = await sql<{ chars: number; bytes: number }[]>`
+        select length(x::text) as chars, octet_length(x::text) as bytes
+        from (select ${JSON.stringify(problems)}::jsonb as x) p`;
+      // A node's line beside its problems: names, digests, numbers, times (under 1,000 here).
+      const line = 1000;
+      // PostgreSQL's largest value is 1 GB; V8's longest string 2^29 - 24 characters.
+      assert(NODES_PER_ROW * (row!.bytes + line) < (1024 ** 3 - 1) / 2, `${row!.bytes} bytes`);
+      assert(NODES_PER_ROW * (row!.chars + line) < (2 ** 29 - 24) / 2, `${row!.chars} chars`);
+    }
+  } finally {
+    await sql.end();
+  }
+});
