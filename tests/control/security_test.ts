@@ -553,8 +553,12 @@ async function listed(user: string): Promise<void> {
   throw new Error(`the management API never listed a connection of ${user}`);
 }
 
+// The close that failed in CI was node remove's, after the user's deletion; there the broker
+// closes the connection itself and the API often no longer lists it, so no close is asked and
+// the 500 cannot be played on demand. A rotation asks for the close every time (RabbitMQ keeps a
+// connection open across a password change), through the same code.
 Deno.test(
-  "deleteNodeAccount goes on when RabbitMQ answers a connection's close with 500",
+  "closing a node's connections goes on when RabbitMQ answers a close with 500",
   OPTIONS,
   async () => {
     await withWorld(async ({ endpoints, node, open }) => {
@@ -564,14 +568,16 @@ Deno.test(
       await listed(a.account);
       const proxy = faultyCloses("first");
       try {
-        const result = await deleteNodeAccount({ amqp: endpoints.amqp, api: proxy.api }, a.account);
-        assertEquals(result, { account: true, connections: 1 });
+        const rotated = await rotateNodePassword(
+          { amqp: endpoints.amqp, api: proxy.api },
+          a.account,
+        );
+        assertEquals(rotated.connections, 1);
         assertEquals(proxy.served(), 1, "the proxy answered one close with 500");
       } finally {
         await proxy.close();
       }
       await closed;
-      assertEquals(await api("GET", `/api/users/${encodeURIComponent(a.account)}`), 404);
     });
   },
 );
