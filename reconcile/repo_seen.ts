@@ -13,7 +13,6 @@
  */
 
 import { join } from "../lib/path.ts";
-import type { z } from "zod";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
 
