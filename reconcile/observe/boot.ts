@@ -43,6 +43,7 @@ import { asAccount, neverUsedPodman, rootlessEnv } from "./containers.ts";
 import type { Listener } from "./sockets.ts";
 import type { SourceStatus } from "./source.ts";
 import { checkOutput } from "./runtime_output.ts";
+import { compareNames } from "./name_order.ts";
 import type { BootInspect } from "./runtime_schemas.ts";
 import {
   isOneOf,
@@ -475,7 +476,7 @@ export async function observeBoot(
     }
   }));
   sources.sort((a, b) =>
-    (a.account ?? "").localeCompare(b.account ?? "") || a.source.localeCompare(b.source)
+    compareNames(a.account ?? "", b.account ?? "") || compareNames(a.source, b.source)
   );
   return { boot, sources };
 }
