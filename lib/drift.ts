@@ -15,9 +15,10 @@
  */
 
 import { z } from "zod";
-import { CHECKS, DIRECTIONS, RESULT_FILE_VERSION, RUN_STATUSES } from "./drift_checks.ts";
+import { CHECKS, DIRECTIONS, RUN_STATUSES } from "./drift_checks.ts";
 
-export { RESULT_FILE_VERSION };
+/** The version of the result file this program writes and reads. */
+export const RESULT_FILE_VERSION = 1;
 
 /** The largest result file the link reads (bytes); a larger one is `unreadable`. */
 export const MAX_RESULT_BYTES = 4 * 1024 * 1024;

@@ -6,9 +6,6 @@
  * @module
  */
 
-/** The version of the result file mesh-reconcile writes and the link reads. */
-export const RESULT_FILE_VERSION = 1;
-
 /** The checks a finding can come from (mesh-reconcile's `Check`). */
 export const CHECKS = [
   "container",
