@@ -13,22 +13,27 @@ import { z } from "zod";
 
 import { formatPath } from "../lib/json_path.ts";
 import { quickLoad } from "./registry_fast.ts";
+import {
+  ACCOUNT,
+  CONTAINER,
+  crossCheck,
+  isAbsolutePath,
+  isWebAddress,
+  NAME,
+  SERVICE_UNIT,
+  TIMER_UNIT,
+  validRegistry,
+} from "./registry_base.ts";
 
 export { formatPath };
-
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-/** Linux account names as `useradd` accepts them (lowercase, digits, `_`, `-`, optional `$`). */
-const ACCOUNT = /^[a-z_][a-z0-9_-]*\$?$/;
-/** Container names as podman and docker accept them. */
-const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** A DNS host name (lowercase), optionally a leading `*.` wildcard label. */
-const HOST = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
-
-/**
- * The largest registry read, in bytes (16 MiB; a registry of a thousand entries is well under
- * 1 MiB). A larger file, or a device that never ends, is refused rather than read into memory.
- */
-export const MAX_REGISTRY_BYTES = 16 * 1024 * 1024;
+export {
+  crossCheck,
+  ENTRY_KINDS,
+  formatProblem,
+  MAX_REGISTRY_BYTES,
+  RegistryError,
+  type RegistryProblem,
+} from "./registry_base.ts";
 
 /** An entry's name, also the key of the `services` map. */
 export const EntryName = z.string().regex(NAME, "Must be letters, digits, '.', '_' or '-'");
@@ -51,12 +56,12 @@ export const Port = z.number({
  * `*` for a catch-all route that answers any host name.
  */
 export const WebAddress = z.string().refine(
-  (h) => h === "*" || HOST.test(h),
+  isWebAddress,
   "Must be a lowercase host name, e.g. app.example.org, or * for a catch-all route",
 );
 const ContainerName = z.string().regex(CONTAINER, "Must be a container name");
 const AbsolutePath = z.string().refine(
-  (p) => p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0"),
+  isAbsolutePath,
   "Must be an absolute path without '..'",
 );
 const OneOrMany = <T extends z.ZodType>(item: T) =>
@@ -107,9 +112,7 @@ export const SiteEntry = z.strictObject({
 export const BatchEntry = z.strictObject({
   kind: z.literal("batch"),
   timer: z.string().regex(
-    // A template without an instance (`foo@.timer`) cannot run, and asking systemd about one
-    // fails the whole call for every other timer.
-    /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.timer$/,
+    TIMER_UNIT,
     "Must be a systemd timer unit, e.g. publish.timer (a template needs an instance: x@y.timer)",
   ),
   container: ContainerName.optional(),
@@ -123,13 +126,11 @@ export const BatchEntry = z.strictObject({
 export const DaemonEntry = z.strictObject({
   kind: z.literal("daemon"),
   unit: z.string().regex(
-    /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.service$/,
+    SERVICE_UNIT,
     "Must be a systemd service unit, e.g. ssh.service (a template needs an instance)",
   ).optional(),
   ...shared,
 });
-
-export const ENTRY_KINDS: readonly string[] = ["service", "site", "batch", "daemon"];
 
 /** One registry entry: a discriminated union on `kind`. */
 export const Entry = z.discriminatedUnion("kind", [
@@ -165,147 +166,12 @@ export const Registry: z.ZodType<z.output<typeof RegistryShape>, unknown> = Regi
     for (const issue of crossCheck(registry)) ctx.addIssue({ code: "custom", ...issue });
   });
 
-/**
- * The checks that span entries: an account listed twice, a port claimed by two entries, an
- * address declared twice, a container claimed twice (per account), a container in an account
- * that is not asked about. Works on raw, possibly invalid data, so these problems are reported
- * together with the schema's own rather than only once everything else is fixed.
- */
-export function crossCheck(raw: unknown): { path: (string | number)[]; message: string }[] {
-  const issues: { path: (string | number)[]; message: string }[] = [];
-  const data = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
-  const accounts = Array.isArray(data.accounts)
-    ? data.accounts.filter((a) => typeof a === "string")
-    : [];
-  const seen = new Set<string>();
-  accounts.forEach((account, i) => {
-    if (seen.has(account)) {
-      issues.push({ path: ["accounts", i], message: `Account "${account}" is listed twice` });
-    }
-    seen.add(account);
-  });
-  const services = typeof data.services === "object" && data.services !== null
-    ? data.services as Record<string, unknown>
-    : {};
-  const ports = new Map<number, string>();
-  const containers = new Map<string, string>();
-  const addresses = new Map<string, string>();
-  for (const [name, value] of Object.entries(services)) {
-    if (!NAME.test(name)) {
-      issues.push({
-        path: ["services", name],
-        message:
-          `Entry name "${name}" must be letters, digits, '.', '_' or '-' (starting with a letter or digit)`,
-      });
-    }
-    if (typeof value !== "object" || value === null) continue;
-    const entry = value as Record<string, unknown>;
-    const many = <T>(v: unknown, ok: (x: unknown) => x is T): T[] =>
-      Array.isArray(v) ? v.filter(ok) : ok(v) ? [v] : [];
-    for (const p of many(entry.port, (x): x is number => typeof x === "number")) {
-      const other = ports.get(p);
-      if (other !== undefined) {
-        issues.push({
-          path: ["services", name, "port"],
-          message: other === name
-            ? `Port ${p} is listed twice in this entry`
-            : `Port ${p} is already claimed by "${other}"`,
-        });
-      } else ports.set(p, name);
-    }
-    for (const address of many(entry.web, (x): x is string => typeof x === "string")) {
-      const other = addresses.get(address);
-      if (other !== undefined) {
-        issues.push({
-          path: ["services", name, "web"],
-          message: `Address "${address}" is already declared by "${other}"`,
-        });
-      } else addresses.set(address, name);
-    }
-    if (typeof entry.container === "string") {
-      if (entry.user === undefined) {
-        issues.push({
-          path: ["services", name, "user"],
-          message: `An entry with a container must name the account it runs in (one of: ${
-            accounts.join(", ")
-          })`,
-        });
-      } else if (typeof entry.user === "string") {
-        const key = `${entry.user}/${entry.container}`;
-        const other = containers.get(key);
-        if (other !== undefined) {
-          issues.push({
-            path: ["services", name, "container"],
-            message:
-              `Container "${entry.container}" of account "${entry.user}" is already claimed by "${other}"`,
-          });
-        } else containers.set(key, name);
-        if (!accounts.includes(entry.user)) {
-          issues.push({
-            path: ["services", name, "user"],
-            message:
-              `Account "${entry.user}" is not in accounts, so its containers are never asked about`,
-          });
-        }
-      }
-    }
-    if (entry.kind === "site" && entry.redirect !== undefined && entry.web === undefined) {
-      issues.push({
-        path: ["services", name, "redirect"],
-        message: "A redirect needs the web addresses that redirect",
-      });
-    }
-  }
-  return issues;
-}
-
 /** A parsed, valid registry. */
 export type Registry = z.output<typeof RegistryShape>;
 /** One valid registry entry. */
 export type Entry = z.output<typeof Entry>;
 /** The kinds of entry. */
 export type EntryKind = Entry["kind"];
-
-/** One problem found in a registry file, placed where it is. */
-export interface RegistryProblem {
-  /** Path inside the document, e.g. `services.web.port`; empty for the whole document. */
-  path: string;
-  /** 1-based line, 0 when the problem has no place (e.g. an unreadable file). */
-  line: number;
-  /** 1-based column. */
-  column: number;
-  message: string;
-}
-
-/** A registry that could not be read or is invalid; carries every problem at once. */
-export class RegistryError extends Error {
-  readonly file: string;
-  readonly problems: RegistryProblem[];
-  constructor(file: string, problems: RegistryProblem[]) {
-    const unread = problems.length === 1 && problems[0]!.line === 0 &&
-      problems[0]!.message.startsWith("Cannot read registry: ");
-    super(
-      unread
-        // A file that could not be read is not an invalid one: say it as what it is.
-        ? `Cannot read registry "${file}": ${
-          problems[0]!.message.slice("Cannot read registry: ".length)
-        }`
-        : `Invalid registry "${file}" (${problems.length} problem${
-          problems.length === 1 ? "" : "s"
-        }):\n` +
-          problems.map((p) => `  ${formatProblem(file, p)}`).join("\n"),
-    );
-    this.name = "RegistryError";
-    this.file = file;
-    this.problems = problems;
-  }
-}
-
-/** Renders one problem as `file:line:column: path: message`. */
-export function formatProblem(file: string, p: RegistryProblem): string {
-  const where = p.line > 0 ? `${file}:${p.line}:${p.column}` : file;
-  return `${where}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
-}
 
 /**
  * A valid registry read fast ({@linkcode quickLoad}) and accepted by the schema, or undefined
@@ -314,6 +180,8 @@ export function formatProblem(file: string, p: RegistryProblem): string {
 export function readFast(text: string): Registry | undefined {
   const quick = quickLoad(text);
   if (quick === undefined) return undefined;
+  const valid = validRegistry(quick) as Registry | undefined;
+  if (valid !== undefined) return valid;
   const parsed = Registry.safeParse(quick);
   return parsed.success ? parsed.data : undefined;
 }

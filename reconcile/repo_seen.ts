@@ -13,15 +13,17 @@
  */
 
 import { join } from "../lib/path.ts";
-import { z } from "zod";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
 
 /** The file name in the state directory. */
 export const REPO_SEEN_FILE = "repo-seen.json";
 
-/** The state file's schema, built on the first read (only a run with `--repo` reads one). */
-function buildRepoSeen() {
+/**
+ * The state file's schema, built on the first read (only a run with `--repo` reads one; zod is
+ * loaded then).
+ */
+function buildRepoSeen(z: typeof import("zod").z) {
   const Iso = z.iso.datetime({ offset: true, error: "Must be an ISO 8601 time" });
   return z.strictObject({
     version: z.literal(1, { error: "Unsupported version; this program reads version 1" }),
@@ -61,7 +63,8 @@ export async function loadRepoSeen(path: string): Promise<SeenByRepo> {
   } catch (error) {
     throw new Error(`Cannot read first-seen state "${path}": not JSON (${messageOf(error)})`);
   }
-  const parsed = (repoSeenSchema ??= buildRepoSeen()).safeParse(data);
+  repoSeenSchema ??= buildRepoSeen((await import("zod")).z);
+  const parsed = repoSeenSchema.safeParse(data);
   if (!parsed.success) {
     throw new Error(
       `Cannot read first-seen state "${path}": ${

@@ -33,7 +33,7 @@
  */
 
 import { basename } from "../../lib/path.ts";
-import { z } from "zod";
+import type { z } from "zod";
 import type { Account } from "../../lib/accounts.ts";
 import { findProgram } from "../../lib/accounts.ts";
 import { formatArgv, run } from "../../lib/command.ts";
@@ -42,6 +42,9 @@ import type { Registry } from "../registry.ts";
 import { asAccount, neverUsedPodman, rootlessEnv } from "./containers.ts";
 import type { Listener } from "./sockets.ts";
 import type { SourceStatus } from "./source.ts";
+import { checkOutput } from "./runtime_output.ts";
+import { compareNames } from "./name_order.ts";
+import type { BootInspect } from "./runtime_schemas.ts";
 import {
   isOneOf,
   type Manager,
@@ -214,13 +217,6 @@ export function inspectLinesAsArray(text: string): string {
   return `[${text.split("\n").filter((l) => l.trim() !== "").join(",")}]`;
 }
 
-const PodmanInspect = z.array(z.object({
-  Name: z.string(),
-  State: z.object({ Status: z.string() }),
-  HostConfig: z.object({ RestartPolicy: z.object({ Name: z.string() }).nullish() }),
-  Config: z.object({ Labels: z.record(z.string(), z.string()).nullish() }),
-}));
-
 /**
  * Parses `podman container inspect` or `docker inspect` output into containers of `of.account`,
  * as `of.runtime` reports them.
@@ -228,16 +224,19 @@ const PodmanInspect = z.array(z.object({
  * @throws {Error} when it is not that shape, or names a restart policy not in
  *   {@linkcode RESTART_POLICIES} (an unknown word is not guessed at).
  */
-export function parseInspect(
+export async function parseInspect(
   text: string,
   of: { account: string; runtime: "podman" | "docker" },
-): BootContainer[] {
+): Promise<BootContainer[]> {
   const { account, runtime } = of;
-  const parsed = PodmanInspect.safeParse(JSON.parse(text || "[]"));
-  if (!parsed.success) {
-    throw new Error(`Cannot read ${runtime} inspect output: ${parsed.error.issues[0]?.message}`);
+  const data = JSON.parse(text || "[]");
+  let inspected: z.output<typeof BootInspect>;
+  try {
+    inspected = await checkOutput("boot inspect", data);
+  } catch (error) {
+    throw new Error(`Cannot read ${runtime} inspect output: ${messageOf(error)}`);
   }
-  return parsed.data.map((c) => {
+  return inspected.map((c) => {
     const restart = c.HostConfig.RestartPolicy?.Name ?? "";
     if (!isOneOf(RESTART_POLICIES, restart)) {
       throw new Error(
@@ -477,7 +476,7 @@ export async function observeBoot(
     }
   }));
   sources.sort((a, b) =>
-    (a.account ?? "").localeCompare(b.account ?? "") || a.source.localeCompare(b.source)
+    compareNames(a.account ?? "", b.account ?? "") || compareNames(a.source, b.source)
   );
   return { boot, sources };
 }
@@ -609,10 +608,13 @@ async function askContainers(
       env,
     );
     const stdout = (await run(argv, { timeoutMs })).stdout;
-    const containers = parseInspect(runtime === "podman" ? inspectLinesAsArray(stdout) : stdout, {
-      account: account.name,
-      runtime,
-    });
+    const containers = await parseInspect(
+      runtime === "podman" ? inspectLinesAsArray(stdout) : stdout,
+      {
+        account: account.name,
+        runtime,
+      },
+    );
     return {
       containers,
       source: {

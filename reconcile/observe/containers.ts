@@ -12,11 +12,13 @@
  * @module
  */
 
-import { z } from "zod";
+import type { z } from "zod";
 import { type Account, findProgram } from "../../lib/accounts.ts";
 import { formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import type { SourceStatus } from "./source.ts";
+import { checkOutput } from "./runtime_output.ts";
+import type { DockerInspect, PodmanPs } from "./runtime_schemas.ts";
 
 /** A host port a container publishes. */
 export interface PublishedPort {
@@ -82,35 +84,6 @@ export interface ObserveContainersOptions {
   /** Per-command time limit in milliseconds; default 60 000. */
   timeoutMs?: number;
 }
-
-const PodmanPs = z.array(z.object({
-  Id: z.string(),
-  Names: z.array(z.string()).min(1),
-  Image: z.string(),
-  Labels: z.record(z.string(), z.string()).nullish(),
-  Ports: z.array(z.object({
-    host_ip: z.string(),
-    host_port: z.number().int(),
-    container_port: z.number().int(),
-    range: z.number().int().optional(),
-    protocol: z.string(),
-  })).nullish(),
-  State: z.string(),
-  ExitCode: z.number().int().optional(),
-}));
-
-const DockerInspect = z.array(z.object({
-  Id: z.string(),
-  Name: z.string(),
-  Config: z.object({ Image: z.string(), Labels: z.record(z.string(), z.string()).nullish() }),
-  State: z.object({ Status: z.string(), ExitCode: z.number().int().optional() }),
-  NetworkSettings: z.object({
-    Ports: z.record(
-      z.string(),
-      z.array(z.object({ HostIp: z.string(), HostPort: z.string() })).nullable(),
-    ).nullish(),
-  }),
-}));
 
 /**
  * Asks each account's runtimes which containers run. Never throws for a runtime that cannot
@@ -223,13 +196,14 @@ async function askPodman(
     // podman can exit 0 and still say something went wrong (e.g. no subuid range): keep it.
     const said = out.stderr.split("\n").filter((l) => /level=(error|fatal)/.test(l))
       .map((l) => /msg="((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? l.trim());
-    const parsed = PodmanPs.safeParse(JSON.parse(out.stdout || "[]"));
-    if (!parsed.success) {
-      throw new Error(
-        `unexpected output of ${formatArgv(argv)}: ${parsed.error.issues[0]?.message}`,
-      );
+    const data = JSON.parse(out.stdout || "[]");
+    let listed: z.output<typeof PodmanPs>;
+    try {
+      listed = await checkOutput("podman ps", data);
+    } catch (error) {
+      throw new Error(`unexpected output of ${formatArgv(argv)}: ${messageOf(error)}`);
     }
-    const all = parsed.data
+    const all = listed
       .map((c): LeftoverContainer => ({
         account: accountName,
         runtime: "podman",
@@ -378,7 +352,7 @@ async function askDocker(
     const inspectArgv = asAccount(account, ["docker", "inspect", ...ids], env);
     const inspect = await run(inspectArgv, { timeoutMs });
     const { containers, leftovers } = splitRunning(
-      parseDockerInspectAll(inspect.stdout, accountName),
+      await parseDockerInspectAll(inspect.stdout, accountName),
     );
     return {
       containers,
@@ -408,8 +382,11 @@ async function askDocker(
  *
  * @throws {Error} when the output is not that shape.
  */
-export function parseDockerInspect(text: string, account: string): ObservedContainer[] {
-  return splitRunning(parseDockerInspectAll(text, account)).containers;
+export async function parseDockerInspect(
+  text: string,
+  account: string,
+): Promise<ObservedContainer[]> {
+  return splitRunning(await parseDockerInspectAll(text, account)).containers;
 }
 
 /**
@@ -417,12 +394,18 @@ export function parseDockerInspect(text: string, account: string): ObservedConta
  *
  * @throws {Error} when the output is not that shape.
  */
-export function parseDockerInspectAll(text: string, account: string): LeftoverContainer[] {
-  const parsed = DockerInspect.safeParse(JSON.parse(text));
-  if (!parsed.success) {
-    throw new Error(`Cannot read docker inspect output: ${parsed.error.issues[0]?.message}`);
+export async function parseDockerInspectAll(
+  text: string,
+  account: string,
+): Promise<LeftoverContainer[]> {
+  const data = JSON.parse(text);
+  let inspected: z.output<typeof DockerInspect>;
+  try {
+    inspected = await checkOutput("docker inspect", data);
+  } catch (error) {
+    throw new Error(`Cannot read docker inspect output: ${messageOf(error)}`);
   }
-  return parsed.data.map((c) => ({
+  return inspected.map((c) => ({
     account,
     runtime: "docker" as const,
     name: c.Name.replace(/^\//, ""),

@@ -10,7 +10,7 @@
 
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { z } from "zod";
+import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { findProgram } from "../../lib/accounts.ts";
 import type { SourceStatus } from "./source.ts";
@@ -71,9 +71,9 @@ interface CaddyRoute {
 
 /**
  * The part of Caddy's config read here, built on the first read (not at import: a run on a
- * machine without a proxy never builds it).
+ * machine without a proxy never builds it, nor loads zod).
  */
-function buildCaddyConfig() {
+function buildCaddyConfig(z: typeof import("zod").z) {
   const Route: z.ZodType<CaddyRoute> = z.lazy(() =>
     z.object({
       match: z.array(z.object({ host: z.array(z.string()).optional() }).loose()).optional(),
@@ -107,9 +107,13 @@ function buildCaddyConfig() {
 type CaddyConfig = z.output<ReturnType<typeof buildCaddyConfig>>;
 let caddyConfigSchema: ReturnType<typeof buildCaddyConfig> | undefined;
 
-/** The schema of Caddy's config, built once. */
-function caddyConfig(): ReturnType<typeof buildCaddyConfig> {
-  return caddyConfigSchema ??= buildCaddyConfig();
+/** The schema of Caddy's config, built once (zod loaded then). */
+async function caddyConfig(): Promise<ReturnType<typeof buildCaddyConfig>> {
+  if (caddyConfigSchema === undefined) {
+    const { z } = await import("zod");
+    caddyConfigSchema = buildCaddyConfig(z);
+  }
+  return caddyConfigSchema;
 }
 
 /** How a refused connection reads in Deno's fetch errors (`Connection refused (os error 111)`). */
@@ -167,7 +171,7 @@ export async function observeProxy(
       }],
     };
   }
-  const parsed = caddyConfig().safeParse(body);
+  const parsed = (await caddyConfig()).safeParse(body);
   if (!parsed.success) {
     return {
       addresses: [],

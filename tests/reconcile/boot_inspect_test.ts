@@ -50,8 +50,8 @@ Deno.test("podman container inspect --format: what the boot view reads is the wh
       ...names,
     ]);
     const of = { account: "root", runtime: "podman" as const };
-    const expected = parseInspect(whole.stdout, of);
-    assertEquals(parseInspect(inspectLinesAsArray(narrow.stdout), of), expected);
+    const expected = await parseInspect(whole.stdout, of);
+    assertEquals(await parseInspect(inspectLinesAsArray(narrow.stdout), of), expected);
     // and it is not empty: every policy and the unit label are there
     assertEquals(
       expected.map((c) => [c.state, c.restart, c.systemdUnit ?? null]),

@@ -220,9 +220,9 @@ Deno.test("/proc/PID/cgroup: the service a process runs in, as recorded in the l
   assertEquals(parseProcCgroup("0::/\n").unit, undefined);
 });
 
-Deno.test("podman container inspect and docker inspect: restart policy and unit label", () => {
+Deno.test("podman container inspect and docker inspect: restart policy and unit label", async () => {
   // `podman container inspect r-always r-no` in the lab (podman 4.3.1), fields kept: the ones read.
-  const podman = parseInspect(
+  const podman = await parseInspect(
     JSON.stringify([
       {
         Id: "e9533a29",
@@ -253,7 +253,7 @@ Deno.test("podman container inspect and docker inspect: restart policy and unit 
     },
   ]);
   // Docker Engine API ContainerJSON: the name has a leading slash.
-  const docker = parseInspect(
+  const docker = await parseInspect(
     JSON.stringify([{
       Name: "/api",
       State: { Status: "exited" },
@@ -265,7 +265,7 @@ Deno.test("podman container inspect and docker inspect: restart policy and unit 
   assertEquals(docker[0]!.name, "api");
   let error: unknown;
   try {
-    parseInspect(
+    await parseInspect(
       JSON.stringify([{
         Name: "x",
         State: { Status: "running" },

@@ -1,0 +1,172 @@
+/**
+ * The plain checks of the container runtimes' outputs (reconcile/observe/runtime_output.ts) held
+ * to their zod schemas (reconcile/observe/runtime_schemas.ts): whatever a plain check accepts,
+ * the schema accepts too, and every field the schema keeps is in the output as it was (so a
+ * reader of the fields gets the same values either way). Seeded mutations of valid outputs
+ * cover the near misses; what a plain check refuses is left to the schema.
+ */
+
+import { assert } from "../support/assert.ts";
+import {
+  checkOutput,
+  isBootInspect,
+  isDockerInspect,
+  isPodmanPs,
+  type RuntimeOutput,
+} from "../../reconcile/observe/runtime_output.ts";
+import { RUNTIME_SCHEMAS } from "../../reconcile/observe/runtime_schemas.ts";
+import { type Rng, rng } from "../support/rng.ts";
+
+type Obj = Record<string, unknown>;
+
+function podmanPs(r: Rng, i: number): Obj {
+  const c: Obj = {
+    Id: `id${i}`,
+    Names: [`c${i}`],
+    Image: "localhost/x:1",
+    Labels: r.pick([null, {}, { a: "b", PODMAN_SYSTEMD_UNIT: "x.service" }]),
+    Ports: r.pick([
+      null,
+      [],
+      [{ host_ip: "", host_port: 8000 + i, container_port: 80, protocol: "tcp" }],
+      [{ host_ip: "127.0.0.1", host_port: 9000, container_port: 90, range: 3, protocol: "udp" }],
+    ]),
+    State: r.pick(["running", "exited", "created"]),
+    Pod: "",
+  };
+  if (r.chance(0.5)) c.ExitCode = r.pick([0, 1, 137]);
+  if (r.chance(0.2)) delete c.Labels;
+  if (r.chance(0.2)) delete c.Ports;
+  return c;
+}
+
+function dockerInspect(r: Rng, i: number): Obj {
+  return {
+    Id: `id${i}`,
+    Name: `/c${i}`,
+    Config: { Image: "x:1", Labels: r.pick([null, {}, { a: "b" }]), Env: [] },
+    State: r.chance(0.5) ? { Status: "running" } : { Status: "exited", ExitCode: 2 },
+    NetworkSettings: {
+      Ports: r.pick([null, {}, { "80/tcp": null }, {
+        "80/tcp": [{ HostIp: "0.0.0.0", HostPort: "8080" }],
+      }]),
+    },
+  };
+}
+
+function bootInspect(r: Rng, i: number): Obj {
+  return {
+    Name: `c${i}`,
+    State: { Status: r.pick(["running", "exited"]) },
+    HostConfig: {
+      RestartPolicy: r.pick([null, { Name: "" }, { Name: "always", MaximumRetryCount: 0 }]),
+    },
+    Config: { Labels: r.pick([null, {}, { PODMAN_SYSTEMD_UNIT: "u.service" }]) },
+  };
+}
+
+const BAD_VALUES: unknown[] = [
+  null,
+  undefined,
+  0,
+  -1,
+  1.5,
+  2 ** 60,
+  "",
+  "x",
+  "80",
+  true,
+  [],
+  [1],
+  ["x"],
+  [null],
+  {},
+  { Name: 1 },
+  { a: 1 },
+  { a: "b" },
+  [{ HostIp: "", HostPort: 80 }],
+  [{ host_ip: "", host_port: 1, container_port: 1, protocol: "tcp" }],
+];
+
+/** Every object inside `value`, itself included. */
+function objects(value: unknown, out: Obj[] = []): Obj[] {
+  if (Array.isArray(value)) { for (const v of value) objects(v, out); }
+  else if (typeof value === "object" && value !== null) {
+    out.push(value as Obj);
+    for (const v of Object.values(value)) objects(v, out);
+  }
+  return out;
+}
+
+function mutate(r: Rng, data: Obj[]): void {
+  const all = objects(data);
+  if (all.length === 0) return;
+  const target = r.pick(all);
+  const keys = Object.keys(target);
+  switch (r.int(3)) {
+    case 0:
+      if (keys.length > 0) target[r.pick(keys)] = structuredClone(r.pick(BAD_VALUES));
+      break;
+    case 1:
+      if (keys.length > 0) delete target[r.pick(keys)];
+      break;
+    default:
+      target[r.pick(["x", "range", "ExitCode", "Labels", "Ports"])] = structuredClone(
+        r.pick(BAD_VALUES),
+      );
+  }
+}
+
+/** Whether every value `kept` holds is in `raw` as it is there (what the schema kept of it). */
+function within(kept: unknown, raw: unknown): boolean {
+  if (Array.isArray(kept)) {
+    return Array.isArray(raw) && kept.length === raw.length &&
+      kept.every((v, i) => within(v, raw[i]));
+  }
+  if (typeof kept === "object" && kept !== null) {
+    if (typeof raw !== "object" || raw === null) return false;
+    return Object.entries(kept).every(([k, v]) => within(v, (raw as Obj)[k]));
+  }
+  return Object.is(kept, raw);
+}
+
+const CASES: [RuntimeOutput, (r: Rng, i: number) => Obj, (data: unknown) => boolean][] = [
+  ["podman ps", podmanPs, isPodmanPs],
+  ["docker inspect", dockerInspect, isDockerInspect],
+  ["boot inspect", bootInspect, isBootInspect],
+];
+
+for (const [what, make, plain] of CASES) {
+  Deno.test(`${what}: what the plain check accepts, the schema accepts with the same fields`, async () => {
+    const seed = Number(Deno.env.get("MESH_FUZZ_SEED") ?? 16);
+    const r = rng(seed);
+    let fast = 0;
+    let refused = 0;
+    for (let n = 0; n < 3000; n++) {
+      const data = Array.from({ length: 1 + r.int(3) }, (_, i) => structuredClone(make(r, i)));
+      const mutations = n % 4 === 0 ? 0 : 1 + r.int(2);
+      for (let m = 0; m < mutations; m++) mutate(r, data);
+      const text = JSON.stringify(data);
+      const raw = JSON.parse(text);
+      const want = RUNTIME_SCHEMAS[what].safeParse(JSON.parse(text));
+      if (!want.success) refused++;
+      if (!plain(raw)) continue;
+      fast++;
+      const where = `seed ${seed}, input ${n}: ${text}`;
+      assert(want.success, `accepted without zod, refused by the schema: ${where}`);
+      assert(within(want.data, raw), `a field the schema keeps differs: ${where}`);
+      assert((await checkOutput(what, raw)) === raw, where);
+    }
+    assert(fast > 500 && refused > 500, `fast ${fast}, refused ${refused}`);
+  });
+}
+
+Deno.test("an output the plain check refuses is the schema's to judge: its first problem", async () => {
+  let error: unknown;
+  try {
+    await checkOutput("podman ps", [{ Id: 1 }]);
+  } catch (e) {
+    error = e;
+  }
+  assert(String(error).includes("expected string"), String(error));
+});
