@@ -63,6 +63,16 @@ export const HOST_V8_FLAGS = [
   "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev",
 ];
 
+/**
+ * `deno run` flags the one-file form adds for one command (its header chooses them by the first
+ * argument that is not an option; scripts/onefile.ts). The link runs without Deno's code cache:
+ * it starts once and runs for days, so the cache saves it nothing worth keeping, while its SQLite
+ * mapping and the code it brings in stay resident (1-3 MiB less at the link's steady state,
+ * bench/README.md, "Session 8, the link"). The short commands keep the cache (start-up). The
+ * compiled form (`deno compile`) bakes one set of flags for every command, so it keeps the cache.
+ */
+export const HOST_COMMAND_FLAGS: Record<string, string[]> = { link: ["--no-code-cache"] };
+
 const root = new URL("../", import.meta.url).pathname;
 const native: OneFileArch | undefined = Deno.build.arch === "x86_64"
   ? "x86_64"
@@ -339,6 +349,7 @@ for (const arch of arches) {
         name: `mesh-host-${system}-${arch}`,
         runtime,
         permissions: [...HOST_PERMISSIONS, ...HOST_V8_FLAGS],
+        commandFlags: HOST_COMMAND_FLAGS,
         config: `${root}deno.json`,
       });
     } catch (error) {
