@@ -32,6 +32,11 @@ const ADMIN = { user: "guest", password: "guest" };
 const MiB = 1024 * 1024;
 /** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
 const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev"];
+/**
+ * The `deno run` flags a built host adds when its command is `link`: `HOST_COMMAND_FLAGS.link` of
+ * scripts/build_hosts.ts (the one-file header adds them to its run line).
+ */
+const LINK_RUN_FLAGS = ["--no-code-cache"];
 function log(line: string) {
   console.error(`link_memory_bench: ${line}`);
 }
@@ -82,6 +87,11 @@ interface Options {
   v8Flags: string[];
   /** Sample after every apply (else after the 1st, 2nd, 10th, 50th, 100th, ...). */
   everyApply: boolean;
+  /**
+   * `deno run` flags of the link's start: {@linkcode LINK_RUN_FLAGS}, as a built host starts it,
+   * unless `--code-cache` (none: the link with Deno's code cache, as before 2026-12-02 09:30).
+   */
+  runFlags: string[];
 }
 
 async function parent(options: Options) {
@@ -155,7 +165,14 @@ async function parent(options: Options) {
       // and again: Deno's code cache (in DENO_DIR) serves every start but the first. So started
       // once here, loading and exiting, before the measured run.
       const warm = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", ...options.v8Flags.map((f) => `--v8-flags=${f}`), program, "--warm"],
+        args: [
+          "run",
+          "-A",
+          ...options.runFlags,
+          ...options.v8Flags.map((f) => `--v8-flags=${f}`),
+          program,
+          "--warm",
+        ],
         stdout: "inherit",
         stderr: "inherit",
       }).output();
@@ -165,6 +182,7 @@ async function parent(options: Options) {
       args: [
         "run",
         "-A",
+        ...options.runFlags,
         ...options.v8Flags.map((f) => `--v8-flags=${f}`),
         program,
         JSON.stringify({
@@ -222,7 +240,9 @@ async function parent(options: Options) {
         DIRS * FILES_PER_DIR
       } files, \`--every 1s\` on a clock ${SPEED} times faster; the link ${
         options.source ? "from its sources" : "bundled"
-      }, V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
+      }, run flags \`${options.runFlags.join(" ") || "(none)"}\`, V8 flags \`${
+        options.v8Flags.join(" ") || "(none)"
+      }\`.`,
       "",
       "| applies | VmRSS MiB | VmHWM MiB (peak so far) | RssAnon / RssFile MiB | V8 heap used / total MiB | external MiB | CPU s | elapsed s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -263,7 +283,13 @@ async function parent(options: Options) {
 }
 
 function parseArgs(args: string[]): Options {
-  const options: Options = { applies: 1000, source: false, v8Flags: [], everyApply: false };
+  const options: Options = {
+    applies: 1000,
+    source: false,
+    v8Flags: [],
+    everyApply: false,
+    runFlags: [...LINK_RUN_FLAGS],
+  };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -273,6 +299,8 @@ function parseArgs(args: string[]): Options {
       i++;
     } else if (a === "--source") {
       options.source = true;
+    } else if (a === "--code-cache") {
+      options.runFlags = [];
     } else if (a === "--every-apply") {
       options.everyApply = true;
     } else if (a === "--v8-flags" && args[i + 1] !== undefined) {
@@ -280,7 +308,7 @@ function parseArgs(args: string[]): Options {
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--code-cache]`,
       );
     }
   }
