@@ -5,7 +5,7 @@
  * program) unless `--source` is given.
  *
  * Run by the bench: `deno run -A [--v8-flags=...] bench/link_memory_child.ts ARGS` (or its
- * bundle), ARGS being the JSON of `{broker, node, stateDir, applies}`; prints one JSON
+ * bundle, or its one-file build as `FILE link ARGS`), ARGS being the JSON of `{broker, node, stateDir, applies}`; prints one JSON
  * {@linkcode Sample} a line on stdout.
  *
  * @module
@@ -130,5 +130,7 @@ async function child(
   if (problem !== undefined) throw new Error(problem);
 }
 
-// `--warm`: loaded (and so compiled and code-cached) only.
-if (import.meta.main && Deno.args[0] !== "--warm") await child(JSON.parse(Deno.args[0]!));
+// Started as a one-file host starts its link (`FILE link ARGS`, the bench's `--onefile`), the
+// command comes first. `--warm`: loaded (and so compiled and code-cached) only.
+const argv = Deno.args[0] === "link" ? Deno.args.slice(1) : Deno.args;
+if (import.meta.main && argv[0] !== "--warm") await child(JSON.parse(argv[0]!));
