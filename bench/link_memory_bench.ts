@@ -2,13 +2,14 @@
  * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
- * [--v8-flags FLAGS] [--every-apply] [--code-cache] [--onefile]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
  * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
  * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
  * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
  * link` runs, without the carried bundle) in a child process, with the V8 flags the built hosts
- * run with unless `--v8-flags` says otherwise (`""`: none), and without Deno's code cache as a
- * built host starts its link (`--code-cache`: with it). `--onefile` builds the child as a one-file
+ * run with unless `--v8-flags` says otherwise (`""`: none), and with the flags a built host adds
+ * for `link` (`HOST_COMMAND_FLAGS`: no code cache, `gc` exposed; `--no-link-flags`: without them,
+ * as before session 8). `--onefile` builds the child as a one-file
  * executable and starts it as `FILE link ARGS`, through the header a node runs. The link runs with `--every 1s` on a
  * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
  * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
@@ -86,16 +87,22 @@ interface Options {
   /** Sample after every apply (else after the 1st, 2nd, 10th, 50th, 100th, ...). */
   everyApply: boolean;
   /**
-   * Start the link with Deno's code cache (`--code-cache`), as built hosts did before session 8;
-   * otherwise with the `deno run` flags a built host adds for `link` (`HOST_COMMAND_FLAGS`).
+   * Start the link without the `deno run` flags a built host adds for `link` (`HOST_COMMAND_FLAGS`
+   * of scripts/host_flags.ts), as built hosts did before session 8 (`--no-link-flags`).
    */
-  codeCache: boolean;
+  noLinkFlags: boolean;
   /**
    * Build the child as a one-file executable (scripts/onefile.ts, the host's V8 flags and
    * command flags; all permissions, for its own `/proc/self`) and start it as `FILE link ARGS`, through the header's run line,
    * rather than `deno run -A` on its bundle.
    */
   onefile: boolean;
+  /**
+   * How much faster the link's clock runs (`--speed`, default {@linkcode SPEED}: applies back to
+   * back); below 1 the link waits that much longer than its 1 s interval between applies (0.1:
+   * 10 s, to see what V8 and malloc give back while it is idle).
+   */
+  speed: number;
 }
 
 async function parent(options: Options) {
@@ -161,6 +168,10 @@ async function parent(options: Options) {
       stateDir: `${dir}/state`,
       applies: options.applies,
       everyApply: options.everyApply,
+      speed: options.speed,
+      // The link collects after each apply (host/link.ts, `collect`) when `gc` is exposed; the
+      // child collects again before sampling only when asked to (`--v8-flags ...,--expose-gc`).
+      gc: options.v8Flags.some((f) => f.includes("--expose-gc")),
     });
     const v8 = options.v8Flags.map((f) => `--v8-flags=${f}`);
     let command: string;
@@ -177,7 +188,7 @@ async function parent(options: Options) {
         // All, not the host's: the child reads its own /proc/self/status, which Deno allows
         // only with every permission.
         permissions: ["--allow-all", ...v8],
-        commandFlags: options.codeCache ? {} : HOST_COMMAND_FLAGS,
+        commandFlags: options.noLinkFlags ? {} : HOST_COMMAND_FLAGS,
         config: `${ROOT}deno.json`,
       });
       command = file.path;
@@ -185,7 +196,7 @@ async function parent(options: Options) {
       env = { MESH_RUNTIME_CACHE: `${dir}/runtime-cache` };
     } else {
       command = Deno.execPath();
-      args = ["run", "-A", ...(options.codeCache ? [] : HOST_COMMAND_FLAGS.link ?? []), ...v8];
+      args = ["run", "-A", ...(options.noLinkFlags ? [] : HOST_COMMAND_FLAGS.link ?? []), ...v8];
       let program = `${ROOT}bench/link_memory_child.ts`;
       // The built host runs its program bundled as scripts/onefile.ts bundles it (split, its
       // `require` helper lazy: bundleProgram): so does the child, unless --source (a module
@@ -258,11 +269,11 @@ async function parent(options: Options) {
     const markdown = [
       `Link memory: ${DIRS} directories + ${
         DIRS * FILES_PER_DIR
-      } files, \`--every 1s\` on a clock ${SPEED} times faster; the link ${
+      } files, \`--every 1s\` on a clock ${options.speed} times faster; the link ${
         options.source ? "from its sources" : options.onefile ? "one-file, as built" : "bundled"
-      }, ${options.codeCache ? "with" : "without"} Deno's code cache, V8 flags \`${
-        options.v8Flags.join(" ") || "(none)"
-      }\`.`,
+      }, ${options.noLinkFlags ? "without" : "with"} the link's run flags (\`${
+        HOST_COMMAND_FLAGS.link?.join(" ")
+      }\`), V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
       "",
       "| applies | VmRSS MiB | VmHWM MiB (peak so far) | RssAnon / RssFile MiB | V8 heap used / total MiB | external MiB | CPU s | elapsed s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -308,8 +319,9 @@ function parseArgs(args: string[]): Options {
     source: false,
     v8Flags: [],
     everyApply: false,
-    codeCache: false,
+    noLinkFlags: false,
     onefile: false,
+    speed: SPEED,
   };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
@@ -320,8 +332,11 @@ function parseArgs(args: string[]): Options {
       i++;
     } else if (a === "--source") {
       options.source = true;
-    } else if (a === "--code-cache") {
-      options.codeCache = true;
+    } else if (a === "--no-link-flags") {
+      options.noLinkFlags = true;
+    } else if (a === "--speed" && n > 0) {
+      options.speed = n;
+      i++;
     } else if (a === "--onefile") {
       options.onefile = true;
     } else if (a === "--every-apply") {
@@ -331,7 +346,7 @@ function parseArgs(args: string[]): Options {
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--code-cache] [--onefile]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`,
       );
     }
   }

@@ -77,6 +77,10 @@ async function child(
     applies: number;
     every: number;
     everyApply?: boolean;
+    /** How much faster the clock runs (default {@linkcode SPEED}). */
+    speed?: number;
+    /** Collect before each sample (the live heap): the bench's `--v8-flags` had `--expose-gc`. */
+    gc?: boolean;
   },
 ) {
   // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
@@ -84,7 +88,8 @@ async function child(
   // between looks) applies about five times a second. Only the link's schedule reads Date.now.
   const realNow = Date.now.bind(Date);
   const origin = realNow();
-  Date.now = () => origin + (realNow() - origin) * SPEED;
+  const speed = args.speed ?? SPEED;
+  Date.now = () => origin + (realNow() - origin) * speed;
   const total = DIRS + DIRS * FILES_PER_DIR;
   const stop = new AbortController();
   const started = performance.now();
@@ -112,7 +117,7 @@ async function child(
       if (problem !== undefined) stop.abort();
       if (marks.has(count) || args.everyApply) {
         // With --gc: the heap's live size, collected first (else it includes garbage).
-        (globalThis as { gc?: () => void }).gc?.();
+        if (args.gc) (globalThis as { gc?: () => void }).gc?.();
         const m = Deno.memoryUsage();
         const sample: Sample = {
           applies: count,

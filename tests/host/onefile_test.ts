@@ -143,17 +143,20 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       await new Promise((r) => setTimeout(r, 50));
     }
     assert(exe.startsWith(`${dir}/cache/runtime/`), `pid ${child.pid} runs ${exe}`);
-    // The link, which runs for days, starts without Deno's code cache (HOST_COMMAND_FLAGS of
-    // scripts/build_hosts.ts): the flag is on the runtime's command line, and the link writes no
-    // code cache into the cache's DENO_DIR (a short command does: the first test).
+    // The link, which runs for days, starts without Deno's code cache and with V8's gc exposed,
+    // to collect after each apply (HOST_COMMAND_FLAGS of scripts/host_flags.ts): the flags are on
+    // the runtime's command line, and the link writes no code cache into the cache's DENO_DIR (a
+    // short command does: the first test).
     const cmdline = async (pid: number) =>
       (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0").filter((a) => a !== "");
     const argv = await cmdline(child.pid);
-    assert(argv.includes("--no-code-cache"), `the link runs as ${argv.join(" ")}`);
-    assert(
-      argv.indexOf("--no-code-cache") < argv.findIndex((a) => a.endsWith("/main.js")),
-      `--no-code-cache is the runtime's, not the program's: ${argv.join(" ")}`,
-    );
+    for (const flag of ["--no-code-cache", "--v8-flags=--expose-gc"]) {
+      assert(argv.includes(flag), `the link runs as ${argv.join(" ")}`);
+      assert(
+        argv.indexOf(flag) < argv.findIndex((a) => a.endsWith("/main.js")),
+        `${flag} is the runtime's, not the program's: ${argv.join(" ")}`,
+      );
+    }
     // Wait until the program itself is up (it says so on stderr), then stop it.
     const reader = child.stderr.getReader();
     let said = "";
