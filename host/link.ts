@@ -106,7 +106,8 @@ export type LinkStop =
  * when an apply's report is journaled: an apply of 1,100 resources passes ~17 MiB through the
  * heap, which V8 collects only as the heap grows again, so without it the garbage of the last
  * apply stays resident through the idle interval (2-7 MiB; bench/README.md, "Session 8, the
- * link"). A collection of the link's ~11 MiB live heap costs a few milliseconds an interval.
+ * link"). A collection of the link's ~8 MiB live heap takes 10-30 ms an interval (wall, on a
+ * loaded 2-core VM), and saves the larger collections the garbage would have needed.
  */
 export function collect(): void {
   (globalThis as { gc?: () => void }).gc?.();
