@@ -37,8 +37,22 @@ export interface Sample {
   ms: number;
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * Writes a line to stderr. Not `console`: Deno keeps every message given to `console` (V8's
+ * inspector stores the last 1,000 with their stack traces, ~1.5 KiB of heap and malloc each), which
+ * the link itself never does (it writes its reports with `Deno.stdout`), and which made the
+ * samples grow by ~1.6 MiB over 1,000 applies (bench/README.md, "Session 8, the link").
+ */
 function log(line: string) {
-  console.error(`link_memory_bench: ${line}`);
+  writeLine(Deno.stderr, `link_memory_bench: ${line}`);
+}
+
+function writeLine(stream: typeof Deno.stdout | typeof Deno.stderr, line: string) {
+  const bytes = encoder.encode(`${line}\n`);
+  let written = 0;
+  while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
 }
 
 function status(): {
@@ -127,7 +141,7 @@ async function child(
           external: m.external,
           ms: Math.round(performance.now() - started),
         };
-        console.log(JSON.stringify(sample));
+        writeLine(Deno.stdout, JSON.stringify(sample));
       }
       if (count >= args.applies) stop.abort();
     },
