@@ -2,12 +2,15 @@
  * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
- * [--v8-flags FLAGS] [--every-apply]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
  * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
  * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
  * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
  * link` runs, without the carried bundle) in a child process, with the V8 flags the built hosts
- * run with unless `--v8-flags` says otherwise (`""`: none). The link runs with `--every 1s` on a
+ * run with unless `--v8-flags` says otherwise (`""`: none), and with the flags a built host adds
+ * for `link` (`HOST_COMMAND_FLAGS`: no code cache, `gc` exposed; `--no-link-flags`: without them,
+ * as before session 8). `--onefile` builds the child as a one-file
+ * executable and starts it as `FILE link ARGS`, through the header a node runs. The link runs with `--every 1s` on a
  * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
  * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
  * 100th, ... apply (`--every-apply`: after each, and the medians from the 10th on are printed),
@@ -23,15 +26,16 @@
 
 import type { DeclarationMessage } from "../lib/broker.ts";
 import { DIRS, FILES_PER_DIR, type Sample, SPEED } from "./link_memory_child.ts";
-import { bundleProgram } from "../scripts/onefile.ts";
+import { buildOneFile, bundleProgram, fetchRuntime, type OneFileArch } from "../scripts/onefile.ts";
+import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "../scripts/host_flags.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
 const API = "http://127.0.0.1:15672";
 const ADMIN = { user: "guest", password: "guest" };
 const MiB = 1024 * 1024;
-/** The V8 flags a built host runs with: `HOST_V8_FLAGS` of scripts/build_hosts.ts (a script). */
-const HOST_V8_FLAGS = ["--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev"];
+/** The V8 flags a built host runs with (`--v8-flags=` taken off). */
+const HOST_V8 = HOST_V8_FLAGS.map((f) => f.replace(/^--v8-flags=/, ""));
 function log(line: string) {
   console.error(`link_memory_bench: ${line}`);
 }
@@ -82,6 +86,23 @@ interface Options {
   v8Flags: string[];
   /** Sample after every apply (else after the 1st, 2nd, 10th, 50th, 100th, ...). */
   everyApply: boolean;
+  /**
+   * Start the link without the `deno run` flags a built host adds for `link` (`HOST_COMMAND_FLAGS`
+   * of scripts/host_flags.ts), as built hosts did before session 8 (`--no-link-flags`).
+   */
+  noLinkFlags: boolean;
+  /**
+   * Build the child as a one-file executable (scripts/onefile.ts, the host's V8 flags and
+   * command flags; all permissions, for its own `/proc/self`) and start it as `FILE link ARGS`, through the header's run line,
+   * rather than `deno run -A` on its bundle.
+   */
+  onefile: boolean;
+  /**
+   * How much faster the link's clock runs (`--speed`, default {@linkcode SPEED}: applies back to
+   * back); below 1 the link waits that much longer than its 1 s interval between applies (0.1:
+   * 10 s, to see what V8 and malloc give back while it is idle).
+   */
+  speed: number;
 }
 
 async function parent(options: Options) {
@@ -141,40 +162,68 @@ async function parent(options: Options) {
         (text.length / 1024).toFixed(0)
       } KiB); ${options.applies} applies`,
     );
-    // The built host runs its program bundled as scripts/onefile.ts bundles it (split, its
-    // `require` helper lazy: bundleProgram): so does the child, unless --source (a module graph
-    // of TypeScript sources, transpiled from Deno's cache, which keeps more of Deno's own code
-    // resident).
-    let program = `${ROOT}bench/link_memory_child.ts`;
-    if (!options.source) {
-      const bundled = await bundleProgram(program, `${dir}/child`, {
+    const childArgs = JSON.stringify({
+      broker: account.url,
+      node,
+      stateDir: `${dir}/state`,
+      applies: options.applies,
+      everyApply: options.everyApply,
+      speed: options.speed,
+      // The link collects after each apply (host/link.ts, `collect`) when `gc` is exposed; the
+      // child collects again before sampling only when asked to (`--v8-flags ...,--expose-gc`).
+      gc: options.v8Flags.some((f) => f.includes("--expose-gc")),
+    });
+    const v8 = options.v8Flags.map((f) => `--v8-flags=${f}`);
+    let command: string;
+    let args: string[];
+    let env: Record<string, string> = {};
+    if (options.onefile) {
+      // As a node runs it: the one-file header unpacks the runtime and the split program into
+      // its cache and execs `deno run` with the host's permissions and flags, and the flags it
+      // adds for `link`.
+      const arch = Deno.build.arch as OneFileArch;
+      const file = await buildOneFile(`${ROOT}bench/link_memory_child.ts`, `${dir}/link-child`, {
+        name: `mesh-link-memory-child-${arch}`,
+        runtime: await fetchRuntime(arch, `${ROOT}dist/.cache`),
+        // All, not the host's: the child reads its own /proc/self/status, which Deno allows
+        // only with every permission.
+        permissions: ["--allow-all", ...v8],
+        commandFlags: options.noLinkFlags ? {} : HOST_COMMAND_FLAGS,
         config: `${ROOT}deno.json`,
       });
-      program = `${bundled.dir}/main.js`;
+      command = file.path;
+      args = ["link"];
+      env = { MESH_RUNTIME_CACHE: `${dir}/runtime-cache` };
+    } else {
+      command = Deno.execPath();
+      args = ["run", "-A", ...(options.noLinkFlags ? [] : HOST_COMMAND_FLAGS.link ?? []), ...v8];
+      let program = `${ROOT}bench/link_memory_child.ts`;
+      // The built host runs its program bundled as scripts/onefile.ts bundles it (split, its
+      // `require` helper lazy: bundleProgram): so does the child, unless --source (a module
+      // graph of TypeScript sources, transpiled from Deno's cache, which keeps more of Deno's
+      // own code resident).
+      if (!options.source) {
+        program = (await bundleProgram(program, `${dir}/child`, {
+          config: `${ROOT}deno.json`,
+        })).dir + "/main.js";
+      }
+      args.push(program);
+    }
+    if (!options.source) {
       // The host's program is unpacked once to a path of its own and started from there again
       // and again: Deno's code cache (in DENO_DIR) serves every start but the first. So started
       // once here, loading and exiting, before the measured run.
-      const warm = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", ...options.v8Flags.map((f) => `--v8-flags=${f}`), program, "--warm"],
+      const warm = await new Deno.Command(command, {
+        args: [...args, "--warm"],
+        env,
         stdout: "inherit",
         stderr: "inherit",
       }).output();
       if (!warm.success) throw new Error("Cannot start the link's bundled child");
     }
-    link = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        ...options.v8Flags.map((f) => `--v8-flags=${f}`),
-        program,
-        JSON.stringify({
-          broker: account.url,
-          node,
-          stateDir: `${dir}/state`,
-          applies: options.applies,
-          everyApply: options.everyApply,
-        }),
-      ],
+    link = new Deno.Command(command, {
+      args: [...args, childArgs],
+      env,
       stdout: "piped",
       stderr: "inherit",
     }).spawn();
@@ -220,9 +269,11 @@ async function parent(options: Options) {
     const markdown = [
       `Link memory: ${DIRS} directories + ${
         DIRS * FILES_PER_DIR
-      } files, \`--every 1s\` on a clock ${SPEED} times faster; the link ${
-        options.source ? "from its sources" : "bundled"
-      }, V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
+      } files, \`--every 1s\` on a clock ${options.speed} times faster; the link ${
+        options.source ? "from its sources" : options.onefile ? "one-file, as built" : "bundled"
+      }, ${options.noLinkFlags ? "without" : "with"} the link's run flags (\`${
+        HOST_COMMAND_FLAGS.link?.join(" ")
+      }\`), V8 flags \`${options.v8Flags.join(" ") || "(none)"}\`.`,
       "",
       "| applies | VmRSS MiB | VmHWM MiB (peak so far) | RssAnon / RssFile MiB | V8 heap used / total MiB | external MiB | CPU s | elapsed s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -263,7 +314,15 @@ async function parent(options: Options) {
 }
 
 function parseArgs(args: string[]): Options {
-  const options: Options = { applies: 1000, source: false, v8Flags: [], everyApply: false };
+  const options: Options = {
+    applies: 1000,
+    source: false,
+    v8Flags: [],
+    everyApply: false,
+    noLinkFlags: false,
+    onefile: false,
+    speed: SPEED,
+  };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -273,6 +332,13 @@ function parseArgs(args: string[]): Options {
       i++;
     } else if (a === "--source") {
       options.source = true;
+    } else if (a === "--no-link-flags") {
+      options.noLinkFlags = true;
+    } else if (a === "--speed" && n > 0) {
+      options.speed = n;
+      i++;
+    } else if (a === "--onefile") {
+      options.onefile = true;
     } else if (a === "--every-apply") {
       options.everyApply = true;
     } else if (a === "--v8-flags" && args[i + 1] !== undefined) {
@@ -280,12 +346,13 @@ function parseArgs(args: string[]): Options {
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`,
       );
     }
   }
   // By default the flags the built host runs with (scripts/build_hosts.ts); `--v8-flags ""`: none.
-  if (!flagsGiven) options.v8Flags.push(...HOST_V8_FLAGS);
+  if (!flagsGiven) options.v8Flags.push(...HOST_V8);
+  if (options.onefile && options.source) throw new Error("--onefile runs the bundle, not --source");
   return options;
 }
 

@@ -5,7 +5,7 @@
  * program) unless `--source` is given.
  *
  * Run by the bench: `deno run -A [--v8-flags=...] bench/link_memory_child.ts ARGS` (or its
- * bundle), ARGS being the JSON of `{broker, node, stateDir, applies}`; prints one JSON
+ * bundle, or its one-file build as `FILE link ARGS`), ARGS being the JSON of `{broker, node, stateDir, applies}`; prints one JSON
  * {@linkcode Sample} a line on stdout.
  *
  * @module
@@ -37,8 +37,22 @@ export interface Sample {
   ms: number;
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * Writes a line to stderr. Not `console`: Deno keeps every message given to `console` (V8's
+ * inspector stores the last 1,000 with their stack traces, ~1.5 KiB of heap and malloc each), which
+ * the link itself never does (it writes its reports with `Deno.stdout`), and which made the
+ * samples grow by ~1.6 MiB over 1,000 applies (bench/README.md, "Session 8, the link").
+ */
 function log(line: string) {
-  console.error(`link_memory_bench: ${line}`);
+  writeLine(Deno.stderr, `link_memory_bench: ${line}`);
+}
+
+function writeLine(stream: typeof Deno.stdout | typeof Deno.stderr, line: string) {
+  const bytes = encoder.encode(`${line}\n`);
+  let written = 0;
+  while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
 }
 
 function status(): {
@@ -77,6 +91,10 @@ async function child(
     applies: number;
     every: number;
     everyApply?: boolean;
+    /** How much faster the clock runs (default {@linkcode SPEED}). */
+    speed?: number;
+    /** Collect before each sample (the live heap): the bench's `--v8-flags` had `--expose-gc`. */
+    gc?: boolean;
   },
 ) {
   // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
@@ -84,7 +102,8 @@ async function child(
   // between looks) applies about five times a second. Only the link's schedule reads Date.now.
   const realNow = Date.now.bind(Date);
   const origin = realNow();
-  Date.now = () => origin + (realNow() - origin) * SPEED;
+  const speed = args.speed ?? SPEED;
+  Date.now = () => origin + (realNow() - origin) * speed;
   const total = DIRS + DIRS * FILES_PER_DIR;
   const stop = new AbortController();
   const started = performance.now();
@@ -112,7 +131,7 @@ async function child(
       if (problem !== undefined) stop.abort();
       if (marks.has(count) || args.everyApply) {
         // With --gc: the heap's live size, collected first (else it includes garbage).
-        (globalThis as { gc?: () => void }).gc?.();
+        if (args.gc) (globalThis as { gc?: () => void }).gc?.();
         const m = Deno.memoryUsage();
         const sample: Sample = {
           applies: count,
@@ -122,7 +141,7 @@ async function child(
           external: m.external,
           ms: Math.round(performance.now() - started),
         };
-        console.log(JSON.stringify(sample));
+        writeLine(Deno.stdout, JSON.stringify(sample));
       }
       if (count >= args.applies) stop.abort();
     },
@@ -130,5 +149,7 @@ async function child(
   if (problem !== undefined) throw new Error(problem);
 }
 
-// `--warm`: loaded (and so compiled and code-cached) only.
-if (import.meta.main && Deno.args[0] !== "--warm") await child(JSON.parse(Deno.args[0]!));
+// Started as a one-file host starts its link (`FILE link ARGS`, the bench's `--onefile`), the
+// command comes first. `--warm`: loaded (and so compiled and code-cached) only.
+const argv = Deno.args[0] === "link" ? Deno.args.slice(1) : Deno.args;
+if (import.meta.main && argv[0] !== "--warm") await child(JSON.parse(argv[0]!));

@@ -33,35 +33,13 @@ import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { loadBundle } from "../host/bundle.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
+import { HOST_COMMAND_FLAGS, HOST_PERMISSIONS, HOST_V8_FLAGS } from "./host_flags.ts";
 
 const TRIPLES: Record<OneFileArch, string> = {
   x86_64: "x86_64-unknown-linux-gnu",
   aarch64: "aarch64-unknown-linux-gnu",
 };
-/** The permissions every host runs with, in both forms. */
-export const HOST_PERMISSIONS = [
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-env",
-  "--allow-sys=uid,gid,hostname,osRelease",
-  "--allow-net",
-];
-
-/**
- * V8 flags every built host runs with (baked in by `deno compile`, on the one-file form's `deno
- * run` line; bench/host_bench.ts and bench/link_memory_bench.ts run with them too). A young
- * generation of 1 MiB (V8 lets its semi-spaces grow to 16 MiB) and V8's memory-saving mode keep
- * the link's heap at about 23 MiB over its interval applies, where by default it grew past 80 MiB
- * with 13 MiB live (bench/README.md, "link_memory_bench.ts"); an apply's CPU time is the same.
- * V8's optimising compilers (Maglev, TurboFan) are off: a host command runs its code too few
- * times to pay back compiling it (a no-op apply of 1,100 resources: CPU 0.375 -> 0.310 s), and
- * their code and working memory were ~7 MiB of the apply's peak RSS and ~11 MiB of the link's
- * (bench/README.md, "the host's no-op without zod").
- */
-export const HOST_V8_FLAGS = [
-  "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--no-opt,--no-maglev",
-];
+export { HOST_COMMAND_FLAGS, HOST_PERMISSIONS, HOST_V8_FLAGS };
 
 const root = new URL("../", import.meta.url).pathname;
 const native: OneFileArch | undefined = Deno.build.arch === "x86_64"
@@ -339,6 +317,7 @@ for (const arch of arches) {
         name: `mesh-host-${system}-${arch}`,
         runtime,
         permissions: [...HOST_PERMISSIONS, ...HOST_V8_FLAGS],
+        commandFlags: HOST_COMMAND_FLAGS,
         config: `${root}deno.json`,
       });
     } catch (error) {

@@ -13,7 +13,9 @@
  * `/var/lib/mesh/runtime`: `runtime/<sha256>/deno`, `program/<sha256>/main.js`, the program's
  * directory named by the sha256 of its `SHA256SUMS`), through a temporary directory renamed into
  * place only after what was unpacked matched the sha256 recorded in the script, and then `exec`s
- * the runtime on the program with fixed permission flags. Because it `exec`s, the process the
+ * the runtime on the program with fixed permission flags, and the `deno run` flags the build gave
+ * for the program's command if any (`commandFlags`: the host's link starts without Deno's code
+ * cache). Because it `exec`s, the process the
  * caller started is the program: its argv, exit status and signals are the program's own
  * (launcher.sh signals the pid it started). At every start the program's files are checked
  * against their digests and the runtime's size is checked (the runtime's full digest costs about
@@ -126,11 +128,64 @@ export interface OneFileOptions {
   runtime: Runtime;
   /** Deno permission flags the program runs with (e.g. `--allow-read`). */
   permissions: string[];
+  /**
+   * `deno run` flags added when the program's command (its first argument that is not an
+   * option) is a given name, e.g. `{ link: ["--no-code-cache"] }`: for a command that runs for
+   * days and not for the short ones (see {@linkcode oneFileHeader}).
+   */
+  commandFlags?: Record<string, string[]>;
   /** The deno.json whose imports the bundle resolves (default: the project's). */
   config?: string;
 }
 
 const shQuote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
+
+/** A command name a one-file header may add flags for, and a flag it may add (no blank, no quote). */
+const COMMAND_NAME = /^[a-z][a-z0-9-]*$/;
+const RUN_FLAG = /^--[a-z0-9-]+(=[A-Za-z0-9,._=/-]*)?$/;
+
+/**
+ * The header's choice of extra `deno run` flags by command (`commandFlags` of
+ * {@linkcode OneFileOptions}): the program's command is its first argument that is not an
+ * option, before any `--`, as mesh's command lines read it (lib/cli_table.ts, `dispatch`).
+ *
+ * @throws {Error} when a command name is not a plain lower-case word or a flag is not a plain
+ *   `--name[=value]` (the header splits the flags on blanks, unquoted).
+ */
+function commandFlagsScript(commandFlags: Record<string, string[]>): string {
+  const branches: string[] = [];
+  for (const [command, flags] of Object.entries(commandFlags)) {
+    if (!COMMAND_NAME.test(command)) {
+      throw new Error(`Cannot write a one-file header: "${command}" is not a command name`);
+    }
+    for (const flag of flags) {
+      if (!RUN_FLAG.test(flag)) {
+        throw new Error(
+          `Cannot write a one-file header: "${flag}" (for ${command}) is not a plain --flag`,
+        );
+      }
+    }
+    branches.push(`${command}) run_flags='${flags.join(" ")}' ;;\n`);
+  }
+  if (branches.length === 0) return "run_flags=\n";
+  return `# Flags for one command only (its first argument that is not an option, as the program
+# reads it): e.g. the link, which runs for days, starts without Deno's code cache.
+command=
+for arg in "$@"; do
+  case $arg in
+  --) break ;;
+  -*) ;;
+  *)
+    command=$arg
+    break
+    ;;
+  esac
+done
+run_flags=
+case $command in
+${branches.join("")}esac
+`;
+}
 
 /**
  * The sh header of a one-file executable. Every offset is space-padded to a fixed width so the
@@ -148,6 +203,8 @@ export function oneFileHeader(values: {
   programOffset: number;
   programLength: number;
   permissions: string[];
+  /** See {@linkcode OneFileOptions}. */
+  commandFlags?: Record<string, string[]>;
 }): string {
   const n = (v: number) => String(v).padEnd(14);
   return `#!/bin/sh
@@ -258,8 +315,11 @@ if ! program_ok "$program_dir" "$program_sha"; then
   unpack program "$program_off" "$program_len" "$program_sha" "$program_dir" main.js 0644
 fi
 
+${commandFlagsScript(values.commandFlags ?? {})}
+# \$run_flags unquoted: split on blanks into its flags (none has a blank), or nothing.
+# shellcheck disable=SC2086
 MESH_EXECUTABLE=$self DENO_DIR=$cache/deno-dir DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 \\
-  exec "$runtime_dir/deno" run --quiet --no-config --no-lock --no-remote --no-prompt \\
+  exec "$runtime_dir/deno" run --quiet --no-config --no-lock --no-remote --no-prompt $run_flags \\
   ${values.permissions.join(" ")} "$program_dir/main.js" "$@"
 fail "cannot start the runtime \\"$runtime_dir/deno\\""
 # The payload follows; nothing below this line is read by sh.
@@ -429,6 +489,7 @@ export async function buildOneFile(
       programOffset: 0,
       programLength: programGz.length,
       permissions: options.permissions,
+      ...(options.commandFlags ? { commandFlags: options.commandFlags } : {}),
     };
     const headerLength = new TextEncoder().encode(oneFileHeader(values)).length;
     // tail -c +N counts from 1.

@@ -27,6 +27,11 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
     const help = await runFile(file, ["--help"], env);
     assertEquals(help.code, 0, help.stderr);
     assertStringIncludes(help.stdout, "Usage: mesh-host-debian");
+    // A short command keeps Deno's code cache (only the link goes without it: the next test).
+    assert(
+      [...Deno.readDirSync(`${dir}/cache/deno-dir`)].some((e) => e.name === "v8_code_cache_v2"),
+      "--help wrote no code cache",
+    );
     const [runtime] = [...Deno.readDirSync(`${dir}/cache/runtime`)].map((e) => e.name);
     const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].map((e) => e.name);
     assert(runtime && /^[0-9a-f]{64}$/.test(runtime), `runtime dir ${runtime}`);
@@ -138,6 +143,20 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       await new Promise((r) => setTimeout(r, 50));
     }
     assert(exe.startsWith(`${dir}/cache/runtime/`), `pid ${child.pid} runs ${exe}`);
+    // The link, which runs for days, starts without Deno's code cache and with V8's gc exposed,
+    // to collect after each apply (HOST_COMMAND_FLAGS of scripts/host_flags.ts): the flags are on
+    // the runtime's command line, and the link writes no code cache into the cache's DENO_DIR (a
+    // short command does: the first test).
+    const cmdline = async (pid: number) =>
+      (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0").filter((a) => a !== "");
+    const argv = await cmdline(child.pid);
+    for (const flag of ["--no-code-cache", "--v8-flags=--expose-gc"]) {
+      assert(argv.includes(flag), `the link runs as ${argv.join(" ")}`);
+      assert(
+        argv.indexOf(flag) < argv.findIndex((a) => a.endsWith("/main.js")),
+        `${flag} is the runtime's, not the program's: ${argv.join(" ")}`,
+      );
+    }
     // Wait until the program itself is up (it says so on stderr), then stop it.
     const reader = child.stderr.getReader();
     let said = "";
@@ -152,10 +171,19 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
     assertEquals([status.code, status.signal], [0, null], said);
     await child.stdout.cancel();
     await child.stderr.cancel();
+    assertEquals(
+      [...Deno.readDirSync(`${dir}/cache/deno-dir`)].filter((e) =>
+        e.name.startsWith("v8_code_cache")
+      ),
+      [],
+      "the link wrote Deno's code cache",
+    );
 
     // A signal the program does not handle ends it, and the caller sees that signal.
+    // The command is the first argument that is not an option, as the program reads it.
     const killed = new Deno.Command(file, {
       args: [
+        "--verbose",
         "link",
         "--broker",
         "amqp://n:p@127.0.0.1:1/%2F",
@@ -169,6 +197,14 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       stdout: "null",
       stderr: "null",
     }).spawn();
+    for (;;) {
+      const exe = await Deno.readLink(`/proc/${killed.pid}/exe`).catch(() => "");
+      if (exe.endsWith("/deno")) break;
+      assert(Date.now() - started < 60_000, `pid ${killed.pid} never became the runtime (${exe})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const verbose = await cmdline(killed.pid);
+    assert(verbose.includes("--no-code-cache"), `--verbose link runs as ${verbose.join(" ")}`);
     await new Promise((r) => setTimeout(r, 300));
     killed.kill("SIGKILL");
     const k = await killed.status;
