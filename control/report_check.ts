@@ -22,6 +22,7 @@ import { duplicateKeys } from "../lib/json_keys.ts";
 import {
   CHANGE_KINDS,
   DIGEST,
+  isReportText,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
@@ -68,7 +69,10 @@ function isInt(value: unknown, min: number): value is number {
   return Number.isSafeInteger(value) && (value as number) >= min;
 }
 
-/** One change: exactly `{id, type, change}`, strings, `change` one of the kinds. */
+/**
+ * One change: exactly `{id, type, change}`, strings (a report's text: no NUL, no lone surrogate),
+ * `change` one of the kinds.
+ */
 function validChange(c: unknown): boolean {
   if (!isObject(c)) return false;
   let keys = 0;
@@ -76,22 +80,26 @@ function validChange(c: unknown): boolean {
     if (k !== "id" && k !== "type" && k !== "change") return false;
     keys++;
   }
-  return keys === 3 && typeof c.id === "string" && typeof c.type === "string" &&
-    CHANGE.has(c.change);
+  return keys === 3 && typeof c.id === "string" && isReportText(c.id) &&
+    typeof c.type === "string" && isReportText(c.type) && CHANGE.has(c.change);
 }
 
 /**
- * One problem: `message`, and `id` and `path` when present, strings within their lengths; nothing
- * else.
+ * One problem: `message`, and `id` and `path` when present, strings within their lengths and a
+ * report's text (no NUL, no lone surrogate); nothing else.
  */
 function validProblem(p: unknown): boolean {
   if (!isObject(p)) return false;
   for (const k in p) {
     const v = p[k];
     if (k === "message") {
-      if (typeof v !== "string" || v.length > MAX_PROBLEM_MESSAGE_LENGTH) return false;
+      if (
+        typeof v !== "string" || v.length > MAX_PROBLEM_MESSAGE_LENGTH || !isReportText(v)
+      ) return false;
     } else if (k === "id" || k === "path") {
-      if (typeof v !== "string" || v.length > MAX_PROBLEM_PLACE_LENGTH) return false;
+      if (typeof v !== "string" || v.length > MAX_PROBLEM_PLACE_LENGTH || !isReportText(v)) {
+        return false;
+      }
     } else return false;
   }
   return typeof p.message === "string";
@@ -118,7 +126,10 @@ export function validReport(value: unknown): ReportMessage | undefined {
     "intervalMs" in r &&
     !(isInt(r.intervalMs, 1000) && (r.intervalMs as number) <= MAX_INTERVAL_MS)
   ) return undefined;
-  if (typeof r.hostVersion !== "string" || r.hostVersion.length > MAX_HOST_VERSION_LENGTH) {
+  if (
+    typeof r.hostVersion !== "string" || r.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
+    !isReportText(r.hostVersion)
+  ) {
     return undefined;
   }
   if ("source" in r && !(typeof r.source === "string" && SOURCE.test(r.source))) {

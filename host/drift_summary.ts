@@ -14,6 +14,7 @@
 import { messageOf, readFileLimited } from "../lib/atomic.ts";
 import { formatPath } from "../lib/json_path.ts";
 import type { DriftSummary } from "../lib/drift.ts";
+import { reportText } from "../lib/report_rules.ts";
 
 /** Options for {@linkcode readDriftSummary}. */
 export interface ReadDriftOptions {
@@ -35,8 +36,8 @@ export async function readDriftSummary(
   const maxBytes = options.maxBytes ?? MAX_RESULT_BYTES;
   const unreadable = (problem: string): DriftSummary => ({
     status: "unreadable",
-    path: path.slice(0, 4096),
-    problem: problem.slice(0, 2000),
+    path: reportText(path, 4096),
+    problem: reportText(problem, 2000),
   });
   let bytes: Uint8Array;
   try {

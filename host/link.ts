@@ -215,25 +215,14 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     if (result === undefined) return;
     const drift = resultWatch &&
       await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
-    const report: ReportMessage = {
-      kind: "report",
+    const report = linkReport(result, {
       node: options.node,
       generation,
       trigger,
-      at: new Date().toISOString(),
       intervalMs: options.every,
       hostVersion: options.version,
-      source: "link",
-      outcome: result.outcome,
-      applied: result.applied,
-      total: result.total,
-      declaration: result.declaration,
-      changes: result.changes.map(({ id, type, change }) => ({ id, type, change })),
-      // Within the report's bounds (lib/report_rules.ts): a long message (a command's output, a
-      // refused message quoting what it refused) cut and marked, so the node still reports.
-      problems: fitProblems(result.problems),
       ...(drift ? { drift } : {}),
-    };
+    });
     await journal(outbox, report);
     collect();
     options.onApplied?.(report);
@@ -413,6 +402,46 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     await turn;
     await session?.close();
   }
+}
+
+/** Who reports an apply of the link's declaration, and when and why it applied. */
+export interface ReportAbout {
+  node: string;
+  /** The generation applied; 0 for a declaration kept from before or a message refused. */
+  generation: number;
+  trigger: ReportMessage["trigger"];
+  /** The link's interval (`--every`), in ms. */
+  intervalMs: number;
+  hostVersion: string;
+  /** The node's latest mesh-reconcile result, summarised; absent when the link reads none. */
+  drift?: ReportMessage["drift"];
+}
+
+/**
+ * The report the link journals for one apply of its declaration (`source: "link"`, the time now).
+ * Its problems are fitted to the report's bounds and texts (lib/report_rules.ts
+ * {@linkcode fitProblems}): a long message (a command's output, a refused message quoting what it
+ * refused) is cut and marked, a NUL character or a lone surrogate (a command's stderr) replaced,
+ * so the node still reports and the inventory can store what it says.
+ */
+export function linkReport(result: ApplyResult, about: ReportAbout): ReportMessage {
+  return {
+    kind: "report",
+    node: about.node,
+    generation: about.generation,
+    trigger: about.trigger,
+    at: new Date().toISOString(),
+    intervalMs: about.intervalMs,
+    hostVersion: about.hostVersion,
+    source: "link",
+    outcome: result.outcome,
+    applied: result.applied,
+    total: result.total,
+    declaration: result.declaration,
+    changes: result.changes.map(({ id, type, change }) => ({ id, type, change })),
+    problems: fitProblems(result.problems),
+    ...(about.drift ? { drift: about.drift } : {}),
+  };
 }
 
 /**

@@ -18,6 +18,7 @@ import { MessageError, NODE_NAME } from "./broker_names.ts";
 import {
   CHANGE_KINDS,
   DIGEST,
+  isReportText,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
@@ -27,6 +28,7 @@ import {
   MAX_REPORT_BYTES,
   OUTCOMES,
   problemsFit,
+  REPORT_TEXT_PROBLEM,
   SOURCE,
   TRIGGERS,
 } from "./report_rules.ts";
@@ -58,6 +60,17 @@ export {
 } from "./report_rules.ts";
 
 const digest = z.string().regex(DIGEST, "expected sha256:<64 hex digits>");
+
+/**
+ * A report's free text, at most `max` characters when given: no NUL character and no lone
+ * surrogate, which PostgreSQL cannot store (lib/report_rules.ts {@linkcode isReportText}).
+ */
+function reportText(max?: number) {
+  return (max === undefined ? z.string() : z.string().max(max)).refine(
+    isReportText,
+    REPORT_TEXT_PROBLEM,
+  );
+}
 const time = z.iso.datetime({ offset: true });
 
 /**
@@ -79,13 +92,14 @@ export const DeclarationMessage = z.strictObject({
 export type DeclarationMessage = z.infer<typeof DeclarationMessage>;
 
 /**
- * A problem in a report: where (a resource id or a JSON path) and what, each bounded
- * (lib/report_rules.ts; the host cuts a longer one and says so).
+ * A problem in a report: where (a resource id or a JSON path) and what, each bounded and without
+ * a NUL character or a lone surrogate (lib/report_rules.ts; the host cuts a longer one and says
+ * so, and writes a NUL as `\0`).
  */
 const ReportProblem = z.strictObject({
-  id: z.string().max(MAX_PROBLEM_PLACE_LENGTH).optional(),
-  path: z.string().max(MAX_PROBLEM_PLACE_LENGTH).optional(),
-  message: z.string().max(MAX_PROBLEM_MESSAGE_LENGTH),
+  id: reportText(MAX_PROBLEM_PLACE_LENGTH).optional(),
+  path: reportText(MAX_PROBLEM_PLACE_LENGTH).optional(),
+  message: reportText(MAX_PROBLEM_MESSAGE_LENGTH),
 });
 
 /**
@@ -108,7 +122,7 @@ export const ReportMessage = z.strictObject({
    */
   intervalMs: z.int().min(1000).max(MAX_INTERVAL_MS).optional(),
   /** The host's version. */
-  hostVersion: z.string().max(MAX_HOST_VERSION_LENGTH),
+  hostVersion: reportText(MAX_HOST_VERSION_LENGTH),
   /**
    * The source of declarations the report is about (`link` for what the control plane sent);
    * absent in reports of hosts from before sources existed.
@@ -120,8 +134,8 @@ export const ReportMessage = z.strictObject({
   /** sha256 of the declaration's bytes. */
   declaration: digest,
   changes: z.array(z.strictObject({
-    id: z.string(),
-    type: z.string(),
+    id: reportText(),
+    type: reportText(),
     change: z.enum(CHANGE_KINDS),
   })).max(MAX_CHANGES),
   /**

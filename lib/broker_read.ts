@@ -21,6 +21,7 @@ import {
   CHANGE_KEYS,
   CHANGE_KINDS,
   DIGEST,
+  isReportText,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
@@ -99,6 +100,7 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
     !TRIGGER.has(v.trigger) || !matches(v.at, DATETIME_OFFSET) ||
     (v.intervalMs !== undefined && !isInt(v.intervalMs, 1000, MAX_INTERVAL_MS)) ||
     typeof v.hostVersion !== "string" || v.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
+    !isReportText(v.hostVersion) ||
     (v.source !== undefined && !matches(v.source, SOURCE)) ||
     !OUTCOME.has(v.outcome) || !isInt(v.applied, 0) || !isInt(v.total, 0) ||
     !matches(v.declaration, DIGEST) ||
@@ -110,7 +112,8 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
   for (const c of v.changes as unknown[]) {
     if (
       !isObject(c) || !hasKeys(c, CHANGE_KEYS) || typeof c.id !== "string" ||
-      typeof c.type !== "string" || !CHANGE.has(c.change)
+      !isReportText(c.id) || typeof c.type !== "string" || !isReportText(c.type) ||
+      !CHANGE.has(c.change)
     ) {
       return false;
     }
@@ -119,10 +122,13 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
     if (
       !isObject(p) || !hasKeys(p, PROBLEM_KEYS, PROBLEM_OPTIONAL_KEYS) ||
       typeof p.message !== "string" || p.message.length > MAX_PROBLEM_MESSAGE_LENGTH ||
+      !isReportText(p.message) ||
       (p.id !== undefined &&
-        !(typeof p.id === "string" && p.id.length <= MAX_PROBLEM_PLACE_LENGTH)) ||
+        !(typeof p.id === "string" && p.id.length <= MAX_PROBLEM_PLACE_LENGTH &&
+          isReportText(p.id))) ||
       (p.path !== undefined &&
-        !(typeof p.path === "string" && p.path.length <= MAX_PROBLEM_PLACE_LENGTH))
+        !(typeof p.path === "string" && p.path.length <= MAX_PROBLEM_PLACE_LENGTH &&
+          isReportText(p.path)))
     ) {
       return false;
     }

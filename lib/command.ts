@@ -51,7 +51,7 @@ export class CommandError extends Error {
   readonly code: number | null;
   /** The signal that ended it, or `null`. */
   readonly signal: string | null;
-  /** The last {@linkcode STDERR_TAIL_BYTES} bytes of stderr, trimmed. */
+  /** The last {@linkcode STDERR_TAIL_BYTES} bytes of stderr, trimmed, a NUL character as `\0`. */
   readonly stderrTail: string;
 
   constructor(
@@ -159,10 +159,17 @@ export function formatArgv(argv: string[]): string {
   return argv.map((a) => /^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a)).join(" ");
 }
 
+/**
+ * The last {@linkcode STDERR_TAIL_BYTES} bytes of `stderr`, trimmed, each NUL character written as
+ * the two characters `\0`: a message carrying a NUL would be cut short by whatever reads it as a C
+ * string (a terminal, the journal) and cannot be stored by PostgreSQL (a report's problem), and
+ * `\0` says what the command wrote. Bytes that were not UTF-8 are U+FFFD already (decoded without
+ * `fatal`), so the tail has no lone surrogate.
+ */
 function tailOf(stderr: string): string {
   const bytes = new TextEncoder().encode(stderr);
   const cut = bytes.length > STDERR_TAIL_BYTES
     ? new TextDecoder().decode(bytes.slice(bytes.length - STDERR_TAIL_BYTES))
     : stderr;
-  return cut.trim();
+  return cut.trim().replaceAll("\0", "\\0");
 }

@@ -16,6 +16,7 @@
 
 import { z } from "zod";
 import { CHECKS, DIRECTIONS, RUN_STATUSES } from "./drift_checks.ts";
+import { isReportText, REPORT_TEXT_PROBLEM, reportText } from "./report_rules.ts";
 
 /** The version of the result file this program writes and reads. */
 export const RESULT_FILE_VERSION = 1;
@@ -85,7 +86,11 @@ export const FindingCount = z.strictObject({
 /** Findings of one check in one direction. */
 export type FindingCount = z.infer<typeof FindingCount>;
 
-const bounded = (n: number) => z.string().max(n);
+/**
+ * A summary's text: at most `n` characters, no NUL character and no lone surrogate (a report's
+ * text, lib/report_rules.ts {@linkcode isReportText}; the host writes them so, {@linkcode summarise}).
+ */
+const bounded = (n: number) => z.string().max(n).refine(isReportText, REPORT_TEXT_PROBLEM);
 
 /** A summary of a result that could be read. */
 const ReadSummary = z.strictObject({
@@ -140,12 +145,15 @@ export function countFindings(
   return out;
 }
 
-/** Summarises a result file (pure). */
+/**
+ * Summarises a result file (pure). Its texts are made a report's text, cut to their bounds
+ * (lib/report_rules.ts `reportText`: a NUL as `\0`, a lone surrogate or half a cut pair as U+FFFD).
+ */
 export function summarise(result: ResultFile): DriftSummary {
   const base = {
     ranAt: result.time,
     intervalSeconds: result.intervalSeconds,
-    registry: result.registry.slice(0, 4096),
+    registry: reportText(result.registry, 4096),
     entries: result.entries,
     findings: countFindings(result.findings),
   };
@@ -159,7 +167,7 @@ export function summarise(result: ResultFile): DriftSummary {
         status: "unobservable",
         ...base,
         unobserved: result.sources.filter((s) => s.state === "failed").slice(0, 100).map((s) =>
-          (s.account ? `${s.source}@${s.account}` : s.source).slice(0, 200)
+          reportText(s.account ? `${s.source}@${s.account}` : s.source, 200)
         ),
       };
   }

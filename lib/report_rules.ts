@@ -11,7 +11,9 @@
  * PostgreSQL's 1 GB value and V8's longest string (2^29 - 24 characters). A text's bound is in
  * characters as the schema's `.max` counts them (code points); the plain checks and the host count
  * UTF-16 code units, never fewer, so what they accept or make the schema accepts (a text they
- * refuse is left to the schema). The problems' JSON text is counted in UTF-16 code units.
+ * refuse is left to the schema). The problems' JSON text is counted in UTF-16 code units. A
+ * report's free text holds no NUL character and no lone surrogate, which PostgreSQL cannot store
+ * ({@linkcode isReportText}); the host writes them visibly ({@linkcode reportText}).
  *
  * @module
  */
@@ -90,6 +92,41 @@ export const MAX_PROBLEMS_JSON_LENGTH = 128 * 1024;
  */
 export const MAX_REPORT_BYTES = 32 * 1024 * 1024;
 
+/**
+ * What the schema says of a report's text that {@linkcode isReportText} refuses (zod's words for a
+ * string that is not of its form).
+ */
+export const REPORT_TEXT_PROBLEM =
+  "Invalid string: expected text without a NUL character (U+0000) or a lone surrogate";
+
+/**
+ * Whether `text` can be a report's text: it holds no NUL character (U+0000) and no lone UTF-16
+ * surrogate (a high one not followed by a low one, a low one not after a high one). PostgreSQL's
+ * text and jsonb hold neither (jsonb refuses `\u0000` and an unpaired `\ud800` escape as an
+ * "unsupported Unicode escape sequence"), so a report carrying one could never be recorded: the
+ * schema refuses it, and ingest drops it as any invalid report, instead of stopping on it. Every
+ * free text of a report is checked (a problem's message, id and path, a change's id and type, the
+ * host's version, the drift summary's texts); the others have a pattern that allows neither.
+ */
+export function isReportText(text: string): boolean {
+  return text.isWellFormed() && !text.includes("\0");
+}
+
+/**
+ * `text` as a report can carry it ({@linkcode isReportText}): each NUL character written as the two
+ * characters `\0` and each lone surrogate replaced by U+FFFD, then, when `max` is given, cut to at
+ * most `max` characters (a surrogate pair cut in two: its first half as U+FFFD). A NUL becomes
+ * the visible `\0` (as C and a shell's `printf` write it) rather than U+FFFD: U+FFFD already stands
+ * for the bytes of a command's output that are not UTF-8 (how lib/command.ts decodes them), and a
+ * NUL is a byte the command did write, worth telling apart. A text that has `\0` already reads the
+ * same; nothing else changes.
+ */
+export function reportText(text: string, max?: number): string {
+  let out = isReportText(text) ? text : text.toWellFormed().replaceAll("\0", "\\0");
+  if (max !== undefined && out.length > max) out = out.slice(0, max).toWellFormed();
+  return out;
+}
+
 /** One problem of a report: where (a resource id or a JSON path) and what. */
 export interface Problem {
   id?: string;
@@ -144,16 +181,19 @@ function isLow(code: number): boolean {
 }
 
 /**
- * `problems` as a report carries them: each message, id and path cut to its bound
- * ({@linkcode cutText}), and, when there are more than {@linkcode MAX_PROBLEMS} or they are longer
+ * `problems` as a report carries them: each message, id and path made a report's text
+ * ({@linkcode reportText}: a NUL character as `\0`, a lone surrogate as U+FFFD) and cut to its
+ * bound ({@linkcode cutText}), and, when there are more than {@linkcode MAX_PROBLEMS} or they are longer
  * than {@linkcode MAX_PROBLEMS_JSON_LENGTH} as JSON text, the first that fit followed by one
  * problem saying how many more there were. Only the three keys are kept.
  */
 export function fitProblems(problems: readonly Problem[]): Problem[] {
   const fitted = problems.map((p): Problem => ({
-    ...(p.id !== undefined ? { id: cutText(p.id, MAX_PROBLEM_PLACE_LENGTH) } : {}),
-    ...(p.path !== undefined ? { path: cutText(p.path, MAX_PROBLEM_PLACE_LENGTH) } : {}),
-    message: cutText(p.message, MAX_PROBLEM_MESSAGE_LENGTH),
+    ...(p.id !== undefined ? { id: cutText(reportText(p.id), MAX_PROBLEM_PLACE_LENGTH) } : {}),
+    ...(p.path !== undefined
+      ? { path: cutText(reportText(p.path), MAX_PROBLEM_PLACE_LENGTH) }
+      : {}),
+    message: cutText(reportText(p.message), MAX_PROBLEM_MESSAGE_LENGTH),
   }));
   if (fitted.length <= MAX_PROBLEMS && problemsFit(fitted)) return fitted;
   const out: Problem[] = [];

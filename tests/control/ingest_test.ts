@@ -195,9 +195,20 @@ Deno.test(
       const node = uniqueNode("in");
       await inv.sql`insert into nodes (name, system) values (${node}, 'debian')`;
       const good = report(node);
-      // The schema takes it; jsonb refuses the NUL character in a problem's message.
-      const refused = { ...report(node), outcome: "failed" as const };
-      refused.problems = [{ id: "app", message: "bad \u0000 byte" }];
+      // The schema takes it; the database refuses it (the trigger below). A text jsonb cannot
+      // hold (a NUL, a lone surrogate) is refused by the schema, and dropped: report_text_test.ts.
+      const refused = report(node, {
+        outcome: "failed",
+        problems: [{ id: "app", message: "refuse me" }],
+      });
+      await inv.sql.unsafe(`
+        create function refuse_failed() returns trigger language plpgsql as $$
+        begin
+          if new.outcome = 'failed' then raise exception 'refused by the test'; end if;
+          return new;
+        end $$;
+        create trigger refuse_failed before insert on reports
+          for each row execute function refuse_failed();`);
       const s = await openBroker(vhost.amqp);
       try {
         await publishConfirmed(
@@ -220,7 +231,7 @@ Deno.test(
       } finally {
         await consumer.close().catch(() => {});
       }
-      assertMatch(String(failure), /Unicode|\\u0000/);
+      assertMatch(String(failure), /refused by the test/);
       assertEquals((await inv.sql`select count(*)::int as n from reports`)[0]!.n, 0);
       const check = await openBroker(vhost.amqp);
       try {

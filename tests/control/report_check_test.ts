@@ -85,7 +85,7 @@ function validOne(r: Rng): Obj {
     generation: r.pick([0, 1, 17, 2 ** 31 - 1]),
     trigger: r.pick(["push", "start", "interval"]),
     at: r.pick(["2026-12-02T05:00:00.000Z", "2024-02-29T23:59:59+01:00", "2026-01-31T00:00:00.5Z"]),
-    hostVersion: r.pick(["mesh-host 0.1.0", "", "x".repeat(100)]),
+    hostVersion: r.pick(["mesh-host 0.1.0", "", "x".repeat(100), "\u{1F600} \u0001"]),
     outcome: r.pick(["applied", "refused", "failed"]),
     applied: r.int(30),
     total: r.int(30),
@@ -138,13 +138,34 @@ const BAD: Record<string, unknown[]> = {
     undefined,
   ],
   intervalMs: [999, 1000, 7 * 24 * 3_600_000 + 1, 1000.5, "1000", null],
-  hostVersion: ["x".repeat(101), 1, null, undefined],
+  hostVersion: [
+    "x".repeat(101),
+    "0.1\u0000",
+    "\ud800",
+    "\udc00",
+    "a\udbff",
+    "\u{1F600}",
+    1,
+    null,
+    undefined,
+  ],
   source: ["", "-x", "a b", "x".repeat(65), null, 1],
   outcome: ["ok", null, undefined],
   applied: [-1, 0.5, "1", 2 ** 53, null, undefined],
   total: [-1, 2.5, null, undefined],
   declaration: [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, "sha256:", 1, undefined],
-  changes: [null, {}, "[]", [null], [[]], Array.from({ length: 100_001 }, () => 1), undefined],
+  changes: [
+    null,
+    {},
+    "[]",
+    [null],
+    [[]],
+    [{ id: "a\u0000", type: "file", change: "created" }],
+    [{ id: "a", type: "\udfff", change: "created" }],
+    [{ id: "\u{1F600}", type: "file", change: "created" }],
+    Array.from({ length: 100_001 }, () => 1),
+    undefined,
+  ],
   problems: [
     null,
     {},
@@ -155,11 +176,24 @@ const BAD: Record<string, unknown[]> = {
     [{ message: "m", id: "i".repeat(PLACE + 1) }],
     [{ message: "m", path: "p".repeat(PLACE + 1) }],
     [{ message: "\u{1F600}".repeat(MESSAGE / 2) }],
+    [{ message: "a\u0000b" }],
+    [{ message: "\ud800" }],
+    [{ message: "m", id: "\u0000" }],
+    [{ message: "m", path: "\udc00x" }],
+    [{ message: "m".repeat(MESSAGE + 1) + "\u0000" }],
     ...AT_BOUND,
     Array.from({ length: 10_001 }, () => ({ message: "" })),
     undefined,
   ],
-  drift: [null, {}, { status: "clean" }, "clean", []],
+  drift: [
+    null,
+    {},
+    { status: "clean" },
+    "clean",
+    [],
+    { status: "unreadable", path: "/x", problem: "\u0000" },
+    { status: "unreadable", path: "/x\ud800", problem: "m" },
+  ],
 };
 
 /** Breaks one element of changes or problems, or drift, from the inside. */
@@ -170,7 +204,9 @@ function mutateInside(r: Rng, d: Obj): void {
     if (typeof c !== "object" || c === null) return;
     const k = r.pick(["id", "type", "change", "extra"]);
     if (r.chance(0.3)) delete c[k];
-    else c[k] = r.pick([null, 1, "", "made", "created", ["x"], {}]);
+    else {
+      c[k] = r.pick([null, 1, "", "made", "created", ["x"], {}, "\u0000", "a\ud800", "\u{1F600}"]);
+    }
   } else if (which === 1 && Array.isArray(d.problems) && d.problems.length > 0) {
     const p = r.pick(d.problems as Obj[]);
     if (typeof p !== "object" || p === null) return;
@@ -189,12 +225,41 @@ function mutateInside(r: Rng, d: Obj): void {
         "w".repeat(MESSAGE),
         "w".repeat(MESSAGE + 1),
         "\u0001".repeat(MESSAGE),
+        "\u0000",
+        "w\u0000".repeat(PLACE / 2),
+        "\ud800",
+        "w\udc00",
+        "\udbff\udbff",
+        "\u{1F600}".repeat(PLACE / 2),
       ]);
     }
   } else if (typeof d.drift === "object" && d.drift !== null) {
     const drift = d.drift as Obj;
-    const k = r.pick(["status", "ranAt", "entries", "findings", "path", "extra"]);
-    drift[k] = r.pick([null, -1, "drift", "2026-12-01T10:00:00Z", [], [{ check: "port" }]]);
+    const k = r.pick([
+      "status",
+      "ranAt",
+      "entries",
+      "findings",
+      "path",
+      "problem",
+      "registry",
+      "unobserved",
+      "extra",
+    ]);
+    drift[k] = r.pick([
+      null,
+      -1,
+      "drift",
+      "2026-12-01T10:00:00Z",
+      [],
+      [{ check: "port" }],
+      "\u0000",
+      "r\ud800",
+      "\u{1F600}",
+      ["\udc00"],
+      ["a\u0000"],
+      ["docker@root"],
+    ]);
   }
 }
 
@@ -359,8 +424,9 @@ Deno.test("a repeated key is found whether or not the body is JSON.stringify's o
 Deno.test("a body larger than a report may be is refused unread, as the schema's decode refuses it; one at the bound is read", () => {
   const valid = JSON.stringify(validOne(rng(3)));
   // Padded with spaces after the value: JSON all the same, and the plain check's own text no more.
-  const at = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES - valid.length));
-  const over = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES + 1 - valid.length));
+  const bytes = new TextEncoder().encode(valid).length;
+  const at = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES - bytes));
+  const over = new TextEncoder().encode(valid + " ".repeat(MAX_REPORT_BYTES + 1 - bytes));
   assertEquals(at.length, MAX_REPORT_BYTES);
   const [fastAt, schemaAt] = outcomes(at);
   assertEquals(fastAt, schemaAt);

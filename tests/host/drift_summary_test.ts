@@ -15,7 +15,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { reconcileCli } from "../support/mod.ts";
 import { readDriftSummary } from "../../host/drift_summary.ts";
-import { countFindings, MAX_RESULT_BYTES, ResultFile } from "../../lib/drift.ts";
+import { countFindings, DriftSummary, MAX_RESULT_BYTES, ResultFile } from "../../lib/drift.ts";
 
 async function unreadable(path: string): Promise<string> {
   const s = await readDriftSummary(path);
@@ -96,6 +96,37 @@ Deno.test("run --result writes the result after a drift run, and the link summar
         const extra = { ...JSON.parse(await Deno.readTextFile(result)), surprise: 1 };
         await Deno.writeTextFile(`${dir}/extra.json`, JSON.stringify(extra));
         assertStringIncludes(await unreadable(`${dir}/extra.json`), "surprise");
+      },
+    );
+
+    await t.step(
+      "a NUL, a lone surrogate or a pair at the cut: the summary is a report's text",
+      async () => {
+        const file = JSON.parse(await Deno.readTextFile(result));
+        const odd = {
+          ...file,
+          status: "unobservable",
+          // Written (the NUL as \0), 4,097 characters: the cut at 4,096 falls inside the pair.
+          registry: `/etc/reg\u0000${"x".repeat(4085)}\u{1F600}`,
+          sources: [
+            { source: "docker\u0000", state: "failed", method: "m", detail: "d" },
+            { source: "podman", account: "r\ud800", state: "failed", method: "m", detail: "d" },
+          ],
+        };
+        await Deno.writeTextFile(`${dir}/odd.json`, JSON.stringify(odd));
+        const s = await readDriftSummary(`${dir}/odd.json`);
+        assert(DriftSummary.safeParse(s).success, JSON.stringify(s).slice(0, 300));
+        assert(s.status === "unobservable", JSON.stringify(s).slice(0, 300));
+        assertEquals(s.registry.length, 4096);
+        assert(s.registry.startsWith("/etc/reg\\0xx") && s.registry.endsWith("x\uFFFD"));
+        assertEquals(s.unobserved, ["docker\\0", "podman@r\uFFFD"]);
+        // A key of the file quoted in the reason it is unreadable.
+        await Deno.writeTextFile(
+          `${dir}/key.json`,
+          JSON.stringify({ ...file, "a\u0000\udc00": 1 }),
+        );
+        const key = await readDriftSummary(`${dir}/key.json`);
+        assert(DriftSummary.safeParse(key).success, JSON.stringify(key));
       },
     );
 

@@ -186,6 +186,23 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
       assertEquals(left, []);
     });
 
+    await t.step(
+      "a NUL and a lone surrogate quoted in a problem are written \\0 and U+FFFD, and sent",
+      async () => {
+        // A message with an unknown key holding them: the schema's problem quotes the key as it is.
+        const message = { ...(await declaration(node, 6, [file("x\n")])), "a\u0000b\ud800": 1 };
+        await publish(node, [JSON.stringify(message)]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        const pushed = run.reports.find((r) => r.trigger === "push")!;
+        assertEquals(pushed.outcome, "refused");
+        assertEquals(pushed.problems, [{ message: '$: Unrecognized key: "a\\0b\uFFFD"' }]);
+        // Sent (confirmed, removed from the journal), not set aside as unreadable.
+        const left: string[] = [];
+        for await (const e of Deno.readDir(`${state}/link/outbox`)) left.push(e.name);
+        assertEquals(left, []);
+      },
+    );
+
     await t.step("with no broker at all, the kept declaration is still reconciled", async () => {
       await Deno.writeTextFile(`${dir}/f`, "drifted again\n");
       const run = await runLink(

@@ -109,6 +109,27 @@ function mutations(base: Record<string, unknown>): [string, unknown][] {
     [{ message: "m", path: 1 }],
     [{ message: "m", note: "x" }],
     { status: "unreadable", path: "/x", problem: "gone" },
+    // Text PostgreSQL cannot store (lib/report_rules.ts isReportText): a NUL character, a lone
+    // high or low surrogate; and a surrogate pair, which it can.
+    "0.1\u0000",
+    "\u0000",
+    "\ud800",
+    "a\udbff",
+    "\udc00a",
+    "\udfff\ud800",
+    "\ud83d\ude00",
+    [{ message: "a\u0000b" }],
+    [{ message: "\ud800" }],
+    [{ message: "\ud83d\ude00 \u0001" }],
+    [{ message: "m", id: "\u0000" }],
+    [{ message: "m", id: "x\udc00" }],
+    [{ message: "m", path: "resources[0]\u0000" }],
+    [{ message: "m", path: "\udbff" }],
+    [{ id: "a\u0000", type: "t", change: "updated" }],
+    [{ id: "a", type: "\ud800t", change: "updated" }],
+    [{ id: "\ud83d\ude00", type: "t", change: "updated" }],
+    { status: "unreadable", path: "/x", problem: "gone\u0000" },
+    { status: "unreadable", path: "/x\ud800", problem: "gone" },
     // Problems at and past their bounds (lib/report_rules.ts): a message, an id, a path, and the
     // list's JSON text (128 Ki characters: 32 messages of 4,000 fit, 33 do not; escaped, 5 and 6).
     [{ message: "m".repeat(MAX_PROBLEM_MESSAGE_LENGTH) }],

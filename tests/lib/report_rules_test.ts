@@ -22,6 +22,7 @@ import {
   PROBLEM_OPTIONAL_KEYS,
   REPORT_KEYS,
   REPORT_OPTIONAL_KEYS,
+  reportText,
   TRIGGERS,
 } from "../../lib/report_rules.ts";
 import { NODES_PER_ROW } from "../../control/read_rows.ts";
@@ -115,6 +116,51 @@ Deno.test("report_rules: a cut never splits a surrogate pair, and text within it
   assertEquals(fitProblems(problems), problems);
 });
 
+Deno.test("report_rules: a NUL is written \\0 and a lone surrogate U+FFFD, so jsonb holds every fitted problem; unfitted, the schema refuses them", async () => {
+  const raw: Problem[] = [
+    { message: "before\u0000after" },
+    { id: "a\ud800", message: "half \udc00 a pair \ud83d" },
+    { path: "resources[0]\u0000", message: "\u{1F600} kept, and \\0 as it is" },
+  ];
+  const fitted = fitProblems(raw);
+  assertEquals(fitted, [
+    { message: "before\\0after" },
+    { id: "a\ufffd", message: "half \ufffd a pair \ufffd" },
+    { path: "resources[0]\\0", message: "\u{1F600} kept, and \\0 as it is" },
+  ]);
+  assert(schemaTakes(fitted));
+  for (const p of raw.slice(0, 3)) assert(!schemaTakes([p]), JSON.stringify(p));
+  // Written, then cut to the bound: a message of NULs at its bound is twice as long written.
+  const nuls = fitProblems([{ message: "\u0000".repeat(MAX_PROBLEM_MESSAGE_LENGTH) }]);
+  assert(schemaTakes(nuls));
+  // (the head may end in the written NUL's backslash alone: the cut counts characters)
+  assert(
+    /^(\\0)+\\? \[\.\.\. cut by mesh-host: 8192 characters/.test(nuls[0]!.message),
+    nuls[0]!.message.slice(0, 100),
+  );
+  // Cut to `max` where a pair would be split: its first half as U+FFFD.
+  assertEquals(reportText("ab\u{1F600}", 3), "ab\ufffd");
+  assertEquals(reportText("ab\u{1F600}", 4), "ab\u{1F600}");
+  const sql = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  try {
+    for (const p of raw.slice(0, 2)) {
+      const refused = await sql`select ${JSON.stringify([p])}::text::jsonb as x`.then(
+        () => undefined,
+        (error) => String(error),
+      );
+      assertMatch(
+        refused ?? "stored",
+        /Unicode|invalid input syntax for type json/,
+        JSON.stringify(p),
+      );
+    }
+    const [row] = await sql`select ${JSON.stringify(fitted)}::text::jsonb as x`;
+    assertEquals(row!.x, fitted);
+  } finally {
+    await sql.end();
+  }
+});
+
 Deno.test("report_rules: too many problems, or too long together: the first that fit, then how many more", () => {
   // 10,000 of the shortest problems are longer than the problems' JSON text may be: that bound
   // is met first.
@@ -161,7 +207,20 @@ Deno.test("report_rules: too many problems, or too long together: the first that
 
 Deno.test("report_rules: whatever the problems, fitted they are what the schema takes", () => {
   const r = rng(11);
-  const pieces = ["", "x", "\u0001", "\n", "é", "😀", "\\", '"'];
+  const pieces = [
+    "",
+    "x",
+    "\u0001",
+    "\n",
+    "é",
+    "😀",
+    "\\",
+    '"',
+    "\u0000",
+    "\ud83d",
+    "\ude00",
+    "a\u0000",
+  ];
   const text = (max: number) => {
     const piece = r.pick(pieces);
     return piece.repeat(r.pick([0, 1, 2, max / 2, max - 1, max, max + 1, 3 * max]));
@@ -201,9 +260,11 @@ Deno.test("report_rules: a row of a fleet read, every node's problems at their b
   try {
     for (const problems of [short, wide, escaped]) {
       assert(schemaTakes(problems));
-      const [row] = await sql<{ chars: number; bytes: number }[]>`
-        select length(x::text) as chars, octet_length(x::text) as bytes
-        from (select ${JSON.stringify(problems)}::jsonb as x) p`;
+      // Through text: a JSON text given straight to ::jsonb is stored as one jsonb string.
+      const [row] = await sql<{ chars: number; bytes: number; kind: string }[]>`
+        select length(x::text) as chars, octet_length(x::text) as bytes, jsonb_typeof(x) as kind
+        from (select ${JSON.stringify(problems)}::text::jsonb as x) p`;
+      assertEquals(row!.kind, "array");
       // A node's line beside its problems: names, digests, numbers, times (under 1,000 here).
       const line = 1000;
       // PostgreSQL's largest value is 1 GB; V8's longest string 2^29 - 24 characters.
