@@ -645,7 +645,8 @@ async function userConnections(
  * connection, which the broker closes itself, "user ... is deleted"). The list is asked again, and
  * a connection still listed is closed again, until {@linkcode CLOSE_SETTLE_MS}.
  *
- * @returns the names of the connections closed here.
+ * @returns the names of the connections asked to close here (each one gone when this returns,
+ *   whether this close or the broker's own ended it).
  * @throws {BrokerError} when the API cannot be reached, refuses the credential or answers a close
  *   with anything but 204, 404 or a server error, or connections are still listed after
  *   {@linkcode CLOSE_SETTLE_MS} (the message then names the last server error, if any).
