@@ -23,12 +23,14 @@ import {
   CHANGE_KINDS,
   DIGEST,
   isReportText,
+  isReportTime,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
   MAX_PROBLEM_PLACE_LENGTH,
   MAX_PROBLEMS,
   MAX_REPORT_BYTES,
+  MAX_REPORT_INT,
   OUTCOMES,
   type Problem,
   problemsFit,
@@ -64,9 +66,9 @@ function isObject(value: unknown): value is Raw {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** zod's `z.int().min(min)`: a safe integer at least `min`. */
-function isInt(value: unknown, min: number): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= min;
+/** zod's `z.int().min(min).max(max)`: a safe integer at least `min` and at most `max`. */
+function isInt(value: unknown, min: number, max: number): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
 }
 
 /**
@@ -119,12 +121,12 @@ export function validReport(value: unknown): ReportMessage | undefined {
   const r = value;
   if (r.kind !== "report") return undefined;
   if (typeof r.node !== "string" || !NODE_NAME.test(r.node)) return undefined;
-  if (!isInt(r.generation, 0)) return undefined;
+  if (!isInt(r.generation, 0, MAX_REPORT_INT)) return undefined;
   if (!TRIGGER.has(r.trigger)) return undefined;
-  if (typeof r.at !== "string" || !AT.test(r.at)) return undefined;
+  if (typeof r.at !== "string" || !AT.test(r.at) || !isReportTime(r.at)) return undefined;
   if (
     "intervalMs" in r &&
-    !(isInt(r.intervalMs, 1000) && (r.intervalMs as number) <= MAX_INTERVAL_MS)
+    !isInt(r.intervalMs, 1000, MAX_INTERVAL_MS)
   ) return undefined;
   if (
     typeof r.hostVersion !== "string" || r.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
@@ -136,7 +138,7 @@ export function validReport(value: unknown): ReportMessage | undefined {
     return undefined;
   }
   if (!OUTCOME.has(r.outcome)) return undefined;
-  if (!isInt(r.applied, 0) || !isInt(r.total, 0)) return undefined;
+  if (!isInt(r.applied, 0, MAX_REPORT_INT) || !isInt(r.total, 0, MAX_REPORT_INT)) return undefined;
   if (typeof r.declaration !== "string" || !DIGEST.test(r.declaration)) return undefined;
   const changes = r.changes;
   if (!Array.isArray(changes) || changes.length > MAX_CHANGES) return undefined;

@@ -19,6 +19,7 @@ import {
   CHANGE_KINDS,
   DIGEST,
   isReportText,
+  isReportTime,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
@@ -26,9 +27,11 @@ import {
   MAX_PROBLEMS,
   MAX_PROBLEMS_JSON_LENGTH,
   MAX_REPORT_BYTES,
+  MAX_REPORT_INT,
   OUTCOMES,
   problemsFit,
   REPORT_TEXT_PROBLEM,
+  REPORT_TIME_PROBLEM,
   SOURCE,
   TRIGGERS,
 } from "./report_rules.ts";
@@ -57,6 +60,7 @@ export {
   MAX_PROBLEMS,
   MAX_PROBLEMS_JSON_LENGTH,
   MAX_REPORT_BYTES,
+  MAX_REPORT_INT,
 } from "./report_rules.ts";
 
 const digest = z.string().regex(DIGEST, "expected sha256:<64 hex digits>");
@@ -109,12 +113,19 @@ const ReportProblem = z.strictObject({
 export const ReportMessage = z.strictObject({
   kind: z.literal("report"),
   node: z.string().regex(NODE_NAME),
-  /** The generation applied; 0 when the node applied a declaration it kept from before. */
-  generation: z.int().min(0),
+  /**
+   * The generation applied; 0 when the node applied a declaration it kept from before. At most
+   * {@linkcode MAX_REPORT_INT}, as `applied` and `total` (PostgreSQL's integer).
+   */
+  generation: z.int().min(0).max(MAX_REPORT_INT),
   /** Why it applied: a declaration arrived, the link started, or the interval came round. */
   trigger: z.enum(TRIGGERS),
-  /** When the node finished the apply (the node's clock, ISO 8601). */
-  at: time,
+  /**
+   * When the node finished the apply (the node's clock, ISO 8601): one PostgreSQL's timestamptz
+   * holds as it is (a year 0001-9999, an offset within ±15:59, at most 6 digits of a second's
+   * fraction; lib/report_rules.ts {@linkcode isReportTime}).
+   */
+  at: time.refine(isReportTime, REPORT_TIME_PROBLEM),
   /**
    * The node's reconcile interval in ms (its link's `--every`): how often the control plane may
    * expect to hear from it, which is what its silence is judged against. Absent from hosts older
@@ -129,8 +140,8 @@ export const ReportMessage = z.strictObject({
    */
   source: z.string().regex(SOURCE).optional(),
   outcome: z.enum(OUTCOMES),
-  applied: z.int().min(0),
-  total: z.int().min(0),
+  applied: z.int().min(0).max(MAX_REPORT_INT),
+  total: z.int().min(0).max(MAX_REPORT_INT),
   /** sha256 of the declaration's bytes. */
   declaration: digest,
   changes: z.array(z.strictObject({

@@ -22,12 +22,14 @@ import {
   CHANGE_KINDS,
   DIGEST,
   isReportText,
+  isReportTime,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
   MAX_PROBLEM_MESSAGE_LENGTH,
   MAX_PROBLEM_PLACE_LENGTH,
   MAX_PROBLEMS,
   MAX_REPORT_BYTES,
+  MAX_REPORT_INT,
   OUTCOMES,
   type Problem,
   PROBLEM_KEYS,
@@ -96,13 +98,14 @@ const REPORT_OPTIONAL = REPORT_OPTIONAL_KEYS.filter((k) => k !== "drift");
 export function plainReportMessage(v: unknown): v is ReportMessage {
   if (!isObject(v) || !hasKeys(v, REPORT_KEYS, REPORT_OPTIONAL)) return false;
   if (
-    v.kind !== "report" || !matches(v.node, NODE_NAME) || !isInt(v.generation, 0) ||
-    !TRIGGER.has(v.trigger) || !matches(v.at, DATETIME_OFFSET) ||
+    v.kind !== "report" || !matches(v.node, NODE_NAME) || !isInt(v.generation, 0, MAX_REPORT_INT) ||
+    !TRIGGER.has(v.trigger) || !matches(v.at, DATETIME_OFFSET) || !isReportTime(v.at as string) ||
     (v.intervalMs !== undefined && !isInt(v.intervalMs, 1000, MAX_INTERVAL_MS)) ||
     typeof v.hostVersion !== "string" || v.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
     !isReportText(v.hostVersion) ||
     (v.source !== undefined && !matches(v.source, SOURCE)) ||
-    !OUTCOME.has(v.outcome) || !isInt(v.applied, 0) || !isInt(v.total, 0) ||
+    !OUTCOME.has(v.outcome) || !isInt(v.applied, 0, MAX_REPORT_INT) ||
+    !isInt(v.total, 0, MAX_REPORT_INT) ||
     !matches(v.declaration, DIGEST) ||
     !Array.isArray(v.changes) || v.changes.length > MAX_CHANGES ||
     !Array.isArray(v.problems) || v.problems.length > MAX_PROBLEMS

@@ -13,7 +13,9 @@
  * UTF-16 code units, never fewer, so what they accept or make the schema accepts (a text they
  * refuse is left to the schema). The problems' JSON text is counted in UTF-16 code units. A
  * report's free text holds no NUL character and no lone surrogate, which PostgreSQL cannot store
- * ({@linkcode isReportText}); the host writes them visibly ({@linkcode reportText}).
+ * ({@linkcode isReportText}); the host writes them visibly ({@linkcode reportText}). Its
+ * integers and its time are within what ingest's insert casts them to, PostgreSQL's integer and
+ * timestamptz ({@linkcode MAX_REPORT_INT}, {@linkcode isReportTime}).
  *
  * @module
  */
@@ -91,6 +93,41 @@ export const MAX_PROBLEMS_JSON_LENGTH = 128 * 1024;
  * their bounds is under 26 MB.
  */
 export const MAX_REPORT_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The largest `generation`, `applied` and `total` a report may state: PostgreSQL's largest
+ * integer (2^31 - 1), the type ingest's insert casts them to (control/ingest.ts). A larger one
+ * could never be recorded, so the schema refuses it and ingest drops the report, instead of
+ * stopping on the database's "value out of range for type integer". (`intervalMs`, also cast to
+ * integer, is at most `MAX_INTERVAL_MS` of lib/link_interval.ts, 7 days: well within.)
+ */
+export const MAX_REPORT_INT = 2_147_483_647;
+
+/**
+ * What of an ISO date-time with an offset (zod's `z.iso.datetime({ offset: true })`) PostgreSQL's
+ * timestamptz refuses or changes: the year 0000 ("date/time field value out of range"), an offset
+ * of 16 hours or more ("time zone displacement out of range"), and more than 6 digits of a
+ * second's fraction (rounded to microseconds, and a long one is "invalid input syntax").
+ */
+const OUT_OF_TIMESTAMPTZ = /^0000-|\.\d{7}|[+-](?:1[6-9]|2\d):\d\d$/;
+
+/**
+ * What the schema says of a report's `at` that {@linkcode isReportTime} refuses.
+ */
+export const REPORT_TIME_PROBLEM =
+  "Invalid ISO datetime: expected a year 0001-9999, an offset within \u00b115:59 and at most 6 digits of a second's fraction";
+
+/**
+ * Whether `text`, an ISO date-time with an offset (zod's pattern, which the schema checks
+ * first), is one PostgreSQL's timestamptz holds as it is, which ingest's insert casts a report's
+ * `at` to: a year 0001-9999, an offset within ±15:59 and at most 6 digits of a second's fraction.
+ * What a host writes (`Date.prototype.toISOString`, `YYYY-MM-DDTHH:MM:SS.sssZ`, of a year
+ * 0001-9999) always is. A text that is not of zod's form is refused by the schema whatever this
+ * says.
+ */
+export function isReportTime(text: string): boolean {
+  return !OUT_OF_TIMESTAMPTZ.test(text);
+}
 
 /**
  * What the schema says of a report's text that {@linkcode isReportText} refuses (zod's words for a

@@ -84,11 +84,19 @@ function validOne(r: Rng): Obj {
     node: r.pick(["web-1", "a", "n0", "ingest-0001"]),
     generation: r.pick([0, 1, 17, 2 ** 31 - 1]),
     trigger: r.pick(["push", "start", "interval"]),
-    at: r.pick(["2026-12-02T05:00:00.000Z", "2024-02-29T23:59:59+01:00", "2026-01-31T00:00:00.5Z"]),
+    at: r.pick([
+      "2026-12-02T05:00:00.000Z",
+      "2024-02-29T23:59:59+01:00",
+      "2026-01-31T00:00:00.5Z",
+      // What PostgreSQL's timestamptz holds at its bounds (lib/report_rules.ts isReportTime).
+      "0001-01-01T00:00:00.000Z",
+      "9999-12-31T23:59:59.999999-15:59",
+      "0001-01-01T00:00:00.123456+15:59",
+    ]),
     hostVersion: r.pick(["mesh-host 0.1.0", "", "x".repeat(100), "\u{1F600} \u0001"]),
     outcome: r.pick(["applied", "refused", "failed"]),
-    applied: r.int(30),
-    total: r.int(30),
+    applied: r.chance(0.1) ? 2 ** 31 - 1 : r.int(30),
+    total: r.chance(0.1) ? 2 ** 31 - 1 : r.int(30),
     declaration: `sha256:${"0123456789abcdef".repeat(4)}`,
     changes: Array.from({ length: r.int(4) }, (_, i) => ({
       id: `f${i}`,
@@ -123,7 +131,7 @@ function validOne(r: Rng): Obj {
 const BAD: Record<string, unknown[]> = {
   kind: ["Report", "declaration", null, 1, undefined],
   node: ["", "A", "-a", "a-", "a.b", "a".repeat(64), 1, null, ["a"], undefined],
-  generation: [-1, 1.5, 2 ** 53, -0, "1", null, Infinity, NaN, undefined],
+  generation: [-1, 1.5, 2 ** 31, 2 ** 53, -0, "1", null, Infinity, NaN, undefined],
   trigger: ["Push", "", null, 0, undefined],
   at: [
     "2026-12-02",
@@ -133,6 +141,14 @@ const BAD: Record<string, unknown[]> = {
     "2026-12-02T05:00:00.Z",
     "2026-12-02T05:00:00+0100",
     "2026-12-02 05:00:00Z",
+    // Past what PostgreSQL's timestamptz holds as it is (lib/report_rules.ts isReportTime).
+    "0000-01-01T00:00:00Z",
+    "0000-02-29T00:00:00.000Z",
+    "2026-12-02T05:00:00+16:00",
+    "2026-12-02T05:00:00-16:00",
+    "2026-12-02T05:00:00+23:59",
+    "2026-12-02T05:00:00.1234567Z",
+    `2026-12-02T05:00:00.${"1".repeat(200)}Z`,
     1,
     null,
     undefined,
@@ -151,8 +167,8 @@ const BAD: Record<string, unknown[]> = {
   ],
   source: ["", "-x", "a b", "x".repeat(65), null, 1],
   outcome: ["ok", null, undefined],
-  applied: [-1, 0.5, "1", 2 ** 53, null, undefined],
-  total: [-1, 2.5, null, undefined],
+  applied: [-1, 0.5, "1", 2 ** 31, 2 ** 53, null, undefined],
+  total: [-1, 2.5, 2 ** 31, null, undefined],
   declaration: [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, "sha256:", 1, undefined],
   changes: [
     null,

@@ -1,7 +1,8 @@
 /**
  * lib/report_rules.ts: the report schema is written from its lists and bounds; the host's
  * `fitProblems` makes any problems fit them, saying what it cut; and the bounds keep a row of a
- * fleet read (control/read_rows.ts) within what PostgreSQL and V8 can hold.
+ * fleet read (control/read_rows.ts) within what PostgreSQL and V8 can hold; a report's integers and
+ * time are what ingest's insert casts them to holds.
  */
 
 import postgres from "postgres";
@@ -16,6 +17,7 @@ import {
   MAX_PROBLEM_PLACE_LENGTH,
   MAX_PROBLEMS,
   MAX_PROBLEMS_JSON_LENGTH,
+  MAX_REPORT_INT,
   OUTCOMES,
   type Problem,
   PROBLEM_KEYS,
@@ -273,5 +275,59 @@ Deno.test("report_rules: a row of a fleet read, every node's problems at their b
     }
   } finally {
     await sql.end();
+  }
+});
+
+Deno.test("report_rules: a report's integers and time are what PostgreSQL's integer and timestamptz hold, and every time a host writes is one", async () => {
+  const at = ReportMessage.shape.at;
+  // [value, what PostgreSQL says of it: "held" as written, "rounded", or its error]
+  const times: [string, string | RegExp][] = [
+    ["0001-01-01T00:00:00Z", "held"],
+    ["0001-01-01T00:00:00.000+15:59", "held"],
+    ["9999-12-31T23:59:59.999999-15:59", "held"],
+    ["2026-12-02T05:00:00.123456+15:59", "held"],
+    ["2026-12-02T05:00:00.5-15:59", "held"],
+    ["0000-01-01T00:00:00Z", /date\/time field value out of range/],
+    ["0000-12-31T23:59:59.999Z", /date\/time field value out of range/],
+    ["2026-12-02T05:00:00+16:00", /time zone displacement out of range/],
+    ["2026-12-02T05:00:00-16:00", /time zone displacement out of range/],
+    ["2026-12-02T05:00:00+23:59", /time zone displacement out of range/],
+    ["2026-12-02T05:00:00.1234567Z", "rounded"],
+    [`2026-12-02T05:00:00.${"1".repeat(200)}Z`, /invalid input syntax for type timestamp/],
+  ];
+  const sql = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  try {
+    for (const [value, expected] of times) {
+      // The microseconds since 1970 PostgreSQL holds, and those the text says (its fraction
+      // digits as written, the rest from Date, which reads years 0001-9999 and any offset).
+      const said = await sql<{ us: string }[]>`
+        select (extract(epoch from ${value}::text::timestamptz) * 1000000)::numeric(30)::text as us`
+        .then(([r]) => r!.us, (error) => String(error));
+      const [, whole, fraction = ""] = /^(.{19})(?:\.(\d+))?/.exec(value)!;
+      const zone = value.slice(19 + (fraction === "" ? 0 : fraction.length + 1));
+      const ms = Date.parse(`${whole}${zone}`);
+      const written = Number.isNaN(ms) || fraction.length > 6
+        ? undefined
+        : (BigInt(ms) * 1000n + BigInt(fraction.padEnd(6, "0"))).toString();
+      const pg = said === written ? "held" : /^-?\d+$/.test(said) ? "rounded" : said;
+      if (typeof expected === "string") assertEquals(pg, expected, value);
+      else assertMatch(pg, expected, value);
+      assertEquals(at.safeParse(value).success, pg === "held", value);
+    }
+    const ints = (n: number) =>
+      sql`select x.n from json_to_recordset(${JSON.stringify([{ n }])}::text::json) as x(n integer)`
+        .then(([r]) => r!.n, (error) => String(error));
+    assertEquals(await ints(MAX_REPORT_INT), MAX_REPORT_INT);
+    assertMatch(await ints(MAX_REPORT_INT + 1), /out of range for type integer/);
+  } finally {
+    await sql.end();
+  }
+  // What a host writes (Date.prototype.toISOString), for any time from 0001 to 9999.
+  const r = rng(11);
+  for (let n = 0; n < 1000; n++) {
+    const t = new Date(0);
+    t.setUTCFullYear(n < 2 ? [1, 9999][n]! : 1 + r.int(9999), r.int(12), 1 + r.int(28));
+    t.setUTCMilliseconds(n < 2 ? [0, 86_399_999][n]! : r.int(86_400_000));
+    assert(at.safeParse(t.toISOString()).success, t.toISOString());
   }
 });
