@@ -10,6 +10,7 @@ import { Document } from "yaml";
 import type { Observation } from "./finding.ts";
 import { ANY_HOST } from "./observe/proxy.ts";
 import { parseRegistry } from "./registry.ts";
+import { compareNames } from "./observe/name_order.ts";
 
 /** The note every adopted entry carries. */
 export const ADOPTED = "adopted";
@@ -50,7 +51,7 @@ export function adoptRegistry(observation: Observation, options: AdoptOptions): 
   };
   const services: Record<string, Record<string, unknown>> = {};
   const claimed = new Set<number>();
-  for (const c of [...observation.containers].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const c of [...observation.containers].sort((a, b) => compareNames(a.name, b.name))) {
     const ports = [...new Set(c.ports.filter((p) => p.protocol === "tcp").map((p) => p.hostPort))]
       .filter((p) => !claimed.has(p)).sort((a, b) => a - b);
     ports.forEach((p) => claimed.add(p));

@@ -31,6 +31,7 @@ import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type BootObservation, type BootUnit, containerOf } from "./observe/boot.ts";
 import type { UnitFileState } from "./observe/systemd.ts";
+import { compareNames } from "./observe/name_order.ts";
 
 /** Why a unit in each unit file state does or does not start at boot (systemctl(1)). */
 export const BOOT_WORDS: Record<UnitFileState, "starts" | "if-pulled" | string> = {
@@ -240,7 +241,7 @@ export function compareBoot(registry: Registry, observation: Observation): Findi
     }
   }
 
-  for (const [key, reasons] of [...back].sort((a, b) => a[0].localeCompare(b[0]))) {
+  for (const [key, reasons] of [...back].sort((a, b) => compareNames(a[0], b[0]))) {
     if (claimed.has(key)) continue;
     const account = key.slice(0, key.indexOf("/"));
     if (failed(account)) continue;

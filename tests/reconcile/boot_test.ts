@@ -380,6 +380,30 @@ services:
   assertEquals(compareBoot(registry, { ...failed, boot: undefined }), []);
 });
 
+Deno.test("compare: boot findings for rogue containers come in one order whatever the locale", () => {
+  const registry = parseRegistry("version: 1\naccounts: [root]\nservices: {}\n");
+  const restart = unit({
+    unit: "podman-restart.service",
+    execStart: parseExecProperty(RESTART_EXEC),
+  });
+  const o = bootObservation({
+    // localeCompare (English) would give root/a, root/B, root/c; compareNames puts characters
+    // outside plain lowercase after them, by code unit, under every LANG.
+    containers: ["c", "B", "a"].map((name) => ({
+      account: "root",
+      runtime: "podman" as const,
+      name,
+      state: "running",
+      restart: "always",
+    })),
+    units: [{ ...restart, unitFile: "enabled" }],
+  }, ["boot-units", "boot-podman", "quadlet"].map((s) => OBSERVED(s)));
+  assertEquals(
+    compareBoot(registry, o).filter((x) => x.check === "boot").map((x) => x.subject),
+    ["root/a", "root/c", "root/B"],
+  );
+});
+
 Deno.test("compare: a rootless account that does not linger brings nothing back", () => {
   const registry = parseRegistry(`version: 1
 accounts: [root, alice]

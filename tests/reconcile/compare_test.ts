@@ -370,3 +370,19 @@ Deno.test("adoption never writes a user that names no account: its next run is c
   assert(!text.includes("uid-105"), text);
   assertEquals(compare(parseRegistry(text), o, OPTIONS), []);
 });
+
+Deno.test("adoption writes containers in one order whatever the locale (compareNames, not localeCompare)", async () => {
+  const { adoptRegistry } = await import("../../reconcile/adopt.ts");
+  // localeCompare under any English locale gives a, B, c; compareNames puts names outside plain
+  // lowercase after those, by code unit: a, c, B, the same under every LANG.
+  const o = observation({ containers: ["c", "B", "a"].map((n) => container(n)) });
+  const adopted = parseRegistry(adoptRegistry(o, { accounts: ["root"] }));
+  assertEquals(
+    Object.values(adopted.services).map((e) => "container" in e ? e.container : e.kind),
+    [
+      "a",
+      "c",
+      "B",
+    ],
+  );
+});
