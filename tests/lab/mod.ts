@@ -73,15 +73,44 @@ const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 /**
  * Builds (or reuses) the root filesystem of `kind` and imports it as {@linkcode labImage}.
- * Takes about a minute the first time; nothing after.
+ * Takes about a minute the first time; nothing after. Concurrent callers, in any process, build
+ * it once ({@linkcode withLabLock}).
  *
  * @throws {CommandError} when debootstrap or podman fails (e.g. the archive is unreachable).
  */
 export async function ensureLabImage(kind: LabKind): Promise<string> {
   const image = await labImage(kind);
-  if ((await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0) {
+  const built = async () =>
+    (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
+  if (await built()) return image;
+  return await withLabLock(kind, async () => {
+    // Another process may have built it while this one waited for the lock.
+    if (!(await built())) await buildLabImage(kind, image);
     return image;
+  });
+}
+
+/**
+ * Runs `fn` holding an exclusive lock on `<LAB_CACHE>/<kind>.lock` (flock, released when the
+ * file is closed, so also when the process dies): two processes building the same root
+ * filesystem at once (`deno task lab up` while a lab test runs) removed and debootstrapped the
+ * same directory under each other, and the build failed inside dpkg with files missing.
+ *
+ * @throws whatever `fn` throws, after releasing the lock; `Deno.errors.*` if the lock file
+ *   cannot be opened.
+ */
+export async function withLabLock<T>(kind: LabKind, fn: () => Promise<T>): Promise<T> {
+  await Deno.mkdir(LAB_CACHE, { recursive: true });
+  const file = await Deno.open(`${LAB_CACHE}/${kind}.lock`, { create: true, write: true });
+  try {
+    await file.lock(true);
+    return await fn();
+  } finally {
+    file.close();
   }
+}
+
+async function buildLabImage(kind: LabKind, image: string): Promise<void> {
   const tag = await recipeTag(kind);
   const root = `${LAB_CACHE}/${kind}-${tag}-root`;
   const done = `${LAB_CACHE}/${kind}-${tag}-root.complete`;
@@ -128,7 +157,6 @@ export async function ensureLabImage(kind: LabKind): Promise<string> {
   } finally {
     await Deno.remove(tar).catch(() => {});
   }
-  return image;
 }
 
 /** A running lab machine. */
