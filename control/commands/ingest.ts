@@ -4,6 +4,7 @@
  * @module
  */
 
+import { printable } from "../../lib/printable.ts";
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { redactUrl } from "../../lib/url.ts";
@@ -37,7 +38,14 @@ export const action: CommandAction<ControlContext> = async (ctx, _args, options)
         result = await ingestReports(sql, session.channel, {
           drain: opts.drain,
           signal: stop.signal,
-          onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
+          // A report's text (an unknown key, a routing key) is quoted in the reason as sent:
+          // escaped, so that a report cannot split or colour this line.
+          onDrop: (d) =>
+            err(
+              `mesh-control: dropped a report (${printable(d.routingKey)}): ${
+                printable(d.reason)
+              }\n`,
+            ),
         });
       } catch (error) {
         if (!closed && !/closed/i.test(messageOf(error))) throw error;

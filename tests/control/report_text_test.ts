@@ -128,6 +128,9 @@ Deno.test(
           ...reportOf(old),
           drift: { status: "unreadable", path: "/var/lib/r.json", problem: "\udc00" },
         }],
+        // An unknown key with a NUL, an escape sequence and a newline: said, never printed raw
+        // (the line cannot be split or coloured by a report).
+        [old, { ...reportOf(old), "k\u0000\u001b[31m\ny": 1 }],
         [other, reportOf(other)],
         [old, reportOf(old, { generation: 2 })],
       ];
@@ -146,14 +149,19 @@ Deno.test(
       }
       const out = await controlCli(["ingest", "--drain"], vhost.env);
       assertEquals(out.code, 0, out.stderr);
-      assertMatch(out.stdout, /ingested 2 reports; dropped 4/);
+      assertMatch(out.stdout, /ingested 2 reports; dropped 5/);
       const why =
         "Invalid string: expected text without a NUL character (U+0000) or a lone surrogate";
       assertEquals(
         out.stderr.split("\n").filter((l) => l !== ""),
-        ["problems[0].message", "problems[0].message", "hostVersion", "drift.problem"].map((at) =>
-          `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": ${at}: ${why}`
-        ),
+        [
+          ...["problems[0].message", "problems[0].message", "hostVersion", "drift.problem"].map((
+            at,
+          ) =>
+            `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": ${at}: ${why}`
+          ),
+          `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": $: Unrecognized key: "k\\x00\\x1b[31m\\x0ay"`,
+        ],
       );
       const rows = await inv.sql`select node, generation from reports order by id`;
       assertEquals(rows.map((r) => [r.node, r.generation]), [[other, 1], [old, 2]]);
