@@ -14,11 +14,10 @@ import { parseValid, repeatedKeyProblems } from "../../host/declaration_base.ts"
 import { validStoreFile } from "../../host/store.ts";
 import { StoreFile } from "../../host/store_schema.ts";
 import { type Rng, rng } from "../support/rng.ts";
+import { mutateFields, type Obj } from "../support/mutate.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const DIGEST = "sha256:" + "a".repeat(64);
-
-type Obj = Record<string, unknown>;
 
 function resource(r: Rng, i: number): Obj {
   const id = `r${i}`;
@@ -119,32 +118,19 @@ function mutate(r: Rng, d: { version: unknown; resources: Obj[] } & Obj): void {
     typeof x === "object" && x !== null && !Array.isArray(x)
   );
   const target = resources.length > 0 && r.chance(0.9) ? r.pick(resources) : d as Obj;
-  const keys = Object.keys(target);
-  switch (r.int(7)) {
+  const which = r.int(7);
+  switch (which) {
     case 0: // a field's value broken
-      if (keys.length > 0) target[r.pick(keys)] = r.pick(BAD_VALUES);
-      break;
     case 1: // a field removed
-      if (keys.length > 0) delete target[r.pick(keys)];
-      break;
     case 2: // a field added, known to another type or unknown (an own "__proto__" too)
-      Object.defineProperty(
-        target,
-        r.pick(["owner", "group", "boot", "in", "content", "unit", "x", "__proto__"]),
-        {
-          value: r.pick(["root", "enabled", "web", "x", 1]),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        },
-      );
+    case 3: // keys in another order: still valid, the output in the schema's order
+      mutateFields(r, target, {
+        which,
+        bad: BAD_VALUES,
+        fields: ["owner", "group", "boot", "in", "content", "unit", "x", "__proto__"],
+        added: ["root", "enabled", "web", "x", 1],
+      });
       break;
-    case 3: { // keys in another order: still valid, the output in the schema's order
-      const entries = Object.entries(target).reverse();
-      for (const k of keys) delete target[k];
-      for (const [k, v] of entries) target[k] = v;
-      break;
-    }
     case 4: // the type changed
       if ("type" in target) target.type = r.pick(["directory", "file", "service", "x"]);
       break;

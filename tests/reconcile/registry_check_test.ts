@@ -12,10 +12,9 @@ import { assert, assertEquals } from "../support/assert.ts";
 import { validRegistry } from "../../reconcile/registry_base.ts";
 import { Registry } from "../../reconcile/registry_schema.ts";
 import { type Rng, rng } from "../support/rng.ts";
+import { mutateFields, type Obj } from "../support/mutate.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-
-type Obj = Record<string, unknown>;
 
 function entry(r: Rng, i: number): Obj {
   const extra = (o: Obj, key: string, value: () => unknown) => {
@@ -124,28 +123,19 @@ function mutate(r: Rng, d: Obj): void {
     typeof x === "object" && x !== null && !Array.isArray(x)
   );
   const target = entries.length > 0 && r.chance(0.85) ? r.pick(entries) : d;
-  const keys = Object.keys(target);
-  switch (r.int(8)) {
+  const which = r.int(8);
+  switch (which) {
     case 0: // a field's value broken
-      if (keys.length > 0) target[r.pick(keys)] = r.pick(BAD_VALUES);
-      break;
     case 1: // a field removed
-      if (keys.length > 0) delete target[r.pick(keys)];
-      break;
     case 2: // a field added: known to another kind, unknown, or an own "__proto__"
-      Object.defineProperty(target, r.pick(FIELDS), {
-        value: r.pick([...BAD_VALUES, "root", "x.example.org", "c1", 7000, ["s"], "t1.timer"]),
-        enumerable: true,
-        writable: true,
-        configurable: true,
+    case 3: // keys in another order: still valid, the output in the schema's order
+      mutateFields(r, target, {
+        which,
+        bad: BAD_VALUES,
+        fields: FIELDS,
+        added: [...BAD_VALUES, "root", "x.example.org", "c1", 7000, ["s"], "t1.timer"],
       });
       break;
-    case 3: { // keys in another order: still valid, the output in the schema's order
-      const reversed = Object.entries(target).reverse();
-      for (const k of keys) delete target[k];
-      for (const [k, v] of reversed) target[k] = v;
-      break;
-    }
     case 4: // the kind changed
       if ("kind" in target) target.kind = r.pick(["service", "site", "batch", "daemon", "x"]);
       break;
