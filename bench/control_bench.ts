@@ -27,7 +27,8 @@
  * 3. `ingest --drain` of 20,000 reports, against the raw insert rate (same SQL, same batches of
  *    500, in-process), the broker's consume rate (no-op consumer that acks), the in-process
  *    ingest, decoding alone (as ingest does it, and with zod as it did before session 7) and the
- *    cost of the reports table's CHECK on `digest`.
+ *    cost of the reports table's CHECK on `digest`; beside it the CLI's fixed cost (a drain of an
+ *    empty queue) and a drain of 60,000 over which that cost and the warm-up are spread.
  *
  * It prints Markdown and writes it, with the raw samples as JSON, to `bench/out/control-<time>.*`.
  *
@@ -60,6 +61,8 @@ const INGEST_REPORTS = 20_000;
 const INGEST_NODES = 1_000;
 const INGEST_BATCH = 500;
 const WARMUP_REPORTS = 2_000;
+/** Part 3: the reports of the longer CLI drain (a multiple of INGEST_REPORTS). */
+const LONG_DRAIN = 60_000;
 
 // ---------------------------------------------------------------------------------------------
 // The publish peer: a minimal amqplib script (its own process, so it pays Deno start-up too).
@@ -1359,8 +1362,11 @@ async function partIngest(runs: number) {
     },
   });
 
-  /** Publishes the first `n` bodies of a new round with confirms (persistent, as the link does). */
-  const publish = async (n: number): Promise<number> => {
+  /**
+   * Publishes the first `n` bodies of a new round with confirms (persistent, as the link does);
+   * `queued`: the reports the queue then holds (more than `n` when rounds are stacked).
+   */
+  const publish = async (n: number, queued = n): Promise<number> => {
     const fresh = bodiesOf(++round);
     const t = performance.now();
     const chunk = 2_000;
@@ -1378,7 +1384,9 @@ async function partIngest(runs: number) {
     }
     const ms = performance.now() - t;
     const { messageCount } = await session.channel.checkQueue(broker.REPORTS_QUEUE);
-    if (messageCount !== n) throw new Error(`${messageCount} reports queued, expected ${n}`);
+    if (messageCount !== queued) {
+      throw new Error(`${messageCount} reports queued, expected ${queued}`);
+    }
     return ms;
   };
   const countOf = async (table: string) =>
@@ -1472,6 +1480,23 @@ async function partIngest(runs: number) {
       items: INGEST_REPORTS,
       peer: "raw consume",
     },
+    {
+      label: "ingest --drain, empty queue",
+      what:
+        "`mesh-control ingest --drain` with nothing queued: start-up, connecting, one checkQueue (the fixed cost a drain pays)",
+      samplesMs: [],
+    },
+    {
+      label: `ingest --drain, ${LONG_DRAIN / 1000}k`,
+      what: `\`mesh-control ingest --drain\` of ${
+        LONG_DRAIN.toLocaleString("en-US")
+      } reports (the same fixed cost, and the cold code and backends, over ${
+        LONG_DRAIN / INGEST_REPORTS
+      }x the reports)`,
+      samplesMs: [],
+      items: LONG_DRAIN,
+      peer: "raw insert",
+    },
   ];
   const byLabel = (label: string) => rows.find((r) => r.label === label)!;
   const { ingestReports } = await import("../control/ingest.ts");
@@ -1499,6 +1524,26 @@ async function partIngest(runs: number) {
     await queueEmpty("ingest --drain");
     byLabel("ingest --drain").samplesMs.push(out.ms);
     byLabel("ingest --drain vs broker").samplesMs.push(out.ms);
+
+    // The CLI's fixed cost, and a longer drain over which it and the warm-up are spread.
+    const empty = await exec(control("ingest", "--drain"), { env });
+    if (empty.stdout.trim() !== "ingested 0 reports") {
+      throw new Error(`ingest --drain (empty) said: ${empty.stdout.trim()}`);
+    }
+    byLabel("ingest --drain, empty queue").samplesMs.push(empty.ms);
+    for (let k = 1; k <= LONG_DRAIN / INGEST_REPORTS; k++) {
+      await publish(INGEST_REPORTS, k * INGEST_REPORTS);
+    }
+    before = await count();
+    const long = await exec(control("ingest", "--drain"), { env });
+    if (long.stdout.trim() !== `ingested ${LONG_DRAIN} reports`) {
+      throw new Error(`ingest --drain (long) said: ${long.stdout.trim()} ${long.stderr.trim()}`);
+    }
+    if (await count() - before !== LONG_DRAIN) {
+      throw new Error("ingest --drain (long): rows missing");
+    }
+    await queueEmpty("ingest --drain (long)");
+    byLabel(`ingest --drain, ${LONG_DRAIN / 1000}k`).samplesMs.push(long.ms);
 
     // The library in-process.
     await publish(INGEST_REPORTS);

@@ -9,7 +9,7 @@ import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { EXCHANGE, reportKey, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { ingestReports } from "../../control/ingest.ts";
 import { MAX_PROBLEM_MESSAGE_LENGTH, MAX_REPORT_BYTES } from "../../lib/report_rules.ts";
-import { controlCli, reportOf as report, uniqueNode } from "./support.ts";
+import { controlCli, freshInventory, reportOf as report, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
 import { within } from "../support/within.ts";
 
@@ -293,4 +293,37 @@ Deno.test(
         await check.close();
       }
     }),
+);
+
+Deno.test(
+  "ingest opens the database and the broker at once, and tells the database's failure first",
+  opts,
+  async () => {
+    // Neither answers: the database is named (as when it was opened first), not the broker.
+    const database = "postgres://postgres@127.0.0.1:1/inventory";
+    const broker = "amqp://guest:guest@127.0.0.1:1/";
+    const both = await controlCli(["ingest", "--drain"], {
+      MESH_DATABASE_URL: database,
+      MESH_BROKER_URL: broker,
+    });
+    assertEquals(both.code, 2, both.stderr);
+    assertEquals(both.stdout, "");
+    assertMatch(both.stderr, /^mesh-control: Cannot connect to database "postgres:\/\/[^"]*:1\//);
+    // Only the broker does not answer: it is named, and the open database does not keep the
+    // process from ending.
+    const inv = await freshInventory();
+    try {
+      const out = await within(
+        controlCli(["ingest", "--drain"], { MESH_DATABASE_URL: inv.url, MESH_BROKER_URL: broker }),
+        30_000,
+        "ingest with a broker that does not answer",
+      );
+      assertEquals(out.code, 2, out.stderr);
+      assertEquals(out.stdout, "");
+      assertMatch(out.stderr, /^mesh-control: .*127\.0\.0\.1:1/);
+      assert(!/database/i.test(out.stderr), out.stderr);
+    } finally {
+      await inv.drop();
+    }
+  },
 );
