@@ -656,6 +656,8 @@ async function partStatus(runs: number, dir: string) {
     },
   });
   const { readClock, readNodeStates } = await import("../control/inventory.ts");
+  const { NODES_PER_ROW } = await import("../control/read_rows.ts");
+  const STATE_ROWS = Math.ceil((STATUS_NODES + NEVER_SPOKE) / NODES_PER_ROW);
   const { DEFAULT_GRACE_MS } = await import("../control/state.ts");
   const report = await import("../control/report.ts");
   try {
@@ -767,8 +769,9 @@ async function partStatus(runs: number, dir: string) {
       if (out.code !== expectedCode) {
         throw new Error(`${row.label} exited with ${out.code}: ${out.stderr.trim().slice(-2000)}`);
       }
-      if (row.label === "psql count" && out.stdout.trim() !== String(STATUS_NODES + NEVER_SPOKE)) {
-        throw new Error(`psql count said ${out.stdout.trim()}`);
+      // The read's rows: one per NODES_PER_ROW nodes (control/read_rows.ts).
+      if (row.label === "psql count" && out.stdout.trim() !== String(STATE_ROWS)) {
+        throw new Error(`psql count said ${out.stdout.trim()}, not ${STATE_ROWS}`);
       }
       if (row.label === "status") {
         const first = out.stdout.split("\n")[0] ?? "";
