@@ -177,9 +177,13 @@ export interface Judged {
  */
 export function judge(node: NodeState, clock: Clock): Judged {
   const classified = classify(node);
-  const base = { said: classified.verdict, applied: classified.applied, total: classified.total };
+  const said = classified.verdict;
   const report = node.report;
-  if (report === undefined) return { verdict: classified.verdict, ...base };
+  // Built without spreading a shared part (judged for every node of the fleet, in code that
+  // runs once per command).
+  if (report === undefined) {
+    return { verdict: said, said, applied: classified.applied, total: classified.total };
+  }
   const intervalMs = report.intervalMs ?? DEFAULT_INTERVAL_MS;
   const allowedMs = silenceAllowanceMs(intervalMs, clock.graceMs);
   const quietMs = Math.max(0, clock.now.getTime() - report.receivedAt.getTime());
@@ -204,5 +208,5 @@ export function judge(node: NodeState, clock: Clock): Judged {
         break;
     }
   }
-  return { verdict, ...base, presence };
+  return { verdict, said, applied: classified.applied, total: classified.total, presence };
 }

@@ -49,18 +49,30 @@ export function parseDuration(text: string, options: { unit?: DurationUnit } = {
   return total;
 }
 
-/** Renders milliseconds for people, e.g. `13d 4h`, `5m 2s`, `0s`. */
+/** The units {@linkcode formatDuration} writes, largest first, and their seconds. */
+const FORMAT_UNITS = ["d", "h", "m", "s"] as const;
+const FORMAT_SECONDS = [86400, 3600, 60, 1] as const;
+
+/**
+ * Renders milliseconds for people, e.g. `13d 4h`, `5m 2s`, `0s`: the two largest units present,
+ * rounded to the second. Built without an array or iterator a call (`status` writes thousands of
+ * them, in code that runs once: 5 us a call when it built them, bench/README.md, "Session 9,
+ * statusq").
+ */
 export function formatDuration(ms: number): string {
   const neg = ms < 0;
   let rest = Math.abs(Math.round(ms / 1000));
-  const parts: string[] = [];
-  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]] as const) {
+  let s = "";
+  let parts = 0;
+  for (let i = 0; i < 4 && parts < 2; i++) {
+    const size = FORMAT_SECONDS[i]!;
     if (rest >= size) {
-      parts.push(`${Math.floor(rest / size)}${unit}`);
+      s += (parts === 0 ? "" : " ") + Math.floor(rest / size) + FORMAT_UNITS[i]!;
       rest %= size;
+      parts++;
     }
   }
-  const s = parts.slice(0, 2).join(" ") || "0s";
+  if (s === "") s = "0s";
   return neg ? `-${s}` : s;
 }
 
