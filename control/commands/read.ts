@@ -88,7 +88,9 @@ async (
         `wrote the board of ${board.nodes} node${board.nodes === 1 ? "" : "s"} to ${opts.html}\n`,
       );
     }
-    if (opts.json) out(json(report.boardJson(board)));
+    if (opts.json && source.kind === "primary") {
+      for (const part of report.boardJsonParts(board)) out(part);
+    } else if (opts.json) out(json(report.boardJson(board)));
     else if (opts.html === undefined) out(sourceText + report.boardText(board));
   } else {
     out(opts.json ? json(report.statusJson(board)) : sourceText + report.statusText(board));

@@ -31,6 +31,8 @@ import type { NodeState } from "../../control/inventory.ts";
 import {
   attentionMachines,
   behindMachines,
+  boardJson,
+  boardJsonParts,
   gatherBoard,
   gatherStatus,
   statusJson,
@@ -818,4 +820,6 @@ Deno.test("status's board says what the whole board says, over every verdict and
   assertEquals(attentionMachines(listed), attentionMachines(whole));
   assertEquals(behindMachines(listed), behindMachines(whole));
   assertEquals({ ...listed, machines: [] }, { ...whole, machines: [] });
+  // What board --json writes, in its two parts, is boardJson's text.
+  assertEquals(boardJsonParts(whole).join(""), boardJson(whole));
 });
