@@ -16,45 +16,23 @@ export const action: CommandAction<ControlContext> = async (ctx, _args, options)
   const opts = options as unknown as Connections & { drain?: boolean };
   const { out, err } = ctx;
   const { database, broker } = connect(ctx);
-  // The database, the first broker session and ingest's module at once: each is a round trip or
-  // more that the others need not wait for (a drain's start-up, bench/README.md). Every one
-  // settles before a failure is thrown, so what did open is in `ctx.cleanups` and closed; the
-  // database's failure is told first, as when it was opened first.
-  // The first session closing before the loop below watches it is seen as well.
-  let firstClosed = false;
-  const [opened, first, loaded] = await Promise.allSettled([
-    database(opts),
-    broker(opts, 0).then((session) => {
-      session.connection.once("close", () => firstClosed = true);
-      return session;
-    }),
-    import("../ingest.ts"),
-  ]);
-  if (opened.status === "rejected") throw opened.reason;
-  if (first.status === "rejected") throw first.reason;
-  if (loaded.status === "rejected") throw loaded.reason;
-  const sql = opened.value;
-  const { ingestReports } = loaded.value;
+  const sql = await database(opts);
+  const { ingestReports } = await import("../ingest.ts");
   const total = { ingested: 0, dropped: 0, duplicates: 0 };
   let startAt = 0;
-  let next: typeof first.value | undefined = first.value;
   await untilSignalled(async (signal) => {
     // A member that goes away is left for the next one (the reports it held unacknowledged
     // are delivered again there; a report recorded already is recorded once).
     for (let lost = 0;;) {
-      const session = next ?? await broker(opts, startAt);
-      const closedAlready = next !== undefined && firstClosed;
-      next = undefined;
+      const session = await broker(opts, startAt);
       const stop = new AbortController();
       const onAbort = () => stop.abort();
       signal.addEventListener("abort", onAbort);
       let closed = false;
-      const onClose = () => {
+      session.connection.once("close", () => {
         closed = true;
         stop.abort();
-      };
-      session.connection.once("close", onClose);
-      if (closedAlready) onClose();
+      });
       let result: Awaited<ReturnType<typeof ingestReports>> | undefined;
       try {
         result = await ingestReports(sql, session.channel, {

@@ -296,10 +296,10 @@ Deno.test(
 );
 
 Deno.test(
-  "ingest opens the database and the broker at once, and tells the database's failure first",
+  "ingest tells the database's failure first, and a broker that does not answer ends it with the database open",
   opts,
   async () => {
-    // Neither answers: the database is named (as when it was opened first), not the broker.
+    // Neither answers: the database (opened first) is named, not the broker.
     const database = "postgres://postgres@127.0.0.1:1/inventory";
     const broker = "amqp://guest:guest@127.0.0.1:1/";
     const both = await controlCli(["ingest", "--drain"], {
