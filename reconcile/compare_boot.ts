@@ -31,7 +31,7 @@ import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type BootObservation, type BootUnit, containerOf } from "./observe/boot.ts";
 import type { UnitFileState } from "./observe/systemd.ts";
-import { compareNames } from "./observe/name_order.ts";
+import { compareAccountKeys } from "./observe/name_order.ts";
 
 /** Why a unit in each unit file state does or does not start at boot (systemctl(1)). */
 export const BOOT_WORDS: Record<UnitFileState, "starts" | "if-pulled" | string> = {
@@ -241,7 +241,7 @@ export function compareBoot(registry: Registry, observation: Observation): Findi
     }
   }
 
-  for (const [key, reasons] of [...back].sort((a, b) => compareNames(a[0], b[0]))) {
+  for (const [key, reasons] of [...back].sort((a, b) => compareAccountKeys(a[0], b[0]))) {
     if (claimed.has(key)) continue;
     const account = key.slice(0, key.indexOf("/"));
     if (failed(account)) continue;

@@ -32,3 +32,16 @@ export function compareNames(a: string, b: string): number {
   }
   return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
+
+/**
+ * Compares two `account/name` keys (a container of an account): by account, then by name, each
+ * by {@linkcode compareNames}. Compared whole, `/` (after every plain character) would put
+ * `root2/a` before `root/a`. A key without `/` is all account.
+ */
+export function compareAccountKeys(a: string, b: string): number {
+  const i = a.indexOf("/");
+  const j = b.indexOf("/");
+  const [accountA, nameA] = i < 0 ? [a, ""] : [a.slice(0, i), a.slice(i + 1)];
+  const [accountB, nameB] = j < 0 ? [b, ""] : [b.slice(0, j), b.slice(j + 1)];
+  return compareNames(accountA, accountB) || compareNames(nameA, nameB);
+}

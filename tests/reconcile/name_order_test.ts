@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
-import { compareNames } from "../../reconcile/observe/name_order.ts";
+import { compareAccountKeys, compareNames } from "../../reconcile/observe/name_order.ts";
 import { rng } from "../support/rng.ts";
 
 const PLAIN = [..."_-$0123456789abcdefghijklmnopqrstuvwxyz"];
@@ -51,4 +51,11 @@ Deno.test("compareNames is a total order on any names, plain and not mixed", () 
     "B",
     "é",
   ]);
+});
+
+Deno.test("account/name keys order by account, then name", () => {
+  assertEquals(
+    ["root2/a", "root/c", "alice/b", "root/a", "root/B", "root"].sort(compareAccountKeys),
+    ["alice/b", "root", "root/a", "root/c", "root/B", "root2/a"],
+  );
 });
