@@ -6,10 +6,10 @@
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
-import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { EXCHANGE, MAX_INTERVAL_MS, reportKey, type ReportMessage } from "../../lib/broker.ts";
+import { openBroker } from "../../lib/amqp.ts";
+import { MAX_INTERVAL_MS, type ReportMessage } from "../../lib/broker.ts";
 import { ingestReports } from "../../control/ingest.ts";
-import { reportOf as report, uniqueNode } from "./support.ts";
+import { publishReports, reportOf as report, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
 
 /** PostgreSQL's largest integer, the type the insert casts `generation`, `applied`, `total` to. */
@@ -49,19 +49,7 @@ Deno.test(
         ...past.map(([, f], i) => report(node, { ...f, hostVersion: `past ${i}` })),
         healthy,
       ];
-      const s = await openBroker(vhost.amqp);
-      try {
-        await publishConfirmed(
-          s.channel,
-          bodies.map((r) => ({
-            exchange: EXCHANGE,
-            routingKey: reportKey(node),
-            body: new TextEncoder().encode(JSON.stringify(r)),
-          })),
-        );
-      } finally {
-        await s.close();
-      }
+      await publishReports(vhost.amqp, bodies.map((r) => [node, r]));
 
       const consumer = await openBroker(vhost.amqp);
       try {

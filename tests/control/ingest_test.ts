@@ -9,7 +9,13 @@ import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { EXCHANGE, reportKey, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { ingestReports } from "../../control/ingest.ts";
 import { MAX_PROBLEM_MESSAGE_LENGTH, MAX_REPORT_BYTES } from "../../lib/report_rules.ts";
-import { controlCli, freshInventory, reportOf as report, uniqueNode } from "./support.ts";
+import {
+  controlCli,
+  freshInventory,
+  publishReports,
+  reportOf as report,
+  uniqueNode,
+} from "./support.ts";
 import { withVhost } from "./vhost.ts";
 import { within } from "../support/within.ts";
 
@@ -141,18 +147,9 @@ Deno.test(
         const r = report(nodes[i % nodes.length]!);
         r.at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
         r.drift = { status: "unreadable", path: "/var/lib/mesh/drift.json", problem: `n${i}` };
-        return {
-          exchange: EXCHANGE,
-          routingKey: reportKey(r.node),
-          body: new TextEncoder().encode(JSON.stringify(r)),
-        };
+        return [r.node, r] as const;
       });
-      const s = await openBroker(vhost.amqp);
-      try {
-        await publishConfirmed(s.channel, messages);
-      } finally {
-        await s.close();
-      }
+      await publishReports(vhost.amqp, messages);
       const consumer = await openBroker(vhost.amqp);
       try {
         // Bounded: batches in flight waiting on each other in the wrong order would hang here.
@@ -209,19 +206,7 @@ Deno.test(
         end $$;
         create trigger refuse_failed before insert on reports
           for each row execute function refuse_failed();`);
-      const s = await openBroker(vhost.amqp);
-      try {
-        await publishConfirmed(
-          s.channel,
-          [good, refused].map((r) => ({
-            exchange: EXCHANGE,
-            routingKey: reportKey(node),
-            body: new TextEncoder().encode(JSON.stringify(r)),
-          })),
-        );
-      } finally {
-        await s.close();
-      }
+      await publishReports(vhost.amqp, [[node, good], [node, refused]]);
       const consumer = await openBroker(vhost.amqp);
       let failure: unknown;
       try {
@@ -256,21 +241,11 @@ Deno.test(
       // Valid JSON of a valid report, padded past the largest body a report may be.
       const text = JSON.stringify(report(node));
       const huge = text + " ".repeat(MAX_REPORT_BYTES + 1 - text.length);
-      const s = await openBroker(vhost.amqp);
-      try {
-        await publishConfirmed(
-          s.channel,
-          [JSON.stringify(long), huge, JSON.stringify(report(node, { generation: 2 }))].map((
-            body,
-          ) => ({
-            exchange: EXCHANGE,
-            routingKey: reportKey(node),
-            body: new TextEncoder().encode(body),
-          })),
-        );
-      } finally {
-        await s.close();
-      }
+      await publishReports(vhost.amqp, [
+        [node, long],
+        [node, huge],
+        [node, report(node, { generation: 2 })],
+      ]);
       const out = await controlCli(["ingest", "--drain"], vhost.env);
       assertEquals(out.code, 0, out.stderr);
       assertMatch(out.stdout, /ingested 1 report; dropped 2/);

@@ -8,14 +8,14 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { EXCHANGE, reportKey, type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
+import { openBroker } from "../../lib/amqp.ts";
+import { type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { journal, linkReport, sendJournaled } from "../../host/link.ts";
 import { actionApplier } from "../../host/resources/action.ts";
 import { debian } from "../../systems/debian.ts";
 import type { System } from "../../systems/mod.ts";
 import { applyResources } from "../host/support.ts";
-import { controlCli, reportOf, uniqueNode } from "./support.ts";
+import { controlCli, publishReports, reportOf, uniqueNode } from "./support.ts";
 import { enrollIn, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -134,19 +134,7 @@ Deno.test(
         [other, reportOf(other)],
         [old, reportOf(old, { generation: 2 })],
       ];
-      const s = await openBroker(vhost.amqp);
-      try {
-        await publishConfirmed(
-          s.channel,
-          bodies.map(([node, r]) => ({
-            exchange: EXCHANGE,
-            routingKey: reportKey(node),
-            body: new TextEncoder().encode(JSON.stringify(r)),
-          })),
-        );
-      } finally {
-        await s.close();
-      }
+      await publishReports(vhost.amqp, bodies);
       const out = await controlCli(["ingest", "--drain"], vhost.env);
       assertEquals(out.code, 0, out.stderr);
       assertMatch(out.stdout, /ingested 2 reports; dropped 5/);

@@ -10,7 +10,8 @@ import { cli, type CliResult } from "../support/mod.ts";
 import { assertEquals } from "../support/assert.ts";
 import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
 import { installShipped } from "../../control/shipped.ts";
-import type { ReportMessage } from "../../lib/broker.ts";
+import { EXCHANGE, reportKey, type ReportMessage } from "../../lib/broker.ts";
+import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 
 /** The test server (trust auth; docs/testing.md). */
 export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
@@ -113,4 +114,32 @@ export function reportOf(node: string, fields: Partial<ReportMessage> = {}): Rep
     problems: [],
     ...fields,
   };
+}
+
+/**
+ * Publishes each `[node, body]` to the reports exchange with routing key `report.<node>`, as a
+ * node's link does, confirmed by the broker (publisher confirms): every one is queued when this
+ * returns. A string body is sent as it is (text that is not a report's JSON); anything else as
+ * its JSON.
+ *
+ * @param amqpUrl the broker URL of the test's virtual host.
+ * @throws when the broker cannot be reached or refuses (nacks) a message.
+ */
+export async function publishReports(
+  amqpUrl: string,
+  reports: readonly (readonly [node: string, body: unknown])[],
+): Promise<void> {
+  const s = await openBroker(amqpUrl);
+  try {
+    await publishConfirmed(
+      s.channel,
+      reports.map(([node, body]) => ({
+        exchange: EXCHANGE,
+        routingKey: reportKey(node),
+        body: new TextEncoder().encode(typeof body === "string" ? body : JSON.stringify(body)),
+      })),
+    );
+  } finally {
+    await s.close();
+  }
 }
