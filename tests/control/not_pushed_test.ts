@@ -76,7 +76,7 @@ Deno.test(
   "a linked node never pushed is not pushed: no alarm, pushed by push --behind, silent when it stops",
   opts,
   async (t) => {
-    await withVhost(async (inv, vhost) => {
+    await withVhost(async (_inv, vhost) => {
       const dir = await Deno.makeTempDir({ prefix: "mesh-notpushed-" });
       const links = new Map<string, JsonLinesProcess<ReportMessage>>();
       const [withModule, bare, dead, phone] = ["mod", "bare", "dead", "phone"].map((p) =>
