@@ -19,8 +19,10 @@ import { classify, isAlarm, judge } from "../../control/state.ts";
 import type { NodeState } from "../../control/inventory.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
-/** Heard for 2 × 1 s + 3 s after the last report. */
+/** Heard for 2 × 1 s + 3 s after the last report: for the steps that wait for silence. */
 const GRACE = "3s";
+/** For the steps that read a fleet still reporting: a loaded machine is not taken for silence. */
+const LONG = "60s";
 
 function startLink(url: string, stateDir: string): JsonLinesProcess<ReportMessage> {
   return spawnJsonLines([
@@ -136,7 +138,7 @@ Deno.test(
               text.stdout,
               new RegExp(`${bare}\\s+not pushed\\s+0 of 0\\s+server\\s+never pushed`),
             );
-            const json = await controlCli(["status", "--json", "--grace", GRACE], vhost.env);
+            const json = await controlCli(["status", "--json", "--grace", LONG], vhost.env);
             assertEquals(json.code, 0, json.stderr);
             const parsed = JSON.parse(json.stdout);
             assertEquals(
@@ -155,8 +157,9 @@ Deno.test(
 
         await t.step("board text, --json and --html say it", async () => {
           const html = `${dir}/board.html`;
-          await mustControl(vhost.env, ["board", "--grace", GRACE, "--html", html]);
-          const out = await mustControl(vhost.env, ["board", "--grace", GRACE]);
+          await mustControl(vhost.env, ["ingest", "--drain"]);
+          await mustControl(vhost.env, ["board", "--grace", LONG, "--html", html]);
+          const out = await mustControl(vhost.env, ["board", "--grace", LONG]);
           assertStringIncludes(out.stdout, "4 not pushed");
           assertMatch(out.stdout, new RegExp(`${bare}\\s+not pushed`));
           const page = await Deno.readTextFile(html);
@@ -165,7 +168,7 @@ Deno.test(
             new RegExp(`<tr[^>]*data-node="${bare}"[^>]*data-verdict="not-pushed"`),
           );
           assertMatch(page, /data-count="declaration" data-verdict="not-pushed"/);
-          const json = await mustControl(vhost.env, ["board", "--json", "--grace", GRACE]);
+          const json = await mustControl(vhost.env, ["board", "--json", "--grace", LONG]);
           assert(!json.stdout.includes("null"), "a null in the board");
           assertEquals(JSON.parse(json.stdout).counts["not-pushed"], 4);
         });
