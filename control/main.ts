@@ -46,7 +46,7 @@ export const EXIT_CODES: readonly ExitCode[] = [
   {
     code: 1,
     meaning: "some nodes are not doing what they were told (refused, failed, silent, " +
-      "outstanding, never spoke; an episodic node away is no alarm)",
+      "outstanding, never spoke; an episodic node away, or a node not pushed, is no alarm)",
     commands: ["status"],
   },
   { code: 1, meaning: "the build failed", commands: ["module build"] },
