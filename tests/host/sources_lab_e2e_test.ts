@@ -188,7 +188,11 @@ Deno.test({
           ? rows
           : undefined;
       });
-      assert(seen.every((r) => r.outcome === "applied"), JSON.stringify(seen));
+      // Before the push its link reported that it held no declaration (`undeclared`, generation 0).
+      assert(
+        seen.every((r) => r.outcome === (r.generation === 0 ? "undeclared" : "applied")),
+        JSON.stringify(seen),
+      );
       assertEquals(classify((await readNodeStates(inv.sql, [node]))[0]!).verdict, "ok");
       await m.exec(["sh", "-c", 'kill -TERM "$(cat /run/mesh-link.pid)"']);
       const stopped = await link as { code: number | null; stderr: string };
