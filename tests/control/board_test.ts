@@ -57,6 +57,8 @@ const SILENT = "web-silent";
 const QUIET = "web-quiet";
 /** An episodic node last heard two hours ago, with generation 2 pushed since and waiting. */
 const AWAY = "phone-away";
+/** Linked and reporting that it holds no declaration; never pushed one. */
+const LINKED = "web-linked";
 const NEVER_SPOKE = [PUSHED_SILENT, SILENT];
 const NOT_OK = [REFUSED, FAILED, QUIET, OUTSTANDING, PUSHED_SILENT, SILENT];
 
@@ -75,6 +77,7 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     (${OK}, 'debian'), (${REFUSED}, 'debian'), (${FAILED}, 'alpine'), (${OUTSTANDING}, 'arch'),
     (${PUSHED_SILENT}, 'debian'), (${SILENT}, 'android'), (${QUIET}, 'debian')`;
   await sql`insert into nodes (name, system, kind) values (${AWAY}, 'android', 'episodic')`;
+  await sql`insert into nodes (name, system) values (${LINKED}, 'debian')`;
   await sql`insert into modules (name, version, digest, body, origin) values
     ('base', 1, ${digest("1")}, '{"version":1,"resources":[]}', 'handed-over'),
     ('extra', 2, ${digest("2")}, '{"version":1,"resources":[]}', 'handed-over')`;
@@ -99,6 +102,7 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     { id: "pkg-missing", message: FORGERY },
   ]);
   await report(inv, OUTSTANDING, 1, digest("d"), "applied", 8, []);
+  await report(inv, LINKED, 0, digest("5"), "undeclared", 0, []);
   // Heard two hours ago, by the control plane's clock; they said they report every minute.
   for (const [node, d] of [[QUIET, digest("0")], [AWAY, digest("3")]] as const) {
     await report(inv, node, 1, d, "applied", 8, []);
@@ -113,7 +117,7 @@ async function report(
   node: string,
   generation: number,
   declaration: string,
-  outcome: "applied" | "refused" | "failed",
+  outcome: "applied" | "refused" | "failed" | "undeclared",
   applied: number,
   problems: { id?: string; path?: string; message: string }[],
 ): Promise<void> {
@@ -313,10 +317,10 @@ Deno.test("board and status over an inventory with a node in every state", async
     const status = json(statusJ, "status --json");
     const byName = new Map(board.machines.map((m) => [m.name, m]));
 
-    await t.step("the estate is what was seeded (eight nodes, every verdict)", () => {
+    await t.step("the estate is what was seeded (nine nodes, every verdict)", () => {
       assertEquals([boardJ.code, boardT.code], [0, 0], "board exits 0 whatever it shows");
-      assertEquals(board.nodes, 8);
-      assertEquals(board.machines.length, 8);
+      assertEquals(board.nodes, 9);
+      assertEquals(board.machines.length, 9);
       assertEquals(
         Object.fromEntries(board.machines.map((m) => [m.name, m.verdict])),
         {
@@ -328,6 +332,7 @@ Deno.test("board and status over an inventory with a node in every state", async
           [SILENT]: "never-spoke",
           [QUIET]: "silent",
           [AWAY]: "away",
+          [LINKED]: "not-pushed",
         },
       );
       assertEquals(
@@ -530,7 +535,7 @@ Deno.test("board and status over an inventory with a node in every state", async
       assertEquals(statusJ.code, 1);
       const { blocks } = textBlocks(statusT.stdout);
       // The away node is listed (with when it was last heard), after the alarms, not behind.
-      assertEquals([...blocks.keys()].sort(), [...NOT_OK, AWAY].sort(), statusT.stdout);
+      assertEquals([...blocks.keys()].sort(), [...NOT_OK, AWAY, LINKED].sort(), statusT.stdout);
       assertEquals(textBlocks(statusT.stdout).order.at(-1), AWAY);
       for (const [name, words] of Object.entries(expected)) {
         const line = blocks.get(name)!.line;
@@ -543,7 +548,7 @@ Deno.test("board and status over an inventory with a node in every state", async
       assertEquals(status.behind, 6);
       assertEquals(
         Object.fromEntries(status.machines.map((m) => [m.name, m.words])),
-        { ...expected, [AWAY]: "away" },
+        { ...expected, [AWAY]: "away", [LINKED]: "not pushed" },
       );
     });
 
@@ -661,7 +666,7 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
     assertEquals(boardJ.code, 0, boardJ.stderr);
     const board = json(boardJ, "board --json");
     assertEquals([board.nodes, board.machines], [0, []]);
-    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0]);
+    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0, 0]);
     assertEquals([...walk(board)].filter((n) => n.value === null), []);
   } finally {
     await inv.drop();
@@ -802,6 +807,23 @@ Deno.test("status's board says what the whole board says, over every verdict and
         assertEquals(driftVerdict(stored, now), judgeDrift(stored, now).verdict, name);
       }
     }
+  }
+  // Linked and never pushed (its link says it holds no declaration), of both kinds.
+  for (const kind of ["server", "episodic"] as const) {
+    states.push({
+      name: `linked-${kind}`,
+      system: "debian",
+      kind,
+      enrolledAt: old,
+      modules: [],
+      report: reportOf({
+        generation: 0,
+        outcome: "undeclared",
+        applied: 0,
+        total: 0,
+        problems: [],
+      }),
+    });
   }
   const clock = { now, graceMs: 60_000 };
   const whole = gatherBoard(states, clock, drift);

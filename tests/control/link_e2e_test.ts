@@ -51,7 +51,14 @@ function startLink(
 
 /** Enrolls a node and returns its broker URL (printed once). */
 async function enroll(inv: TestInventory, node: string): Promise<string> {
-  const out = await mustControl(inv.env, ["node", "enroll", node, "--system", "debian"]);
+  const out = await mustControl(inv.env, [
+    "node",
+    "enroll",
+    node,
+    "--system",
+    "debian",
+    "--node-is-local",
+  ]);
   const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
   assert(url, `enroll printed no URL: ${out.stdout}`);
   return url;
@@ -119,10 +126,13 @@ Deno.test(
       links.push(startLink(healthyUrl, `${dir}/state-${healthy}`));
       links.push(startLink(brokenUrl, `${dir}/state-${broken}`));
 
-      await t.step("the first push --behind reaches both: never pushed, never spoke", async () => {
+      await t.step("the first push --behind reaches both: never pushed", async () => {
         const out = await mustControl(inv.env, ["push", "--behind"]);
-        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${healthy}: never pushed`));
-        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${broken}: never pushed`));
+        // Whether their links' first reports (no declaration yet) were recorded before it: either
+        // never heard, or heard and not pushed.
+        const why = "(never pushed, never spoke|linked and reporting, never pushed a declaration)";
+        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${healthy}: ${why}`));
+        assertMatch(out.stdout, new RegExp(`pushed generation 1 to ${broken}: ${why}`));
       });
 
       await t.step("the healthy node applies cleanly; the broken one fails 1 of 2", async () => {

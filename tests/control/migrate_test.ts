@@ -69,6 +69,7 @@ Deno.test("migrate applies every migration on a fresh database; a second run cha
       "removals",
       "reports",
       "schema_migrations",
+      "settings",
     ]);
     const before = await snapshot(inv.sql);
 
