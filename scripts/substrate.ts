@@ -59,12 +59,24 @@ async function ensureBase(log: (s: string) => void): Promise<string> {
     log(`debootstrap ${SUITE} (minbase) into ${dir}`);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     await Deno.mkdir(LAB_CACHE, { recursive: true });
-    await run(["debootstrap", "--variant=minbase", SUITE, dir, MIRROR], {
-      timeoutMs: 20 * 60_000,
-    });
-    await run(["chroot", dir, "apt-get", "clean"]);
-    await run(["sh", "-c", 'rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin', "sh", dir]);
-    await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+    try {
+      await run(["debootstrap", "--variant=minbase", SUITE, dir, MIRROR], {
+        timeoutMs: 20 * 60_000,
+      });
+      await run(["chroot", dir, "apt-get", "clean"]);
+      await run([
+        "sh",
+        "-c",
+        'rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin',
+        "sh",
+        dir,
+      ]);
+      await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+    } catch (error) {
+      // A root half built is of no use to the next run, which starts it again: not left behind.
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw error;
+    }
   }
   const tar = `${dir}.tar`;
   try {
@@ -270,8 +282,12 @@ async function ensureImage(
         JSON.stringify(SUITE)
       } org.opencontainers.image.title=${JSON.stringify(recipe.name)}\n`,
   );
-  await run(["podman", "build", "--quiet", "-t", image, "-f", label, context]);
-  await run(["podman", "rmi", stage], { allowFailure: true });
+  try {
+    await run(["podman", "build", "--quiet", "-t", image, "-f", label, context]);
+  } finally {
+    // The first stage is of no use once the second is built, or failed: not left behind.
+    await run(["podman", "rmi", stage], { allowFailure: true });
+  }
   log(`${image}: ${versions.stdout.trim()}`);
   return image;
 }
@@ -498,6 +514,19 @@ if (import.meta.main) {
   const insecure = parsed.values.insecure === true || loopback;
   const lock = parsed.values.lock ?? `${root}bundles/substrate-debian.lock`;
   const work = await Deno.makeTempDir({ prefix: "mesh-substrate-" });
+  // Interrupted (Ctrl-C, a service stopped), the run removes its work directory before it exits:
+  // an exit from a signal runs no finally.
+  const interrupted = (signal: "SIGINT" | "SIGTERM", code: number) => () => {
+    log(`${signal}: removing ${work}`);
+    try {
+      Deno.removeSync(work, { recursive: true });
+    } catch { /* already gone */ }
+    Deno.exit(code);
+  };
+  const onInt = interrupted("SIGINT", 130);
+  const onTerm = interrupted("SIGTERM", 143);
+  Deno.addSignalListener("SIGINT", onInt);
+  Deno.addSignalListener("SIGTERM", onTerm);
   try {
     const base = await ensureBase(log);
     const built: Record<string, string> = {};
@@ -519,8 +548,11 @@ if (import.meta.main) {
     console.log(JSON.stringify({ lock, images: built, sizes }, null, 2));
   } catch (error) {
     console.error(`deno task substrate: ${messageOf(error)}`);
-    Deno.exit(1);
+    // Not Deno.exit: it would leave before the finally below removed the work directory.
+    Deno.exitCode = 1;
   } finally {
     await Deno.remove(work, { recursive: true }).catch(() => {});
+    Deno.removeSignalListener("SIGINT", onInt);
+    Deno.removeSignalListener("SIGTERM", onTerm);
   }
 }
