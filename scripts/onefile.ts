@@ -325,7 +325,10 @@ if command -v flock >/dev/null 2>&1 && command -v grep >/dev/null 2>&1 &&
     (
       exec 3>&1 >/dev/null 2>&1 </dev/null
       for try in 1 2 3 4 5 6 7 8 9 10; do
-        : >>"$runtime_dir.lock" && : >>"$program_dir.lock" || exit 1
+        # Made by the first start that can write the cache; read by any start that can read it
+        # (a service running as another account from a cache root unpacked).
+        { [ -f "$runtime_dir.lock" ] || : >>"$runtime_dir.lock"; } &&
+          { [ -f "$program_dir.lock" ] || : >>"$program_dir.lock"; } || exit 1
         exec 8<"$runtime_dir.lock" 9<"$program_dir.lock"
         flock -s -w 600 8 && flock -s -w 600 9 || exit 1
         # A pruner removes a lock file while it holds it: then lock the new one.

@@ -114,17 +114,22 @@ export async function ensureLabImage(
 }
 
 /**
- * Runs `fn`, a long build stage, telling `say` that it starts, every
- * {@linkcode PROGRESS_HEARTBEAT_MS} that it still runs, and when it ended, with the time taken.
+ * Runs `fn`, a long build stage, telling `say` that it starts (`WHAT ...`), every `heartbeatMs`
+ * that it still runs (`WHAT: still running (N s)`), and when it ended (`WHAT: done (N s)` or
+ * `WHAT: failed (N s)`).
+ *
+ * @throws whatever `fn` throws, after saying it failed.
  */
-async function stage<T>(say: LabProgress, what: string, fn: () => Promise<T>): Promise<T> {
+export async function labStage<T>(
+  say: LabProgress,
+  what: string,
+  fn: () => Promise<T>,
+  heartbeatMs: number = PROGRESS_HEARTBEAT_MS,
+): Promise<T> {
   const started = Date.now();
   const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
   say(`${what} ...`);
-  const timer = setInterval(
-    () => say(`${what}: still running (${elapsed()})`),
-    PROGRESS_HEARTBEAT_MS,
-  );
+  const timer = setInterval(() => say(`${what}: still running (${elapsed()})`), heartbeatMs);
   try {
     const result = await fn();
     say(`${what}: done (${elapsed()})`);
@@ -165,7 +170,7 @@ async function buildLabImage(kind: LabKind, image: string, say: LabProgress): Pr
     await Deno.remove(root, { recursive: true }).catch(() => {});
     await Deno.mkdir(LAB_CACHE, { recursive: true });
     const { include, then } = BUILD[kind];
-    await stage(
+    await labStage(
       say,
       `${kind}: 1/4 debootstrap ${SUITE} from ${MIRROR} into ${root} (a few minutes)`,
       () =>
@@ -179,7 +184,7 @@ async function buildLabImage(kind: LabKind, image: string, say: LabProgress): Pr
         ], { timeoutMs: 15 * 60_000 }),
     );
     if (then.length > 0) {
-      await stage(say, `${kind}: 2/4 apt-get install ${then.join(" ")}`, () =>
+      await labStage(say, `${kind}: 2/4 apt-get install ${then.join(" ")}`, () =>
         run([
           "chroot",
           root,
@@ -205,12 +210,12 @@ async function buildLabImage(kind: LabKind, image: string, say: LabProgress): Pr
   }
   const tar = `${LAB_CACHE}/${kind}-${tag}-root.tar`;
   try {
-    await stage(
+    await labStage(
       say,
       `${kind}: 3/4 tar of ${root}`,
       () => run(["tar", "-C", root, "-cf", tar, "."], { timeoutMs: 10 * 60_000 }),
     );
-    await stage(
+    await labStage(
       say,
       `${kind}: 4/4 podman import as ${image}`,
       () =>
