@@ -355,7 +355,7 @@ drop() {
     exec 7<"$1.lock"
     flock -xn 7 || exit 0
     # The pattern from a file: grep's own command line would name the entry.
-    printf '%s/\n' "$1" >"$cache/.prune.$$" || exit 0
+    printf '%s/\\n' "$1" >"$cache/.prune.$$" || exit 0
     if ! grep -qsF -f "$cache/.prune.$$" /proc/[0-9]*/cmdline; then
       rm -rf "$1" && rm -f "$1.name" "$1.lock"
     fi
@@ -436,7 +436,7 @@ if ! program_ok "$program_dir" "$program_sha"; then
 fi
 # Which program and runtime this entry is for (the prune of another program leaves it).
 if [ -n "$held" ] && [ ! -f "$program_dir.name" ]; then
-  { printf '%s %s\n' "$name" "$runtime_sha" >"$program_dir.name.tmp.$$" &&
+  { printf '%s %s\\n' "$name" "$runtime_sha" >"$program_dir.name.tmp.$$" &&
     mv -f "$program_dir.name.tmp.$$" "$program_dir.name"; } 2>/dev/null || rm -f "$program_dir.name.tmp.$$"
 fi
 if [ -n "$held" ] && [ -n "$fresh" ]; then
