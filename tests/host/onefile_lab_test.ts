@@ -59,6 +59,51 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
       "ls /var/lib/mesh/runtime/runtime /var/lib/mesh/runtime/program",
     ]);
     assert(/[0-9a-f]{64}/.test(cached.stdout), cached.stdout);
+    // And keeps that cache tidy (the machinery a bare Debian has: flock, /proc): each program
+    // entry names its program; when a start unpacks what the cache lacked, an older version's
+    // entry goes. Installed as docs/launcher.md says, beside its known-good version.
+    const cache = "/var/lib/mesh/runtime";
+    const current = (await m.exec([
+      "find",
+      `${cache}/program`,
+      "-mindepth",
+      "1",
+      "-maxdepth",
+      "1",
+      "-type",
+      "d",
+      "-printf",
+      "%f\n",
+    ]))
+      .stdout.trim();
+    assert(/^[0-9a-f]{64}$/.test(current), `one program entry: ${current}`);
+    assertStringIncludes(
+      (await m.exec(["cat", `${cache}/program/${current}.name`])).stdout,
+      "mesh-host-debian-x86_64 ",
+    );
+    const older = "0".repeat(64);
+    await m.exec([
+      "sh",
+      "-c",
+      `set -e; install -D -m 0755 /usr/local/sbin/mesh-host /usr/lib/mesh/mesh-host-$(cat /var/lib/mesh/host/known-good)
+      cd ${cache}/program && cp -a ${current} ${older} && cp ${current}.name ${older}.name && rm -rf ${current}`,
+    ]);
+    assertEquals((await m.exec(["mesh-host", "--help"], { allowFailure: true })).code, 0);
+    assertEquals(
+      (await m.exec([
+        "find",
+        `${cache}/program`,
+        "-mindepth",
+        "1",
+        "-maxdepth",
+        "1",
+        "-printf",
+        "%f\n",
+      ]))
+        .stdout.trim().split("\n").sort(),
+      [current, `${current}.lock`, `${current}.name`],
+      "the older version's entry was not pruned",
+    );
   } finally {
     await m.destroy();
   }
