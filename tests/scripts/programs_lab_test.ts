@@ -275,6 +275,7 @@ systemctl daemon-reload`,
         const port = freePort();
         // The stamp of the clean run above (up, 0), or none when the VM's network drifted between
         // init and run (new: never stamped, 3): either is the server's answer, read by watch.
+        await m.exec(["mkdir", "-p", "/var/lib/mesh/reconcile"]);
         await m.exec([
           "systemd-run",
           "--unit",
