@@ -17,10 +17,12 @@
  *   (inventory), nothing else of the machine.
  * - `--allow-net`: the link's broker, at an address known only at run time.
  *
- * Not `--allow-all`: the host reads no path under `/proc`, `/sys` or `/dev`, which Deno opens
- * only to a program started with `--allow-all` (reconcile/permissions.ts says why mesh-reconcile
- * is). One place still asks: the OpenRC applier's `Deno.stat("/proc/PID")` (is a pidfile's
- * process alive, host/resources/service_openrc.ts), which Deno refuses under these permissions.
+ * Not `--allow-all`: the host's work reads no path under `/proc`, `/sys` or `/dev`, which Deno
+ * opens only to a program started with `--allow-all` itself (reconcile/permissions.ts says why
+ * mesh-reconcile is). A read there is refused under these permissions, whatever `--allow-read`
+ * says: the OpenRC applier's `Deno.stat("/proc/PID")` (is a pidfile's process alive,
+ * host/resources/service_openrc.ts) is such a read: in the built host it is refused, and the
+ * process is taken for gone (not yet changed; `kill -0` through the shell would ask without it).
  */
 export const HOST_PERMISSIONS: readonly string[] = [
   "--allow-read",
