@@ -8,10 +8,11 @@
 
 /**
  * - `--allow-run=git,podman,docker`: it clones a request's source (`git`) and builds and pushes
- *   with the machine's container runtime, detected by asking `docker` and `podman` (host/platform.ts);
- *   nothing else. Deno resolves each name on `PATH` when the program starts (lib/command.ts runs
- *   them by name), and one that is not installed is said on stderr at the start
- *   (`Failed to resolve 'docker' for allow-run`) and, when asked, refused like a missing program.
+ *   with the machine's container runtime, detected by asking `docker` and `podman`
+ *   (host/platform.ts); nothing else. Deno resolves each name on `PATH` when the program starts
+ *   (lib/command.ts runs them by name); one that is not installed (docker on a podman machine) is
+ *   not found when asked, as without the list (checked on Deno 2.9.6), so the probe says it is
+ *   absent, not refused.
  * - `--allow-read`, `--allow-write`: its work directory (`--work-dir`, any path the operator
  *   names), where each build's checkout and digest file live.
  * - `--allow-env`: its broker URL and the store's address (`MESH_BUILDER_*`, the store variable).
