@@ -387,8 +387,6 @@ git rev-parse HEAD`,
             "/srv/app.git",
             "--commit",
             commit,
-            "--branch",
-            "main",
           ]);
           assertMatch(
             built.stdout,
@@ -396,6 +394,8 @@ git rev-parse HEAD`,
           );
           const list = await control(["module", "list"]);
           assertStringIncludes(list.stdout, `${REGISTRY}/mesh/app@sha256:`);
+          // Its source asked with git (its default branch at build time, that branch's head now).
+          assertStringIncludes(list.stdout, "current");
           const journal = await m.exec(["journalctl", "-u", "probe-builder", "--no-pager", "-q"]);
           assertPermitted("mesh-builder", journal);
           await m.exec(["systemctl", "stop", "probe-builder.service"]);
