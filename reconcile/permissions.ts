@@ -22,13 +22,14 @@
  * `/proc/thread-self/net/tcp`, `/proc/1/net/tcp` (which is also another network namespace in a
  * container or a unit with its own network), `/proc/PID/status`, even a `readDir` of `/proc`.
  *
- * Reading them through subprocesses instead (`ss -tlnpe`, `ps -o cgroup`, `find -lname`) was
- * weighed and not taken: it would replace the kernel's own fixed table format by the prose of three
- * tools (`ss` gives neither the process's effective uid nor, on iproute2 6.1, a parsable cgroup),
- * and would buy no containment: the program already runs `podman`, `systemctl`, `git`, `caddy`
+ * Reading them through subprocesses instead (`ss -tlnpe` for the tables and their holders, `ps`
+ * for what a holder is: its effective uid, its cgroup) was weighed and not taken: it
+ * would replace the kernel's own fixed table format by the prose of two tools (rule 2, read what a
+ * tool says, multiplied), and neither is sure to be installed (the lab's Debian has no `ss`),
+ * and would buy no containment: the program already runs `podman`, `docker`, `systemctl`, `git`
  * and `runuser` as root, and `--allow-run=runuser` alone can run anything as anyone. What it does
  * with that access is what it is written to do: it reads the machine, runs those commands, speaks
  * HTTP (Caddy's admin API, `stamp serve`, `watch`), and writes only the files it is named
- * (`--registry`, `--result`, the stamp, `batch`'s units and state).
+ * (`--registry`, `--result`, `--stamp`, `--textfile`, `--state-dir`, `watch --state`).
  */
 export const RECONCILE_PERMISSIONS: readonly string[] = ["--allow-all"];
