@@ -9,6 +9,9 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { freePort, ROOT } from "../support/mod.ts";
 import { oneFileProgram } from "../support/onefile.ts";
+import { RECONCILE_PERMISSIONS } from "../../reconcile/permissions.ts";
+import { CONTROL_PERMISSIONS } from "../../control/permissions.ts";
+import { BUILDER_PERMISSIONS } from "../../builder/permissions.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -24,6 +27,36 @@ async function runFile(
   }).output();
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
+
+/**
+ * The permission flags on a one-file program's run line (its sh header, scripts/onefile.ts): the
+ * flags between `$run_flags \` and the program, as `deno run` is given them.
+ */
+async function headerPermissions(file: string): Promise<string[]> {
+  const f = await Deno.open(file);
+  try {
+    const head = new Uint8Array(16_384);
+    const n = (await f.read(head)) ?? 0;
+    const text = new TextDecoder("utf-8", { fatal: false }).decode(head.subarray(0, n));
+    const line = /\$run_flags \\\n\s*(.*?) "\$program_dir\/main\.js" "\$@"/.exec(text)?.[1];
+    if (line === undefined) throw new Error(`${file} has no run line in its header`);
+    return line.split(" ");
+  } finally {
+    f.close();
+  }
+}
+
+Deno.test("each one-file program carries the permissions declared beside its entry point", async () => {
+  const declared = {
+    reconcile: RECONCILE_PERMISSIONS,
+    control: CONTROL_PERMISSIONS,
+    builder: BUILDER_PERMISSIONS,
+  } as const;
+  for (const [program, permissions] of Object.entries(declared)) {
+    const file = await oneFileProgram(program as keyof typeof declared);
+    assertEquals(await headerPermissions(file), [...permissions], program);
+  }
+});
 
 /** The nobody account's argv prefix (setpriv from util-linux), as a dynamic user would run. */
 const AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"];
