@@ -20,9 +20,9 @@
  * Not `--allow-all`: the host's work reads no path under `/proc`, `/sys` or `/dev`, which Deno
  * opens only to a program started with `--allow-all` itself (reconcile/permissions.ts says why
  * mesh-reconcile is). A read there is refused under these permissions, whatever `--allow-read`
- * says: the OpenRC applier's `Deno.stat("/proc/PID")` (is a pidfile's process alive,
- * host/resources/service_openrc.ts) is such a read: in the built host it is refused, and the
- * process is taken for gone (not yet changed; `kill -0` through the shell would ask without it).
+ * says, so the OpenRC applier asks whether a pidfile's process is alive with `kill -0`
+ * (host/resources/service_openrc.ts), and the service contract's lab test runs the host with these
+ * permissions rather than `-A`.
  */
 export const HOST_PERMISSIONS: readonly string[] = [
   "--allow-read",

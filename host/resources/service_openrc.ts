@@ -192,8 +192,22 @@ async function deadDaemon(name: string, svcdir: string): Promise<string | undefi
   if (pid === undefined) {
     return `its pidfile ${path} holds no process id (${JSON.stringify(text.slice(0, 40))})`;
   }
-  const alive = await Deno.stat(`/proc/${pid}`).then(() => true, () => false);
-  return alive ? undefined : `its pidfile ${path} names process ${pid}, which is not running`;
+  return await processAlive(pid)
+    ? undefined
+    : `its pidfile ${path} names process ${pid}, which is not running`;
+}
+
+/**
+ * Whether process `pid` (decimal) exists, asked with the shell's `kill -0` (the host runs as
+ * root, so a process that exists is one it may signal). Not a stat of `/proc/PID`: Deno opens no
+ * path under `/proc` to a program started without `--allow-all`, which the built host is not
+ * (host/permissions.ts), and such a refusal must not read as "not running".
+ *
+ * @throws {ResourceError} when the shell cannot be run.
+ */
+async function processAlive(pid: string): Promise<boolean> {
+  const out = await read(["sh", "-c", 'kill -0 "$1" 2>/dev/null', "sh", pid]);
+  return out.code === 0;
 }
 
 async function statusOf(name: string, svcdir: string): Promise<ServiceStatus> {

@@ -24,6 +24,7 @@ import { parseShow } from "../../host/resources/service_systemd.ts";
 import { parseRunlevel, parseStatus } from "../../host/resources/service_openrc.ts";
 import { ResourceError } from "../../host/applier.ts";
 import type { CommandOutput } from "../../lib/command.ts";
+import { HOST_PERMISSIONS } from "../../host/permissions.ts";
 
 // --- without a lab -----------------------------------------------------------------------
 
@@ -305,7 +306,9 @@ async function apply(
     ...(options.wrap ?? []),
     "deno",
     "run",
-    "-A",
+    // The permissions the built host runs with, not -A: a read the shipped host is refused (a
+    // path under /proc) must fail here as it does on a node.
+    ...HOST_PERMISSIONS,
     "--quiet",
     "--config",
     "/mesh/deno.json",
