@@ -31,7 +31,9 @@ Deno.test("a long stderr is cut at the start of a line, never inside a word, and
     CommandError,
   );
   assert(
-    error.message.endsWith(": [... 2381 earlier bytes not shown] Error: initializing source: manifest unknown"),
+    error.message.endsWith(
+      ": [... 2381 earlier bytes not shown] Error: initializing source: manifest unknown",
+    ),
     error.message,
   );
   // One line longer than the budget: cut after a space, never inside a word.
