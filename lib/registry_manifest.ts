@@ -88,3 +88,19 @@ export async function manifestMissing(
   }
   return `the registry ${ref.registry} did not say it holds it (HEAD ${url} answered ${response.status} ${response.statusText})`;
 }
+
+/**
+ * Every image reference pinned by digest that `text` names with a registry
+ * (`HOST[:PORT]/NAME@sha256:<64 hex>`), each once, in order of first appearance: the images a
+ * bundle's containers pin and those its actions run (`podman run REF ...` in a shell command).
+ */
+export function pinnedReferences(text: string): string[] {
+  const found = new Set<string>();
+  const pattern =
+    /(?<![\w.\/:@-])([a-z0-9][a-z0-9.-]*(?::\d+)?\/[a-z0-9._\/-]+@sha256:[0-9a-f]{64})(?![0-9a-f])/g;
+  for (const m of text.matchAll(pattern)) {
+    const ref = splitPinned(m[1]!);
+    if (ref !== undefined && ref.registry !== "registry-1.docker.io") found.add(m[1]!);
+  }
+  return [...found];
+}

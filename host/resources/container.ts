@@ -492,6 +492,24 @@ export async function imageMissing(
     }: ${said})`;
 }
 
+/**
+ * {@linkcode imageMissing} asked once per image per source (the container and action appliers'
+ * `admit` share the answer through the apply's cache).
+ */
+export function imageMissingOnce(
+  runtime: Runtime | undefined,
+  image: string,
+  context: ApplyContext,
+): Promise<string | undefined> {
+  let asked = context.cache.get(IMAGES_KEY) as Map<string, Promise<string | undefined>> | undefined;
+  if (asked === undefined) context.cache.set(IMAGES_KEY, asked = new Map());
+  let why = asked.get(image);
+  if (why === undefined) asked.set(image, why = imageMissing(runtime, image));
+  return why;
+}
+
+const IMAGES_KEY = "container.images";
+
 /** Whether containers' registries.conf (or a file of registries.conf.d) marks `registry` insecure. */
 async function insecureRegistry(registry: string): Promise<boolean> {
   // podman's own order: CONTAINERS_REGISTRIES_CONF replaces the system file when set.
@@ -536,14 +554,13 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation, 
    * ({@linkcode imageMissing}, each distinct image once, side by side); a container already
    * running from this very declaration is not asked about (its image is in the store).
    */
-  async admit(resources, _context) {
+  async admit(resources, context) {
     const runtime = await containerRuntime().catch(() => undefined);
     const states = runtime === undefined
       ? new Map<string, ContainerState>()
       : await inspectContainers(runtime, resources.map((r) => r.name)).catch(() =>
         new Map<string, ContainerState>()
       );
-    const asked = new Map<string, Promise<string | undefined>>();
     const wanted: { resource: ContainerResource; why: Promise<string | undefined> }[] = [];
     for (const resource of resources) {
       if (!PINNED.test(resource.image)) continue; // its plan refuses it, naming why
@@ -552,9 +569,7 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation, 
         state !== undefined && state.running &&
         state.labels[DECLARATION_LABEL] === await containerDigest(resource)
       ) continue;
-      let why = asked.get(resource.image);
-      if (why === undefined) asked.set(resource.image, why = imageMissing(runtime, resource.image));
-      wanted.push({ resource, why });
+      wanted.push({ resource, why: imageMissingOnce(runtime, resource.image, context) });
     }
     const problems: { id: string; message: string }[] = [];
     for (const { resource, why } of wanted) {
