@@ -556,11 +556,15 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation, 
    */
   async admit(resources, context) {
     const runtime = await containerRuntime().catch(() => undefined);
-    const states = runtime === undefined
-      ? new Map<string, ContainerState>()
-      : await inspectContainers(runtime, resources.map((r) => r.name)).catch(() =>
-        new Map<string, ContainerState>()
-      );
+    let states = new Map<string, ContainerState>();
+    if (runtime !== undefined) {
+      const names = resources.map((r) => r.name);
+      try {
+        states = await inspectContainers(runtime, names);
+        // The same one inspect `observe` makes for the declaration: kept for it.
+        context.cache.set(CACHE_KEY, { asked: new Set(names), states } satisfies Seen);
+      } catch { /* observe asks again, and fails the resource with the reason */ }
+    }
     const wanted: { resource: ContainerResource; why: Promise<string | undefined> }[] = [];
     for (const resource of resources) {
       if (!PINNED.test(resource.image)) continue; // its plan refuses it, naming why

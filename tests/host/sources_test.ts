@@ -121,8 +121,7 @@ async function withWorld(
 }
 
 /** `mesh-host bundle` of the world's host (it takes no --declarations). */
-const bundleCmd = (w: World) =>
-  cli(w.entry.slice(ROOT.length), ["bundle", "--state-dir", w.state]);
+const bundleCmd = (w: World) => cli(w.entry.slice(ROOT.length), ["bundle", "--state-dir", w.state]);
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 const dir = (id: string, path: string) => ({ id, type: "directory", path, mode: "0755" });
 const file = (id: string, path: string, content: string) => ({
