@@ -10,6 +10,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { cli, ROOT } from "../support/mod.ts";
+import { declarationDigest } from "../../host/declaration.ts";
 
 interface Result {
   source: string;
@@ -406,6 +407,42 @@ Deno.test("reconcile --no-bundle keeps the local declarations and leaves the bun
     assertEquals(shown.code, 0, shown.stderr);
     assertStringIncludes(shown.stdout, "Not shown: this node joined a mesh");
     assert(!shown.stdout.includes("would create"), shown.stdout);
+
+    // Its own sources are its local declarations and the link's kept declaration (untrusted).
+    const linked = JSON.stringify({ version: 1, resources: [dir("linked", `${w.root}/linked`)] });
+    await Deno.mkdir(`${w.state}/link`, { recursive: true });
+    await Deno.writeTextFile(
+      `${w.state}/link/declaration.json`,
+      JSON.stringify({
+        kind: "declaration",
+        node: "web1",
+        generation: 3,
+        digest: await declarationDigest(linked),
+        pushedAt: new Date().toISOString(),
+        declaration: linked,
+      }),
+    );
+    const own = await w.reconcile();
+    assertEquals(own.code, 0, own.stderr);
+    assertEquals(own.results.map((r) => [r.source, r.outcome]), [["link", "applied"], [
+      "web",
+      "applied",
+    ]]);
+    assert(await exists(`${w.root}/linked`), "the link's kept declaration was not applied");
+    await Deno.remove(`${w.state}/link/declaration.json`);
+    await Deno.writeTextFile(
+      `${w.state}/link/declaration.json`,
+      JSON.stringify({
+        kind: "declaration",
+        node: "web1",
+        generation: 4,
+        digest: await declarationDigest('{"version":1,"resources":[]}'),
+        pushedAt: new Date().toISOString(),
+        declaration: '{"version":1,"resources":[]}',
+      }),
+    );
+    assertEquals((await w.reconcile()).code, 0);
+    assert(!(await exists(`${w.root}/linked`)), "the link's removed resource stayed");
 
     // Undone by removing the file (docs/mesh-host.md): the bundle is shown and taken again.
     await Deno.remove(`${w.state}/joined`);
