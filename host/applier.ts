@@ -194,6 +194,16 @@ export interface Applier<R extends Resource = Resource, O = unknown, P extends P
    */
   prepare?(resource: R, plan: P, context: ApplyContext): Prepared | undefined;
   /**
+   * Optional: what can be known, read-only, about every resource of this type in a source before
+   * anything of that source is applied (removals included). Each problem returned refuses the
+   * whole source, in a dry run and in the apply alike: nothing of it is applied and its footprint
+   * is untouched. The container applier asks here whether every pinned image can be had, so that
+   * a bundle is not applied up to its first missing image and stopped there.
+   *
+   * @returns one problem per resource that cannot be applied (its id and why); empty when all can.
+   */
+  admit?(resources: R[], context: ApplyContext): Promise<{ id: string; message: string }[]>;
+  /**
    * Removes what this host created for a footprint entry that is no longer declared; what it
    * took over is put back as it was when the original was saved (`restored`), or else left
    * (`forgotten`); what is already gone is `removed`, not an error.
@@ -237,7 +247,7 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
  * An applier whose module is loaded when one of its methods is first called: a dynamic import of
  * a static specifier, so a bundled or compiled host still carries it, while an apply whose
  * declaration never names its type does not load it. It has no `prepare` (only the path appliers
- * have one, and they are loaded with the host). A module that fails to load fails every call.
+ * have one, and they are loaded with the host); its `admit` is the module's, when it has one. A module that fails to load fails every call.
  */
 export function lazyApplier<R extends Resource, O, P extends Plan>(
   load: () => Promise<Applier<R, O, P>>,
@@ -250,5 +260,10 @@ export function lazyApplier<R extends Resource, O, P extends Plan>(
       await (await applier()).plan(resource, observed, context),
     act: async (resource, plan, context) => await (await applier()).act(resource, plan, context),
     remove: async (entry, context) => await (await applier()).remove(entry, context),
+    // Forwarded whether or not the module has one (it is not loaded yet to tell).
+    admit: async (resources, context) => {
+      const loaded = await applier();
+      return loaded.admit === undefined ? [] : await loaded.admit(resources, context);
+    },
   };
 }

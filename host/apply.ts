@@ -393,12 +393,19 @@ export async function applySources(
     // source's removals: a subject moving to a later source is never removed by an earlier one.
     for (const input of inputs) {
       if (results.has(input.name)) continue;
+      const context = contextOf(input, input.declaration!, store, options.dryRun ?? false, ids);
+      // What can be known before anything is done (every pinned image can be had): a problem
+      // refuses the whole source, its footprint untouched.
+      const inadmissible = await admit(input.declaration!, context, options.system);
+      if (inadmissible.length > 0) {
+        refuse(input, inadmissible);
+        continue;
+      }
       results.set(
         input.name,
-        await applyOne(input, input.declaration!, store, {
+        await applyOne(input, input.declaration!, store, context, {
           system: options.system,
           dryRun: options.dryRun ?? false,
-          ids,
           movedAway,
         }),
       );
@@ -430,22 +437,17 @@ export async function applySources(
   return inputs.map((i) => results.get(i.name)!);
 }
 
-/** Applies one accepted source on its own footprint: removal first, then each resource. */
-async function applyOne(
+/** The context one source's resources are observed, planned and applied in. */
+function contextOf(
   input: SourceInput,
   declaration: Declaration,
   store: Store,
-  options: { system: System; dryRun: boolean; ids: Ids; movedAway: Set<FootprintEntry> },
-): Promise<ApplyResult> {
+  dryRun: boolean,
+  ids: Ids,
+): ApplyContext {
   const source = input.name;
-  const total = declaration.resources.length;
-  const base = {
-    source,
-    declaration: input.digest,
-    ...(options.dryRun ? { dryRun: true } : {}),
-  };
-  const context: ApplyContext = {
-    dryRun: options.dryRun,
+  return {
+    dryRun,
     store: {
       source,
       find: (id, type, subject) => store.find(source, id, type, subject),
@@ -455,10 +457,48 @@ async function applyOne(
       saveOriginal: (subject, content) => store.saveOriginal(subject, content),
       readOriginal: (copy) => store.readOriginal(copy),
     },
-    ids: options.ids,
+    ids,
     declaration,
     written: new Set(),
     cache: new Map(),
+  };
+}
+
+/**
+ * Asks each applier that can (its `admit`) about the source's resources of its type at once,
+ * before anything of the source is done. Every problem is returned, in declaration order.
+ */
+async function admit(
+  declaration: Declaration,
+  context: ApplyContext,
+  system: System,
+): Promise<ApplyProblem[]> {
+  const problems: ApplyProblem[] = [];
+  const types = [...new Set(declaration.resources.map((r) => r.type))];
+  for (const type of types) {
+    const applier = system.appliers[type] as Applier | undefined;
+    if (applier?.admit === undefined) continue;
+    const of = declaration.resources.filter((r) => r.type === type);
+    problems.push(...await applier.admit(of, context));
+  }
+  const order = new Map(declaration.resources.map((r, i) => [r.id, i]));
+  return problems.sort((a, b) => (order.get(a.id ?? "") ?? 0) - (order.get(b.id ?? "") ?? 0));
+}
+
+/** Applies one accepted source on its own footprint: removal first, then each resource. */
+async function applyOne(
+  input: SourceInput,
+  declaration: Declaration,
+  store: Store,
+  context: ApplyContext,
+  options: { system: System; dryRun: boolean; movedAway: Set<FootprintEntry> },
+): Promise<ApplyResult> {
+  const source = input.name;
+  const total = declaration.resources.length;
+  const base = {
+    source,
+    declaration: input.digest,
+    ...(options.dryRun ? { dryRun: true } : {}),
   };
   const changes: ResourceChange[] = [];
   const problems: ApplyProblem[] = [];

@@ -41,6 +41,7 @@ import {
 import { declarationDigest } from "./declaration_base.ts";
 import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
+import { joinedText, recordJoined } from "./joined.ts";
 import type { System } from "../systems/mod.ts";
 
 /** The link's directory inside the state directory. */
@@ -391,6 +392,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   await serial(() => apply(undefined, "start"));
 
   let retry = options.retry;
+  let joinedKnown = false;
   let nextConnect = 0;
   let nextInterval = Date.now() + options.every;
   let nextResultLook = Date.now() + RESULT_LOOK_EVERY;
@@ -400,13 +402,27 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       if (options.signal.aborted) return { reason: "signal" };
       const now = Date.now();
       if (session === undefined && now >= nextConnect) {
+        let connected = false;
         try {
           await connect();
           retry = options.retry;
+          connected = true;
         } catch (error) {
           news(`${messageOf(error)}; retrying in ${Math.round(retry / 1000)} s`);
           nextConnect = Date.now() + retry;
           retry = Math.min(retry * 2, 60_000);
+        }
+        if (connected && !joinedKnown) {
+          // A node that did not take its bundle joined a mesh: recorded once, durably, so that
+          // no later reconcile raises a second substrate (host/joined.ts). A state directory
+          // that cannot be written stops the link (StoreError), never ignored.
+          const joined = await recordJoined(
+            options.stateDir,
+            "link",
+            session ? redactUrl((session as BrokerSession).url) : undefined,
+          );
+          if (joined !== undefined) news(`recorded that ${joinedText(joined, options.stateDir)}`);
+          joinedKnown = true;
         }
       }
       if (resultWatch !== undefined && kept !== undefined && now >= nextResultLook) {

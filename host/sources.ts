@@ -198,3 +198,30 @@ export function originOfFile(
 ): SourceOrigin {
   return file === join(declarationsDir, `${name}.json`) ? "declarations" : "command";
 }
+
+/**
+ * The link's kept declaration (`STATE/link/declaration.json`) as source `link`, untrusted (as the
+ * link applies it), or undefined when the link has kept none. Read by `reconcile` on a node that
+ * joined a mesh (host/joined.ts), whose own sources are its local declarations and this.
+ *
+ * @throws {StoreError} when the kept declaration exists and cannot be read (never taken as none).
+ */
+export async function keptLinkSource(stateDir: string): Promise<SourceInput | undefined> {
+  const { readKept, LINK_DIR, KEPT_FILE } = await import("./link.ts");
+  const kept = await readKept(join(stateDir, LINK_DIR, KEPT_FILE));
+  if (kept === undefined) return undefined;
+  const bytes = new TextEncoder().encode(kept.declaration);
+  const digest = await declarationDigest(bytes);
+  if (digest !== kept.digest) {
+    return {
+      name: "link",
+      origin: "link",
+      digest,
+      refused: [{
+        message:
+          `The kept declaration's digest is ${digest}, not the ${kept.digest} it was sent with`,
+      }],
+    };
+  }
+  return await readSource(bytes, { name: "link", origin: "link", trusted: false });
+}

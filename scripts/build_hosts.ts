@@ -1,5 +1,6 @@
 /**
- * `deno task hosts [--system NAME]... [--arch x86_64|aarch64]... [--out DIR] [--bundle FILE]`:
+ * `deno task hosts [--system NAME]... [--arch x86_64|aarch64]... [--out DIR] [--bundle FILE]
+ * [--insecure] [--skip-image-check]`:
  * builds each system's host into `DIR` (default `dist/`) as `mesh-host-<system>-<arch>`, one file
  * each, with the narrowest permissions that work: read and write (files, store), run (the tools
  * appliers drive), env (HOME for rootless tools), sys (uid, hostname), net (the link to the broker).
@@ -12,6 +13,12 @@
  * directory, its relative imports made absolute and its bundle import pointed at a copy of
  * `FILE` there; the directory is removed when the build ends. The output and `hosts.json` name the
  * bundle carried and its digest (sha256 of its declaration, as `mesh-host bundle` shows it).
+ *
+ * Before anything is built, every image a bundle to be embedded pins (the checkout's lock, or
+ * `FILE`) must be in its registry ({@linkcode checkImages}); otherwise exit 2 naming each image and
+ * `deno task substrate --registry ...` as the step to run first. `--insecure` asks a registry
+ * that is not on the loopback over plain HTTP; `--skip-image-check` builds anyway (hosts for a
+ * registry this machine cannot reach).
  *
  * Two forms of the same program (docs/mesh-host.md, "One file is the whole install"):
  *
@@ -32,6 +39,12 @@ import { parseArgs } from "node:util";
 import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { loadBundle } from "../host/bundle.ts";
+import {
+  isLoopback,
+  manifestMissing,
+  pinnedReferences,
+  splitPinned,
+} from "../lib/registry_manifest.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "./host_flags.ts";
 import { HOST_PERMISSIONS } from "../host/permissions.ts";
@@ -63,6 +76,8 @@ try {
       arch: { type: "string", multiple: true },
       out: { type: "string" },
       bundle: { type: "string" },
+      "skip-image-check": { type: "boolean" },
+      insecure: { type: "boolean" },
     },
     strict: true,
     allowPositionals: false,
@@ -70,6 +85,8 @@ try {
 } catch (error) {
   refuse(messageOf(error));
 }
+const insecure = parsed.values.insecure === true;
+const skipImageCheck = parsed.values["skip-image-check"] === true;
 const systems = parsed.values.system ?? [...SYSTEM_NAMES];
 for (const s of systems) {
   if (!(SYSTEM_NAMES as readonly string[]).includes(s)) {
@@ -168,6 +185,56 @@ if (parsed.values.bundle !== undefined) {
     );
   }
   given = await carriedBundle(parsed.values.bundle, systems[0]!);
+}
+
+/**
+ * Every image a bundle about to be embedded pins is in its registry: `HEAD /v2/NAME/manifests/
+ * DIGEST` (lib/registry_manifest.ts), over plain HTTP for a loopback registry or with
+ * `--insecure`, else HTTPS (as `deno task substrate` pushes). A host carrying a digest its
+ * registry lacks stops at its first container (issue 26: hosts built before `deno task
+ * substrate` pinned digests the registry never had). Refused with exit 2, nothing written,
+ * naming each image and the step to run first, unless `--skip-image-check` (a host built for a
+ * registry this machine cannot reach; the host itself checks again before it applies anything).
+ */
+async function checkImages(system: string, text: string, from: string): Promise<void> {
+  const bundle = await loadBundle(text, system as SystemName).catch(() => undefined);
+  if (bundle === undefined) return; // refused by the host's own validation, said elsewhere
+  // What its containers pin, and what its actions run (the substrate's schema step runs
+  // mesh-control's image): every pinned reference in its declaration.
+  const images = pinnedReferences(JSON.stringify(bundle.declaration));
+  const missing: string[] = [];
+  const registries = new Set<string>();
+  await Promise.all(images.map(async (image) => {
+    const ref = splitPinned(image);
+    const plainHttp = insecure ||
+      (ref !== undefined && isLoopback(ref.registry));
+    const why = await manifestMissing(image, { plainHttp });
+    if (why !== undefined) {
+      missing.push(`${image}: ${why}`);
+      if (ref !== undefined) registries.add(ref.registry);
+    }
+  }));
+  if (missing.length === 0) return;
+  missing.sort();
+  const lock = from === "" ? `bundles/substrate-${system}.lock` : from;
+  refuse(
+    `Cannot embed the ${system} bundle ${lock}: ${missing.length} of its ${images.length} ` +
+      `images cannot be had from their registry, so the host would stop at its first ` +
+      `container:\n${missing.map((m) => `  ${m}`).join("\n")}\n` +
+      `Run \`deno task substrate --registry ${[...registries].join(" (and ") || "HOST:PORT"}${
+        from === "" ? "" : ` --lock ${from}`
+      }\` first (it builds and pushes the images and ` +
+      `writes the lock with their digests), then build the hosts again; or, building hosts ` +
+      `for a registry this machine cannot reach, pass --skip-image-check.`,
+  );
+}
+
+if (!skipImageCheck) {
+  for (const system of systems) {
+    const text = given?.text ??
+      await Deno.readTextFile(`${root}bundles/substrate-${system}.lock`).catch(() => undefined);
+    if (text !== undefined) await checkImages(system, text, given?.carried.source ?? "");
+  }
 }
 await Deno.mkdir(out, { recursive: true });
 

@@ -9,6 +9,7 @@
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { applyDeclaration } from "../apply.ts";
 import { loadBundle } from "../bundle.ts";
+import { joinedText, readJoined } from "../joined.ts";
 import { applyText } from "../render.ts";
 import { DEFAULT_DECLARATIONS_DIR } from "../sources.ts";
 import { VERSION } from "../version.ts";
@@ -22,6 +23,28 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
   const opts = options as unknown as { json?: boolean; stateDir: string };
 
   const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
+  const joined = await readJoined(opts.stateDir);
+  if (joined !== undefined) {
+    // Never applied on a node that joined a mesh: there is no plan to show, and that is said.
+    const why = joinedText(joined, opts.stateDir);
+    ctx.out(
+      opts.json
+        ? JSON.stringify(
+          {
+            system: bundle.system,
+            says: bundle.says,
+            declaration: bundle.declaration,
+            joined,
+            why,
+          },
+          null,
+          2,
+        ) + "\n"
+        : `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\nNot shown: ${why}.\n`,
+    );
+    ctx.code = 0;
+    return;
+  }
   const result = await applyDeclaration(bundle.declaration, {
     system: ctx.build.system,
     stateDir: opts.stateDir,

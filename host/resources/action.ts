@@ -27,13 +27,19 @@ import {
   CommandError,
   type CommandOutput,
   formatArgv,
+  outputTail,
   run,
-  STDERR_TAIL_BYTES,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Action } from "../declaration.ts";
-import { containerRuntime, type ContainerState, inspectContainers } from "./container.ts";
+import {
+  containerRuntime,
+  type ContainerState,
+  imageMissingOnce,
+  inspectContainers,
+} from "./container.ts";
+import { pinnedReferences } from "../../lib/registry_manifest.ts";
 
 /** An `action` resource. */
 export type ActionResource = z.output<typeof Action>;
@@ -89,11 +95,7 @@ function notRunInside(out: CommandOutput): boolean {
 }
 
 function tail(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  const cut = bytes.length > STDERR_TAIL_BYTES
-    ? new TextDecoder().decode(bytes.slice(bytes.length - STDERR_TAIL_BYTES))
-    : text;
-  return cut.trim() || "(empty)";
+  return outputTail(text) || "(empty)";
 }
 
 function outputs(what: string, out: CommandOutput): string {
@@ -128,6 +130,31 @@ export type ActionPlan =
 
 /** The `action` applier. */
 export const actionApplier: Applier<ActionResource, ActionObservation, ActionPlan> = {
+  /**
+   * Every image an action's command or verify names pinned by digest (`podman run REF ...`, as
+   * the Debian bundle's schema step runs mesh-control) can be had, asked before anything of the
+   * source is applied, as for a container ({@linkcode imageMissingOnce}).
+   */
+  async admit(resources, context) {
+    const named = resources.flatMap((r) =>
+      pinnedReferences([...r.command, ...r.verify].join("\n")).map((image) => ({ r, image }))
+    );
+    if (named.length === 0) return [];
+    const runtime = await containerRuntime().catch(() => undefined);
+    const problems: { id: string; message: string }[] = [];
+    for (const { r, image } of named) {
+      const said = await imageMissingOnce(runtime, image, context);
+      if (said !== undefined) {
+        problems.push({
+          id: r.id,
+          message: `Cannot have image ${image}, which action "${r.id}" runs: ${said}; ` +
+            `nothing of this source was applied`,
+        });
+      }
+    }
+    return problems;
+  },
+
   async observe(resource) {
     if (resource.in !== undefined) {
       const runtime = await containerRuntime();

@@ -33,8 +33,15 @@
  */
 
 import type { z } from "zod";
-import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
+import {
+  CommandError,
+  type CommandOutput,
+  formatArgv,
+  outputTail,
+  run,
+} from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
+import { manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Container } from "../declaration.ts";
 import { declarationDigest } from "../declaration_base.ts";
@@ -275,7 +282,7 @@ async function logsTail(runtime: Runtime, id: string): Promise<string> {
     timeoutMs: PROBE_TIMEOUT_MS,
   }).catch(() => undefined);
   const text = `${out?.stdout ?? ""}${out?.stderr ?? ""}`.trim();
-  return text ? `; its last output: ${text.slice(-2000)}` : "";
+  return text ? `; its last output: ${outputTail(text)}` : "";
 }
 
 /**
@@ -424,6 +431,107 @@ function replaceReasons(
   return why;
 }
 
+/** How long asking a registry for one image's manifest may take. */
+export const MANIFEST_TIMEOUT_MS = 60_000;
+
+/**
+ * Why `image` cannot be had, or undefined when it can: it is in the runtime's image store
+ * (`podman image exists`, `docker image inspect`), or its registry answers for its manifest,
+ * asked through the runtime itself so that its registries.conf (insecure registries, mirrors) is
+ * honoured: `podman manifest inspect` (podman 4.3 answers a single image's manifest with "Treating
+ * single images as manifest lists is not implemented", which is the registry's answer that it
+ * holds it, read as such; "manifest unknown" is that it does not), `docker manifest inspect`.
+ * With no runtime (the Debian bundle installs podman itself), the registry is asked over HTTP(S)
+ * directly ({@linkcode manifestMissing}): plain HTTP when `/etc/containers/registries.conf` (or
+ * `CONTAINERS_REGISTRIES_CONF`, as podman reads it) or a file of `registries.conf.d` marks it
+ * `insecure`, else HTTPS; mirrors are not consulted then.
+ *
+ * @returns a clause saying why (the runtime's or the registry's own words), or undefined.
+ */
+export async function imageMissing(
+  runtime: Runtime | undefined,
+  image: string,
+): Promise<string | undefined> {
+  if (runtime === undefined) {
+    const ref = splitPinned(image);
+    const insecure = ref !== undefined && await insecureRegistry(ref.registry);
+    const why = await manifestMissing(image, {
+      plainHttp: insecure,
+      timeoutMs: MANIFEST_TIMEOUT_MS,
+    });
+    return why === undefined ? undefined : `no container runtime answers, and ${why}`;
+  }
+  const local = runtime.program === "podman"
+    ? [runtime.program, "image", "exists", image]
+    : [runtime.program, "image", "inspect", "--format", "{{.Id}}", image];
+  try {
+    const out = await run(local, { allowFailure: true, timeoutMs: PROBE_TIMEOUT_MS });
+    if (out.code === 0) return undefined;
+  } catch { /* not answered: the registry is asked below, and its answer is the verdict */ }
+  const argv = [runtime.program, "manifest", "inspect", image];
+  let out: CommandOutput;
+  try {
+    out = await run(argv, { allowFailure: true, timeoutMs: MANIFEST_TIMEOUT_MS });
+  } catch (error) {
+    return `it is not in ${runtime.program}'s image store, and its registry could not be asked: ${
+      messageOf(error)
+    }`;
+  }
+  if (out.code === 0) return undefined;
+  if (
+    runtime.program === "podman" &&
+    out.stderr.includes("Treating single images as manifest lists is not implemented")
+  ) return undefined;
+  const said = outputTail(out.stderr) || `exit code ${out.code}`;
+  return /manifest unknown/i.test(out.stderr)
+    ? `it is not in ${runtime.program}'s image store and its registry does not hold it (${
+      formatArgv(argv)
+    }: ${said})`
+    : `it is not in ${runtime.program}'s image store and its registry did not answer for it (${
+      formatArgv(argv)
+    }: ${said})`;
+}
+
+/**
+ * {@linkcode imageMissing} asked once per image per source (the container and action appliers'
+ * `admit` share the answer through the apply's cache).
+ */
+export function imageMissingOnce(
+  runtime: Runtime | undefined,
+  image: string,
+  context: ApplyContext,
+): Promise<string | undefined> {
+  let asked = context.cache.get(IMAGES_KEY) as Map<string, Promise<string | undefined>> | undefined;
+  if (asked === undefined) context.cache.set(IMAGES_KEY, asked = new Map());
+  let why = asked.get(image);
+  if (why === undefined) asked.set(image, why = imageMissing(runtime, image));
+  return why;
+}
+
+const IMAGES_KEY = "container.images";
+
+/** Whether containers' registries.conf (or a file of registries.conf.d) marks `registry` insecure. */
+async function insecureRegistry(registry: string): Promise<boolean> {
+  // podman's own order: CONTAINERS_REGISTRIES_CONF replaces the system file when set.
+  const files = [Deno.env.get("CONTAINERS_REGISTRIES_CONF") || "/etc/containers/registries.conf"];
+  try {
+    for await (const e of Deno.readDir("/etc/containers/registries.conf.d")) {
+      if (e.isFile && e.name.endsWith(".conf")) {
+        files.push(`/etc/containers/registries.conf.d/${e.name}`);
+      }
+    }
+  } catch { /* none */ }
+  for (const file of files) {
+    const text = await Deno.readTextFile(file).catch(() => "");
+    for (const block of text.split(/^\s*\[\[/m).slice(1)) {
+      if (!block.startsWith("registry]]")) continue;
+      const location = /^\s*location\s*=\s*"([^"]*)"/m.exec(block)?.[1];
+      if (location === registry && /^\s*insecure\s*=\s*true\b/m.test(block)) return true;
+    }
+  }
+  return false;
+}
+
 /** The `container` applier (docker or podman, whichever the machine has). */
 export const containerApplier: Applier<ContainerResource, ContainerObservation, ContainerPlan> = {
   async observe(resource, context) {
@@ -439,6 +547,47 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation, 
       context.cache.set(CACHE_KEY, seen);
     }
     return { runtime, state: seen.states.get(resource.name) };
+  },
+
+  /**
+   * Every pinned image of the source can be had, asked before anything of it is applied
+   * ({@linkcode imageMissing}, each distinct image once, side by side); a container already
+   * running from this very declaration is not asked about (its image is in the store).
+   */
+  async admit(resources, context) {
+    const runtime = await containerRuntime().catch(() => undefined);
+    let states = new Map<string, ContainerState>();
+    if (runtime !== undefined) {
+      const names = resources.map((r) => r.name);
+      try {
+        states = await inspectContainers(runtime, names);
+        // The same one inspect `observe` makes for the declaration: kept for it.
+        context.cache.set(CACHE_KEY, { asked: new Set(names), states } satisfies Seen);
+      } catch { /* observe asks again, and fails the resource with the reason */ }
+    }
+    const wanted: { resource: ContainerResource; why: Promise<string | undefined> }[] = [];
+    for (const resource of resources) {
+      if (!PINNED.test(resource.image)) continue; // its plan refuses it, naming why
+      const state = states.get(resource.name);
+      if (
+        state !== undefined && state.running &&
+        state.labels[DECLARATION_LABEL] === await containerDigest(resource)
+      ) continue;
+      wanted.push({ resource, why: imageMissingOnce(runtime, resource.image, context) });
+    }
+    const problems: { id: string; message: string }[] = [];
+    for (const { resource, why } of wanted) {
+      const said = await why;
+      if (said !== undefined) {
+        problems.push({
+          id: resource.id,
+          message:
+            `Cannot have image ${resource.image} for container "${resource.name}": ${said}; ` +
+            `nothing of this source was applied`,
+        });
+      }
+    }
+    return problems;
   },
 
   async plan(resource, { runtime, state }): Promise<ContainerPlan> {

@@ -335,6 +335,11 @@ Deno.test(
         "the link raised a bundle the node never took",
       );
       await link.kill();
+      // That node keeps that it joined a mesh (host/joined.ts): no later reconcile raises its
+      // bundle. Made a first node after all, by the documented undo: the record removed.
+      const joined = JSON.parse(await Deno.readTextFile(`${dir}/state/joined`));
+      assertEquals(joined.by, "link");
+      await Deno.remove(`${dir}/state/joined`);
       // The first node: raised from its bundle by reconcile, then linked: the link keeps both.
       const raised = await run([
         Deno.execPath(),

@@ -10,6 +10,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import {
   denoRun,
+  IMAGE,
   removeContainer,
   ROOT,
   startContainer,
@@ -45,6 +46,27 @@ const SERVE = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"];
 // The lab registry is plain HTTP: tests/support/mod.ts points podman at tests/lab/registries.conf.
 
 let pinned: string | undefined;
+/** The busybox image pushed as a Docker v2s2 manifest: in the registry, with another digest. */
+async function otherPinned(): Promise<string> {
+  await image();
+  const dir = await Deno.makeTempDir();
+  try {
+    await run([
+      "podman",
+      "push",
+      "--tls-verify=false",
+      "--format",
+      "v2s2",
+      "--digestfile",
+      `${dir}/digest`,
+      IMAGE,
+      `${REGISTRY}/mesh-busybox:v2s2`,
+    ]);
+    return `${REGISTRY}/mesh-busybox@${(await Deno.readTextFile(`${dir}/digest`)).trim()}`;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
 async function image(): Promise<string> {
   return pinned ??= await pinnedBusybox();
 }
@@ -182,7 +204,9 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
         id: "c",
         type: "container",
         name: "meshct-never",
-        image: `${REGISTRY}/mesh-busybox@sha256:${"a".repeat(64)}`,
+        // One the registry holds: asked over HTTP with no runtime (registries.conf says the
+        // registry is plain HTTP), it is admitted, and the plan fails naming both runtimes.
+        image: await image(),
       }],
     });
     const out = await subprocess(
@@ -337,21 +361,36 @@ Deno.test("a same-named container the host did not create fails, untouched; neve
   });
 });
 
-Deno.test("an image digest the registry does not have fails naming the cause", async () => {
+Deno.test("an image digest the registry does not have refuses the whole source before anything, naming each image", async () => {
   await withFixture(async (f) => {
     const name = f.name();
+    const other = f.name();
     const missing = `${REGISTRY}/mesh-busybox@sha256:${"0".repeat(64)}`;
-    const result = await f.apply([
+    const elsewhere = `${REGISTRY}/mesh-nothing@sha256:${"1".repeat(64)}`;
+    const dir = `${f.dir}/made-first`;
+    const resources = [
+      { id: "first", type: "directory", path: dir, mode: "0755" },
+      await f.container("ok", f.name()),
       await f.container("web", name, { image: missing, env: { TOKEN: "s3cr3t-value" } }),
-    ]);
-    assertEquals(result.outcome, "failed");
-    const message = problems(result);
-    assertStringIncludes(message, `Cannot create container "${name}" from ${missing}`);
-    assertStringIncludes(message, "manifest unknown");
-    assertStringIncludes(message, "exited with code");
-    assertStringIncludes(message, "TOKEN=***");
-    assert(!message.includes("s3cr3t-value"), "an environment value reached the message");
-    assertEquals(await inspect(name), undefined);
+      await f.container("db", other, { image: elsewhere }),
+    ];
+    for (const dryRun of [true, false]) {
+      const result = await f.apply(resources, { dryRun });
+      // Refused (exit 2), not failed part-way: the field's bundle stopped at 8 of 14.
+      assertEquals([result.outcome, result.applied], ["refused", 0], problems(result));
+      assertEquals(result.problems.map((p) => p.id), ["web", "db"]);
+      const message = problems(result);
+      assertStringIncludes(message, `web: Cannot have image ${missing} for container "${name}"`);
+      assertStringIncludes(message, `db: Cannot have image ${elsewhere} for container "${other}"`);
+      assertStringIncludes(message, "its registry does not hold it");
+      assertStringIncludes(message, "manifest unknown");
+      assertStringIncludes(message, "nothing of this source was applied");
+      assert(!message.includes("s3cr3t-value"), "an environment value reached the message");
+      assert(!(await Deno.stat(dir).then(() => true, () => false)), "the directory was made");
+      assertEquals(await inspect(name), undefined);
+      // Nothing recorded (no store written at all, or an empty one).
+      assertEquals(await f.store().catch(() => []), []);
+    }
   });
 });
 
@@ -394,7 +433,9 @@ Deno.test("a dry run changes nothing and says what would", async () => {
     const why = dryChange.changes.find((c) => c.id === "web")?.detail ?? "";
     assertStringIncludes(why, `replace container "${name}": environment X changed`);
     assert(!why.includes("X=1"), why);
-    const other = (await image()).replace(/@sha256:[0-9a-f]{64}$/, `@sha256:${"0".repeat(64)}`);
+    // Another image the registry holds (the same one pushed as a Docker v2s2 manifest): a
+    // digest it lacks is refused before any plan (the test above).
+    const other = await otherPinned();
     const dryImage = await f.apply([await f.container("web", name, { image: other })], {
       dryRun: true,
     });

@@ -8,6 +8,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 import { NATIVE_ARCH } from "../support/onefile.ts";
+import { pinnedBusybox, REGISTRY } from "../lab/mod.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -169,6 +170,72 @@ Deno.test("deno task hosts --bundle builds the host carrying that bundle, names 
 
     assertEquals(await listed(tmp), [], "temporary files were left behind");
     assertEquals(await checkout(), before, "the checkout changed");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task hosts refuses to embed a bundle pinning an image its registry lacks, naming deno task substrate; --skip-image-check builds anyway", async () => {
+  // The lab registry, as `deno task substrate --registry 127.0.0.1:5000` pushes to it.
+  const held = await pinnedBusybox();
+  const missing = `${REGISTRY}/mesh-postgres@sha256:${"0".repeat(64)}`;
+  const ran = `${REGISTRY}/mesh-control@sha256:${"1".repeat(64)}`;
+  const dir = await Deno.makeTempDir();
+  try {
+    const tmp = `${dir}/tmp`;
+    await Deno.mkdir(tmp);
+    const out = `${dir}/out`;
+    const lock = `${dir}/site.lock`;
+    await Deno.writeTextFile(
+      lock,
+      JSON.stringify({
+        bundle: 1,
+        system: "debian",
+        says: "pins one image the registry holds and two it lacks",
+        declaration: {
+          version: 1,
+          resources: [
+            { id: "held", type: "container", name: "meshhb-held", image: held },
+            { id: "store", type: "container", name: "meshhb-store", image: missing },
+            {
+              id: "schema",
+              type: "action",
+              command: ["sh", "-c", `exec podman run --rm ${ran} migrate`],
+              verify: ["true"],
+            },
+          ],
+        },
+      }),
+    );
+    const args = ["--system", "debian", "--arch", NATIVE_ARCH, "--out", out, "--bundle", lock];
+    const r = await build(args, tmp);
+    const said = decode(r.stderr);
+    assertEquals(r.code, 2, said);
+    assertStringIncludes(said, `Cannot embed the debian bundle ${lock}: 2 of its 3 images`);
+    assertStringIncludes(said, `  ${missing}: the registry ${REGISTRY} does not hold it`);
+    assertStringIncludes(said, `  ${ran}: the registry ${REGISTRY} does not hold it`);
+    assert(!said.includes(`  ${held}:`), said);
+    assertStringIncludes(said, `Run \`deno task substrate --registry ${REGISTRY} --lock ${lock}\``);
+    assertStringIncludes(said, "--skip-image-check");
+    assertEquals(await Deno.stat(out).then(() => true, () => false), false, "out was created");
+
+    // Told otherwise, it goes on to build (here with a runtime that does not run: exit 1, past
+    // the check, which would have exited 2).
+    const skipped = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--quiet",
+        `${ROOT}scripts/build_hosts.ts`,
+        ...args,
+        "--skip-image-check",
+      ],
+      env: { TMPDIR: tmp, DENORT_BIN: "/bin/true" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(skipped.code, 1, decode(skipped.stderr));
+    assertStringIncludes(decode(skipped.stderr), "was written but does not run");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -148,3 +148,66 @@ Deno.test("link: broker URLs that are not AMQP URLs are refused, each named", op
   );
   assert(!run.stderr.includes(":pw@"), run.stderr);
 });
+
+Deno.test(
+  "link: a broker that does not resolve or refuses is said, masked, and retried; the kept declaration still applies",
+  opts,
+  async () => {
+    for (
+      const [host, why] of [["broker.invalid:5672", /ENOTFOUND|resolve|lookup/i], [
+        "127.0.0.1:1",
+        /ECONNREFUSED/,
+      ]] as const
+    ) {
+      const dir = await Deno.makeTempDir({ prefix: "mesh-brokers-" });
+      const node = "lonely";
+      try {
+        await Deno.mkdir(`${dir}/state/link`, { recursive: true });
+        await Deno.writeTextFile(
+          `${dir}/state/link/declaration.json`,
+          JSON.stringify(await declaration(node, `${dir}/f`, "kept\n")),
+        );
+        const url = `amqp://${node}:pass-word-9@${host}/%2F`;
+        const run = await runLink(
+          ["--broker", url, "--state-dir", `${dir}/state`, "--every", "1h"],
+          (r, stderr) => r.length >= 1 && stderr.split("retrying in").length > 2,
+        );
+        // Still running when stopped (killed by the test, not exited on its own), and it applied.
+        assertEquals(await Deno.readTextFile(`${dir}/f`), "kept\n");
+        assertEquals(run.reports[0]!.trigger, "start");
+        const said = run.stderr.split("\n").filter((l) => l.includes("Cannot connect"));
+        assert(said.length >= 2, run.stderr);
+        for (const line of said) {
+          assert(
+            line.startsWith(
+              `mesh-host link: Cannot connect to broker "amqp://${node}:***@${host}/%2F": `,
+            ),
+            line,
+          );
+          assertMatch(line, why);
+          assertMatch(line, /; retrying in \d+ s$/);
+        }
+        assert(!run.stderr.includes("pass-word-9"), "a password was printed");
+        // Nothing lost: the kept declaration is where it was; never connected, so not "joined".
+        assertEquals(
+          JSON.parse(await Deno.readTextFile(`${dir}/state/link/declaration.json`)).generation,
+          1,
+        );
+        assert(!(await Deno.lstat(`${dir}/state/joined`).then(() => true, () => false)));
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    }
+    // One that cannot be parsed is refused at start (exit 2), its credential masked.
+    const bad = await cli("host/debian.ts", [
+      "link",
+      "--broker",
+      "amqp://lonely:pass-word-9@broker:99999/%2F",
+      "--state-dir",
+      "/tmp/mesh-none",
+    ]);
+    assertEquals(bad.code, 2, bad.stderr);
+    assertMatch(bad.stderr, /broker 1 \("amqp:\/\/lonely:\*\*\*@broker:99999\/%2F"\) is not a URL/);
+    assert(!bad.stderr.includes("pass-word-9"), bad.stderr);
+  },
+);

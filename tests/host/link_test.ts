@@ -121,6 +121,18 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
       assertEquals(kept.generation, 2);
     });
 
+    await t.step(
+      "having connected, the node keeps that it joined a mesh (STATE/joined)",
+      async () => {
+        // host_no_bundle's store holds no source "bundle": not a first node.
+        const joined = JSON.parse(await Deno.readTextFile(`${state}/joined`));
+        assertEquals([joined.joined, joined.by], [1, "link"]);
+        assertMatch(joined.broker, /^amqp:\/\/[^:]+:\*\*\*@127\.0\.0\.1:5672\//);
+        assert(!JSON.stringify(joined).includes(new URL(account.url).password), "a password kept");
+        assertEquals((await Deno.stat(`${state}/joined`)).mode! & 0o777, 0o600);
+      },
+    );
+
     await t.step("the kept declaration is applied at start, undoing drift", async () => {
       await Deno.writeTextFile(`${dir}/f`, "drifted\n");
       const run = await link((r) => r.length >= 1);

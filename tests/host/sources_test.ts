@@ -10,6 +10,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { cli, ROOT } from "../support/mod.ts";
+import { declarationDigest } from "../../host/declaration.ts";
 
 interface Result {
   source: string;
@@ -120,6 +121,8 @@ async function withWorld(
   }
 }
 
+/** `mesh-host bundle` of the world's host (it takes no --declarations). */
+const bundleCmd = (w: World) => cli(w.entry.slice(ROOT.length), ["bundle", "--state-dir", w.state]);
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 const dir = (id: string, path: string) => ({ id, type: "directory", path, mode: "0755" });
 const file = (id: string, path: string, content: string) => ({
@@ -387,8 +390,68 @@ Deno.test("reconcile --no-bundle keeps the local declarations and leaves the bun
     assert(!(await exists(`${w.root}/mesh`)), "the bundle was applied despite --no-bundle");
     assertEquals((await w.owned()).map((e) => e.source), ["web"]);
 
+    // That node joined a mesh, and keeps that fact: a plain reconcile, its dry run and `bundle`
+    // never speak of the carried bundle again (issue 26: a joined node's dry run offered to
+    // raise a second substrate), and say why.
+    const joined = JSON.parse(await Deno.readTextFile(`${w.state}/joined`));
+    assertEquals([joined.joined, joined.by], [1, "reconcile --no-bundle"]);
+    for (const args of [["reconcile", "--dry-run", "--json"], ["reconcile", "--json"]]) {
+      const r = await w.host(args);
+      assertEquals(r.code, 0, r.stderr);
+      assert(!r.stdout.includes('"source":"bundle"'), r.stdout);
+      assertStringIncludes(r.stderr, "this node joined a mesh");
+      assertStringIncludes(r.stderr, `remove that file`);
+    }
+    assert(!(await exists(`${w.root}/mesh`)), "a joined node applied the bundle");
+    const shown = await bundleCmd(w);
+    assertEquals(shown.code, 0, shown.stderr);
+    assertStringIncludes(shown.stdout, "Not shown: this node joined a mesh");
+    assert(!shown.stdout.includes("would create"), shown.stdout);
+
+    // Its own sources are its local declarations and the link's kept declaration (untrusted).
+    const linked = JSON.stringify({ version: 1, resources: [dir("linked", `${w.root}/linked`)] });
+    await Deno.mkdir(`${w.state}/link`, { recursive: true });
+    await Deno.writeTextFile(
+      `${w.state}/link/declaration.json`,
+      JSON.stringify({
+        kind: "declaration",
+        node: "web1",
+        generation: 3,
+        digest: await declarationDigest(linked),
+        pushedAt: new Date().toISOString(),
+        declaration: linked,
+      }),
+    );
+    const own = await w.reconcile();
+    assertEquals(own.code, 0, own.stderr);
+    assertEquals(own.results.map((r) => [r.source, r.outcome]), [["link", "applied"], [
+      "web",
+      "applied",
+    ]]);
+    assert(await exists(`${w.root}/linked`), "the link's kept declaration was not applied");
+    await Deno.remove(`${w.state}/link/declaration.json`);
+    await Deno.writeTextFile(
+      `${w.state}/link/declaration.json`,
+      JSON.stringify({
+        kind: "declaration",
+        node: "web1",
+        generation: 4,
+        digest: await declarationDigest('{"version":1,"resources":[]}'),
+        pushedAt: new Date().toISOString(),
+        declaration: '{"version":1,"resources":[]}',
+      }),
+    );
+    assertEquals((await w.reconcile()).code, 0);
+    assert(!(await exists(`${w.root}/linked`)), "the link's removed resource stayed");
+
+    // Undone by removing the file (docs/mesh-host.md): the bundle is shown and taken again.
+    await Deno.remove(`${w.state}/joined`);
+    const plan = await bundleCmd(w);
+    assertEquals(plan.code, 4, plan.stderr);
+    assertStringIncludes(plan.stdout, "would create");
+
     // A node that took its bundle and then runs --no-bundle: the bundle's footprint is left as
-    // it is (neither applied nor removed).
+    // it is (neither applied nor removed), and it is not recorded as joined (a first node).
     const taken = await w.reconcile();
     assertEquals(taken.code, 0, taken.stderr);
     assert(await exists(`${w.root}/mesh`));
@@ -400,10 +463,24 @@ Deno.test("reconcile --no-bundle keeps the local declarations and leaves the bun
     assert(await exists(`${w.root}/mesh`), "--no-bundle removed the bundle's work");
     assert(!(await exists(`${w.root}/web`)), "a removed local declaration leaves");
     assertEquals((await w.owned()).map((e) => e.source), ["bundle"]);
+    assert(!(await exists(`${w.state}/joined`)), "a node that took its bundle was marked joined");
 
     // Nothing to keep is said, not refused: a declaration put there later is seen then.
     const nothing = await w.host(["reconcile", "--no-bundle"]);
     assertEquals(nothing.code, 0, nothing.stderr);
     assertStringIncludes(nothing.stderr, "nothing to reconcile");
+  });
+});
+
+Deno.test("a joined record that cannot be read stops the host (exit 3), never taken as absent", async () => {
+  await withWorld(bundleOf, async (w) => {
+    await Deno.mkdir(w.state, { recursive: true });
+    await Deno.writeTextFile(`${w.state}/joined`, "{not json");
+    for (const args of [["reconcile"], ["reconcile", "--dry-run"], ["bundle"]]) {
+      const r = args[0] === "bundle" ? await bundleCmd(w) : await w.host(args);
+      assertEquals(r.code, 3, `${args.join(" ")}: ${r.stderr}`);
+      assertStringIncludes(r.stderr, `Cannot read "${w.state}/joined"`);
+    }
+    assert(!(await exists(`${w.root}/mesh`)), "the bundle was applied");
   });
 });

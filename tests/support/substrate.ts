@@ -124,11 +124,15 @@ const hosts = new Map<string, Promise<SubstrateHost>>();
 /**
  * Builds (once per process and lock) the one-file debian host for this machine carrying `lock`,
  * with `deno task hosts --system debian --bundle LOCK`, into a temporary directory removed when
- * the process ends.
+ * the process ends. `skipImageCheck` builds a lock pinning an image the registry lacks (a broken
+ * bundle, on purpose), which the build otherwise refuses.
  *
  * @throws {CommandError} when the build fails or refuses the lock.
  */
-export function substrateHost(lock: string): Promise<SubstrateHost> {
+export function substrateHost(
+  lock: string,
+  options: { skipImageCheck?: boolean } = {},
+): Promise<SubstrateHost> {
   let host = hosts.get(lock);
   if (host === undefined) {
     host = (async () => {
@@ -148,6 +152,7 @@ export function substrateHost(lock: string): Promise<SubstrateHost> {
         out,
         "--bundle",
         lock,
+        ...(options.skipImageCheck ? ["--skip-image-check"] : []),
       ], { timeoutMs: 15 * 60_000 });
       return { path: `${out}/mesh-host-debian-${NATIVE_ARCH}`, said: r.stdout };
     })();
