@@ -19,7 +19,14 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
-import { bootLab, type LabKind, type LabMachine, registryForBridge, waitForInit } from "./mod.ts";
+import {
+  bootLab,
+  type LabKind,
+  type LabMachine,
+  rebootLab,
+  registryForBridge,
+  waitForInit,
+} from "./mod.ts";
 import { MIGRATIONS } from "../../control/db.ts";
 import { run } from "../../lib/command.ts";
 import { freshSubstrateLock, substrateHost } from "../support/substrate.ts";
@@ -78,14 +85,18 @@ Deno.test({
         ["fleet-second", "systemd", `${subnet}.11`],
         ["fleet-third", "openrc", `${subnet}.12`],
       ];
-      const machines = await Promise.all(
+      const booted = await Promise.allSettled(
         plan.map(([name, kind, ip]) =>
           bootLab(kind, { bare: true, network, ip, name: `mesh-lab-${name}-${tag}` })
         ),
       );
-      plan.forEach(([name, kind, address], i) =>
-        nodes.push({ name, kind, address, machine: machines[i]! })
-      );
+      // Every machine that came up is in `nodes`, so that `finally` removes it.
+      booted.forEach((b, i) => {
+        const [name, kind, address] = plan[i]!;
+        if (b.status === "fulfilled") nodes.push({ name, kind, address, machine: b.value });
+      });
+      const refused = booted.find((b) => b.status === "rejected");
+      if (refused) throw (refused as PromiseRejectedResult).reason;
       const first = nodes[0]!;
       stopForwarder = await registryForBridge(first.machine, network);
 
@@ -135,10 +146,12 @@ Deno.test({
             `${forNode && forNode !== on ? ` for ${forNode.name}` : ""}: exit ${r.code}, ${took}s`,
         );
         if (r.code !== 0) {
+          // The step and what it said, with no node's broker password in the test's output.
+          const hide = (said: string) => said.replace(/(amqps?:\/\/[^:\s]+:)[^@\s]+@/g, "$1***@");
           throw new Error(
             `The step at ${PAGE} line ${block.line} (${block.target}) failed on ${on.name}` +
-              `${forNode ? ` for ${forNode.name}` : ""} (exit ${r.code}):\n${text}\n` +
-              `--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`,
+              `${forNode ? ` for ${forNode.name}` : ""} (exit ${r.code}):\n${hide(text)}\n` +
+              `--- stdout\n${hide(r.stdout)}\n--- stderr\n${hide(r.stderr)}`,
           );
         }
         if (forNode) {
@@ -260,21 +273,22 @@ Deno.test({
       ])).stdout + JSON.stringify(await board());
       assert(!said.includes(store) && !said.includes(broker), "a credential leaked");
       assert(!lock.text.includes(store) && !lock.text.includes(broker));
-      const rows = (await first.machine.exec([
-        "podman",
-        "exec",
-        "-u",
-        "postgres",
-        "mesh-store",
-        "psql",
-        "-X",
-        "-At",
-        "-d",
-        "inventory",
-        "-c",
-        "select string_agg(name, ',' order by name) from schema_migrations",
-      ])).stdout.trim();
-      assertEquals(rows, MIGRATIONS.map((m) => m.name).join(","));
+      const schemaRows = async () =>
+        (await first.machine.exec([
+          "podman",
+          "exec",
+          "-u",
+          "postgres",
+          "mesh-store",
+          "psql",
+          "-X",
+          "-At",
+          "-d",
+          "inventory",
+          "-c",
+          "select string_agg(name, ',' order by name) from schema_migrations",
+        ])).stdout.trim();
+      assertEquals(await schemaRows(), MIGRATIONS.map((m) => m.name).join(","));
       // The nodes that joined never took the substrate they carry.
       for (const node of nodes.slice(1)) {
         const ps = await node.machine.exec(["podman", "ps", "-a", "--format", "{{.Names}}"], {
@@ -329,6 +343,53 @@ Deno.test({
       console.log(
         `${stopped.name} started again: recovered after ` +
           `${((performance.now() - restartedAt) / 1000).toFixed(0)}s`,
+      );
+
+      // The first node rebooted: the init brings the substrate's containers back (restart policy
+      // always, podman-restart.service), the inventory keeps its schema, the broker answers, and
+      // the whole fleet converges again, watched.
+      await rebootLab(first.machine);
+      const rebootedAt = performance.now();
+      const up = await first.machine.exec(["podman", "ps", "--format", "{{.Names}} {{.Status}}"]);
+      assert(/^mesh-store Up/m.test(up.stdout) && /^mesh-broker Up/m.test(up.stdout), up.stdout);
+      let answered = "";
+      for (let i = 0; i < 120 && answered === ""; i++) {
+        const probe = await mc("broker check --topology");
+        if (probe.code === 0) answered = probe.stdout;
+        else await sleep(1000);
+      }
+      assert(answered.includes("management API answering"), `after the reboot: ${answered}`);
+      assertEquals(await schemaRows(), MIGRATIONS.map((m) => m.name).join(","));
+      // The carried bundle, applied again after the reboot beside the running link, three
+      // times: nothing to change; and the host owns both what the bundle and the link applied.
+      for (let i = 0; i < 3; i++) {
+        const r = await first.machine.exec(["/usr/lib/mesh/mesh-host", "reconcile", "--json"], {
+          allowFailure: true,
+          timeoutMs: 600_000,
+        });
+        const result = JSON.parse(r.stdout || "{}") as { changes?: { change: string }[] };
+        const changed = (result.changes ?? []).filter((c) => c.change !== "unchanged");
+        assertEquals([r.code, changed], [0, []], r.stdout + r.stderr);
+      }
+      const owned = JSON.parse(
+        (await first.machine.exec(["/usr/lib/mesh/mesh-host", "owned", "--json"])).stdout,
+      ) as { source: string }[] | { resources: { source: string }[] };
+      const sources = new Set(
+        (Array.isArray(owned) ? owned : owned.resources).map((r) => r.source),
+      );
+      assert(sources.has("bundle") && sources.has("link"), `owned: ${[...sources]}`);
+      while ((performance.now() - rebootedAt) / 1000 < recoverWithin) {
+        states = await fleetState().catch((e) => [String(e)]);
+        if (converged(states)) break;
+        await sleep(3000);
+      }
+      assert(
+        converged(states),
+        `the fleet did not converge after the reboot: ${states.join("; ")}`,
+      );
+      console.log(
+        `${first.name} rebooted: the fleet converged again after ` +
+          `${((performance.now() - rebootedAt) / 1000).toFixed(0)}s`,
       );
     } finally {
       stopForwarder();
