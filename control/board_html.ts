@@ -49,6 +49,7 @@ const VERDICT_TONE: Record<Verdict, Tone> = {
   "away": "quiet",
   "outstanding": "warn",
   "never-spoke": "quiet",
+  "not-pushed": "quiet",
   "ok": "good",
 };
 

@@ -13,6 +13,8 @@ import m0003 from "./migrations/0003_fleet_truth.sql" with { type: "text" };
 import m0004 from "./migrations/0004_drift.sql" with { type: "text" };
 import m0005 from "./migrations/0005_scale_out.sql" with { type: "text" };
 import m0006 from "./migrations/0006_node_state.sql" with { type: "text" };
+import m0007 from "./migrations/0007_settings.sql" with { type: "text" };
+import m0008 from "./migrations/0008_not_pushed.sql" with { type: "text" };
 
 /** A connected inventory database (postgres.js). */
 export type Sql = postgres.Sql;
@@ -33,6 +35,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0004_drift", sql: m0004 },
   { name: "0005_scale_out", sql: m0005 },
   { name: "0006_node_state", sql: m0006 },
+  { name: "0007_settings", sql: m0007 },
+  { name: "0008_not_pushed", sql: m0008 },
 ];
 
 /** The inventory cannot be reached, is not migrated, or refused an operation. */

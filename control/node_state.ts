@@ -23,7 +23,8 @@ export interface CurrentDeclaration {
 export interface LastReport {
   generation: number;
   digest: string;
-  outcome: "applied" | "refused" | "failed";
+  /** `undeclared`: the link holds no declaration from the control plane (it reports so). */
+  outcome: "applied" | "refused" | "failed" | "undeclared";
   applied: number;
   total: number;
   trigger: "push" | "start" | "interval";

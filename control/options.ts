@@ -44,6 +44,22 @@ export const BROKER_API_OPTION: OptionSpec = {
   env: "MESH_BROKER_API_URL",
 };
 
+/** `--public-broker`, or MESH_PUBLIC_BROKER_URL: the broker address nodes reach, kept. */
+export const PUBLIC_BROKER_OPTION: OptionSpec = {
+  flags: "--public-broker <url>",
+  description:
+    "the broker address nodes reach (amqp[s]://host:port/vhost, no credential; repeat it or separate URLs with commas for a cluster's members); checked, then kept for later enrollments",
+  env: "MESH_PUBLIC_BROKER_URL",
+  parse: (value, previous) => collectBrokerUrls(value, previous as string[] | undefined),
+};
+
+/** `--node-is-local`: the node is this machine, so a loopback broker address may be printed. */
+export const NODE_IS_LOCAL_OPTION: OptionSpec = {
+  flags: "--node-is-local",
+  description:
+    "the node is this machine: its broker URL may name a loopback address (127.0.0.1, ::1, localhost)",
+};
+
 /** `--json` of the commands that print a table. */
 const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
 
@@ -191,6 +207,8 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
         flags: "--episodic",
         description: "the node is episodic (a laptop, a phone): away is no alarm (default: server)",
       },
+      PUBLIC_BROKER_OPTION,
+      NODE_IS_LOCAL_OPTION,
       DATABASE_OPTION,
       BROKER_OPTION,
       BROKER_API_OPTION,
@@ -227,7 +245,13 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
     summary:
       "give a node a new broker credential, printed once; the old one is refused at once, open connections included",
     arguments: [NODE_ARGUMENT],
-    options: [DATABASE_OPTION, BROKER_OPTION, BROKER_API_OPTION],
+    options: [
+      PUBLIC_BROKER_OPTION,
+      NODE_IS_LOCAL_OPTION,
+      DATABASE_OPTION,
+      BROKER_OPTION,
+      BROKER_API_OPTION,
+    ],
   },
 ];
 

@@ -158,7 +158,14 @@ export function behindReason(node: NodeState, rendered: Rendered | undefined): s
       return d === undefined
         ? "never pushed, never spoke"
         : `never spoke (generation ${d.generation} pushed ${d.pushedAt.toISOString()})`;
+    case "not-pushed":
+      return "linked and reporting, never pushed a declaration";
     case "outstanding":
+      if (r!.outcome === "undeclared") {
+        return `outstanding: generation ${d!.generation} pushed ${
+          d!.pushedAt.toISOString()
+        }, its link says it holds no declaration yet`;
+      }
       return `outstanding: generation ${d!.generation} pushed ${
         d!.pushedAt.toISOString()
       }, last report is for generation ${r!.generation}`;
@@ -202,7 +209,11 @@ export async function pushBehind(
   options: BehindOptions = {},
 ): Promise<BehindResult> {
   const states = await readNodeStates(sql);
-  const renderable = states.filter((s) => s.modules.length > 0 || s.declaration !== undefined);
+  // A node linked and never pushed is given its declaration even when no module is assigned (the
+  // empty one): it is behind, never given one. A node never heard with none is skipped, as before.
+  const renderable = states.filter((s) =>
+    s.modules.length > 0 || s.declaration !== undefined || classify(s).verdict === "not-pushed"
+  );
   const { renders, unrenderable } = await renderEach(sql, renderable.map((s) => s.name));
   const behind: { node: NodeState; why: string }[] = [];
   const skipped: Skipped[] = [];

@@ -350,6 +350,15 @@ export function statusText(board: Board): string {
     } told (${countsLine(board)}); no drift alarm (${driftCountsLine(board)})\n`;
   }
   const lines = machines.map((m) => line(m, board)).join("\n") + "\n";
+  if (behind === 0 && drifting === 0 && board.counts["not-pushed"] > 0) {
+    // Nodes linked and never pushed (and perhaps episodic nodes away): listed, no alarm.
+    const away = board.counts["away"] > 0 ? ", away (episodic, no alarm)" : "";
+    return `${allNodes(board.nodes)} doing what ${
+      board.nodes === 1 ? "it was" : "they were"
+    } told${away} or not pushed (linked, never pushed a declaration: no alarm until one is) (${
+      countsLine(board)
+    }); no drift alarm (${driftCountsLine(board)})\n` + lines;
+  }
   if (behind === 0 && drifting === 0) {
     // Only episodic nodes away: listed, no alarm.
     return `${allNodes(board.nodes)} doing what ${

@@ -24,8 +24,17 @@ import type { NodeState } from "./inventory.ts";
  * - `failed`: its last report accepted its current declaration and applied part of it.
  * - `outstanding`: it was pushed a declaration it has not reported on yet.
  * - `never-spoke`: it has never reported at all.
+ * - `not-pushed`: it reports (its link is connected and says it holds no declaration from the
+ *   control plane), and was never pushed one: heard, waiting for its first declaration. No alarm
+ *   until a push is outstanding (then it is `outstanding`); `push --behind` pushes it.
  */
-export type DeclarationVerdict = "ok" | "refused" | "failed" | "outstanding" | "never-spoke";
+export type DeclarationVerdict =
+  | "ok"
+  | "refused"
+  | "failed"
+  | "outstanding"
+  | "never-spoke"
+  | "not-pushed";
 
 /**
  * A node's verdict on status and board: its {@linkcode DeclarationVerdict}, or
@@ -43,6 +52,7 @@ export const VERDICTS: readonly Verdict[] = [
   "silent",
   "outstanding",
   "never-spoke",
+  "not-pushed",
   "away",
   "ok",
 ];
@@ -55,6 +65,7 @@ export const VERDICT_WORDS: Record<Verdict, string> = {
   "silent": "silent",
   "outstanding": "outstanding",
   "never-spoke": "never spoke",
+  "not-pushed": "not pushed",
   "away": "away",
 };
 
@@ -63,6 +74,7 @@ export function isAlarm(verdict: Verdict): boolean {
   switch (verdict) {
     case "ok":
     case "away":
+    case "not-pushed":
       return false;
     case "refused":
     case "failed":
@@ -99,6 +111,12 @@ export function classify(node: NodeState): Classified {
   const { declaration, report } = node;
   if (report === undefined) {
     return { verdict: "never-spoke", applied: 0, total: declaration?.total ?? 0 };
+  }
+  if (report.outcome === "undeclared") {
+    // The link says it holds no declaration: never pushed one, or one pushed has not reached it.
+    return declaration === undefined
+      ? { verdict: "not-pushed", applied: 0, total: 0 }
+      : { verdict: "outstanding", applied: 0, total: declaration.total };
   }
   const current = declaration === undefined ||
     (report.digest === declaration.digest && report.generation >= declaration.generation);

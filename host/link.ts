@@ -45,6 +45,10 @@ import type { System } from "../systems/mod.ts";
 
 /** The link's directory inside the state directory. */
 export const LINK_DIR = "link";
+/** sha256 of no bytes: the `declaration` of a report made with no declaration (`undeclared`). */
+export const NO_BYTES_DIGEST =
+  "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 /** The kept declaration (the last accepted {@linkcode DeclarationMessage}). */
 export const KEPT_FILE = "declaration.json";
 /** Reports journaled and not yet confirmed by the broker, one file each. */
@@ -174,8 +178,33 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       };
       generation = 0;
     } else if (message === undefined && kept === undefined) {
-      // Nothing received yet: the other sources only.
+      // Nothing received yet: the other sources only. The control plane is told the link holds
+      // no declaration (`undeclared`), so that a node never pushed is heard (`not pushed`, not
+      // `never spoke`) and its silence judged. Journaled and sent like any report; not printed
+      // as an apply's report (there was none of the link's own).
       await applyOthers(undefined, trigger);
+      const drift = resultWatch &&
+        await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
+      await journal(outbox, {
+        kind: "report",
+        node: options.node,
+        generation: 0,
+        trigger,
+        at: new Date().toISOString(),
+        intervalMs: options.every,
+        hostVersion: options.version,
+        source: "link",
+        outcome: "undeclared",
+        applied: 0,
+        total: 0,
+        declaration: NO_BYTES_DIGEST,
+        changes: [],
+        problems: [],
+        ...(drift ? { drift } : {}),
+      });
+      if (trigger === "start") {
+        news("no declaration from the control plane yet: reporting that it is linked and waiting");
+      }
       return;
     } else {
       const source = message ?? kept!;

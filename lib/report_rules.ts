@@ -49,8 +49,13 @@ export const PROBLEM_OPTIONAL_KEYS = ["id", "path"] as const;
 
 /** Why a node applied: a declaration arrived, the link started, or the interval came round. */
 export const TRIGGERS = ["push", "start", "interval"] as const;
-/** How an apply ended (docs/design.md, "Apply result"). */
-export const OUTCOMES = ["applied", "refused", "failed"] as const;
+/**
+ * How an apply ended (docs/design.md, "Apply result"), or `undeclared`: the link holds no
+ * declaration from the control plane, so there was nothing of its own to apply (generation 0,
+ * nothing applied, the declaration the digest of no bytes); it reports so at start and at each
+ * interval, so that a linked node never pushed is heard (`not pushed`, not `never spoke`).
+ */
+export const OUTCOMES = ["applied", "refused", "failed", "undeclared"] as const;
 /** What an apply did to one resource. */
 export const CHANGE_KINDS = [
   "created",

@@ -7,13 +7,17 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
+import type { Queryable } from "../db.ts";
 
 /** The actions of `node`'s subcommands, by name (declared in control/options.ts). */
 export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
   enroll: async (ctx, args, options) => {
     const [name] = args as [string];
-    const opts = options as unknown as Connections & { system: string; episodic?: boolean };
-    const { out } = ctx;
+    const opts = options as unknown as Connections & AddressOptions & {
+      system: string;
+      episodic?: boolean;
+    };
+    const { out, err } = ctx;
     const { database, endpoints } = connect(ctx);
     const { nodeNameProblem } = await import("../../lib/broker.ts");
     const bad = nodeNameProblem(name);
@@ -25,10 +29,14 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
         `Cannot enroll node "${name}": system "${opts.system}" is not one of ${SYSTEMS.join(", ")}`,
       );
     }
+    const action = `Cannot enroll node "${name}"`;
+    const given = await givenPublic(opts, action);
     const ends = await endpoints(opts);
     const sql = await database(opts);
+    const address = await nodeAddress(sql, ends, opts, given, action, err);
     const { insertNode } = await import("../inventory.ts");
     const { createNodeAccount, deleteNodeAccount } = await import("../broker_admin.ts");
+    const { recordPublicBroker, nodeUrl } = await import("../public_broker.ts");
     // The node's queue takes the type of the topology it joins (that of mesh.reports).
     const { existingQueueType } = await import("../topology.ts");
     const { REPORTS_QUEUE } = await import("../../lib/broker.ts");
@@ -39,6 +47,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
         await insertNode(tx, name, opts.system, {
           kind: opts.episodic ? "episodic" : "server",
         });
+        if (address.record) await recordPublicBroker(tx, address.members);
         account = await createNodeAccount(ends, name, { queueType });
       });
     } catch (error) {
@@ -46,18 +55,13 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       if (account !== undefined) await deleteNodeAccount(ends, name).catch(() => {});
       throw error;
     }
-    // With several members, the node gets each one's URL with its account (comma-separated,
-    // as mesh-host link --broker and MESH_BROKER_URL take them).
-    const { withCredential } = await import("../../lib/broker_urls.ts");
-    const url = ends.members.length === 1
-      ? account!.url
-      : ends.members.map((m) => withCredential(m, account!.account, account!.password)).join(
-        ",",
-      );
+    // The node's URL: its own account at the address nodes reach (one URL per member of a
+    // cluster, comma-separated, as mesh-host link --broker and MESH_BROKER_URL take them).
+    const url = nodeUrl(address.members, account!.account, account!.password);
     out(
       `enrolled ${name} (${opts.system}, ${
         opts.episodic ? "episodic" : "server"
-      }); its broker URL, shown this once and kept nowhere else:\n${url}\n`,
+      }); its broker URL, shown this once and kept nowhere else:\n${url}\n${address.said}`,
     );
   },
   assign: async (ctx, args, options) => {
@@ -128,31 +132,156 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
   },
   rotate: async (ctx, args, options) => {
     const [name] = args as [string];
-    const opts = options as Connections;
-    const { out } = ctx;
+    const opts = options as Connections & AddressOptions;
+    const { out, err } = ctx;
     const { database, endpoints } = connect(ctx);
+    const action = `Cannot rotate the credential of node "${name}"`;
+    const given = await givenPublic(opts, action);
     const ends = await endpoints(opts);
     const sql = await database(opts);
+    // A node that is not enrolled is said as such before its address is judged.
+    const { requireNode, InputError } = await import("../inventory.ts");
+    try {
+      await requireNode(sql, name);
+    } catch (error) {
+      if (error instanceof InputError) throw new Refused(`${action}: ${error.message}`);
+      throw error;
+    }
+    const address = await nodeAddress(sql, ends, opts, given, action, err);
     const { rotateNode } = await import("../leave.ts");
     const { RotationIncomplete } = await import("../broker_admin.ts");
-    try {
-      const r = await rotateNode(sql, ends, name);
-      // With several members, each one's URL with the new credential (as enroll prints them).
-      const { withCredential } = await import("../../lib/broker_urls.ts");
-      const url = ends.members.length === 1
-        ? r.url
-        : ends.members.map((m) => withCredential(m, r.account, r.password)).join(",");
-      out(
-        `rotated the credential of ${name}: the old one is refused, ${r.connections} open connection${
-          r.connections === 1 ? "" : "s"
-        } closed; its new broker URL, shown this once and kept nowhere else:\n${url}\n`,
+    const { recordPublicBroker, nodeUrl } = await import("../public_broker.ts");
+    let incomplete: InstanceType<typeof RotationIncomplete> | undefined;
+    // The address is kept in the transaction the rotation runs in: a broker that refuses the
+    // rotation keeps nothing; a rotation that changed the password keeps the address its new
+    // URL was printed with.
+    const r = await sql.begin(async (tx) => {
+      if (address.record) await recordPublicBroker(tx, address.members);
+      try {
+        return await rotateNode(sql, ends, name);
+      } catch (error) {
+        if (!(error instanceof RotationIncomplete)) throw error;
+        incomplete = error;
+        return undefined;
+      }
+    });
+    if (incomplete !== undefined) {
+      // The new credential is the only one that works now: shown, or it would be lost.
+      const url = nodeUrl(address.members, incomplete.account.account, incomplete.account.password);
+      out(`the new broker URL of ${name}, shown this once:\n${url}\n${address.said}`);
+      throw incomplete;
+    }
+    const url = nodeUrl(address.members, r!.account, r!.password);
+    out(
+      `rotated the credential of ${name}: the old one is refused, ${
+        r!.connections
+      } open connection${
+        r!.connections === 1 ? "" : "s"
+      } closed; its new broker URL, shown this once and kept nowhere else:\n${url}\n${address.said}`,
+    );
+  },
+};
+
+/** The options of `node enroll` and `node rotate` that choose the address a node is given. */
+interface AddressOptions {
+  /** `--public-broker` (or MESH_PUBLIC_BROKER_URL): the broker address nodes reach. */
+  publicBroker?: string[];
+  /** `--node-is-local`: the node is this machine (a loopback address may be printed). */
+  nodeIsLocal?: boolean;
+}
+
+/**
+ * The public broker address given (`--public-broker` or MESH_PUBLIC_BROKER_URL), each member
+ * checked to be an address only; undefined when none was given. Judged before any connection.
+ *
+ * @throws {Refused} naming what is wrong with it.
+ */
+async function givenPublic(opts: AddressOptions, action: string): Promise<string[] | undefined> {
+  if (opts.publicBroker === undefined || opts.publicBroker.length === 0) return undefined;
+  const { publicBrokerUrls, PublicBrokerError } = await import("../public_broker.ts");
+  try {
+    return publicBrokerUrls(opts.publicBroker);
+  } catch (error) {
+    if (error instanceof PublicBrokerError) {
+      throw new Refused(`${action}: ${error.message}; nothing was recorded`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * The address a node is given: the public broker given, else the one kept, else the
+ * administrative `--broker`'s (as before there was a public address). Refused when it is a
+ * loopback address and the node is not said to be this machine, when its vhost is not the one the
+ * node's account is made on, or when a member does not resolve or answer; all before anything is
+ * recorded.
+ *
+ * @returns the members (without credential), whether to keep them (given and not the kept
+ *   ones), and what to say about it (empty, or a line).
+ * @throws {Refused} saying why and what to pass (exit 2, nothing recorded).
+ */
+async function nodeAddress(
+  sql: Queryable,
+  ends: { amqp: string; members: string[] },
+  opts: AddressOptions,
+  given: string[] | undefined,
+  action: string,
+  err: (text: string) => void,
+): Promise<{ members: string[]; record: boolean; said: string }> {
+  const { addressOf, isLoopback, probeBroker, PublicBrokerError, readPublicBroker, vhostOf } =
+    await import("../public_broker.ts");
+  const kept = await readPublicBroker(sql);
+  const from = given !== undefined
+    ? "given with --public-broker or MESH_PUBLIC_BROKER_URL"
+    : kept !== undefined
+    ? "the public broker address kept by an earlier enroll or rotate"
+    : "--broker: no public broker address was ever given";
+  const members = (given ?? kept ?? ends.members).map(addressOf);
+  const nothing = "; nothing was recorded";
+  const accountVhost = vhostOf(ends.amqp);
+  for (const m of members) {
+    if (vhostOf(m) !== accountVhost) {
+      throw new Refused(
+        `${action}: the public broker ${m} (${from}) names vhost "${
+          vhostOf(m)
+        }", and the node's account is made on vhost "${accountVhost}" (--broker's); give the public address with the same vhost${nothing}`,
       );
+    }
+  }
+  const loopback = members.filter((m) => isLoopback(new URL(m).hostname));
+  if (loopback.length > 0 && !opts.nodeIsLocal) {
+    throw new Refused(
+      `${action}: its broker URL would name ${
+        loopback.join(", ")
+      } (${from}), a loopback address that a node on another machine cannot reach; pass --public-broker URL (or set MESH_PUBLIC_BROKER_URL) with the address nodes reach, or --node-is-local if the node is this machine${nothing}`,
+    );
+  }
+  const probed = await Promise.all(members.map(async (m) => {
+    try {
+      return await probeBroker(m);
     } catch (error) {
-      if (error instanceof RotationIncomplete) {
-        // The new credential is the only one that works now: shown, or it would be lost.
-        out(`the new broker URL of ${name}, shown this once:\n${error.account.url}\n`);
+      if (error instanceof PublicBrokerError) {
+        throw new Refused(`${action}: ${error.message} (${from})${nothing}`);
       }
       throw error;
     }
-  },
-};
+  }));
+  for (const p of probed) {
+    if (!opts.nodeIsLocal && isLoopback(p.remote) && !isLoopback(new URL(p.url).hostname)) {
+      err(
+        `mesh-control: note: ${p.url} resolves to ${p.remote} on this machine, a loopback address; a node on another machine must resolve it to an address it can reach\n`,
+      );
+    }
+  }
+  const same = kept !== undefined && kept.join(",") === members.join(",");
+  if (given === undefined || same) return { members, record: false, said: "" };
+  return {
+    members,
+    record: true,
+    said: kept === undefined
+      ? `kept the broker address nodes reach: ${
+        members.join(",")
+      } (later enrollments use it unless given another)\n`
+      : `replaced the broker address nodes reach: ${members.join(",")} (was ${kept.join(",")})\n`,
+  };
+}

@@ -151,7 +151,14 @@ Deno.test(
       const none = await makeHost(base, uniqueNode("drn"));
       hosts.push(quiet, rogue, none);
       for (const host of hosts) {
-        const out = await mustRun(inv, ["node", "enroll", host.node, "--system", "debian"]);
+        const out = await mustRun(inv, [
+          "node",
+          "enroll",
+          host.node,
+          "--system",
+          "debian",
+          "--node-is-local",
+        ]);
         const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
         const module = `${base}/${host.node}.json`;
         await Deno.writeTextFile(

@@ -23,7 +23,10 @@ Deno.test("enroll prints the credential once; the database cannot give it back",
   const node = uniqueNode("enr");
   try {
     assertEquals((await controlCli(["broker", "setup"], inv.env)).code, 0);
-    const out = await controlCli(["node", "enroll", node, "--system", "debian"], inv.env);
+    const out = await controlCli(
+      ["node", "enroll", node, "--system", "debian", "--node-is-local"],
+      inv.env,
+    );
     assertEquals(out.code, 0, out.stderr);
     const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
     const password = decodeURIComponent(new URL(url).password);
@@ -46,7 +49,14 @@ Deno.test("enroll prints the credential once; the database cannot give it back",
     assertEquals(user.tags, []);
 
     // Enrolling the same name again is refused and changes nothing.
-    const again = await controlCli(["node", "enroll", node, "--system", "debian"], inv.env);
+    const again = await controlCli([
+      "node",
+      "enroll",
+      node,
+      "--system",
+      "debian",
+      "--node-is-local",
+    ], inv.env);
     assertEquals(again.code, 2);
     assertMatch(again.stderr, /already enrolled/);
     const still = await openBroker(url);
@@ -62,7 +72,14 @@ Deno.test("an enroll the broker refuses leaves no node behind", opts, async (t) 
   const node = uniqueNode("enr");
   try {
     await t.step("management API not answering", async () => {
-      const out = await controlCli(["node", "enroll", node, "--system", "debian"], {
+      const out = await controlCli([
+        "node",
+        "enroll",
+        node,
+        "--system",
+        "debian",
+        "--node-is-local",
+      ], {
         ...inv.env,
         MESH_BROKER_API_URL: "http://guest:guest@127.0.0.1:1",
       });
@@ -71,7 +88,14 @@ Deno.test("an enroll the broker refuses leaves no node behind", opts, async (t) 
       assert(!out.stderr.includes("guest:guest"), out.stderr);
     });
     await t.step("management API refusing the credential", async () => {
-      const out = await controlCli(["node", "enroll", node, "--system", "debian"], {
+      const out = await controlCli([
+        "node",
+        "enroll",
+        node,
+        "--system",
+        "debian",
+        "--node-is-local",
+      ], {
         ...inv.env,
         MESH_BROKER_API_URL: "http://guest:wrong@127.0.0.1:15672",
       });

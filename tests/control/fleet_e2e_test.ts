@@ -223,7 +223,7 @@ Deno.test(
       links.push(link);
       await until(vhost, "the node ok", { [node]: "ok" });
 
-      const out = await mustControl(vhost.env, ["node", "rotate", node]);
+      const out = await mustControl(vhost.env, ["node", "rotate", node, "--node-is-local"]);
       assertMatch(out.stdout, /the old one is refused, 1 open connection closed/);
       const fresh = out.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
 

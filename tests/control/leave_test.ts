@@ -241,7 +241,8 @@ Deno.test(
         MESH_BROKER_API_URL: "http://guest:not-the-password@127.0.0.1:15672",
       };
       for (const verb of ["remove", "rotate"]) {
-        const out = await controlCli(["node", verb, node], refusing);
+        const local = verb === "rotate" ? ["--node-is-local"] : [];
+        const out = await controlCli(["node", verb, node, ...local], refusing);
         assertEquals(out.code, 2, `${verb}: ${out.stdout}${out.stderr}`);
         assertEquals(out.stdout, "", verb);
         assertStringIncludes(out.stderr, "the management API refused the credential");
@@ -267,7 +268,7 @@ Deno.test(
       // Positive control: the old credential publishes its own report, confirmed.
       await publishConfirmed(openBefore.conn, reportKey(node), JSON.stringify(report(node)));
 
-      const out = await mustControl(vhost.env, ["node", "rotate", node]);
+      const out = await mustControl(vhost.env, ["node", "rotate", node, "--node-is-local"]);
       assertMatch(
         out.stdout,
         new RegExp(
@@ -298,7 +299,7 @@ Deno.test(
       // The inventory holds no credential: nothing there changed but the reports.
       assertEquals((await inv.sql`select 1 from nodes where name = ${node}`).length, 1);
       // Rotating again works the same way (each run a new credential).
-      const again = await mustControl(vhost.env, ["node", "rotate", node]);
+      const again = await mustControl(vhost.env, ["node", "rotate", node, "--node-is-local"]);
       assertMatch(again.stdout, /0 open connections closed/);
       await assertConnectRefused(fresh, "the credential rotated away");
     });

@@ -51,7 +51,14 @@ function startLink(
 
 /** Enrolls a node and returns its broker URL (printed once). */
 async function enroll(inv: TestInventory, node: string): Promise<string> {
-  const out = await mustControl(inv.env, ["node", "enroll", node, "--system", "debian"]);
+  const out = await mustControl(inv.env, [
+    "node",
+    "enroll",
+    node,
+    "--system",
+    "debian",
+    "--node-is-local",
+  ]);
   const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
   assert(url, `enroll printed no URL: ${out.stdout}`);
   return url;

@@ -25,7 +25,7 @@ Deno.test("one node that cannot be pushed does not hold back the fleet", opts, a
   try {
     await must(["broker", "setup"]);
     for (const n of [clashing, fine, queueless]) {
-      await must(["node", "enroll", n, "--system", "debian"]);
+      await must(["node", "enroll", n, "--system", "debian", "--node-is-local"]);
     }
     const module = async (name: string, path: string) => {
       await Deno.writeTextFile(

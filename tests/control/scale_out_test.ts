@@ -59,7 +59,14 @@ Deno.test(
         async () => {
           await mustControl(inv.env, ["broker", "setup", "--queue-type", "classic"]);
           for (const node of nodes) {
-            const out = await mustControl(inv.env, ["node", "enroll", node, "--system", "debian"]);
+            const out = await mustControl(inv.env, [
+              "node",
+              "enroll",
+              node,
+              "--system",
+              "debian",
+              "--node-is-local",
+            ]);
             const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
             assert(url, out.stdout);
             // One URL per member, each with the node's own account.
@@ -160,7 +167,14 @@ Deno.test(
         await mustControl(inv.env, ["broker", "setup", "--queue-type", "quorum"]);
         // A node enrolled now gets a queue of the topology's type.
         const late = uniqueNode("qc");
-        await mustControl(inv.env, ["node", "enroll", late, "--system", "debian"]);
+        await mustControl(inv.env, [
+          "node",
+          "enroll",
+          late,
+          "--system",
+          "debian",
+          "--node-is-local",
+        ]);
         assertEquals((await queueTypes(cluster.members[0]!.api)).get(nodeQueue(late)), "quorum");
         // A conversion that stopped half-way (a temporary queue left holding a message) is
         // finished by running it again.

@@ -207,6 +207,7 @@ Deno.test("node kind: set, said when unchanged, refused for a bad kind or node",
       "--system",
       "android",
       "--episodic",
+      "--node-is-local",
     ]);
     assertMatch(enrolled.stdout, new RegExp(`^enrolled ${node} \\(android, episodic\\)`));
     const kind = async () => (await inv.sql`select kind from nodes where name = ${node}`)[0]?.kind;

@@ -115,6 +115,8 @@ export async function enrollIn(
     node,
     "--system",
     "debian",
+    // The test's links run on this machine, and the broker listens on its loopback address only.
+    "--node-is-local",
     ...extra,
   ]);
   const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));

@@ -144,7 +144,15 @@ Deno.test({
 
       // The link, as the supervisor runs it with a control plane; a push as source `link`.
       await mustControl(inv, ["broker", "setup"]);
-      const enrolled = await mustControl(inv, ["node", "enroll", node, "--system", "debian"]);
+      const enrolled = await mustControl(inv, [
+        "node",
+        "enroll",
+        node,
+        "--system",
+        "debian",
+        // The lab machine shares this machine's network: the broker's loopback address is its own.
+        "--node-is-local",
+      ]);
       const url = enrolled.stdout.split("\n").find((l) => l.startsWith("amqp://"))!;
       const module = `/tmp/${node}-app.json`;
       await Deno.writeTextFile(
