@@ -160,16 +160,37 @@ export function formatArgv(argv: string[]): string {
 }
 
 /**
- * The last {@linkcode STDERR_TAIL_BYTES} bytes of `stderr`, trimmed, each NUL character written as
- * the two characters `\0`: a message carrying a NUL would be cut short by whatever reads it as a C
- * string (a terminal, the journal) and cannot be stored by PostgreSQL (a report's problem), and
- * `\0` says what the command wrote. Bytes that were not UTF-8 are U+FFFD already (decoded without
- * `fatal`), so the tail has no lone surrogate.
+ * The end of a command's output as a message can carry it: at most {@linkcode STDERR_TAIL_BYTES}
+ * bytes, trimmed, each NUL character written as the two characters `\0` (a message carrying a NUL
+ * would be cut short by whatever reads it as a C string, a terminal or the journal, and cannot be
+ * stored by PostgreSQL, a report's problem; `\0` says what the command wrote). Bytes that were not
+ * UTF-8 are U+FFFD already (decoded without `fatal`), so the tail has no lone surrogate.
+ *
+ * When the output is longer, it is cut at the start of a line, never inside a word (a tail cut at a
+ * byte count began one podman error with "rror:"), and says so first:
+ * `[... N earlier bytes not shown] <the last whole lines>`. When the last line alone is longer
+ * than the budget, its end is kept after the same marker, cut after a space when there is one.
+ *
+ * @param text a command's stdout or stderr, decoded.
+ * @returns the tail, possibly empty.
  */
+export function outputTail(text: string): string {
+  const trimmed = text.trim();
+  const bytes = new TextEncoder().encode(trimmed);
+  if (bytes.length <= STDERR_TAIL_BYTES) return trimmed.replaceAll("\0", "\\0");
+  // The budget leaves room for the marker; decoding a cut in a character's middle gives U+FFFD,
+  // which the line or space cut below drops.
+  let kept = new TextDecoder().decode(bytes.slice(bytes.length - (STDERR_TAIL_BYTES - 64)));
+  const line = kept.indexOf("\n");
+  if (line !== -1 && line < kept.length - 1) kept = kept.slice(line + 1);
+  else {
+    const space = kept.indexOf(" ");
+    if (space !== -1 && space < kept.length - 1) kept = kept.slice(space + 1);
+  }
+  const dropped = bytes.length - new TextEncoder().encode(kept).length;
+  return `[... ${dropped} earlier bytes not shown] ${kept.trim()}`.replaceAll("\0", "\\0");
+}
+
 function tailOf(stderr: string): string {
-  const bytes = new TextEncoder().encode(stderr);
-  const cut = bytes.length > STDERR_TAIL_BYTES
-    ? new TextDecoder().decode(bytes.slice(bytes.length - STDERR_TAIL_BYTES))
-    : stderr;
-  return cut.trim().replaceAll("\0", "\\0");
+  return outputTail(stderr);
 }

@@ -27,8 +27,8 @@ import {
   CommandError,
   type CommandOutput,
   formatArgv,
+  outputTail,
   run,
-  STDERR_TAIL_BYTES,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
@@ -89,11 +89,7 @@ function notRunInside(out: CommandOutput): boolean {
 }
 
 function tail(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  const cut = bytes.length > STDERR_TAIL_BYTES
-    ? new TextDecoder().decode(bytes.slice(bytes.length - STDERR_TAIL_BYTES))
-    : text;
-  return cut.trim() || "(empty)";
+  return outputTail(text) || "(empty)";
 }
 
 function outputs(what: string, out: CommandOutput): string {

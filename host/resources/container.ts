@@ -33,7 +33,13 @@
  */
 
 import type { z } from "zod";
-import { CommandError, type CommandOutput, formatArgv, run } from "../../lib/command.ts";
+import {
+  CommandError,
+  type CommandOutput,
+  formatArgv,
+  outputTail,
+  run,
+} from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Container } from "../declaration.ts";
@@ -275,7 +281,7 @@ async function logsTail(runtime: Runtime, id: string): Promise<string> {
     timeoutMs: PROBE_TIMEOUT_MS,
   }).catch(() => undefined);
   const text = `${out?.stdout ?? ""}${out?.stderr ?? ""}`.trim();
-  return text ? `; its last output: ${text.slice(-2000)}` : "";
+  return text ? `; its last output: ${outputTail(text)}` : "";
 }
 
 /**

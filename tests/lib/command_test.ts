@@ -4,7 +4,7 @@
  */
 
 import { assert, assertEquals, assertRejects } from "../support/assert.ts";
-import { CommandError, run } from "../../lib/command.ts";
+import { CommandError, run, STDERR_TAIL_BYTES } from "../../lib/command.ts";
 
 Deno.test("command: a NUL byte in a failed command's stderr is written \\0 in its error", async () => {
   const error = await assertRejects(
@@ -15,4 +15,31 @@ Deno.test("command: a NUL byte in a failed command's stderr is written \\0 in it
   assertEquals(error.stderrTail, "before\\0after \uFFFD end");
   assert(!error.message.includes("\0"), error.message);
   assert(error.message.endsWith("exited with code 3: before\\0after \uFFFD end"), error.message);
+});
+
+Deno.test("a long stderr is cut at the start of a line, never inside a word, and says so", async () => {
+  // podman retrying a pull: lines of its own, the last one the error (the field case: a byte cut
+  // began the message with "rror:").
+  const filler = "Failed, retrying in 1s ... (1/3). ".repeat(70);
+  const error = await assertRejects(
+    () =>
+      run([
+        "sh",
+        "-c",
+        `printf '%s\\n' "${filler}" >&2; printf 'Error: initializing source: manifest unknown\\n' >&2; exit 125`,
+      ]),
+    CommandError,
+  );
+  assert(
+    error.message.endsWith(": [... 2381 earlier bytes not shown] Error: initializing source: manifest unknown"),
+    error.message,
+  );
+  // One line longer than the budget: cut after a space, never inside a word.
+  const word = "abcdefghi ".repeat(400);
+  const one = await assertRejects(
+    () => run(["sh", "-c", `printf '%s' "${word}" >&2; exit 1`]),
+    CommandError,
+  );
+  assert(/\[\.\.\. \d+ earlier bytes not shown\] abcdefghi /.test(one.stderrTail), one.stderrTail);
+  assert(new TextEncoder().encode(one.stderrTail).length <= STDERR_TAIL_BYTES);
 });
