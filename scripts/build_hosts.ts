@@ -33,7 +33,8 @@ import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { loadBundle } from "../host/bundle.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
-import { HOST_COMMAND_FLAGS, HOST_PERMISSIONS, HOST_V8_FLAGS } from "./host_flags.ts";
+import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "./host_flags.ts";
+import { HOST_PERMISSIONS } from "../host/permissions.ts";
 
 const TRIPLES: Record<OneFileArch, string> = {
   x86_64: "x86_64-unknown-linux-gnu",

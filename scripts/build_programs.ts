@@ -7,7 +7,8 @@
  * in one executable). Installed as `/usr/lib/mesh/mesh-<program>`, which is where the shipped units
  * (`packaging/`) run it.
  *
- * Each program runs with the permissions it needs and no more (`PROGRAM_PERMISSIONS`). Each native
+ * Each program runs with the permissions its work needs (`PROGRAM_PERMISSIONS`, declared beside
+ * each entry point). Each native
  * build is run once (`--help`, which names the program) before it is reported built;
  * one that does not run is removed. A manifest is written to `DIR/programs.json`. Exit 0 when
  * everything asked was built; 1 when a build failed; 2 on bad arguments.
@@ -18,6 +19,9 @@
 import { parseArgs } from "node:util";
 import { messageOf } from "../lib/atomic.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
+import { RECONCILE_PERMISSIONS } from "../reconcile/permissions.ts";
+import { CONTROL_PERMISSIONS } from "../control/permissions.ts";
+import { BUILDER_PERMISSIONS } from "../builder/permissions.ts";
 
 /** The programs this script builds, with their entry points (relative to the checkout). */
 export const PROGRAMS = {
@@ -30,29 +34,14 @@ export const PROGRAMS = {
 export type ProgramName = keyof typeof PROGRAMS;
 
 /**
- * The permissions each program runs with, in both forms. mesh-reconcile runs podman, ss, systemctl
- * and git, reads the machine and writes its result and stamp, and speaks HTTP (Caddy's admin API,
- * the watcher); mesh-control speaks to PostgreSQL and the broker and writes only what it is told
- * to (`board --html FILE`); mesh-builder runs podman and git in its work directory.
+ * The permissions each program runs with, in both forms: declared once, beside each entry point
+ * (reconcile/permissions.ts, control/permissions.ts, builder/permissions.ts), which say why each is
+ * needed.
  */
-export const PROGRAM_PERMISSIONS: Record<ProgramName, string[]> = {
-  reconcile: [
-    "--allow-read",
-    "--allow-write",
-    "--allow-run",
-    "--allow-env",
-    "--allow-sys=uid,gid,hostname,osRelease",
-    "--allow-net",
-  ],
-  control: ["--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-net"],
-  builder: [
-    "--allow-read",
-    "--allow-write",
-    "--allow-run",
-    "--allow-env",
-    "--allow-sys=uid,gid,hostname,osRelease",
-    "--allow-net",
-  ],
+export const PROGRAM_PERMISSIONS: Record<ProgramName, readonly string[]> = {
+  reconcile: RECONCILE_PERMISSIONS,
+  control: CONTROL_PERMISSIONS,
+  builder: BUILDER_PERMISSIONS,
 };
 
 const TRIPLES: Record<OneFileArch, string> = {
@@ -207,7 +196,7 @@ for (const arch of arches) {
       file = await buildOneFile(`${root}${PROGRAMS[program]}`, output, {
         name: `mesh-${program}-${arch}`,
         runtime,
-        permissions: PROGRAM_PERMISSIONS[program],
+        permissions: [...PROGRAM_PERMISSIONS[program]],
         config: `${root}deno.json`,
       });
     } catch (error) {

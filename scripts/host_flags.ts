@@ -1,20 +1,16 @@
 /**
- * The flags a built host runs with (scripts/build_hosts.ts), in a module of their own so that the
+ * The flags a built host runs with (scripts/build_hosts.ts), besides its permissions (declared
+ * beside its entry points, host/permissions.ts, and re-exported here), in a module of their own so that the
  * benches can start a program as a built host starts it (bench/link_memory_bench.ts, `--onefile`)
  * without running the build script.
  *
  * @module
  */
 
-/** The permissions every host runs with, in both forms. */
-export const HOST_PERMISSIONS = [
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-env",
-  "--allow-sys=uid,gid,hostname,osRelease",
-  "--allow-net",
-];
+import { HOST_PERMISSIONS } from "../host/permissions.ts";
+
+/** The permissions every host runs with, in both forms: declared in host/permissions.ts. */
+export { HOST_PERMISSIONS };
 
 /**
  * V8 flags every built host runs with (baked in by `deno compile`, on the one-file form's `deno

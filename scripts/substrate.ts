@@ -29,6 +29,7 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
+import { CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { bundleProgram, fetchRuntime } from "./onefile.ts";
 
 const root = new URL("../", import.meta.url).pathname;
@@ -136,9 +137,6 @@ export HOME=/var/lib/rabbitmq RABBITMQ_NODENAME=rabbit@localhost RABBITMQ_LOGS=-
 exec setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups /usr/lib/rabbitmq/bin/rabbitmq-server
 `;
 
-/** The permissions mesh-control runs with in its image. */
-const CONTROL_PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-sys"];
-
 /** One substrate image: its name, recipe and the Debian packages whose versions it records. */
 interface Recipe {
   name: string;
@@ -196,7 +194,7 @@ async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]
         `ENV DENO_DIR=/var/cache/mesh-control DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1\n` +
         `LABEL mesh.runtime="${runtime.source}" mesh.runtime.integrity="${runtime.integrity}"\n` +
         `ENTRYPOINT ["/usr/lib/mesh/deno", "run", "--quiet", "--no-config", "--no-lock", "--no-remote", "--no-prompt", ${
-          CONTROL_PERMISSIONS.map((p) => JSON.stringify(p)).join(", ")
+          CONTROL_SERVICE_PERMISSIONS.map((p) => JSON.stringify(p)).join(", ")
         }, "/usr/lib/mesh/mesh-control/main.js"]\n`,
       packages: ["libc6", "libgcc-s1"],
     },
