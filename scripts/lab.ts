@@ -1,8 +1,9 @@
 /**
- * `deno task lab up|down|status`: the lab for people (tests boot their own machines).
+ * `deno task lab up|down|status|help`: the lab for people (tests boot their own machines).
  *
- * - `up [systemd|openrc]`: builds what is missing, starts the registry and boots one machine of
- *   each kind (or the one named), printing how to enter them.
+ * - `up [--bare] [systemd|openrc]`: builds what is missing (saying each stage on stderr as it
+ *   goes), starts the registry and boots one machine of each kind (or the one named), printing
+ *   how to enter them; `--bare`: machines with neither Deno nor the checkout.
  * - `down`: removes every lab machine and stops the registry.
  * - `status`: lab machines running, images cached, registry answering.
  * - `prove-bootstrap`: the quick start on a fresh Debian machine. Boots a systemd lab machine on
@@ -12,6 +13,8 @@
  *   the TLS variables of this environment), then runs the README's commands: `sh
  *   scripts/bootstrap.sh && deno task demo`, and the control-plane tests that need PostgreSQL and
  *   RabbitMQ. Downloads a few hundred MB from Debian's archive and npm: not part of the suite.
+ * - `help`, `-h`, `--help`: the usage, exit 0. An unknown command or argument: the usage on
+ *   stderr, exit 2.
  */
 
 import { run } from "../lib/command.ts";
@@ -28,24 +31,67 @@ import {
   stopRegistry,
 } from "../tests/lab/mod.ts";
 
-const [command = "status", which] = Deno.args;
-const kinds: LabKind[] = which === "systemd" || which === "openrc"
-  ? [which]
-  : ["systemd", "openrc"];
+/** What `deno task lab --help` prints; an unknown command prints it on stderr and exits 2. */
+export const USAGE = `usage: deno task lab COMMAND
+
+  up [--bare] [systemd|openrc]  build what is missing (saying each stage on stderr), start the
+                                registry, boot one machine of each kind (or the one named) and
+                                print how to enter it; --bare: with neither Deno nor the checkout
+                                (copy a built file in, see docs/lab.md), named mesh-lab-KIND-bare
+  down                          remove every lab machine, stop the registry
+  status                        machines running, images built, registry answering (the default)
+  prove-bootstrap               run the README's quick start on a fresh lab machine (downloads)
+  help, -h, --help              this text
+
+docs/lab.md says more.
+`;
+
+const [command = "status", ...rest] = Deno.args;
+const progress = (line: string) => console.error(`lab: ${line}`);
 switch (command) {
+  case "help":
+  case "-h":
+  case "--help":
+    console.log(USAGE.trimEnd());
+    break;
   case "up": {
+    if (rest.some((a) => a === "-h" || a === "--help")) {
+      console.log(USAGE.trimEnd());
+      break;
+    }
+    const bare = rest.includes("--bare");
+    const named = rest.filter((a) => a !== "--bare");
+    const bad = named.filter((a) => a !== "systemd" && a !== "openrc");
+    if (bad.length > 0 || named.length > 1) {
+      console.error(
+        `lab up: ${
+          bad.length > 0
+            ? `"${bad[0]}" is not a machine kind (systemd or openrc)`
+            : "name one kind at most"
+        }\n\n${USAGE.trimEnd()}`,
+      );
+      Deno.exit(2);
+    }
+    const kinds: LabKind[] = named.length === 1 ? [named[0] as LabKind] : ["systemd", "openrc"];
     await ensureRegistry();
     for (const kind of kinds) {
-      await ensureLabImage(kind);
-      const m = await bootLab(kind, { name: `mesh-lab-${kind}` }).catch((error) => {
+      const name = `mesh-lab-${kind}${bare ? "-bare" : ""}`;
+      const m = await bootLab(kind, { name, bare, progress }).catch((error) => {
         if (String(error).includes("already in use")) return undefined;
         throw error;
       });
       console.log(
         m
-          ? `${kind}: up as ${m.name}; enter with: podman exec -it ${m.name} bash`
-          : `${kind}: already up`,
+          ? `${kind}: up as ${name}${
+            bare ? " (bare: no Deno, no checkout)" : ""
+          }; enter with: podman exec -it ${name} bash`
+          : `${kind}: ${name} already up; enter with: podman exec -it ${name} bash`,
       );
+      if (m && bare) {
+        console.log(
+          `  copy a built file in: podman cp dist/mesh-host-debian-x86_64 ${name}:/usr/local/sbin/mesh-host`,
+        );
+      }
     }
     console.log(`registry: ${REGISTRY}`);
     break;
@@ -75,7 +121,7 @@ switch (command) {
     break;
   }
   case "prove-bootstrap": {
-    const image = await ensureLabImage("systemd");
+    const image = await ensureLabImage("systemd", { progress });
     const name = `mesh-bootstrap-proof-${crypto.randomUUID().slice(0, 6)}`;
     const env = ["SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "DENO_CERT"]
       .flatMap((k) => Deno.env.get(k) ? ["--env", `${k}=${Deno.env.get(k)}`] : []);
@@ -138,6 +184,6 @@ switch (command) {
     break;
   }
   default:
-    console.error("usage: deno task lab up [systemd|openrc] | down | status | prove-bootstrap");
+    console.error(`lab: "${command}" is not a command\n\n${USAGE.trimEnd()}`);
     Deno.exit(2);
 }

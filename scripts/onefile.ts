@@ -308,11 +308,136 @@ unpack() {
 
 runtime_dir=$cache/runtime/$runtime_sha
 program_dir=$cache/program/$program_sha
+
+# Each entry of the cache has a lock file beside it (ENTRY.lock). From here until this process
+# has exec'd the runtime (then /proc/PID/cmdline names both entries it runs) or died, a process of
+# its own holds a shared lock on this start's two entries: a start that prunes the cache takes an
+# entry's lock exclusively, without waiting, before it looks for a process running the entry, so
+# it never removes an entry a start has checked and is about to run. Not held by the program
+# itself: what it starts (conmon for a container) would inherit the lock and keep its version
+# forever. Without flock, or a cache it cannot write, nothing is locked and nothing is pruned.
+held=
+if command -v flock >/dev/null 2>&1 && command -v grep >/dev/null 2>&1 &&
+  command -v sed >/dev/null 2>&1 && command -v sleep >/dev/null 2>&1 &&
+  mkdir -p "$cache/runtime" "$cache/program" 2>/dev/null; then
+  pid=$$
+  held=$(
+    (
+      exec 3>&1 >/dev/null 2>&1 </dev/null
+      for try in 1 2 3 4 5 6 7 8 9 10; do
+        : >>"$runtime_dir.lock" && : >>"$program_dir.lock" || exit 1
+        exec 8<"$runtime_dir.lock" 9<"$program_dir.lock"
+        flock -s -w 600 8 && flock -s -w 600 9 || exit 1
+        # A pruner removes a lock file while it holds it: then lock the new one.
+        if [ "$runtime_dir.lock" -ef /dev/fd/8 ] && [ "$program_dir.lock" -ef /dev/fd/9 ]; then
+          echo held >&3
+          exec 3>&-
+          while [ -d "/proc/$pid" ] && ! [ "/proc/$pid/exe" -ef "$runtime_dir/deno" ]; do
+            sleep 0.05 2>/dev/null || sleep 1
+          done
+          exit 0
+        fi
+        exec 8<&- 9<&-
+      done
+      exit 1
+    ) &
+  )
+fi
+
+# drop ENTRY: removes a cache entry unless its lock is held (a start about to run it) or a
+# process's command line names it (one running it, whatever started it).
+drop() {
+  : >>"$1.lock" 2>/dev/null || return 0
+  (
+    exec 7<"$1.lock"
+    flock -xn 7 || exit 0
+    # The pattern from a file: grep's own command line would name the entry.
+    printf '%s/\n' "$1" >"$cache/.prune.$$" || exit 0
+    if ! grep -qsF -f "$cache/.prune.$$" /proc/[0-9]*/cmdline; then
+      rm -rf "$1" && rm -f "$1.name" "$1.lock"
+    fi
+  ) 2>/dev/null
+}
+
+# header_sha FILE WHAT: the WHAT_sha a one-file executable FILE records in its header, or nothing.
+header_sha() {
+  head -c 4096 "$1" 2>/dev/null | sed -n "s/^$2_sha=\\([0-9a-f]\\{64\\}\\)\$/\\1/p" | head -n 1
+}
+
+# prune: this start unpacked what no start here had: remove what earlier versions of this program
+# unpacked, and the runtimes no program left names, except this start's, what a process runs or
+# is about to run (drop), and the host's known-good version: MESH_STATE_DIR/known-good (default
+# /var/lib/mesh/host) names it, and MESH_LIB/mesh-host-VERSION (default /usr/lib/mesh) is its
+# file, whose header names its entries. A program entry another program unpacked is that one's to
+# prune (ENTRY.name names its program and runtime); one an older header unpacked names nothing
+# and is anyone's. What a start that died mid-unpack left (ENTRY.tmp.PID) goes too.
+prune() {
+  [ -r /proc/self/cmdline ] || return 0
+  keep_program=
+  keep_runtime=
+  known_good=$(head -n 1 "\${MESH_STATE_DIR:-/var/lib/mesh/host}/known-good" 2>/dev/null) || known_good=
+  case $known_good in
+  '' | *[!A-Za-z0-9._+-]*) ;;
+  *)
+    known_good_file=\${MESH_LIB:-/usr/lib/mesh}/mesh-host-$known_good
+    keep_program=$(header_sha "$known_good_file" program)
+    keep_runtime=$(header_sha "$known_good_file" runtime)
+    ;;
+  esac
+  # Programs first: the runtimes kept are those the programs left name.
+  for entry in "$cache"/program/* "$cache"/runtime/*; do
+    base=\${entry##*/}
+    case $base in
+    *.tmp.*)
+      dead=\${base##*.tmp.}
+      dead=\${dead%.tar}
+      case $dead in
+      '' | *[!0-9]*) ;;
+      *) [ -d "/proc/$dead" ] || rm -rf "$entry" ;;
+      esac
+      continue
+      ;;
+    *.lock | *.name) continue ;;
+    esac
+    [ -d "$entry" ] || continue
+    case $entry in
+    "$cache"/program/*)
+      if [ "$base" = "$program_sha" ] || [ "$base" = "$keep_program" ]; then continue; fi
+      owner=
+      [ -f "$entry.name" ] && read -r owner _ <"$entry.name"
+      [ -z "$owner" ] || [ "$owner" = "$name" ] || continue
+      ;;
+    *)
+      if [ "$base" = "$runtime_sha" ] || [ "$base" = "$keep_runtime" ]; then continue; fi
+      named=
+      for used in "$cache"/program/*.name; do
+        [ -f "$used" ] && [ -d "\${used%.name}" ] || continue
+        read -r _ runtime <"$used" && [ "$runtime" = "$base" ] && named=1
+      done
+      [ -z "$named" ] || continue
+      ;;
+    esac
+    drop "$entry"
+  done
+  rm -f "$cache/.prune.$$"
+}
+
+fresh=
 if [ ! -x "$runtime_dir/deno" ] || [ "$(($(wc -c <"$runtime_dir/deno")))" -ne "$runtime_size" ]; then
   unpack runtime "$runtime_off" "$runtime_len" "$runtime_sha" "$runtime_dir" deno 0755
+  fresh=1
 fi
 if ! program_ok "$program_dir" "$program_sha"; then
   unpack program "$program_off" "$program_len" "$program_sha" "$program_dir" main.js 0644
+  fresh=1
+fi
+# Which program and runtime this entry is for (the prune of another program leaves it).
+if [ -n "$held" ] && [ ! -f "$program_dir.name" ]; then
+  { printf '%s %s\n' "$name" "$runtime_sha" >"$program_dir.name.tmp.$$" &&
+    mv -f "$program_dir.name.tmp.$$" "$program_dir.name"; } 2>/dev/null || rm -f "$program_dir.name.tmp.$$"
+fi
+if [ -n "$held" ] && [ -n "$fresh" ]; then
+  prune
 fi
 
 ${commandFlagsScript(values.commandFlags ?? {})}

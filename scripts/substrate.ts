@@ -60,12 +60,24 @@ async function ensureBase(log: (s: string) => void): Promise<string> {
     log(`debootstrap ${SUITE} (minbase) into ${dir}`);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     await Deno.mkdir(LAB_CACHE, { recursive: true });
-    await run(["debootstrap", "--variant=minbase", SUITE, dir, MIRROR], {
-      timeoutMs: 20 * 60_000,
-    });
-    await run(["chroot", dir, "apt-get", "clean"]);
-    await run(["sh", "-c", 'rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin', "sh", dir]);
-    await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+    try {
+      await run(["debootstrap", "--variant=minbase", SUITE, dir, MIRROR], {
+        timeoutMs: 20 * 60_000,
+      });
+      await run(["chroot", dir, "apt-get", "clean"]);
+      await run([
+        "sh",
+        "-c",
+        'rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin',
+        "sh",
+        dir,
+      ]);
+      await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+    } catch (error) {
+      // A root half built is of no use to the next run, which starts it again: not left behind.
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw error;
+    }
   }
   const tar = `${dir}.tar`;
   try {
@@ -268,8 +280,12 @@ async function ensureImage(
         JSON.stringify(SUITE)
       } org.opencontainers.image.title=${JSON.stringify(recipe.name)}\n`,
   );
-  await run(["podman", "build", "--quiet", "-t", image, "-f", label, context]);
-  await run(["podman", "rmi", stage], { allowFailure: true });
+  try {
+    await run(["podman", "build", "--quiet", "-t", image, "-f", label, context]);
+  } finally {
+    // The first stage is of no use once the second is built, or failed: not left behind.
+    await run(["podman", "rmi", stage], { allowFailure: true });
+  }
   log(`${image}: ${versions.stdout.trim()}`);
   return image;
 }
@@ -312,8 +328,28 @@ export type ImageSizes = Record<string, number>;
 
 const SECRETS = "/etc/mesh/secrets";
 
+/** Where the bundle puts podman's events configuration (a containers.conf drop-in). */
+export const PODMAN_EVENTS_CONF = "/etc/containers/containers.conf.d/50-mesh-events.conf";
+
 /**
- * The Debian bundle pinning `images`: the mesh layout, the container runtime package, the node's
+ * podman's events (one for every exec, healthcheck, start and stop of a container) into a file
+ * of bounded size, rotated by podman (default path `/run/libpod/events/events.log`, on tmpfs), not
+ * the journal: podman 4.3 logs each to journald by default, and the substrate's probes (every
+ * `podman exec` of every apply) filled it. `podman events` still reads them.
+ */
+const PODMAN_EVENTS =
+  `# Written by mesh-host (bundle substrate-debian). podman's events (one for every exec,
+# healthcheck, start and stop of a container) go to a file podman rotates at 1 MB
+# (/run/libpod/events/events.log), not to the journal. podman events still reads them.
+[engine]
+events_logger = "file"
+events_logfile_max_size = "1m"
+`;
+
+/**
+ * The Debian bundle pinning `images`: the mesh layout, the container runtime package and its
+ * events configuration ({@linkcode PODMAN_EVENTS_CONF}: events to a bounded file, not the
+ * journal), the node's
  * credentials (generated on the node at its first apply, root-only files under
  * `/etc/mesh/secrets`), the store, the inventory database, its schema, the broker and its
  * topology, each verified by asking the thing itself.
@@ -355,7 +391,7 @@ export function debianBundle(images: SubstrateImages): unknown {
     bundle: 1,
     system: "debian",
     says:
-      "The Debian substrate: the mesh layout, the container runtime (podman), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the broker (RabbitMQ with its management API, data in mesh-broker-data) and its topology (mesh-control broker setup). Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
+      "The Debian substrate: the mesh layout, the container runtime (podman, its events to a bounded file rather than the journal), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the broker (RabbitMQ with its management API, data in mesh-broker-data) and its topology (mesh-control broker setup). Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
     declaration: {
       version: 1,
       resources: [
@@ -374,13 +410,26 @@ export function debianBundle(images: SubstrateImages): unknown {
         { id: "mesh-secrets", type: "directory", path: SECRETS, mode: "0700" },
         { id: "container-runtime", type: "package", package: "podman" },
         {
+          id: "container-runtime-config",
+          type: "directory",
+          path: "/etc/containers/containers.conf.d",
+          mode: "0755",
+        },
+        {
+          id: "container-runtime-events",
+          type: "file",
+          path: PODMAN_EVENTS_CONF,
+          mode: "0644",
+          content: PODMAN_EVENTS,
+        },
+        {
           id: "credentials",
           type: "action",
           command: [
             "sh",
             "-c",
             `umask 077 && for n in store broker; do f=${SECRETS}/$n; [ -s "$f" ] && continue; ` +
-            `head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' >"$f.tmp" && mv "$f.tmp" "$f" || exit 1; done`,
+            `head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' >"$f.tmp" && mv "$f.tmp" "$f" || { rm -f "$f.tmp"; exit 1; }; done`,
           ],
           verify: [
             "sh",
@@ -496,6 +545,19 @@ if (import.meta.main) {
   const insecure = parsed.values.insecure === true || loopback;
   const lock = parsed.values.lock ?? `${root}bundles/substrate-debian.lock`;
   const work = await Deno.makeTempDir({ prefix: "mesh-substrate-" });
+  // Interrupted (Ctrl-C, a service stopped), the run removes its work directory before it exits:
+  // an exit from a signal runs no finally.
+  const interrupted = (signal: "SIGINT" | "SIGTERM", code: number) => () => {
+    log(`${signal}: removing ${work}`);
+    try {
+      Deno.removeSync(work, { recursive: true });
+    } catch { /* already gone */ }
+    Deno.exit(code);
+  };
+  const onInt = interrupted("SIGINT", 130);
+  const onTerm = interrupted("SIGTERM", 143);
+  Deno.addSignalListener("SIGINT", onInt);
+  Deno.addSignalListener("SIGTERM", onTerm);
   try {
     const base = await ensureBase(log);
     const built: Record<string, string> = {};
@@ -517,8 +579,11 @@ if (import.meta.main) {
     console.log(JSON.stringify({ lock, images: built, sizes }, null, 2));
   } catch (error) {
     console.error(`deno task substrate: ${messageOf(error)}`);
-    Deno.exit(1);
+    // Not Deno.exit: it would leave before the finally below removed the work directory.
+    Deno.exitCode = 1;
   } finally {
     await Deno.remove(work, { recursive: true }).catch(() => {});
+    Deno.removeSignalListener("SIGINT", onInt);
+    Deno.removeSignalListener("SIGTERM", onTerm);
   }
 }

@@ -32,8 +32,10 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
       [...Deno.readDirSync(`${dir}/cache/deno-dir`)].some((e) => e.name === "v8_code_cache_v2"),
       "--help wrote no code cache",
     );
-    const [runtime] = [...Deno.readDirSync(`${dir}/cache/runtime`)].map((e) => e.name);
-    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].map((e) => e.name);
+    const [runtime] = [...Deno.readDirSync(`${dir}/cache/runtime`)].filter((e) => e.isDirectory)
+      .map((e) => e.name);
+    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].filter((e) => e.isDirectory)
+      .map((e) => e.name);
     assert(runtime && /^[0-9a-f]{64}$/.test(runtime), `runtime dir ${runtime}`);
     assert(program && /^[0-9a-f]{64}$/.test(program), `program dir ${program}`);
     // The directories are named by the digest of what is in them.
@@ -275,7 +277,8 @@ Deno.test("a one-file host runs only a whole program: a damaged copy put back be
   const env = { MESH_RUNTIME_CACHE: `${dir}/cache` };
   try {
     assertEquals((await runFile(file, ["--help"], env)).code, 0);
-    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].map((e) => e.name);
+    const [program] = [...Deno.readDirSync(`${dir}/cache/program`)].filter((e) => e.isDirectory)
+      .map((e) => e.name);
     const programDir = `${dir}/cache/program/${program}`;
     // Another start, in the moment between this one removing the damaged copy and renaming its
     // own into place, puts a damaged copy back (played here by an `rm` first in PATH that does

@@ -72,22 +72,69 @@ export async function labImage(kind: LabKind): Promise<string> {
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 /**
+ * Where a lab build says what stage it is in: called with one line (no newline) per stage, and
+ * every {@linkcode PROGRESS_HEARTBEAT_MS} while a long stage (debootstrap, apt-get, tar, podman
+ * import) runs, saying for how long it has run. `deno task lab up` writes them on stderr; the
+ * tests pass none and stay quiet.
+ */
+export type LabProgress = (line: string) => void;
+
+/** How often a long build stage says it is still running, milliseconds. */
+export const PROGRESS_HEARTBEAT_MS = 30_000;
+
+/** Options for {@linkcode ensureLabImage}. */
+export interface LabImageOptions {
+  /** Told each stage of a build as it starts (nothing when the image is already built). */
+  progress?: LabProgress;
+}
+
+/**
  * Builds (or reuses) the root filesystem of `kind` and imports it as {@linkcode labImage}.
  * Takes about a minute the first time; nothing after. Concurrent callers, in any process, build
  * it once ({@linkcode withLabLock}).
  *
  * @throws {CommandError} when debootstrap or podman fails (e.g. the archive is unreachable).
  */
-export async function ensureLabImage(kind: LabKind): Promise<string> {
+export async function ensureLabImage(
+  kind: LabKind,
+  options: LabImageOptions = {},
+): Promise<string> {
   const image = await labImage(kind);
   const built = async () =>
     (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
   if (await built()) return image;
+  const say = options.progress ?? (() => {});
+  say(`${kind}: image ${image} is not built; waiting for the build lock ${LAB_CACHE}/${kind}.lock`);
   return await withLabLock(kind, async () => {
     // Another process may have built it while this one waited for the lock.
-    if (!(await built())) await buildLabImage(kind, image);
+    if (!(await built())) await buildLabImage(kind, image, say);
+    else say(`${kind}: image ${image} was built by another process meanwhile`);
     return image;
   });
+}
+
+/**
+ * Runs `fn`, a long build stage, telling `say` that it starts, every
+ * {@linkcode PROGRESS_HEARTBEAT_MS} that it still runs, and when it ended, with the time taken.
+ */
+async function stage<T>(say: LabProgress, what: string, fn: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
+  say(`${what} ...`);
+  const timer = setInterval(
+    () => say(`${what}: still running (${elapsed()})`),
+    PROGRESS_HEARTBEAT_MS,
+  );
+  try {
+    const result = await fn();
+    say(`${what}: done (${elapsed()})`);
+    return result;
+  } catch (error) {
+    say(`${what}: failed (${elapsed()})`);
+    throw error;
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /**
@@ -110,7 +157,7 @@ export async function withLabLock<T>(kind: LabKind, fn: () => Promise<T>): Promi
   }
 }
 
-async function buildLabImage(kind: LabKind, image: string): Promise<void> {
+async function buildLabImage(kind: LabKind, image: string, say: LabProgress): Promise<void> {
   const tag = await recipeTag(kind);
   const root = `${LAB_CACHE}/${kind}-${tag}-root`;
   const done = `${LAB_CACHE}/${kind}-${tag}-root.complete`;
@@ -118,28 +165,34 @@ async function buildLabImage(kind: LabKind, image: string): Promise<void> {
     await Deno.remove(root, { recursive: true }).catch(() => {});
     await Deno.mkdir(LAB_CACHE, { recursive: true });
     const { include, then } = BUILD[kind];
-    await run([
-      "debootstrap",
-      "--variant=minbase",
-      `--include=${include.join(",")}`,
-      SUITE,
-      root,
-      MIRROR,
-    ], { timeoutMs: 15 * 60_000 });
+    await stage(
+      say,
+      `${kind}: 1/4 debootstrap ${SUITE} from ${MIRROR} into ${root} (a few minutes)`,
+      () =>
+        run([
+          "debootstrap",
+          "--variant=minbase",
+          `--include=${include.join(",")}`,
+          SUITE,
+          root,
+          MIRROR,
+        ], { timeoutMs: 15 * 60_000 }),
+    );
     if (then.length > 0) {
-      await run([
-        "chroot",
-        root,
-        "apt-get",
-        "install",
-        "-y",
-        "-qq",
-        "--no-install-recommends",
-        ...then,
-      ], {
-        env: { DEBIAN_FRONTEND: "noninteractive" },
-        timeoutMs: 15 * 60_000,
-      });
+      await stage(say, `${kind}: 2/4 apt-get install ${then.join(" ")}`, () =>
+        run([
+          "chroot",
+          root,
+          "apt-get",
+          "install",
+          "-y",
+          "-qq",
+          "--no-install-recommends",
+          ...then,
+        ], {
+          env: { DEBIAN_FRONTEND: "noninteractive" },
+          timeoutMs: 15 * 60_000,
+        }));
     }
     for (const [path, text] of Object.entries(LAB_FILES)) {
       await Deno.mkdir(`${root}/${path.slice(0, path.lastIndexOf("/"))}`, { recursive: true });
@@ -147,13 +200,24 @@ async function buildLabImage(kind: LabKind, image: string): Promise<void> {
     }
     await run(["chroot", root, "apt-get", "clean"]);
     await Deno.writeTextFile(done, new Date().toISOString() + "\n");
+  } else {
+    say(`${kind}: root filesystem ${root} already built (1/4 and 2/4 skipped)`);
   }
   const tar = `${LAB_CACHE}/${kind}-${tag}-root.tar`;
   try {
-    await run(["tar", "-C", root, "-cf", tar, "."], { timeoutMs: 10 * 60_000 });
-    await run(["podman", "import", "--change", 'CMD ["/sbin/init"]', tar, image], {
-      timeoutMs: 10 * 60_000,
-    });
+    await stage(
+      say,
+      `${kind}: 3/4 tar of ${root}`,
+      () => run(["tar", "-C", root, "-cf", tar, "."], { timeoutMs: 10 * 60_000 }),
+    );
+    await stage(
+      say,
+      `${kind}: 4/4 podman import as ${image}`,
+      () =>
+        run(["podman", "import", "--change", 'CMD ["/sbin/init"]', tar, image], {
+          timeoutMs: 10 * 60_000,
+        }),
+    );
   } finally {
     await Deno.remove(tar).catch(() => {});
   }
@@ -202,6 +266,8 @@ export interface BootOptions {
   network?: string;
   /** A fixed address on `network` (`podman run --ip`), so a machine stopped and started keeps it. */
   ip?: string;
+  /** Told each stage of building the root filesystem, when it must be built (see {@linkcode LabProgress}). */
+  progress?: LabProgress;
 }
 
 /**
@@ -209,7 +275,7 @@ export interface BootOptions {
  * `degraded` from `is-system-running --wait`; OpenRC: the `default` runlevel reached).
  */
 export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise<LabMachine> {
-  const image = await ensureLabImage(kind);
+  const image = await ensureLabImage(kind, options.progress ? { progress: options.progress } : {});
   const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
   const checkout = options.bare ? undefined : "/mesh";
   const mounts: string[] = [];
@@ -276,6 +342,7 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
     },
   };
   try {
+    options.progress?.(`${kind}: booted ${name}; waiting for its init`);
     await waitForInit(machine);
   } catch (error) {
     await machine.destroy();
