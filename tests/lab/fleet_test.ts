@@ -13,8 +13,14 @@
  * control plane's watchers read each node's stamp over the network (`up`). The first node's
  * credentials are root-only and in no report, log, store or the board. Then the second node's
  * machine is stopped: within the time the page documents (computed from its values) the board says
- * `silent` and its watcher `unreachable`; started again, both recover. The test prints the time
- * from bare machines to a converged, watched fleet.
+ * `silent` and its watcher `unreachable`; started again, both recover. Then the first node is
+ * rebooted: its substrate's containers are back by the init, the inventory keeps its schema rows,
+ * the broker answers, the carried bundle applied again three times changes nothing, the host owns
+ * what the bundle and the link applied, and the fleet converges again. The test prints the time
+ * from bare machines to a converged, watched fleet, and each step's time.
+ *
+ * This replaces tests/host/substrate_lab_test.ts (the first node raising the substrate from one
+ * file, its reboot, a second node joining), so that the suite boots the substrate once.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
