@@ -21,11 +21,62 @@ export interface AdoptOptions {
   accounts: string[];
   /** Host name for the header comment. */
   hostname?: string;
+  /**
+   * Ports held by a running container's own processes, by container id: a container on the
+   * host's network publishes nothing, so its listeners are its own only through their cgroup
+   * ({@linkcode observeContainerListeners}). Adopted as the container's ports, not as daemons
+   * (a daemon in a container's cgroup runs in no service, and `run`'s boot check says so).
+   */
+  containerListeners?: ReadonlyMap<string, readonly number[]>;
+}
+
+/**
+ * The container id `text` (a `/proc/PID/cgroup`) places its process in, among `ids` (full
+ * container ids): a path segment that is the id, `libpod-ID`, `libpod-ID.scope`,
+ * `docker-ID.scope` or `libpod-conmon-ID` is not one (that is the monitor, not the container).
+ */
+export function containerOfCgroup(text: string, ids: readonly string[]): string | undefined {
+  const known = new Set(ids);
+  for (const line of text.split("\n")) {
+    const path = line.slice(line.indexOf(":", line.indexOf(":") + 1) + 1);
+    for (const segment of path.split("/").reverse()) {
+      const id = /^(?:libpod-|docker-)?([0-9a-f]{64})(?:\.scope)?$/.exec(segment)?.[1];
+      if (id !== undefined && known.has(id)) return id;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Which listening ports of `observation` are held by the processes of a running container
+ * (read from each holder's `PROC/PID/cgroup`), by container id, for
+ * {@linkcode AdoptOptions.containerListeners}. A process whose cgroup cannot be read (it exited
+ * meanwhile) is left to be adopted as a daemon.
+ */
+export async function observeContainerListeners(
+  observation: Observation,
+  proc = "/proc",
+): Promise<Map<string, number[]>> {
+  const ids = observation.containers.map((c) => c.id);
+  const found = new Map<string, number[]>();
+  if (ids.length === 0) return found;
+  for (const l of observation.listeners) {
+    for (const p of l.processes) {
+      const text = await Deno.readTextFile(`${proc}/${p.pid}/cgroup`).catch(() => "");
+      const id = containerOfCgroup(text, ids);
+      if (id === undefined) continue;
+      const ports = found.get(id) ?? [];
+      if (!ports.includes(l.port)) ports.push(l.port);
+      found.set(id, ports);
+      break;
+    }
+  }
+  return found;
 }
 
 /**
  * Writes the registry text that makes `observation` clean: one `service` per running
- * container (with its published ports), one `daemon` per process holding other listening
+ * container (with its published ports, and those its processes listen on, when given), one `daemon` per process holding other listening
  * ports, one `site` per served address (with `redirect` where it redirects).
  *
  * @throws {Error} when the observation has a failed source: adopting half a machine would
@@ -52,8 +103,12 @@ export function adoptRegistry(observation: Observation, options: AdoptOptions): 
   const services: Record<string, Record<string, unknown>> = {};
   const claimed = new Set<number>();
   for (const c of [...observation.containers].sort((a, b) => compareNames(a.name, b.name))) {
-    const ports = [...new Set(c.ports.filter((p) => p.protocol === "tcp").map((p) => p.hostPort))]
-      .filter((p) => !claimed.has(p)).sort((a, b) => a - b);
+    const ports = [
+      ...new Set([
+        ...c.ports.filter((p) => p.protocol === "tcp").map((p) => p.hostPort),
+        ...(options.containerListeners?.get(c.id) ?? []),
+      ]),
+    ].filter((p) => !claimed.has(p)).sort((a, b) => a - b);
     ports.forEach((p) => claimed.add(p));
     services[unique(c.name)] = {
       kind: "service",

@@ -6,7 +6,7 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { assertWritablePath, writeFileAtomic } from "../../lib/atomic.ts";
-import { adoptRegistry } from "../adopt.ts";
+import { adoptRegistry, observeContainerListeners } from "../adopt.ts";
 import { observe } from "../run.ts";
 import { assertRegistryOutsideCode } from "../registry_place.ts";
 import { type ReconcileContext, UsageError } from "./context.ts";
@@ -38,7 +38,11 @@ export const action: CommandAction<ReconcileContext> = async (ctx, _args, option
     }
   }
   const observation = await observe(accounts, { caddyAdmin: opts.caddyAdmin });
-  const text = adoptRegistry(observation, { accounts, hostname: Deno.hostname() });
+  const text = adoptRegistry(observation, {
+    accounts,
+    hostname: Deno.hostname(),
+    containerListeners: await observeContainerListeners(observation),
+  });
   if (opts.output !== undefined) {
     await writeFileAtomic(opts.output, text);
     ctx.err(`wrote ${opts.output}\n`);

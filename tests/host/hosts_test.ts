@@ -19,7 +19,7 @@ const read = (system: string) => Deno.readTextFileSync(`${ROOT}bundles/substrate
 /**
  * The debian bundle with only its directory and file resources, their paths moved under `dir`:
  * the rest (the runtime package, containers, actions) would act on this VM itself. The whole
- * bundle is applied in the lab (tests/host/substrate_lab_test.ts).
+ * bundle is applied in the lab (tests/lab/fleet_test.ts).
  */
 function debianLayoutUnder(dir: string): string {
   const bundle = JSON.parse(read("debian")) as {

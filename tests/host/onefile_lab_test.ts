@@ -22,7 +22,7 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
     assertStringIncludes(inventory.stdout, "systemd");
     // It applies a declaration, convergently: the second apply changes nothing. (The carried
     // bundle raises the whole substrate, which binds ports this host-network machine shares with
-    // the VM: that is tests/host/substrate_lab_test.ts, on a machine with its own address.)
+    // the VM: that is tests/lab/fleet_test.ts, on a machine with its own address.)
     const declaration = JSON.stringify({
       version: 1,
       resources: [

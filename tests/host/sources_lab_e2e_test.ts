@@ -2,7 +2,7 @@
  * Every source on one state directory, in the systemd lab, with the real Debian host carrying the
  * layout part of its real bundle (tests/launcher/layout_host.ts: the machine shares the VM's
  * network, where the whole substrate would take the VM's own PostgreSQL and RabbitMQ ports; the
- * whole bundle is applied in tests/host/substrate_lab_test.ts): two local declarations in /etc/mesh/declarations, the carried bundle, and the link's
+ * whole bundle is applied in tests/lab/fleet_test.ts): two local declarations in /etc/mesh/declarations, the carried bundle, and the link's
  * declaration pushed by a real control plane (PostgreSQL, RabbitMQ on the VM, reached from the lab
  * machine over the host network). Each source converges, none removes another's work, the
  * supervisor's next reconcile changes nothing, and a local declaration removed takes its footprint

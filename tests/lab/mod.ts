@@ -269,6 +269,8 @@ export interface BootOptions {
    * machine on `bridge` has its own addresses and ports (see {@linkcode labAddress}).
    */
   network?: string;
+  /** A fixed address on `network` (`podman run --ip`), so a machine stopped and started keeps it. */
+  ip?: string;
   /** Told each stage of building the root filesystem, when it must be built (see {@linkcode LabProgress}). */
   progress?: LabProgress;
 }
@@ -310,6 +312,7 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
     "--privileged",
     "--network",
     options.network ?? "host",
+    ...(options.ip ? ["--ip", options.ip] : []),
     ...mounts,
     image,
     "/sbin/init",
@@ -499,18 +502,22 @@ export async function runningLabs(): Promise<string[]> {
 }
 
 /**
- * Makes the lab registry reachable from a machine on the `bridge` network: a TCP forwarder in
- * this process from the bridge's gateway (port 5000) to {@linkcode REGISTRY}, and in the machine a
+ * Makes the lab registry reachable from a machine on the `bridge` network (or the podman network
+ * named `network`): a TCP forwarder in this process from that network's gateway (port 5000) to
+ * {@linkcode REGISTRY}, and in the machine a
  * registries.conf mirror for `127.0.0.1:5000` at that gateway, so images pinned as
  * `127.0.0.1:5000/...@sha256:...` are pulled from the same registry. Returns the function that
  * stops the forwarder.
  */
-export async function registryForBridge(machine: LabMachine): Promise<() => void> {
+export async function registryForBridge(
+  machine: LabMachine,
+  network = "podman",
+): Promise<() => void> {
   const gateway = (await run([
     "podman",
     "network",
     "inspect",
-    "podman",
+    network,
     "--format",
     "{{range .Subnets}}{{.Gateway}}{{end}}",
   ])).stdout.trim();

@@ -2,7 +2,7 @@
  * The debian host carrying only the layout part of the Debian bundle (its directories and files),
  * for the launcher's lab test: that machine shares the VM's network, where the whole substrate
  * would bind the VM's own PostgreSQL and RabbitMQ ports. The whole bundle is applied in
- * tests/host/substrate_lab_test.ts, on a machine with its own address.
+ * tests/lab/fleet_test.ts, on a machine with its own address.
  *
  * @module
  */
