@@ -241,6 +241,12 @@ case $cache in
 /*) ;;
 *) fail "MESH_RUNTIME_CACHE must be an absolute path, not \\"$cache\\"" ;;
 esac
+# One spelling of the cache (no trailing or doubled slash, no symlink), so that a running
+# process's command line names its entries as a pruning start spells them.
+mkdir -p "$cache" 2>/dev/null
+if [ -d "$cache" ]; then
+  cache=$(cd "$cache" && pwd -P) || fail "cannot enter the runtime cache \\"$cache\\""
+fi
 for tool in tail head gzip tar sha256sum mkdir mv rm chmod wc; do
   command -v "$tool" >/dev/null 2>&1 || fail "cannot unpack: this machine has no \\"$tool\\""
 done
@@ -330,7 +336,9 @@ if command -v flock >/dev/null 2>&1 && command -v grep >/dev/null 2>&1 &&
         { [ -f "$runtime_dir.lock" ] || : >>"$runtime_dir.lock"; } &&
           { [ -f "$program_dir.lock" ] || : >>"$program_dir.lock"; } || exit 1
         exec 8<"$runtime_dir.lock" 9<"$program_dir.lock"
-        flock -s -w 600 8 && flock -s -w 600 9 || exit 1
+        # Blocking, with no timeout (busybox's flock has no -w): a pruner holds an entry's lock
+        # only for the moment it checks and removes it.
+        flock -s 8 && flock -s 9 || exit 1
         # A pruner removes a lock file while it holds it: then lock the new one.
         if [ "$runtime_dir.lock" -ef /dev/fd/8 ] && [ "$program_dir.lock" -ef /dev/fd/9 ]; then
           echo held >&3
@@ -356,7 +364,9 @@ drop() {
     flock -xn 7 || exit 0
     # The pattern from a file: grep's own command line would name the entry.
     printf '%s/\\n' "$1" >"$cache/.prune.$$" || exit 0
-    if ! grep -qsF -f "$cache/.prune.$$" /proc/[0-9]*/cmdline; then
+    # -z: a command line's arguments are NUL-separated, and busybox's grep (Alpine's) reads a
+    # line only up to its first NUL, which is the runtime's path, never the program's.
+    if ! grep -qszF -f "$cache/.prune.$$" /proc/[0-9]*/cmdline; then
       rm -rf "$1" && rm -f "$1.name" "$1.lock"
     fi
   ) 2>/dev/null

@@ -69,18 +69,64 @@ async function programSha(file: string): Promise<string> {
   return m[1]!;
 }
 
-async function runFile(file: string, args: string[], env: Record<string, string>) {
-  const out = await new Deno.Command(file, { args, env, stdout: "piped", stderr: "piped" })
-    .output();
+/**
+ * The shells a header is run by: the file itself (`#!/bin/sh`, Debian's dash with GNU grep) and
+ * busybox's sh, whose applets (its grep, as on Alpine) it then uses.
+ */
+const SHELLS: { name: string; argv: string[] }[] = [
+  { name: "/bin/sh", argv: [] },
+  { name: "busybox sh", argv: ["busybox", "sh"] },
+];
+
+/** `file` with `args`, run by `shell` (an empty argv: the file itself). */
+function command(shell: string[], file: string, args: string[], env: Record<string, string>) {
+  const [exe, ...pre] = shell.length > 0 ? shell : [file];
+  return new Deno.Command(exe!, {
+    args: [...pre, ...(shell.length > 0 ? [file] : []), ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+async function runFile(
+  shell: string[],
+  file: string,
+  args: string[],
+  env: Record<string, string>,
+) {
+  const out = await command(shell, file, args, env).output();
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
 
 const entries = (dir: string) =>
   [...Deno.readDirSync(dir)].filter((e) => e.isDirectory).map((e) => e.name).sort();
 
-Deno.test("the one-file cache keeps the running and known-good versions and removes older ones", async () => {
+Deno.test("the one-file cache keeps the running and known-good versions and removes older ones", async (t) => {
   await Deno.mkdir(`${ROOT}dist/test`, { recursive: true });
-  const dir = await Deno.makeTempDir({ dir: `${ROOT}dist/test`, prefix: "cache-" });
+  const built = await Deno.makeTempDir({ dir: `${ROOT}dist/test`, prefix: "cache-" });
+  try {
+    const files = await Promise.all([1, 2, 3].map((v) => buildVersion(built, v)));
+    const shas = await Promise.all(files.map(programSha));
+    assert(new Set(shas).size === 3, "the three versions are one program");
+    for (const shell of SHELLS) {
+      await t.step(`run by ${shell.name}`, async () => {
+        const dir = await Deno.makeTempDir({ dir: built, prefix: "run-" });
+        await prune(shell.argv, dir, files, shas);
+      });
+    }
+  } finally {
+    await Deno.remove(built, { recursive: true });
+  }
+});
+
+/** The three versions `files` (program shas `shas`) started by `shell` on a cache in `dir`. */
+async function prune(
+  shell: string[],
+  dir: string,
+  [v1, v2, v3]: string[],
+  [p1, p2, p3]: string[],
+): Promise<void> {
   const cache = `${dir}/cache`;
   const state = `${dir}/state`;
   const lib = `${dir}/lib`;
@@ -91,17 +137,8 @@ Deno.test("the one-file cache keeps the running and known-good versions and remo
   let locker: Deno.ChildProcess | undefined;
   const readers: ReadableStreamDefaultReader<string>[] = [];
   try {
-    const [v1, v2, v3] = await Promise.all([1, 2, 3].map((v) => buildVersion(dir, v)));
-    const [p1, p2, p3] = await Promise.all([v1!, v2!, v3!].map(programSha));
-    assert(new Set([p1, p2, p3]).size === 3, "the three versions are one program");
-
     // v1 starts and keeps running; its parts not yet imported.
-    holder = new Deno.Command(v1!, {
-      args: ["hold", `${dir}/go`],
-      env,
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    holder = command(shell, v1!, ["hold", `${dir}/go`], env).spawn();
     const reader = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
     readers.push(reader);
     const first = await reader.read();
@@ -110,7 +147,7 @@ Deno.test("the one-file cache keeps the running and known-good versions and remo
     assertEquals(Deno.readTextFileSync(`${cache}/program/${p1}.name`), `${NAME} ${runtime}\n`);
 
     // v2 unpacks: v1 is still running, so it stays.
-    const r2 = await runFile(v2!, [], env);
+    const r2 = await runFile(shell, v2!, [], env);
     assertEquals([r2.code, r2.stdout.trim()], [0, "v2 ran"], r2.stderr);
     assertEquals(entries(`${cache}/program`), [p1, p2].sort());
     const parts = [...Deno.readDirSync(`${cache}/program/${p1}`)].filter((e) =>
@@ -162,7 +199,7 @@ Deno.test("the one-file cache keeps the running and known-good versions and remo
     await Deno.writeTextFile(`${cache}/program/${p1}.tmp.${dead.pid}.tar`, "");
 
     // v3 unpacks: v1 (not running, not known-good) goes; v2 (known-good) and v3 stay.
-    const r3 = await runFile(v3!, [], env);
+    const r3 = await runFile(shell, v3!, [], env);
     assertEquals([r3.code, r3.stdout.trim()], [0, "v3 ran"], r3.stderr);
     assertEquals(entries(`${cache}/program`), [p2, p3, other].sort());
     assertEquals(entries(`${cache}/runtime`), [runtime!, otherRuntime, locked].sort());
@@ -174,7 +211,7 @@ Deno.test("the one-file cache keeps the running and known-good versions and remo
     );
     assert(!left.some((n) => n.startsWith(".prune")), `the prune left its pattern: ${left}`);
     // v2, the known-good one, still runs whole.
-    const again = await runFile(v2!, [], env);
+    const again = await runFile(shell, v2!, [], env);
     assertEquals([again.code, again.stdout.trim()], [0, "v2 ran"], again.stderr);
   } finally {
     for (const child of [holder, locker]) {
@@ -189,6 +226,5 @@ Deno.test("the one-file cache keeps the running and known-good versions and remo
         await child.status;
       }
     }
-    await Deno.remove(dir, { recursive: true });
   }
-});
+}
