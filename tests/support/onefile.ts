@@ -71,9 +71,6 @@ export function oneFileProgram(program: "reconcile" | "control" | "builder"): Pr
         NATIVE_ARCH,
         "--out",
         out,
-        // The checkout's lock pins the digests of the machine that committed it, which this
-        // machine's registry need not hold: these tests are about the one file, not its images.
-        "--skip-image-check",
       ], { timeoutMs: 15 * 60_000 });
       return `${out}/mesh-${program}-${NATIVE_ARCH}`;
     })();
