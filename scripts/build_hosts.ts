@@ -221,9 +221,11 @@ async function checkImages(system: string, text: string, from: string): Promise<
     `Cannot embed the ${system} bundle ${lock}: ${missing.length} of its ${images.length} ` +
       `images cannot be had from their registry, so the host would stop at its first ` +
       `container:\n${missing.map((m) => `  ${m}`).join("\n")}\n` +
-      `Run \`deno task substrate --registry ${[...registries].join(" (and ") || "HOST:PORT"}${
-        from === "" ? "" : ` --lock ${from}`
-      }\` first (it builds and pushes the images and ` +
+      `Run ${
+        ([...registries].length > 0 ? [...registries].sort() : ["HOST:PORT"]).map((r) =>
+          `\`deno task substrate --registry ${r}${from === "" ? "" : ` --lock ${from}`}\``
+        ).join(" and ")
+      } first (it builds and pushes the images and ` +
       `writes the lock with their digests), then build the hosts again; or, building hosts ` +
       `for a registry this machine cannot reach, pass --skip-image-check.`,
   );

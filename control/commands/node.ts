@@ -152,9 +152,11 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const { RotationIncomplete } = await import("../broker_admin.ts");
     const { recordPublicBroker, nodeUrl } = await import("../public_broker.ts");
     let incomplete: InstanceType<typeof RotationIncomplete> | undefined;
-    // The address is kept in the transaction the rotation runs in: a broker that refuses the
-    // rotation keeps nothing; a rotation that changed the password keeps the address its new
-    // URL was printed with.
+    // The address is recorded in a transaction around the rotation (which itself runs on the
+    // pool, not in it): a broker that refuses the rotation rolls the address back; a rotation
+    // that changed the password commits the address its new URL is printed with (should that
+    // commit fail after the broker changed the password, the URL is printed and the address is
+    // not kept).
     const r = await sql.begin(async (tx) => {
       if (address.record) await recordPublicBroker(tx, address.members);
       try {
