@@ -41,7 +41,7 @@ import {
   run,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
+import { isLoopback, manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Container } from "../declaration.ts";
 import { declarationDigest } from "../declaration_base.ts";
@@ -442,9 +442,9 @@ export const MANIFEST_TIMEOUT_MS = 60_000;
  * single images as manifest lists is not implemented", which is the registry's answer that it
  * holds it, read as such; "manifest unknown" is that it does not), `docker manifest inspect`.
  * With no runtime (the Debian bundle installs podman itself), the registry is asked over HTTP(S)
- * directly ({@linkcode manifestMissing}): plain HTTP when `/etc/containers/registries.conf` (or
- * `CONTAINERS_REGISTRIES_CONF`, as podman reads it) or a file of `registries.conf.d` marks it
- * `insecure`, else HTTPS; mirrors are not consulted then.
+ * directly ({@linkcode manifestMissing}): plain HTTP for a loopback registry or when
+ * `/etc/containers/registries.conf` (or `CONTAINERS_REGISTRIES_CONF`, as podman reads it) or a file
+ * of `registries.conf.d` marks it `insecure`, else HTTPS; mirrors are not consulted then.
  *
  * @returns a clause saying why (the runtime's or the registry's own words), or undefined.
  */
@@ -454,7 +454,9 @@ export async function imageMissing(
 ): Promise<string | undefined> {
   if (runtime === undefined) {
     const ref = splitPinned(image);
-    const insecure = ref !== undefined && await insecureRegistry(ref.registry);
+    // As `deno task hosts` asks: a loopback registry over plain HTTP, as podman and docker do.
+    const insecure = ref !== undefined &&
+      (isLoopback(ref.registry) || await insecureRegistry(ref.registry));
     const why = await manifestMissing(image, {
       plainHttp: insecure,
       timeoutMs: MANIFEST_TIMEOUT_MS,

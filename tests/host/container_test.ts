@@ -196,6 +196,7 @@ Deno.test("when docker and podman both answer, docker is used and the reason giv
 
 Deno.test("with neither docker nor podman on PATH the resource fails naming both", async () => {
   const tools = await toolsWithoutRuntimes();
+  await Deno.writeTextFile(`${tools}/registries.conf`, "");
   const dir = await Deno.makeTempDir({ prefix: "mesh-container-" });
   try {
     const declaration = JSON.stringify({
@@ -204,8 +205,9 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
         id: "c",
         type: "container",
         name: "meshct-never",
-        // One the registry holds: asked over HTTP with no runtime (registries.conf says the
-        // registry is plain HTTP), it is admitted, and the plan fails naming both runtimes.
+        // One the registry holds: asked over HTTP with no runtime (a loopback registry, plain
+        // HTTP as podman and docker take it, with a registries.conf that says nothing of it),
+        // it is admitted, and the plan fails naming both runtimes.
         image: await image(),
       }],
     });
@@ -220,7 +222,7 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
           JSON.stringify(`${dir}/state`)
         }, trusted: true, version: "test" });\n` +
         `console.log(JSON.stringify(r));\n`,
-      { PATH: tools },
+      { PATH: tools, CONTAINERS_REGISTRIES_CONF: `${tools}/registries.conf` },
     );
     assertEquals(out.code, 0, out.stderr);
     const result = JSON.parse(out.stdout) as ApplyResult;
