@@ -323,7 +323,16 @@ systemctl daemon-reload`,
 
           const node = `lab-${id}`;
           brokerUsers.push(node);
-          const enrolled = await control(["node", "enroll", node, "--system", "debian"]);
+          // The lab machine shares the VM's network: the broker it reaches is 127.0.0.1, so the
+          // node is this machine (a loopback address is refused for any other).
+          const enrolled = await control([
+            "node",
+            "enroll",
+            node,
+            "--system",
+            "debian",
+            "--node-is-local",
+          ]);
           assertStringIncludes(enrolled.stdout, "amqp://");
           await m.exec([
             "sh",
@@ -339,7 +348,7 @@ systemctl daemon-reload`,
           assertStringIncludes(status.stdout, node);
           await control(["board", "--html", "/root/board.html"]);
           assertStringIncludes((await m.exec(["cat", "/root/board.html"])).stdout, node);
-          await control(["node", "rotate", node]);
+          await control(["node", "rotate", node, "--node-is-local"]);
           await control(["node", "unassign", node, "probe"]);
           await control(["ingest", "--drain"]);
           await control(["prune", "--keep", "30d", "--dry-run"]);
