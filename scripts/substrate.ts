@@ -30,6 +30,7 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
 import { CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
+import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
 import { bundleProgram, fetchRuntime } from "./onefile.ts";
 
 const root = new URL("../", import.meta.url).pathname;
@@ -384,6 +385,33 @@ export function debianBundle(images: SubstrateImages): unknown {
     "-c",
     sql,
   ];
+  // The broker asked from inside its own container (`podman exec`: no container is made). A
+  // verify runs at every apply; a `podman run --rm` of mesh-control there was a container that
+  // the node's drift check, run at that moment, rightly found undeclared.
+  const rabbit = (tool: string, args: string) => `podman exec mesh-broker ${tool} -q ${args}`;
+  const brokerAnswers = [
+    `${rabbit("rabbitmq-diagnostics", "check_port_listener 5672")} >/dev/null`,
+    `${rabbit("rabbitmq-diagnostics", "check_port_listener 15672")} >/dev/null`,
+    // The account's password on standard input (rabbitmqctl reads it there when it is not an
+    // argument): never an argument, visible in ps.
+    `podman exec -i mesh-broker rabbitmqctl -q authenticate_user mesh <${SECRETS}/broker >/dev/null`,
+    // A listener RabbitMQ reports is not yet one that accepts: both ports are tried.
+    `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
+  ].join(" && ");
+  // The topology `mesh-control broker setup` declares, read from the broker's own listing: the
+  // exchange (topic, durable) and the shared queues (durable), each named when it is missing.
+  const has = (listing: string, line: string, what: string) =>
+    `printf '%s\\n' "$${listing}" | grep -qxF '${line}' || { echo "the broker has no ${what}" >&2; exit 1; }`;
+  const brokerTopology = [
+    `exchanges=$(${
+      rabbit("rabbitmqctl", "--no-table-headers list_exchanges name type durable")
+    }) || exit 1`,
+    `queues=$(${rabbit("rabbitmqctl", "--no-table-headers list_queues name durable")}) || exit 1`,
+    has("exchanges", `${EXCHANGE}\ttopic\ttrue`, `durable topic exchange named ${EXCHANGE}`),
+    ...[REPORTS_QUEUE, BUILD_QUEUE].map((q) =>
+      has("queues", `${q}\ttrue`, `durable queue named ${q}`)
+    ),
+  ].join("; ");
   // Waits, bounded, for a thing that was just started to answer; the verify then asks it.
   const waitFor = (what: string, probe: string) =>
     `i=0; until said=$(${probe} 2>&1); do i=$((i+1)); if [ $i -ge 120 ]; then echo "${what} did not answer within 120 s: $said" >&2; exit 1; fi; sleep 1; done`;
@@ -501,13 +529,13 @@ export function debianBundle(images: SubstrateImages): unknown {
               `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
             ),
           ],
-          verify: ["sh", "-c", control("broker check")],
+          verify: ["sh", "-c", brokerAnswers],
         },
         {
           id: "broker-topology",
           type: "action",
           command: ["sh", "-c", control("broker setup")],
-          verify: ["sh", "-c", control("broker check --topology")],
+          verify: ["sh", "-c", brokerTopology],
         },
       ],
     },

@@ -67,3 +67,22 @@ Deno.test("lockShape tells digests apart from images and steps", () => {
       lockShape(lock(`127.0.0.1:5000/mesh-postgres${d("a")}`, "database")),
   );
 });
+
+Deno.test("no verify of the debian bundle makes a container: the node's drift check would see it", () => {
+  // A verify runs at every apply of the first node's link. A `podman run` there is a short-lived
+  // container the node's own drift check, run at that moment, finds undeclared (container/rogue):
+  // seen in the lab fleet, whose convergence then flapped. Verifies ask running containers
+  // (`podman exec`) instead; a `podman run` is for a command, run only when its verify fails.
+  const bundle = debianBundle({ store: "s", broker: "b", control: "c" }) as {
+    declaration: { resources: { id: string; verify?: string[] }[] };
+  };
+  const verifies = bundle.declaration.resources.filter((r) => r.verify !== undefined);
+  assert(verifies.length >= 4, `only ${verifies.length} verifies`);
+  for (const r of verifies) {
+    const said = r.verify!.join(" ");
+    assert(
+      !/podman\s+(container\s+)?(run|create|start)\b/.test(said),
+      `${r.id}'s verify makes a container: ${said}`,
+    );
+  }
+});

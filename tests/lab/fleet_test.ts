@@ -240,7 +240,11 @@ Deno.test({
             ], { allowFailure: true })).stdout
           ),
         );
-        throw new Error(`The fleet did not converge: ${states.join("; ")}\n${logs.join("\n")}`);
+        // The states again at the end: CI keeps only the tail of what a failure prints.
+        throw new Error(
+          `The fleet did not converge: ${states.join("; ")}\n${logs.join("\n")}\n` +
+            `--- not converged: ${states.join("; ")}`,
+        );
       }
       console.log(
         `from bare machines to a converged, watched fleet of ${nodes.length}: ` +
