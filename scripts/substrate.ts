@@ -388,15 +388,17 @@ export function debianBundle(images: SubstrateImages): unknown {
   // The broker asked from inside its own container (`podman exec`: no container is made). A
   // verify runs at every apply; a `podman run --rm` of mesh-control there was a container that
   // the node's drift check, run at that moment, rightly found undeclared.
-  const rabbit = (tool: string, args: string) => `podman exec mesh-broker ${tool} -q ${args}`;
+  // The node is rabbit@localhost (the entrypoint's RABBITMQ_NODENAME, not in an exec's environment).
+  const rabbit = (tool: string, args: string, exec = "podman exec") =>
+    `${exec} mesh-broker ${tool} -q -n rabbit@localhost ${args}`;
   const brokerAnswers = [
-    `${rabbit("rabbitmq-diagnostics", "check_port_listener 5672")} >/dev/null`,
-    `${rabbit("rabbitmq-diagnostics", "check_port_listener 15672")} >/dev/null`,
-    // The account's password on standard input (rabbitmqctl reads it there when it is not an
-    // argument): never an argument, visible in ps.
-    `podman exec -i mesh-broker rabbitmqctl -q authenticate_user mesh <${SECRETS}/broker >/dev/null`,
-    // A listener RabbitMQ reports is not yet one that accepts: both ports are tried.
+    // Both ports accept (AMQP, the management API); each CLI run below starts an Erlang VM.
     `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
+    // RabbitMQ itself answers and the account authenticates, its password on standard input
+    // (rabbitmqctl reads it there when it is not an argument): never an argument, visible in ps.
+    `${
+      rabbit("rabbitmqctl", "authenticate_user mesh", "podman exec -i")
+    } <${SECRETS}/broker >/dev/null`,
   ].join(" && ");
   // The topology `mesh-control broker setup` declares, read from the broker's own listing: the
   // exchange (topic, durable) and the shared queues (durable), each named when it is missing.

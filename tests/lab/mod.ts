@@ -42,6 +42,61 @@ const BUILD: Record<LabKind, { include: string[]; then: string[] }> = {
 };
 
 /**
+ * Mounts, on this VM, every cgroup v1 controller the kernel has enabled that is not mounted under
+ * /sys/fs/cgroup, grouped as the kernel has bound them (the hierarchy ids of /proc/cgroups; one
+ * hierarchy per controller where none is bound yet), with a link per controller name to a joined
+ * mount, as systemd lays them out. Idempotent; nothing is done on a cgroup v2-only VM.
+ *
+ * Why: this VM's init mounts only some controllers (not net_cls, net_prio, perf_event, hugetlb).
+ * A lab machine's own init then mounts the rest inside its container, in the shared kernel: OpenRC
+ * binds net_cls and net_prio to one hierarchy each, systemd to one joined `net_cls,net_prio`, and
+ * whichever booted second mounts nothing. Lab machines booted together (the fleet) raced: seen
+ * here, OpenRC won, and in the systemd machine every `podman run` failed with "crun: creating
+ * cgroup directory `/sys/fs/cgroup/net_prio/libpod_parent/...`: No such file or directory"
+ * (crun follows /proc/self/cgroup, which names the hierarchy). Mounted here first, every lab
+ * machine finds each hierarchy mounted, the same way, whatever boots first.
+ *
+ * @throws {CommandError} when a mount fails.
+ */
+export async function mountCgroupHierarchies(): Promise<void> {
+  const base = "/sys/fs/cgroup";
+  let cgroups: string;
+  try {
+    cgroups = await Deno.readTextFile("/proc/cgroups");
+  } catch {
+    return;
+  }
+  const mountinfo = await Deno.readTextFile("/proc/self/mountinfo");
+  // Field 5 is the mount point; after " - " come the type, the source and the super options.
+  const mounted = new Set<string>();
+  for (const line of mountinfo.split("\n")) {
+    const right = line.split(" - ")[1];
+    if (right === undefined || !right.startsWith("cgroup ")) continue;
+    for (const option of right.split(" ")[2]!.split(",")) mounted.add(option);
+  }
+  const v1 = await Deno.stat(`${base}/memory`).then(() => true, () => false);
+  if (!v1) return;
+  const byHierarchy = new Map<string, string[]>();
+  for (const line of cgroups.split("\n").slice(1)) {
+    const [name, hierarchy, , enabled] = line.split("\t");
+    if (!name || enabled !== "1" || mounted.has(name)) continue;
+    const key = hierarchy === "0" ? `unbound:${name}` : hierarchy!;
+    byHierarchy.set(key, [...(byHierarchy.get(key) ?? []), name]);
+  }
+  for (const controllers of byHierarchy.values()) {
+    const joined = controllers.join(",");
+    const dir = `${base}/${joined}`;
+    await Deno.mkdir(dir, { recursive: true });
+    await run(["mount", "-t", "cgroup", "-o", joined, "cgroup", dir]);
+    if (controllers.length > 1) {
+      for (const c of controllers) {
+        await Deno.symlink(joined, `${base}/${c}`).catch(() => {});
+      }
+    }
+  }
+}
+
+/**
  * Podman inside a lab machine: on overlayfs (the machine's own root) only vfs storage works,
  * and in a nested cgroup runc cannot mount its cgroup where crun can. The lab's registry on
  * the VM's loopback is plain HTTP. These are the lab machine's configuration, not the host's.
@@ -281,6 +336,7 @@ export interface BootOptions {
  */
 export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise<LabMachine> {
   const image = await ensureLabImage(kind, options.progress ? { progress: options.progress } : {});
+  await mountCgroupHierarchies();
   const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
   const checkout = options.bare ? undefined : "/mesh";
   const mounts: string[] = [];
