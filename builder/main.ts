@@ -29,6 +29,7 @@ import {
 import { untilSignalled } from "../lib/wait.ts";
 import { STORE_VARIABLE } from "./store_variable.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
+import { jsonText } from "../lib/printable.ts";
 
 const HELP = `
 Where to publish: the artifact store binding the control plane sends with each request wins;
@@ -178,7 +179,7 @@ async function start(
       workDir: opts.workDir,
       signal,
       say: (line) => err(`mesh-builder: ${line}\n`),
-      answered: (answer) => out(JSON.stringify(answer) + "\n"),
+      answered: (answer) => out(jsonText(answer) + "\n"),
     })
   );
 }

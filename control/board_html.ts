@@ -2,12 +2,15 @@
  * `board --html FILE`: the board as one self-contained HTML page, rendered from the same gathered
  * {@linkcode Board} as `--json` and the text form (no read of its own). No network fetch, no
  * external asset: styles are inline, there is no image or font, and the only script is a small
- * filter by verdict; without JavaScript every node is shown and the page reads the same.
+ * filter by verdict; without JavaScript every node is shown and the page reads the same. Its
+ * Content-Security-Policy allows that one style element and that one script element by their
+ * sha256 hashes and nothing else inline (no `'unsafe-inline'`, no style attribute).
  *
  * Layout: the counts first (declaration verdicts, then drift verdicts), then one row per node in
  * the board's order (the machines not doing what they were told first) with both verdicts, last
  * heard, how much applied and the problems. All machine text (names, problems, paths, modules)
- * is escaped; a node that never spoke or never reconciled shows no time.
+ * is escaped, and what could disguise it (bidirectional and other invisible or control
+ * characters) is shown as `<U+XXXX>`; a node that never spoke or never reconciled shows no time.
  *
  * Stable hooks for tests and scripts: `[data-count="declaration|drift"][data-verdict=V] .n`,
  * `tr[data-node][data-verdict][data-drift]`, `time[datetime]`.
@@ -15,7 +18,9 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { formatDuration } from "../lib/duration.ts";
+import { printableText } from "../lib/printable.ts";
 import type { Board, BoardMachine } from "./report.ts";
 import { isAlarm, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
 import {
@@ -26,15 +31,17 @@ import {
   isDriftAlarm,
 } from "./drift.ts";
 
-/** Escapes text for HTML element content and double- or single-quoted attribute values. */
+/**
+ * Escapes text for HTML element content and double- or single-quoted attribute values. Every
+ * character that could disguise the text (controls other than tab and line feed, bidirectional
+ * and other format characters, lib/printable.ts) is shown as `<U+XXXX>` first, so the page
+ * displays `a<U+202E>b`, never a reordered or hidden text.
+ */
 export function escapeHtml(text: string): string {
-  // Most machine text needs nothing: one test, no copies.
-  // deno-lint-ignore no-control-regex
-  if (!/[&<>"'\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) return text;
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-    // Control characters (other than tab and newline) would be invisible or break the page.
-    // deno-lint-ignore no-control-regex
-    .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16)}`);
+  const shown = printableText(text);
+  // Most machine text needs nothing more: one test, no copies.
+  if (!/[&<>"']/.test(shown)) return shown;
+  return shown.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 const h = escapeHtml;
@@ -106,6 +113,7 @@ time{white-space:nowrap}
 .badge.quiet{background:var(--quiet-bg);color:var(--quiet)}
 .bar{display:inline-block;width:64px;height:6px;border-radius:3px;background:var(--quiet-bg);vertical-align:middle;margin-right:6px;overflow:hidden}
 .bar i{display:block;height:100%;background:var(--good)}
+${Array.from({ length: 101 }, (_, p) => `.bar i.p${p}{width:${p}%}`).join("")}
 .bar.part i{background:var(--bad)}
 .never{color:var(--mute);font-style:italic}
 ul.problems{margin:0;padding-left:16px}
@@ -180,7 +188,7 @@ function declarationCell(m: BoardMachine): string {
     ? ""
     : `<span class="bar${
       m.applied < m.total ? " part" : ""
-    }" role="img" aria-label="${pct}% applied"><i style="width:${pct}%"></i></span>`;
+    }" role="img" aria-label="${pct}% applied"><i class="p${pct}"></i></span>`;
   const gen = m.generation !== undefined
     ? `generation ${m.generation}${
       m.reportedGeneration !== undefined && m.reportedGeneration !== m.generation
@@ -279,6 +287,30 @@ function row(m: BoardMachine, generatedAt: string): string {
 </tr>`;
 }
 
+/** `'sha256-BASE64'`: a CSP hash source of exactly `text` (UTF-8). */
+function hashSource(text: string): string {
+  return `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+}
+
+/**
+ * The page's Content-Security-Policy: nothing from anywhere (`default-src 'none'`), and of inline
+ * code only the one style element and the one script element the page carries, by their hashes
+ * computed here from the very text written between their tags; no `'unsafe-inline'`, and no
+ * inline style attribute or handler (the page has none), so text that got past the escaping still
+ * could not run or restyle the page.
+ */
+function boardPolicy(style: string, script: string): string {
+  return [
+    "default-src 'none'",
+    `style-src ${hashSource(style)}`,
+    `script-src ${hashSource(script)}`,
+    "img-src 'none'",
+    "connect-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join("; ");
+}
+
 /**
  * Renders the board as one self-contained HTML page (UTF-8). Pure: the same board gives the same
  * page.
@@ -330,7 +362,7 @@ ${table(healthy, generatedAt)}
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'none'; connect-src 'none'">
+<meta http-equiv="Content-Security-Policy" content="${boardPolicy(STYLE, SCRIPT)}">
 <title>mesh board · ${board.nodes} node${board.nodes === 1 ? "" : "s"}</title>
 <style>${STYLE}</style>
 </head>

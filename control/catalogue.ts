@@ -31,6 +31,7 @@ import { declarationDigest } from "../host/declaration.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { InputError, MODULE_NAME, readNodeStates } from "./inventory.ts";
 import { classify, type Verdict } from "./state.ts";
+import { jsonText } from "../lib/printable.ts";
 
 /** What `module build` asks for. */
 export interface BuildAsk {
@@ -532,5 +533,5 @@ export function catalogueText(entries: CatalogueEntry[]): string {
 
 /** `module list --json`. */
 export function catalogueJson(entries: CatalogueEntry[]): string {
-  return JSON.stringify({ modules: entries }, null, 2) + "\n";
+  return jsonText({ modules: entries }, 2) + "\n";
 }

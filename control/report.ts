@@ -10,7 +10,7 @@
  */
 
 import { formatDuration } from "../lib/duration.ts";
-import { printable } from "../lib/printable.ts";
+import { jsonText, printable } from "../lib/printable.ts";
 import type { NodeState } from "./inventory.ts";
 import {
   type Clock,
@@ -252,7 +252,7 @@ export function statusMachines(board: Board): BoardMachine[] {
 
 /** `board --json`. */
 export function boardJson(board: Board): string {
-  return JSON.stringify(board, null, 2) + "\n";
+  return jsonText(board, 2) + "\n";
 }
 
 /**
@@ -262,7 +262,7 @@ export function boardJson(board: Board): string {
  * (bench/README.md, "Session 9, statusq").
  */
 export function boardJsonParts(board: Board): [string, string] {
-  return [JSON.stringify(board, null, 2), "\n"];
+  return [jsonText(board, 2), "\n"];
 }
 
 /**
@@ -271,7 +271,7 @@ export function boardJsonParts(board: Board): [string, string] {
  */
 export function statusJson(board: Board): string {
   const machines = statusMachines(board);
-  return JSON.stringify(
+  return jsonText(
     {
       generatedAt: board.generatedAt,
       nodes: board.nodes,
@@ -282,7 +282,6 @@ export function statusJson(board: Board): string {
       driftCounts: board.driftCounts,
       machines,
     },
-    null,
     2,
   ) + "\n";
 }

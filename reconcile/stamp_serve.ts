@@ -9,6 +9,7 @@
 
 import { messageOf } from "../lib/atomic.ts";
 import { readStamp, servedStamp } from "./stamp.ts";
+import { jsonText } from "../lib/printable.ts";
 
 /** A listen address: an explicit host name or IP and a port (0: any free port). */
 export interface ListenAddress {
@@ -64,7 +65,7 @@ export function stampHandler(
   return async (request: Request) => {
     const head = request.method === "HEAD";
     const answer = (status: number, body: unknown, extra: Record<string, string> = {}) =>
-      new Response(head ? null : JSON.stringify(body) + "\n", {
+      new Response(head ? null : jsonText(body) + "\n", {
         status,
         headers: { ...HEADERS, ...extra },
       });
@@ -113,7 +114,7 @@ export function serveStamp(
       onListen: () => {}, // the command line says where it listens; this module prints nothing
       onError: (error) =>
         new Response(
-          JSON.stringify({ error: `Cannot answer: ${messageOf(error)}` }) + "\n",
+          jsonText({ error: `Cannot answer: ${messageOf(error)}` }) + "\n",
           { status: 500, headers: HEADERS },
         ),
     }, handler);

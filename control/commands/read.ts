@@ -8,6 +8,7 @@
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
 import type { Sql } from "../db.ts";
 import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /**
  * The action of `status` and `board`: one read of the inventory (or its standby), rendered as
@@ -75,7 +76,7 @@ async (
   const json = (text: string) =>
     source.kind === "primary"
       ? text
-      : JSON.stringify({ ...JSON.parse(text), readFrom: source }, null, 2) + "\n";
+      : jsonText({ ...JSON.parse(text), readFrom: source }, 2) + "\n";
   if (kind === "board") {
     if (opts.html !== undefined) {
       const { boardHtml } = await import("../board_html.ts");

@@ -14,6 +14,7 @@ import { applyText } from "../render.ts";
 import { DEFAULT_DECLARATIONS_DIR } from "../sources.ts";
 import { VERSION } from "../version.ts";
 import { exitCodeOf, type HostContext, migration } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /**
  * Runs `bundle` (its options are declared in the command table, host/cli.ts): a plain invocation
@@ -29,7 +30,7 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
     const why = joinedText(joined, opts.stateDir);
     ctx.out(
       opts.json
-        ? JSON.stringify(
+        ? jsonText(
           {
             system: bundle.system,
             says: bundle.says,
@@ -37,7 +38,6 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
             joined,
             why,
           },
-          null,
           2,
         ) + "\n"
         : `bundle substrate-${bundle.system} (${bundle.declaration.resources.length} resources, ${bundle.digest})\n${bundle.says}\n\nNot shown: ${why}.\n`,
@@ -57,9 +57,8 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
   });
   if (opts.json) {
     ctx.out(
-      JSON.stringify(
+      jsonText(
         { system: bundle.system, says: bundle.says, declaration: bundle.declaration, result },
-        null,
         2,
       ) + "\n",
     );

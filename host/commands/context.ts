@@ -14,6 +14,7 @@ import { bundleSource, migrationFor, readLocalDeclarations } from "../sources.ts
 import type { Migration } from "../store.ts";
 import { VERSION } from "../version.ts";
 import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED, type LoadedBuild } from "../cli.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 export { Refused } from "../options.ts";
 
@@ -75,8 +76,8 @@ export async function finish(
   if (options.json) {
     ctx.out(
       results.length === 1 && !options.lines
-        ? JSON.stringify(results[0], null, 2) + "\n"
-        : results.map((r) => JSON.stringify(r) + "\n").join(""),
+        ? jsonText(results[0], 2) + "\n"
+        : results.map((r) => jsonText(r) + "\n").join(""),
     );
   } else ctx.out(results.map(applyText).join(""));
   ctx.code = exitCodeOf(results);

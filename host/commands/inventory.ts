@@ -9,6 +9,7 @@ import type { CommandAction } from "../../lib/cli_table.ts";
 import { formatInventory, takeInventory } from "../inventory.ts";
 import { detectPlatform, formatPlatform } from "../platform.ts";
 import type { HostContext } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /**
  * Runs `inventory` (its options are declared in the command table, host/cli.ts): a plain invocation
@@ -21,7 +22,7 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
   const [platform, inventory] = await Promise.all([detectPlatform(), takeInventory()]);
   ctx.out(
     opts.json
-      ? JSON.stringify({ platform, ...inventory }, null, 2) + "\n"
+      ? jsonText({ platform, ...inventory }, 2) + "\n"
       : `this host uses:\n${formatPlatform(platform)}\n${formatInventory(inventory)}`,
   );
 };

@@ -9,7 +9,7 @@ import { messageOf } from "../../lib/atomic.ts";
 import { nodeNameProblem } from "../../lib/broker_names.ts";
 import { brokerOption } from "../../lib/broker_urls.ts";
 import { untilSignalled } from "../../lib/wait.ts";
-import { printable } from "../../lib/printable.ts";
+import { jsonText, printable } from "../../lib/printable.ts";
 import { replacedSince } from "../identity.ts";
 import { runLink } from "../link.ts";
 import { applyText } from "../render.ts";
@@ -70,15 +70,13 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
       // Said on stderr: stdout is the link's reports (one per line with --json).
       onOther: (result, trigger) =>
         err(
-          `mesh-host link: ${trigger} ${
-            opts.json ? JSON.stringify(result) + "\n" : applyText(result)
-          }`,
+          `mesh-host link: ${trigger} ${opts.json ? jsonText(result) + "\n" : applyText(result)}`,
         ),
       onNews: (line) => err(`mesh-host link: ${line}\n`),
       onApplied: (report) =>
         out(
           opts.json
-            ? JSON.stringify(report) + "\n"
+            ? jsonText(report) + "\n"
             : `${report.at} ${report.trigger} source link generation ${report.generation}: ${report.outcome} ${report.applied} of ${report.total}${
               report.problems[0] ? `: ${printable(report.problems[0].message.split("\n")[0]!)}` : ""
             }${report.drift ? `; drift ${report.drift.status}` : ""}\n`,

@@ -8,6 +8,7 @@ import type { CommandAction } from "../../lib/cli_table.ts";
 import { ownedText } from "../render.ts";
 import { Store } from "../store.ts";
 import { type HostContext, migration } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /**
  * Runs `owned` (its options are declared in the command table, host/cli.ts): a plain invocation
@@ -22,8 +23,6 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
   });
   store.close();
   ctx.out(
-    opts.json
-      ? JSON.stringify(store.entries(), null, 2) + "\n"
-      : ownedText(store.entries(), store.path),
+    opts.json ? jsonText(store.entries(), 2) + "\n" : ownedText(store.entries(), store.path),
   );
 };

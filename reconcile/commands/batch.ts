@@ -9,6 +9,7 @@ import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { assertRegistryOutsideCode, IN_CHECKOUT_FLAG } from "../registry_place.ts";
 import { IN_CHECKOUT_HELP, type ReconcileContext } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /** Defines `batch` on `parent`. */
 export function define(
@@ -23,7 +24,7 @@ export function define(
     json: boolean | undefined,
   ) => {
     const r = await result;
-    if (json) ctx.out(JSON.stringify(r, null, 2) + "\n");
+    if (json) ctx.out(jsonText(r, 2) + "\n");
     else {
       for (const step of r.steps) ctx.err(`ran: ${step}\n`);
       (r.outcome === "enabled" || r.outcome === "disabled" ? ctx.out : ctx.err)(

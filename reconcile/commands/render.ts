@@ -8,6 +8,7 @@ import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { loadRegistry } from "../registry_load.ts";
 import { type ReconcileContext } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /** Defines `render` on `parent`. */
 export function define(
@@ -37,6 +38,6 @@ export function define(
     .action(async (opts: { registry: string; json?: boolean }) => {
       const { backupText, renderBackup } = await import("../render.ts");
       const plan = renderBackup(await loadRegistry(opts.registry), opts.registry);
-      ctx.out(opts.json ? JSON.stringify(plan, null, 2) + "\n" : backupText(plan));
+      ctx.out(opts.json ? jsonText(plan, 2) + "\n" : backupText(plan));
     });
 }

@@ -13,6 +13,7 @@ import { repoCheckFromFlags } from "../repo_check.ts";
 import { assertRegistryOutsideCode } from "../registry_place.ts";
 import { saveRepoSeen } from "../repo_seen.ts";
 import { assertDistinct, type ReconcileContext, UsageError } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /** What `run`'s options parse to (reconcile/options.ts RUN_OPTIONS). */
 interface RunOptions {
@@ -99,6 +100,6 @@ export const action: CommandAction<ReconcileContext> = async (ctx, _args, option
   if (result.clean && opts.stamp !== undefined) {
     await writeFileAtomic(opts.stamp, stampLine(result));
   }
-  ctx.out(opts.json ? JSON.stringify(toJson(result), null, 2) + "\n" : toText(result));
+  ctx.out(opts.json ? jsonText(toJson(result), 2) + "\n" : toText(result));
   ctx.code = result.exitCode;
 };

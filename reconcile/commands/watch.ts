@@ -6,6 +6,7 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { assertDistinct, type ReconcileContext } from "./context.ts";
+import { jsonText } from "../../lib/printable.ts";
 
 /** What `watch`'s options parse to (reconcile/options.ts WATCH_OPTIONS). */
 interface WatchOptions {
@@ -35,7 +36,7 @@ export const action: CommandAction<ReconcileContext> = async (ctx, [source], opt
     ...(opts.notify !== undefined ? { notifyUrl: opts.notify } : {}),
     ...(opts.stamp !== undefined ? { stampPath: opts.stamp } : {}),
   });
-  ctx.out(opts.json ? JSON.stringify(watchJson(result), null, 2) + "\n" : watchText(result));
+  ctx.out(opts.json ? jsonText(watchJson(result), 2) + "\n" : watchText(result));
   if (result.notify?.error !== undefined) {
     ctx.err(
       `mesh-reconcile: ${result.notify.error}; ${result.notify.owed.length} owed, retried on the next run\n`,

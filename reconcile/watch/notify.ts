@@ -6,7 +6,7 @@
 
 import { messageOf } from "../../lib/atomic.ts";
 import { formatDuration } from "../../lib/duration.ts";
-import { printable } from "../../lib/printable.ts";
+import { jsonText, printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";
 import { ANSWER_LIMIT_BYTES, bodyLimited, isTimeout } from "./source.ts";
 import type { WatchNotification, WebhookBody } from "./state.ts";
@@ -45,7 +45,7 @@ export async function deliver(
         signal,
         redirect: "manual",
         headers: { "content-type": "application/json", "user-agent": "mesh-reconcile-watch" },
-        body: JSON.stringify(body),
+        body: jsonText(body),
       });
       await bodyLimited(response, ANSWER_LIMIT_BYTES).catch(() => undefined);
       if (response.status < 200 || response.status > 299) {

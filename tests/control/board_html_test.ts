@@ -8,7 +8,11 @@
  *   same gathered board);
  * - every node is listed, in the JSON's order, with both verdicts;
  * - a node that never spoke shows no time; a node never reconciled shows no drift time;
- * - machine text stays text (no element injected, the title unchanged);
+ * - machine text stays text (no element injected, the title unchanged), and bidirectional,
+ *   invisible and control characters in it show as `<U+XXXX>`;
+ * - the page's Content-Security-Policy, read from the page itself, allows no inline code but its
+ *   one style and one script element, by their sha256 hashes (no 'unsafe-inline', no style
+ *   attribute or handler), and Chromium reports no violation of it;
  * - without JavaScript every node is still listed (the filter stays hidden);
  * - the browser's own network log shows no request other than the page's file.
  *
@@ -17,7 +21,9 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { assert, assertEquals } from "../support/assert.ts";
+import { assertShown } from "../support/disguise.ts";
 import { ROOT } from "../support/mod.ts";
 import { chromium } from "../support/chromium.ts";
 import { controlCli, freshInventory } from "./support.ts";
@@ -130,6 +136,44 @@ Deno.test("board --html renders in Chromium with the JSON's counts, every node, 
       assert(/<title>mesh board · 8 nodes<\/title>/.test(dom), "the title changed");
       assert(dom.includes("&lt;img src=x onerror="), "the hostile text is not shown as text");
     });
+
+    await t.step("bidirectional, invisible and control characters show as <U+XXXX>", () => {
+      const failed = rows(dom).find((r) => r.name === NODES.failed)!;
+      const shown = failed.cells[4]!.replace(/<[^>]*>/g, "").replaceAll("&lt;", "<")
+        .replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+      assertShown(shown, "the failed node's problem in Chromium");
+    });
+
+    await t.step(
+      "the page's policy allows its own style and script by hash, nothing else inline",
+      async () => {
+        const html = await Deno.readTextFile(page);
+        const policy = /<meta http-equiv="Content-Security-Policy" content="([^"]*)">/.exec(html)
+          ?.[1];
+        assert(policy !== undefined, "the page has no Content-Security-Policy");
+        assert(!/unsafe-/.test(policy), `the policy allows unsafe code: ${policy}`);
+        const directives = new Map(
+          policy.split(";").map((d) => d.trim().split(/\s+/)).map(([k, ...v]) => [k!, v]),
+        );
+        assertEquals(directives.get("default-src"), ["'none'"]);
+        const hash = (text: string) =>
+          `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+        const styles = [...html.matchAll(/<style>([^]*?)<\/style>/g)].map((m) => m[1]!);
+        const scripts = [...html.matchAll(/<script>([^]*?)<\/script>/g)].map((m) => m[1]!);
+        assertEquals([styles.length, scripts.length], [1, 1]);
+        assertEquals(directives.get("style-src"), styles.map(hash));
+        assertEquals(directives.get("script-src"), scripts.map(hash));
+        // No inline style attribute or handler, which a hash cannot allow.
+        for (const tag of html.match(/<[a-z][^>]*>/gi) ?? []) {
+          assert(!/\s(style|on[a-z]+)=/i.test(tag), `an inline attribute: ${tag}`);
+        }
+        // The browser applies it: no violation said, and the script (its hash) ran.
+        const console: string[] = [];
+        const applied = await chromium(`file://${page}`, "--dump-dom", { console });
+        assertEquals(console.filter((l) => /Content.Security.Policy/i.test(l)), []);
+        assert(/<div id="filter">/.test(applied), "the script, allowed by its hash, did not run");
+      },
+    );
 
     await t.step(
       "the filter appears with JavaScript; without it every node is listed",

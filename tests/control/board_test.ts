@@ -228,17 +228,16 @@ function textCounts(header: string): Record<string, number> {
   return counts;
 }
 
-/** The same escaping the text output promises (C0/C1 controls, DEL, bidi controls). */
+/**
+ * The same escaping the text output promises (C0/C1 controls but tab, DEL, format characters
+ * such as the bidi controls, line and paragraph separators, lone surrogates, invisible fillers):
+ * each as `<U+XXXX>`.
+ */
 function escaped(text: string): string {
   return text.replace(
     // deno-lint-ignore no-control-regex
-    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => {
-      const code = c.codePointAt(0)!;
-      return code <= 0xff
-        ? `\\x${code.toString(16).padStart(2, "0")}`
-        : `\\u{${code.toString(16)}}`;
-    },
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\p{Cf}\p{Cs}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/gu,
+    (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`,
   );
 }
 
@@ -568,9 +567,9 @@ Deno.test("board and status over an inventory with a node in every state", async
           okLines,
           `${what}: the node's problem forged a line for ${OK}:\n${text}`,
         );
-        assertStringIncludes(text, "no such package\\x0a");
-        assertStringIncludes(text, "\\x1b[31m");
-        assertStringIncludes(text, "\\u{202e}");
+        assertStringIncludes(text, "no such package<U+000A>");
+        assertStringIncludes(text, "<U+001B>[31m");
+        assertStringIncludes(text, "<U+202E>");
         // The failed node's problem stays on one line under it.
         const { blocks } = textBlocks(text);
         assertEquals(blocks.get(FAILED)!.more.filter((l) => l.includes("pkg-missing")).length, 1);

@@ -11,6 +11,7 @@ import type { TestInventory } from "./support.ts";
 import { recordDrift } from "../../control/drift.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
 import type { DriftSummary } from "../../lib/drift.ts";
+import { disguised } from "../support/disguise.ts";
 
 /** The seeded nodes by what they show. */
 export const NODES = {
@@ -53,6 +54,13 @@ export const EXPECTED_DRIFT: Record<string, string> = {
   [NODES.failed]: "drift",
   [NODES.silent]: "not-checked",
 };
+
+/**
+ * Machine text that must show as `<U+XXXX>`, never raw: bidirectional controls, zero-width
+ * characters, a byte order mark, C1 controls (tests/support/disguise.ts). The failed node's
+ * problem carries it.
+ */
+export const DISGUISED: string = disguised("apt printed");
 
 /** Machine text that must reach a page as text, never as markup. */
 export const HOSTILE =
@@ -108,7 +116,7 @@ export async function seedDriftEstate(inv: TestInventory): Promise<void> {
     await sql`insert into declarations (node, generation, digest, body, total)
       values (${name}, 1, ${name === NODES.failed ? digest("c") : digest("a")}, '{}', 8)`;
     const failed = name === NODES.failed;
-    const problems = failed ? [{ id: "pkg", message: `apt said ${HOSTILE}` }] : [];
+    const problems = failed ? [{ id: "pkg", message: `apt said ${HOSTILE} ${DISGUISED}` }] : [];
     await sql`
       insert into reports (node, generation, digest, outcome, applied, total, trigger, problems,
         changes, host_version, reported_at)

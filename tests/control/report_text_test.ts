@@ -153,7 +153,7 @@ Deno.test(
           ) =>
             `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": ${at}: ${why}`
           ),
-          `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": $: Unrecognized key: "k\\x00\\x1b[31m\\x0ay"`,
+          `mesh-control: dropped a report (report.${old}): Cannot read report from "${old}": $: Unrecognized key: "k<U+0000><U+001B>[31m<U+000A>y"`,
         ],
       );
       const rows = await inv.sql`select node, generation from reports order by id`;

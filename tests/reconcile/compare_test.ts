@@ -356,7 +356,7 @@ Deno.test("text from the machine cannot forge lines or colours in the report", (
     }],
   });
   const text = toText(r);
-  assert(text.includes("ev\\x1b[31mil\\x0aFAKE line\\u{202e}"), text);
+  assert(text.includes("ev<U+001B>[31mil<U+000A>FAKE line<U+202E>"), text);
   assert(!text.includes("\x1b"));
 });
 

@@ -30,6 +30,12 @@ export interface ChromiumOptions {
   windowSize?: string;
   /** Also write the browser's network log (NetLog JSON) here. */
   netLog?: string;
+  /**
+   * Collect the page's console messages here (Chromium's own log on stderr, `--enable-logging`):
+   * a Content-Security-Policy violation is one ("... violates the following Content Security
+   * Policy directive ...").
+   */
+  console?: string[];
 }
 
 /**
@@ -50,10 +56,16 @@ export async function chromium(
       `--user-data-dir=${profile}`,
       `--window-size=${options.windowSize ?? "1400,1000"}`,
       ...(options.netLog ? [`--log-net-log=${options.netLog}`] : []),
+      ...(options.console ? ["--enable-logging=stderr", "--v=0"] : []),
       mode,
       url,
     ];
     const result = await run(["chromium", ...args], { timeoutMs: 120_000 });
+    if (options.console) {
+      options.console.push(
+        ...result.stderr.split("\n").filter((l) => /:CONSOLE[:(]/.test(l)),
+      );
+    }
     return result.stdout;
   } finally {
     await Deno.remove(profile, { recursive: true }).catch(() => {});
