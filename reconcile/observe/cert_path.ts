@@ -84,7 +84,7 @@ function named(node: Node, position: number, length: number, root: boolean): str
     ...(node.served !== undefined ? [`served ${ordinal(node.served)}`] : []),
     ...(node.trusted !== undefined && node.served === undefined ? [`from ${node.trusted}`] : []),
   ].join(", ");
-  return `${role} "${node.certificate.subject.replaceAll("\n", ", ")}" (${where})`;
+  return `${role} ${dn(node.certificate.subject)} (${where})`;
 }
 
 /** A certificate's subject and issuer names, DER, hex (RFC 5280 name chaining compares them). */
@@ -131,6 +131,9 @@ function selfSigned(c: X509Certificate): boolean {
   return issued(c, c);
 }
 
+/** A distinguished name as said in findings: quoted, one line; an empty one said so. */
+const dn = (name: string | undefined) => name ? `"${name.replaceAll("\n", ", ")}"` : "(empty name)";
+
 const iso = (text: string) => new Date(text).toISOString();
 
 /** The problems of one path, its issuers' validity and CA flag, and its end. */
@@ -166,9 +169,9 @@ function judge(nodes: Node[], complete: boolean, store: TrustStore, now: number)
       );
     } else {
       problems.push(
-        `is incomplete: nothing served or trusted issued ${name}; its issuer "${
-          last.certificate.issuer.replaceAll("\n", ", ")
-        }" is an intermediate the server does not send, or a root nothing here trusts`,
+        `is incomplete: nothing served or trusted issued ${name}; its issuer ${
+          dn(last.certificate.issuer)
+        } is an intermediate the server does not send, or a root nothing here trusts`,
       );
     }
   }

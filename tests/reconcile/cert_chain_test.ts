@@ -349,3 +349,25 @@ Deno.test("a registry root that cannot be read fails the trust source, naming th
     assert(trust.sources[0]!.detail.includes(says), trust.sources[0]!.detail);
   }
 });
+
+Deno.test("a registry's roots are absolute paths, at least one: else placed at their line", () => {
+  for (
+    const [line, says] of [
+      ["roots: [ca.pem]", "r.yaml:3:9: roots[0]: Must be an absolute path without '..'"],
+      ["roots: []", "r.yaml:3:8: roots: List at least one root file, or leave roots out"],
+      ["roots: /etc/mesh/ca.pem", "r.yaml:3:8: roots: Invalid input: expected array"],
+    ]
+  ) {
+    let message = "";
+    try {
+      parseRegistry(`version: 1\naccounts: [root]\n${line}\nservices: {}\n`, "r.yaml");
+    } catch (error) {
+      message = String(error);
+    }
+    assert(message.includes(says!), `${line}: ${message}`);
+  }
+  const ok = parseRegistry(
+    "version: 1\naccounts: [root]\nroots: [/etc/mesh/ca.pem]\nservices: {}\n",
+  );
+  assertEquals(ok.roots, ["/etc/mesh/ca.pem"]);
+});

@@ -1,7 +1,9 @@
 /**
  * Certificates judged as a client would, against a real Caddy presenting certificates made
  * with openssl (`openssl ca -startdate/-enddate`): both ends of the validity window and the
- * name, each its own finding saying which.
+ * name, each its own finding saying which. The certificates are self-signed, so the registry
+ * names them as its private roots (`roots`): without, each is also a root nothing trusts
+ * (tests/reconcile/cert_chain_test.ts).
  */
 import { assert, assertEquals } from "../support/assert.ts";
 import { makeCertificate, startCaddy } from "../support/mod.ts";
@@ -45,6 +47,7 @@ good.mesh.test {
   try {
     const registry = parseRegistry(`version: 1
 accounts: [root]
+roots: [${future.cert}, ${both.cert}, ${good.cert}]
 services:
   sites:
     kind: site
