@@ -185,6 +185,14 @@ function serve(chain: Made[]): { port: number; close: () => void } {
   return { port: (listener.addr as Deno.NetAddr).port, close: () => listener.close() };
 }
 
+/** The trusted roots with `roots` named, read once per list. */
+const trusts = new Map<string, ReturnType<typeof observeTrust>>();
+function trustOf(roots: string[]): ReturnType<typeof observeTrust> {
+  const key = roots.join("\n");
+  if (!trusts.has(key)) trusts.set(key, observeTrust(roots));
+  return trusts.get(key)!;
+}
+
 /**
  * The `certificate` findings for `host` served `chain`: the probe `mesh-reconcile run` makes,
  * judged with the system's store plus `roots` (default: the private root named).
@@ -196,7 +204,7 @@ async function judged(
 ): Promise<string[]> {
   const server = serve(chain);
   try {
-    const trust = await observeTrust(roots);
+    const trust = await trustOf(roots);
     assertEquals(trust.sources.map((s) => s.state), ["observed"], JSON.stringify(trust.sources));
     const address: ServedAddress = {
       host,
