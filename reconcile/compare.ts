@@ -71,10 +71,12 @@ export const CHECKS: readonly CheckRow[] = [
   {
     // Before `address`: a TLS address that does not answer is a certificate finding.
     check: "certificate",
-    observes: ["caddy"],
+    observes: ["caddy", "trust"],
     findings: {
       missing: "the certificate presented for a declared name is not valid yet, expired, for " +
-        "another name, or expiring within the warning; or its TLS listener does not answer",
+        "another name, or expiring within the warning; its chain needs an expired, " +
+        "not-yet-valid or non-CA issuer, ends at an untrusted root or lacks an intermediate; " +
+        "or its TLS listener does not answer",
     },
     compare: compareCertificates,
   },

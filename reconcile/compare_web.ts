@@ -5,9 +5,12 @@
  *
  * - `address`: a declared address the proxy does not serve, or a plain-HTTP one whose listener
  *   does not answer, is missing; a served address (or catch-all, `*`) no entry declares is rogue.
- * - `certificate`: judged as a client would, for each declared TLS address: its listener does
- *   not answer; the certificate is not valid yet, expired, does not cover the name, or expires
- *   within the warning. Each its own finding, saying which.
+ * - `certificate`: judged as a careful client would, for each declared TLS address: its listener
+ *   does not answer; the leaf is not valid yet, expired, does not cover the name (IP address
+ *   against IP SANs, DNS name against DNS SANs), or expires within the warning; the best path
+ *   from the served chain to a trusted root needs an expired, not-yet-valid or non-CA issuer, ends
+ *   at a root nothing trusts, or lacks an intermediate (`./observe/cert_path.ts`). Each its own
+ *   finding, saying which and naming the certificate.
  * - `redirect`: a declared redirect that answers without redirecting, or redirects elsewhere.
  *
  * Wildcard addresses and the catch-all are not probed by name, so only `address` judges them.
@@ -144,9 +147,13 @@ function certificateFindings(
     out.push({
       ...base,
       detail: `the certificate presented for ${probe.host} does not cover it (it names ${
-        cert.subjectAltName || cert.subject || "nothing"
+        cert.subjectAltName ||
+        `no subject alternative name; its subject ${cert.subject || "is empty"} is not read`
       })`,
     });
+  }
+  for (const problem of cert.chain?.problems ?? []) {
+    out.push({ ...base, detail: `the certificate chain for ${probe.host} ${problem}` });
   }
   const starts = Date.parse(cert.notBefore) - options.now;
   if (starts > 0) {

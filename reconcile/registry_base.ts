@@ -280,7 +280,14 @@ function validEntry(raw: unknown): Raw | undefined {
 export function validRegistry(data: unknown): Raw | undefined {
   if (!isObject(data) || data.version !== 1) return undefined;
   const keys = Object.keys(data);
-  if (keys.length !== 3 || !("accounts" in data) || !("services" in data)) return undefined;
+  const roots = data.roots;
+  if (keys.length !== (roots === undefined ? 3 : 4)) return undefined;
+  if (!("accounts" in data) || !("services" in data)) return undefined;
+  if (
+    roots !== undefined &&
+    (!Array.isArray(roots) || roots.length < 1 ||
+      !roots.every((p) => typeof p === "string" && isAbsolutePath(p)))
+  ) return undefined;
   const accounts = data.accounts;
   if (!Array.isArray(accounts) || accounts.length < 1) return undefined;
   if (!accounts.every((a) => isString(a, ACCOUNT))) return undefined;
@@ -294,5 +301,10 @@ export function validRegistry(data: unknown): Raw | undefined {
     services[name] = entry;
   }
   if (crossCheck(data).length > 0) return undefined;
-  return { version: 1, accounts: [...accounts], services };
+  return {
+    version: 1,
+    accounts: [...accounts],
+    ...(roots !== undefined ? { roots: [...roots] } : {}),
+    services,
+  };
 }

@@ -151,6 +151,9 @@ const RegistryShape = z.strictObject({
     1,
     "List at least one account whose containers are asked about",
   ),
+  /** PEM files of private CAs' roots, trusted besides the system's store (`certificate`). */
+  roots: z.array(AbsolutePath).min(1, "List at least one root file, or leave roots out")
+    .optional(),
   // Names are checked with the other cross-entry checks: a bad name must not hide the
   // problems of its entry (a record's key failing stops zod from checking its value).
   services: z.record(z.string(), Entry),

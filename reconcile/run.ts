@@ -42,6 +42,10 @@ export interface ObserveOptions {
   timeoutMs?: number;
   /** Container runtimes to ask; default podman and docker. */
   runtimes?: ("podman" | "docker")[];
+  /** PEM files of private roots trusted besides the system's store (the registry's `roots`). */
+  roots?: readonly string[];
+  /** The system's store of roots (default: found as `./observe/trust.ts` says). */
+  systemStore?: string;
   /** Only probe these addresses (default: every declared one that is served). */
   probe?: (address: ServedAddress) => boolean;
   /** Timers to ask about (one `systemctl show` per manager); none asked when absent. */
@@ -144,8 +148,21 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       : observeProxy(options.caddyAdmin, { timeoutMs }),
   ]);
   const wanted = proxy.addresses.filter(options.probe ?? (() => true));
+  // The trusted roots are read once, and only when a served chain is to be judged.
+  const trust = wanted.some((a) => a.tls)
+    ? await import("./observe/trust.ts").then((m) =>
+      m.observeTrust(options.roots ?? [], {
+        ...(options.systemStore !== undefined ? { systemStore: options.systemStore } : {}),
+      })
+    )
+    : undefined;
+  const now = Date.now();
   const [probes, timers, boot] = await Promise.all([
-    mapLimit(wanted, 8, (a) => probeAddress(a, { timeoutMs })),
+    mapLimit(
+      wanted,
+      8,
+      (a) => probeAddress(a, { timeoutMs, now, ...(trust?.store ? { trust: trust.store } : {}) }),
+    ),
     timersAsked,
     bootObserved,
   ]);
@@ -161,6 +178,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       ...containers.sources,
       ...sockets.sources,
       ...proxy.sources,
+      ...trust?.sources ?? [],
       ...timers?.sources ?? [],
       ...boot?.sources ?? [],
       ...(options.boot === "none" ? [{ ...NO_BOOT_SOURCE }] : []),
@@ -226,6 +244,7 @@ export async function reconcile(
   const observation = await observe(registry.accounts, {
     ...options,
     probe: (a) => declared.has(a.host),
+    ...(registry.roots ? { roots: registry.roots } : {}),
     timers: timerRequests(registry),
     boot: bootView === "none" ? "none" : bootRequest(registry),
     ...(options.repo ? { repoDir: options.repo.dir } : {}),

@@ -2,8 +2,10 @@
  * Web addresses the reverse proxy serves, read from Caddy's admin API (`GET /config/`, the
  * JSON config of Caddy 2: `apps.http.servers.<name>.{listen, routes, tls_connection_policies,
  * automatic_https}`, routes with `match[].host` and `handle[]`, recursing into `subroute`
- * handlers), and a probe of each served address over the network: the leaf certificate
- * presented for the name (SNI) and, for redirects, the status and `Location` without following.
+ * handlers), and a probe of each served address over the network: the certificate chain
+ * presented for the name (SNI), its leaf read and the chain judged as a careful client would
+ * (`./cert_path.ts`, against the roots of `./trust.ts`), and, for redirects, the status and
+ * `Location` without following.
  *
  * @module
  */
@@ -14,6 +16,7 @@ import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { findProgram } from "../../lib/accounts.ts";
 import type { SourceStatus } from "./source.ts";
+import type { ChainVerdict, TrustStore } from "./cert_path.ts";
 import { handlersFor, type ServedHandler } from "./routes.ts";
 
 /** The address a catch-all route (no host matcher) is recorded under. */
@@ -57,10 +60,18 @@ export interface AddressProbe {
     notAfter: string;
     notBefore: string;
     subject: string;
-    /** Subject alternative names as printed by X509Certificate, e.g. `DNS:a.example`. */
+    /** Subject alternative names read from the DER, e.g. `DNS:a.example, IP:192.0.2.1`. */
     subjectAltName: string;
-    /** Whether the certificate covers the host name (RFC 6125 matching, wildcards included). */
+    /**
+     * Whether the certificate covers the host name: an IP address against its IP SANs, a DNS
+     * name against its DNS SANs (RFC 6125, one leftmost wildcard label; never the subject CN).
+     */
     coversName: boolean;
+    /**
+     * The served chain judged against the trusted roots (absent when they could not be read,
+     * or when the probe was not given them).
+     */
+    chain?: ChainVerdict;
   };
 }
 
@@ -260,14 +271,17 @@ export function connectTarget(listen: string): { host: string; port: number } | 
 
 /**
  * Sends one `GET /` for `address` to the first TCP listen address of its server, with the
- * name as SNI and Host, without following redirects and without trusting the chain (the point
- * is to read what is presented). Never throws: a failure is the probe's `error`. `node:http`,
- * `node:https` and `node:crypto` (Deno's Node compatibility layer) are loaded here, on the first
- * probe, not with the module: a run on a machine without a proxy never loads them.
+ * name as SNI (a DNS name only: an IP address is sent as Host alone) and Host, without following
+ * redirects and without refusing the handshake over the chain: every certificate presented is
+ * read, then the chain is judged against `options.trust` ({@linkcode verifyChain}) at
+ * `options.now` (ms since the epoch, default now). Never throws: a failure is the probe's
+ * `error`. `node:http`, `node:https`, `node:crypto` (Deno's Node compatibility layer) and
+ * `./cert_path.ts` are loaded here, on the first probe, not with the module: a run on a machine
+ * without a proxy never loads them.
  */
 export async function probeAddress(
   address: ServedAddress,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; trust?: TrustStore; now?: number } = {},
 ): Promise<AddressProbe> {
   const target = address.listen.map(connectTarget).find((t) => t !== undefined);
   const host = address.host;
@@ -278,10 +292,11 @@ export async function probeAddress(
       error: "the server has no TCP listen address to connect to",
     };
   }
-  const [{ default: http }, { default: https }, { X509Certificate }] = await Promise.all([
+  const [{ default: http }, { default: https }, { X509Certificate }, path] = await Promise.all([
     import("node:http"),
     import("node:https"),
     import("node:crypto"),
+    import("./cert_path.ts"),
   ]);
   const where = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`;
   return await new Promise((resolve) => {
@@ -305,17 +320,29 @@ export async function probeAddress(
       const probe: AddressProbe = { host, target: where, status: res.statusCode ?? 0 };
       if (typeof res.headers.location === "string") probe.location = res.headers.location;
       if (address.tls) {
-        const raw = (res.socket as TLSSocket).getPeerCertificate?.(false)?.raw;
-        if (raw) {
+        const served = presentedChain(res.socket as TLSSocket);
+        if (served.length > 0) {
           try {
-            const cert = new X509Certificate(raw);
+            const chain = served.map((raw) => new X509Certificate(raw));
+            const cert = chain[0]!;
+            const names = path.subjectAltNames(cert);
             probe.certificate = {
               notAfter: new Date(cert.validTo).toISOString(),
               notBefore: new Date(cert.validFrom).toISOString(),
               subject: cert.subject ?? "",
-              subjectAltName: cert.subjectAltName ?? "",
-              coversName: cert.checkHost(host) !== undefined,
+              subjectAltName: [
+                ...names.dns.map((n) => `DNS:${n}`),
+                ...names.ip.map((n) => `IP:${n}`),
+              ].join(", "),
+              coversName: path.coversName(names, host),
             };
+            if (options.trust !== undefined) {
+              probe.certificate.chain = path.verifyChain(
+                chain,
+                options.trust,
+                options.now ?? Date.now(),
+              );
+            }
           } catch (error) {
             probe.error = `the certificate presented could not be read: ${messageOf(error)}`;
           }
@@ -327,7 +354,11 @@ export async function probeAddress(
       done(probe);
     };
     const req = address.tls
-      ? https.request({ ...common, servername: host, rejectUnauthorized: false }, onResponse)
+      ? https.request({
+        ...common,
+        ...(path.isIpAddress(host) ? {} : { servername: host }),
+        rejectUnauthorized: false,
+      }, onResponse)
       : http.request(common, onResponse);
     req.on("timeout", () => {
       req.destroy(new Error(`no answer within ${common.timeout} ms`));
@@ -335,4 +366,25 @@ export async function probeAddress(
     req.on("error", (error) => done({ host, target: where, error: messageOf(error) }));
     req.end();
   });
+}
+
+/**
+ * Every certificate the server presented, DER, in the order served. Deno's `node:tls` links
+ * `getPeerCertificate(true)`'s `issuerCertificate` through the chain as served (not as
+ * verified); a repeated certificate ends the walk, as does the 32nd.
+ */
+function presentedChain(socket: TLSSocket): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const seen = new Set<string>();
+  let c = socket.getPeerCertificate?.(true) as
+    | { raw?: Uint8Array; fingerprint256?: string; issuerCertificate?: unknown }
+    | undefined;
+  while (c?.raw && out.length < 32) {
+    const key = c.fingerprint256 ?? String(out.length);
+    if (seen.has(key)) break;
+    seen.add(key);
+    out.push(c.raw);
+    c = c.issuerCertificate as typeof c;
+  }
+  return out;
 }

@@ -1,7 +1,9 @@
 /**
  * Certificates judged as a client would, against a real Caddy presenting certificates made
  * with openssl (`openssl ca -startdate/-enddate`): both ends of the validity window and the
- * name, each its own finding saying which.
+ * name, each its own finding saying which. The certificates are self-signed, so the registry
+ * names them as its private roots (`roots`): without, each is also a root nothing trusts
+ * (tests/reconcile/cert_chain_test.ts).
  */
 import { assert, assertEquals } from "../support/assert.ts";
 import { makeCertificate, startCaddy } from "../support/mod.ts";
@@ -45,6 +47,7 @@ good.mesh.test {
   try {
     const registry = parseRegistry(`version: 1
 accounts: [root]
+roots: [${future.cert}, ${both.cert}, ${good.cert}]
 services:
   sites:
     kind: site
@@ -68,6 +71,23 @@ services:
     assert(two.some((d) => d.includes("does not cover it")), JSON.stringify(two));
     assert(two.some((d) => d.includes("is not valid yet")), JSON.stringify(two));
     assertEquals(result.exitCode === 0, false);
+
+    // A root the registry names that cannot be read: the run cannot be clean (exit 2), naming it.
+    const unread = await reconcile(
+      parseRegistry(`version: 1
+accounts: [root]
+roots: [${dir}/nowhere.pem]
+services:
+  sites:
+    kind: site
+    web: [good.mesh.test]
+`),
+      { registryPath: "r.yaml", caddyAdmin: caddy.admin, bootView: "none", runtimes: [] },
+    );
+    assertEquals(unread.exitCode, 2);
+    const trust = unread.sources.find((s) => s.source === "trust");
+    assertEquals(trust?.state, "failed", JSON.stringify(unread.sources));
+    assert(trust!.detail.includes(`Cannot read the registry's root "${dir}/nowhere.pem"`));
   } finally {
     await caddy.stop();
     await Deno.remove(dir, { recursive: true });

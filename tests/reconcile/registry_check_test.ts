@@ -179,6 +179,13 @@ Deno.test("a registry checked without zod is the schema's own: same values, same
     for (let i = 0; i < count; i++) services[`e${i}`] = entry(r, i);
     const d: Obj = { version: 1, accounts: r.pick([["root"], ["root", "alice"]]), services };
     if (r.chance(0.2)) d.accounts = ["root", "alice"];
+    // The registry's private roots, on every fifth input (outside the seeded draws): valid, or
+    // each shape the rule refuses.
+    if (n % 5 === 1) {
+      d.roots = [["/etc/mesh/ca.pem"], ["/a.pem", "/b.pem"], [], ["ca.pem"], "/ca.pem", [
+        "/x/../ca.pem",
+      ], [1]][(n / 5 | 0) % 7];
+    }
     const mutations = n % 4 === 0 ? 0 : 1 + r.int(3);
     for (let m = 0; m < mutations; m++) mutate(r, d);
     // Through JSON, as plain data: an own "__proto__" key survives it (JSON.parse defines it).
@@ -206,10 +213,10 @@ Deno.test("every field of every kind, set to each value that breaks a rule: the 
   ];
   let checked = 0;
   for (const base of valid) {
-    for (const key of [...FIELDS, "accounts"]) {
+    for (const key of [...FIELDS, "accounts", "roots"]) {
       for (const value of BAD_VALUES) {
         const d = { version: 1, accounts: ["root", "alice"], services: { e: { ...base } } };
-        if (key === "accounts") (d as Obj).accounts = value;
+        if (key === "accounts" || key === "roots") (d as Obj)[key] = value;
         else (d.services.e as Obj)[key] = value;
         const text = JSON.stringify(d);
         const got = validRegistry(JSON.parse(text));
@@ -239,6 +246,12 @@ Deno.test("a valid registry of every kind is checked without zod; a redirect is 
   const got = validRegistry(d) as Registry | undefined;
   assertEquals(JSON.stringify(got), JSON.stringify(Registry.parse(d)));
   assertEquals(Object.keys(got!), ["version", "accounts", "services"]);
+  const rooted = validRegistry({ ...d, roots: ["/etc/mesh/ca.pem"] }) as Registry | undefined;
+  assertEquals(Object.keys(rooted!), ["version", "accounts", "roots", "services"]);
+  assertEquals(
+    JSON.stringify(rooted),
+    JSON.stringify(Registry.parse({ ...d, roots: ["/etc/mesh/ca.pem"] })),
+  );
   assertEquals(Object.keys(got!.services.web!), ["kind", "container", "user", "port", "web"]);
   assertEquals(got!.services.web!.port, [8080]);
   const redirect = {

@@ -6,7 +6,13 @@
 import { parse, stringify } from "yaml";
 import { run } from "../../lib/command.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { type CaddyFixture, reconcileCli, reloadCaddy, startCaddy } from "../support/mod.ts";
+import {
+  type CaddyFixture,
+  caddyRoot,
+  reconcileCli,
+  reloadCaddy,
+  startCaddy,
+} from "../support/mod.ts";
 import { handlersFor } from "../../reconcile/observe/routes.ts";
 import { observeProxy } from "../../reconcile/observe/proxy.ts";
 import { compareRoutes } from "../../reconcile/compare_route.ts";
@@ -15,8 +21,8 @@ import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
 type Services = Record<string, Record<string, unknown>>;
 
-function registryText(services: Services): string {
-  return stringify({ version: 1, accounts: ["root"], services });
+function registryText(services: Services, roots?: string[]): string {
+  return stringify({ version: 1, accounts: ["root"], ...(roots ? { roots } : {}), services });
 }
 
 /** `caddy adapt` of a Caddyfile: Caddy's own reading of it, as JSON. */
@@ -311,7 +317,11 @@ Deno.test({
           const ours = Object.values(fixtures).flatMap((f) => [f.port ?? []].flat());
           if (ports.some((p) => ours.includes(p))) delete machine[name];
         }
-        await Deno.writeTextFile(registry, registryText({ ...machine, ...fixtures }));
+        // Caddy's internal CA is a private one: the registry names its root.
+        await Deno.writeTextFile(
+          registry,
+          registryText({ ...machine, ...fixtures }, [await caddyRoot(caddy!)]),
+        );
       };
 
       await t.step("Caddy running the rendered config: the run is clean", async () => {

@@ -10,6 +10,7 @@ import { parse, stringify } from "yaml";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import {
   type CaddyFixture,
+  caddyRoot,
   fakeProgram,
   freePort,
   makeCertificate,
@@ -42,8 +43,16 @@ async function baseline(dir: string): Promise<Services> {
   return adopted.services ?? {};
 }
 
-async function writeRegistry(path: string, services: Services): Promise<string> {
-  await Deno.writeTextFile(path, stringify({ version: 1, accounts: ["root"], services }));
+/** Writes a registry of `services`, naming `roots` (Caddy's internal CA) when given. */
+async function writeRegistry(
+  path: string,
+  services: Services,
+  roots?: string[],
+): Promise<string> {
+  await Deno.writeTextFile(
+    path,
+    stringify({ version: 1, accounts: ["root"], ...(roots ? { roots } : {}), services }),
+  );
   return path;
 }
 
@@ -111,7 +120,9 @@ Deno.test({
           port: [adminPort, caddy.httpsPort, caddy.httpPort],
         },
       };
-      const registry = await writeRegistry(`${dir}/clean.yaml`, clean);
+      // Caddy's internal CA is a private one: the registry names its root.
+      const roots = [await caddyRoot(caddy)];
+      const registry = await writeRegistry(`${dir}/clean.yaml`, clean, roots);
       const stamp = `${dir}/stamp`;
       const textfile = `${dir}/mesh.prom`;
       const common = ["--caddy-admin", caddy.admin, "--stamp", stamp, "--textfile", textfile];
@@ -253,7 +264,7 @@ soon.mesh.test {
           web: ["expired.mesh.test", "wrong.mesh.test", "soon.mesh.test"],
         },
       };
-      const driftRegistry = await writeRegistry(`${dir}/drift.yaml`, drift);
+      const driftRegistry = await writeRegistry(`${dir}/drift.yaml`, drift, roots);
 
       await t.step("drift: every check, both directions, exit 1, stamp untouched", async () => {
         const before = await Deno.readTextFile(stamp);
@@ -370,7 +381,7 @@ soon.mesh.test {
         for (let i = 0; i < 150; i++) {
           many[`extra-${i}`] = { kind: "site", web: [`extra${i}.mesh.test`] };
         }
-        const big = await writeRegistry(`${dir}/big.yaml`, many);
+        const big = await writeRegistry(`${dir}/big.yaml`, many, roots);
         const [small, large] = await Promise.all([
           runOnThisVm([registry, "--caddy-admin", caddy!.admin, "--json"]),
           runOnThisVm([big, "--caddy-admin", caddy!.admin, "--json"]),
@@ -460,6 +471,14 @@ Deno.test({
         caddy.admin,
       ]);
       assertEquals(forced.code, 0, forced.stderr);
+      // Caddy's internal CA is a private one: the operator names its root in what init wrote.
+      await Deno.writeTextFile(
+        out,
+        (await Deno.readTextFile(out)).replace(
+          /^services:/m,
+          `roots: [${await caddyRoot(caddy)}]\nservices:`,
+        ),
+      );
       const run = await runOnThisVm([out, "--caddy-admin", caddy.admin, "--cert-warn", "1h"]);
       assertEquals(run.code, 0, run.stdout);
     } finally {

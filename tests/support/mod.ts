@@ -321,6 +321,22 @@ export async function ensureRootlessAccount(): Promise<(args: string[]) => Promi
   return podman;
 }
 
+/**
+ * The root certificate of a running Caddy's internal CA (`local_certs`), the PEM file a registry
+ * names in `roots` for the chains Caddy serves to be trusted. Waits (up to 10 s) for Caddy to
+ * have written it: it makes its CA with the first certificate it issues, after its config loads.
+ */
+export async function caddyRoot(caddy: CaddyFixture): Promise<string> {
+  const path = `${caddy.dir}/data/pki/authorities/local/root.crt`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await Deno.stat(path)).size > 0) return path;
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`Caddy wrote no root certificate at ${path} within 10 s`);
+}
+
 /** Replaces a running Caddy's config with new site blocks through its admin API (`POST /load`). */
 export async function reloadCaddy(
   caddy: CaddyFixture,
