@@ -549,35 +549,49 @@ async function applyOne(
     else ordered.splice(i, 0, e);
   }
   // Paths compared by their real location as the machine is now (an earlier source of this run
-  // may have changed it): read again, once for this source's removals.
+  // may have changed it): read again for this source's removals, each path once.
   const now: Locations = new Map();
   const leavingNow = new Set(ordered);
   const isPath = (type: string) => type === "file" || type === "directory";
+  /** The declared paths by real location, in declaration order. */
+  let declaredAt: Map<string, Resource[]> | undefined;
+  /** The real locations every record that stays holds (of any source). */
+  let held: Set<string> | undefined;
   for (const entry of ordered) {
     // Renamed, not leaving: the same thing is declared under an id the footprint lacks, or under
     // another path to it (a symlinked parent directory). It keeps its entry (and whether this
     // host created it, and its original) instead of being removed and made again, which a
     // directory holding declared files could not even be.
     const here = isPath(entry.type) ? realLocation(entry.subject, now) : undefined;
-    const renamed = declaration.resources.find((r) =>
-      r.type === entry.type &&
-      (subjectOf(r) === entry.subject ||
-        (here !== undefined && realLocation(subjectOf(r), now) === here)) &&
-      !store.find(source, r.id, r.type, subjectOf(r))
-    );
+    if (here !== undefined && declaredAt === undefined) {
+      declaredAt = new Map();
+      for (const r of declaration.resources) {
+        if (!isPath(r.type)) continue;
+        const at = realLocation(subjectOf(r), now);
+        declaredAt.set(at, [...declaredAt.get(at) ?? [], r]);
+      }
+    }
+    const renamed = (here !== undefined ? declaredAt!.get(here) ?? [] : declaration.resources)
+      .find((r) =>
+        r.type === entry.type && (here !== undefined || subjectOf(r) === entry.subject) &&
+        !store.find(source, r.id, r.type, subjectOf(r))
+      );
     if (renamed !== undefined) {
       if (!context.dryRun) store.rekey(entry, { id: renamed.id, subject: subjectOf(renamed) });
+      if (here !== undefined) held?.add(here);
       continue;
     }
     // Another record still holds this path under another name (of another source, or of this
     // one and declared still): removing or restoring it here would delete, through the alias,
     // what that record holds. The record is forgotten; the thing stays.
-    const aliased = here !== undefined &&
-      store.entries().some((e) =>
-        e !== entry && !leavingNow.has(e) && !options.dropped.has(e) && isPath(e.type) &&
-        realLocation(e.subject, now) === here
-      );
-    if (aliased) {
+    if (here !== undefined && held === undefined) {
+      held = new Set();
+      for (const e of store.entries()) {
+        if (leavingNow.has(e) || options.dropped.has(e) || !isPath(e.type)) continue;
+        held.add(realLocation(e.subject, now));
+      }
+    }
+    if (here !== undefined && held!.has(here)) {
       changes.push({ id: entry.id, type: entry.type, change: "forgotten" });
       if (context.dryRun) options.dropped.add(entry);
       else store.drop(entry);

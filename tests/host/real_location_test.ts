@@ -33,7 +33,11 @@ const file = (id: string, path: string, content: string) => ({
 });
 
 /** Applies each `[source, resources]` in one run, as `reconcile` applies local declarations. */
-async function run(state: string, sources: [string, Resources][]): Promise<ApplyResult[]> {
+async function run(
+  state: string,
+  sources: [string, Resources][],
+  dryRun = false,
+): Promise<ApplyResult[]> {
   const inputs = await Promise.all(
     sources.map(([name, resources]) =>
       readSource(new TextEncoder().encode(JSON.stringify({ version: 1, resources })), {
@@ -43,7 +47,7 @@ async function run(state: string, sources: [string, Resources][]): Promise<Apply
       })
     ),
   );
-  return await applySources(inputs, { system: debian, stateDir: state });
+  return await applySources(inputs, { system: debian, stateDir: state, dryRun });
 }
 
 const outcomes = (results: ApplyResult[]) =>
@@ -111,7 +115,15 @@ Deno.test("a parent that becomes a symlink after the first apply: the first hold
       );
       assertEquals(await Deno.readTextFile(`${root}/y/f`), "A\n");
       if (removed === "tuning") {
-        // Its record is the other's file under another name: forgotten, never deleted.
+        // Its record is the other's file under another name: forgotten, never deleted (a dry
+        // run says so and changes nothing).
+        const dry = await run(`${dir}/state`, [app, ["tuning", []]], true);
+        assertEquals(outcomes(dry), [["app", "applied", "unchanged"], [
+          "tuning",
+          "applied",
+          "forgotten",
+        ]]);
+        assertEquals((await holders(`${dir}/state`)).length, 2);
         const r = await run(`${dir}/state`, [app, ["tuning", []]]);
         assertEquals(outcomes(r), [["app", "applied", "unchanged"], [
           "tuning",
