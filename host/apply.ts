@@ -15,6 +15,7 @@ import type { Declaration, Resource, ResourceType } from "./declaration.ts";
 import { declarationDigest, DeclarationError, parseValid, subjectOf } from "./declaration_base.ts";
 import {
   type FootprintEntry,
+  isInside,
   type Locations,
   type Migration,
   realLocation,
@@ -262,13 +263,17 @@ export async function applySources(
       if (why !== undefined) refused.push({ id: r.id, message: why });
       // The state directory itself may be declared (its mode held, as the Debian bundle does);
       // nothing inside it, which only the host writes.
-      const inside = (r.type === "file" || r.type === "directory") &&
+      const path = r.type === "file" || r.type === "directory";
+      const inside = path &&
         (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
-      if (inside) {
+      // Or reached another way (a symlinked or bind-mounted directory), by real location.
+      const alias = path && !inside && isInside(r.path, own, locations);
+      if (inside || alias) {
         refused.push({
           id: r.id,
-          message:
-            `"${r.path}" is inside this host's state directory "${own}", which only the host writes`,
+          message: `"${r.path}" is inside this host's state directory "${own}"${
+            alias ? " (reached through another path)" : ""
+          }, which only the host writes`,
         });
       }
     }

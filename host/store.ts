@@ -106,23 +106,64 @@ export type Locations = Map<string, string>;
  * Reads the file system (one `stat` per directory not in `locations`); never writes.
  */
 export function realLocation(path: string, locations: Locations = new Map()): string {
-  const segments = path.split("/").filter((s) => s !== "" && s !== ".");
-  const up = segments.lastIndexOf("..");
-  if (up !== -1) {
-    // `..` goes up from where the kernel is after the symlinks before it: the prefix is resolved
-    // whole (realpath); a prefix that does not exist leads nowhere the kernel could follow, and is
-    // read as written.
-    const prefix = `/${segments.slice(0, up + 1).join("/")}`;
-    let real: string;
-    try {
-      real = Deno.realPathSync(prefix);
-    } catch {
-      real = resolve(prefix);
-    }
-    return realLocation(join(real, ...segments.slice(up + 1)), locations);
-  }
+  const segments = segmentsOf(path);
   if (segments.length === 0) return directoryIdentity([], locations);
   return `${directoryIdentity(segments.slice(0, -1), locations)}/${segments.at(-1)}`;
+}
+
+/**
+ * Whether the absolute `path` lies inside the directory `dir` by real location (see
+ * {@linkcode realLocation}): the deepest existing directory above `path` is `dir` or below it,
+ * its real parents read by `stat` of `..` (so a symlinked directory, or a bind mount of `dir` or
+ * of a directory below it, is seen). False when `dir` does not exist. `locations` also remembers
+ * each directory's real parent.
+ */
+export function isInside(path: string, dir: string, locations: Locations = new Map()): boolean {
+  const target = directoryIdentity(segmentsOf(dir), locations);
+  if (target.includes("/")) return false; // it does not exist: nothing is inside it
+  let segments = segmentsOf(path).slice(0, -1);
+  let identity = directoryIdentity(segments, locations);
+  while (identity.includes("/") && segments.length > 0) {
+    segments = segments.slice(0, -1);
+    identity = directoryIdentity(segments, locations);
+  }
+  let at = `/${segments.join("/")}`;
+  for (;;) {
+    if (identity === target) return true;
+    const known = locations.get(`..${identity}`);
+    let parent = known;
+    if (parent === undefined) {
+      try {
+        const info = Deno.statSync(`${at}/..`);
+        parent = `${info.dev}:${info.ino}`;
+      } catch {
+        parent = identity; // cannot go up: taken as the top
+      }
+      locations.set(`..${identity}`, parent);
+    }
+    if (parent === identity) return false; // the root is its own parent
+    identity = parent;
+    at = at === "/" ? "/.." : `${at}/..`;
+  }
+}
+
+/**
+ * The names of the absolute `path`, without empty and `.` ones. `..` goes up from where the kernel
+ * is after the symlinks before it: the prefix up to the last `..` is resolved whole (realpath); a
+ * prefix that does not exist leads nowhere the kernel could follow, and is read as written.
+ */
+function segmentsOf(path: string): string[] {
+  const segments = path.split("/").filter((s) => s !== "" && s !== ".");
+  const up = segments.lastIndexOf("..");
+  if (up === -1) return segments;
+  const prefix = `/${segments.slice(0, up + 1).join("/")}`;
+  let real: string;
+  try {
+    real = Deno.realPathSync(prefix);
+  } catch {
+    real = resolve(prefix);
+  }
+  return segmentsOf(join(real, ...segments.slice(up + 1)));
 }
 
 /** The identity of the directory at `/` + `segments` (see {@linkcode realLocation}). */

@@ -291,7 +291,8 @@ function canBindMount(): boolean {
 }
 
 Deno.test({
-  name: "a directory reached through a bind mount is the same directory (same device and inode)",
+  name:
+    "a directory reached through a bind mount is the same directory (same device and inode), the state directory too",
   ignore: !canBindMount(),
   fn: async () => {
     await withDir(async (dir) => {
@@ -307,9 +308,55 @@ Deno.test({
         ]);
         assertEquals(outcomes(results), [["app", "applied", "created"], ["tuning", "refused", ""]]);
         assertStringIncludes(results[1]!.problems[0]!.message, `"${root}/data/f"`);
+        // The state directory mounted elsewhere is still inside itself.
+        await Deno.mkdir(`${root}/state-view`);
+        const view = new Deno.Command("mount", {
+          args: ["--bind", `${dir}/state`, `${root}/state-view`],
+        });
+        assert((await view.output()).success);
+        try {
+          const [r] = await run(`${dir}/state`, [["x", [
+            file("j", `${root}/state-view/journal`, ""),
+          ]]]);
+          assertEquals([r!.outcome, r!.problems.length], ["refused", 1]);
+          assertStringIncludes(r!.problems[0]!.message, "(reached through another path)");
+        } finally {
+          await new Deno.Command("umount", { args: [`${root}/state-view`] }).output();
+        }
       } finally {
         await new Deno.Command("umount", { args: [`${root}/mnt`] }).output();
       }
     });
   },
+});
+
+Deno.test("the state directory reached through a symlinked directory is still the host's alone: refused, the store untouched", async () => {
+  await withDir(async (dir) => {
+    const root = `${dir}/root`;
+    const state = `${dir}/var/state`;
+    await run(state, [["app", [file("f", `${root}/f`, "A\n")]]]);
+    const store = await Deno.readTextFile(`${state}/store.json`);
+    await Deno.symlink(state, `${root}/alias`);
+    await Deno.symlink(`${dir}/var`, `${root}/up`);
+    const results = await run(state, [
+      ["store", [file("s", `${root}/alias/store.json`, "{}\n")]],
+      ["deeper", [file("o", `${root}/up/state/originals/x`, "x\n")]],
+      ["fine", [file("g", `${root}/up/elsewhere`, "g\n")]],
+    ]);
+    assertEquals(outcomes(results), [
+      ["store", "refused", ""],
+      ["deeper", "refused", ""],
+      ["fine", "applied", "created"],
+    ]);
+    assertStringIncludes(
+      results[0]!.problems[0]!.message,
+      `"${root}/alias/store.json" is inside this host's state directory "${state}" (reached through another path)`,
+    );
+    assertEquals(await Deno.readTextFile(`${state}/store.json`) === store, false); // "fine" saved
+    assertEquals(
+      (await holders(state)).map(([source]) => source),
+      ["app", "fine"],
+    );
+    assertEquals(await Deno.lstat(`${state}/originals/x`).then(() => true, () => false), false);
+  });
 });
