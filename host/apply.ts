@@ -838,9 +838,10 @@ function aliasedPaths(
     else {
       problems.push({
         id: r.id,
-        message:
-          `Cannot apply path "${r.path}" in source "${source}": it is the path "${earlier.path}" of resource "${earlier.id}" reached another way (through a symlinked or bind-mounted ` +
-          `directory); one thing is declared once, and the whole source "${source}" is refused`,
+        message: `Cannot apply path "${r.path}" in source "${source}": it is the path ` +
+          `"${earlier.path}" of resource "${earlier.id}" reached another way (through a ` +
+          `symlinked or bind-mounted directory); one thing is declared once, and the whole ` +
+          `source "${source}" is refused`,
       });
     }
   }
