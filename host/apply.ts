@@ -15,7 +15,10 @@ import type { Declaration, Resource, ResourceType } from "./declaration.ts";
 import { declarationDigest, DeclarationError, parseValid, subjectOf } from "./declaration_base.ts";
 import {
   type FootprintEntry,
+  isInside,
+  type Locations,
   type Migration,
+  realLocation,
   type SourceName,
   type SourceOrigin,
   Store,
@@ -172,12 +175,15 @@ export async function applyDeclaration(
   return result!;
 }
 
-/** What a resource is about, in the space where two sources can collide (no actions). */
-function spaceKey(type: string, subject: string): string | undefined {
+/**
+ * What a resource is about, in the space where two sources can collide (no actions): a path by
+ * its real location ({@linkcode realLocation}), so that one file reached by two paths is one.
+ */
+function spaceKey(type: string, subject: string, locations: Locations): string | undefined {
   switch (type) {
     case "file":
     case "directory":
-      return `path\0${subject}`;
+      return `path\0${realLocation(subject, locations)}`;
     case "service":
       return `unit\0${subject}`;
     case "package":
@@ -204,14 +210,19 @@ function whatOf(type: string): string {
  * given. Each source is refused or applied as a whole, on its own footprint:
  *
  * - refused when its input was, when this system cannot apply a type it declares, when it
- *   declares something inside the state directory, or when it declares a subject (path, unit,
- *   package, container name) that another source holds (its record says so) or that a source
- *   earlier in this run declares: nothing of it is applied, and its footprint is untouched;
+ *   declares something inside the state directory, when two of its resources name one path by
+ *   its real location (through a symlinked or bind-mounted directory), or when it declares a
+ *   subject (path, unit, package, container name) that another source holds (its record says so)
+ *   or that a source earlier in this run declares: nothing of it is applied, and its footprint
+ *   is untouched. A path is compared by its real location ({@linkcode realLocation}): one file
+ *   reached by two paths is one subject;
  * - a subject held by a source of this run that no longer declares it, and declared by another
  *   source of this run, is moved to that source (its record keeps whether this host created it
  *   and its original): never removed and made again;
- * - otherwise it removes what it applied and no longer declares (removal first), then converges
- *   each resource in order and stops at its first failure.
+ * - otherwise it removes what it applied and no longer declares (removal first; a path that a
+ *   record still held, of this source or another, names by another path is forgotten, never
+ *   removed through its alias), then converges each resource in order and stops at its first
+ *   failure.
  *
  * The footprint is saved whatever happened. Never throws for a resource that fails (that is the
  * result); throws only when the host itself cannot work.
@@ -239,6 +250,8 @@ export async function applySources(
       ...dry,
     });
   const own = options.stateDir.replace(/\/+$/, "");
+  /** The directories this run read the identity of, before it changed anything. */
+  const locations: Locations = new Map();
   for (const input of inputs) {
     if (input.declaration === undefined) {
       refuse(input, input.refused ?? [{ message: "No declaration" }]);
@@ -250,16 +263,21 @@ export async function applySources(
       if (why !== undefined) refused.push({ id: r.id, message: why });
       // The state directory itself may be declared (its mode held, as the Debian bundle does);
       // nothing inside it, which only the host writes.
-      const inside = (r.type === "file" || r.type === "directory") &&
+      const path = r.type === "file" || r.type === "directory";
+      const inside = path &&
         (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
-      if (inside) {
+      // Or reached another way (a symlinked or bind-mounted directory), by real location.
+      const alias = path && !inside && isInside(r.path, own, locations);
+      if (inside || alias) {
         refused.push({
           id: r.id,
-          message:
-            `"${r.path}" is inside this host's state directory "${own}", which only the host writes`,
+          message: `"${r.path}" is inside this host's state directory "${own}"${
+            alias ? " (reached through another path)" : ""
+          }, which only the host writes`,
         });
       }
     }
+    refused.push(...aliasedPaths(input.name, input.declaration.resources, locations));
     if (refused.length > 0) refuse(input, refused);
   }
   if (options.departedFrom === undefined && inputs.every((i) => results.has(i.name))) {
@@ -320,7 +338,7 @@ export async function applySources(
     // Who holds each subject now, and what each source of this run declares.
     const holders = new Map<string, FootprintEntry>();
     for (const e of store.entries()) {
-      const k = spaceKey(e.type, e.subject);
+      const k = spaceKey(e.type, e.subject, locations);
       if (k !== undefined && !holders.has(k)) holders.set(k, e);
     }
     const declares = new Map<string, Set<string>>();
@@ -328,7 +346,7 @@ export async function applySources(
       if (input.declaration === undefined || results.has(input.name)) continue;
       const keys = new Set<string>();
       for (const r of input.declaration.resources) {
-        const k = spaceKey(r.type, subjectOf(r));
+        const k = spaceKey(r.type, subjectOf(r), locations);
         if (k !== undefined) keys.add(k);
       }
       declares.set(input.name, keys);
@@ -339,39 +357,44 @@ export async function applySources(
       const keys = declares.get(source);
       return keys !== undefined && !keys.has(k) && inputs.some((i) => i.name === source);
     };
-    const claimed = new Map<string, string>();
+    /** Each subject declared by a source accepted in this run: the source, and its path. */
+    const claimed = new Map<string, { source: SourceName; subject: string }>();
     /** Entries moved in a dry run (the store is not changed): their old source skips them. */
     const movedAway = new Set<FootprintEntry>();
+    /** Entries forgotten in a dry run (the store is not changed): they hold nothing any more. */
+    const dropped = new Set<FootprintEntry>();
 
     for (const input of inputs) {
       if (results.has(input.name)) continue;
       const declaration = input.declaration!;
       const conflicts: ApplyProblem[] = [];
-      const moves: { entry: FootprintEntry; id: string }[] = [];
+      const moves: { entry: FootprintEntry; id: string; subject: string }[] = [];
       for (const r of declaration.resources) {
         const subject = subjectOf(r);
-        const k = spaceKey(r.type, subject);
+        const k = spaceKey(r.type, subject, locations);
         if (k === undefined) continue;
         const holder = holders.get(k);
         const first = claimed.get(k);
         if (holder !== undefined && holder.source !== input.name) {
           const movable = givesUp(holder.source, k) || holder.source === options.takeFrom;
           if (movable && holder.type === r.type && first === undefined) {
-            moves.push({ entry: holder, id: r.id });
+            moves.push({ entry: holder, id: r.id, subject });
           } else {
             conflicts.push({
               id: r.id,
               message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
-                `source "${holder.source}" holds it (its resource "${holder.id}"); the whole ` +
-                `source "${input.name}" is refused`,
+                `source "${holder.source}" holds it (its resource "${holder.id}"${
+                  alias(subject, holder.subject)
+                }); the whole source "${input.name}" is refused`,
             });
           }
-        } else if (first !== undefined && first !== input.name) {
+        } else if (first !== undefined && first.source !== input.name) {
           conflicts.push({
             id: r.id,
             message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
-              `source "${first}" declares it too and was applied first in this run; the whole ` +
-              `source "${input.name}" is refused`,
+              `source "${first.source}" declares it too${
+                first.subject === subject ? "" : ` (as "${first.subject}": one path reached by two)`
+              } and was applied first in this run; the whole source "${input.name}" is refused`,
           });
         }
       }
@@ -379,12 +402,16 @@ export async function applySources(
         refuse(input, conflicts);
         continue;
       }
-      for (const k of declares.get(input.name) ?? []) claimed.set(k, input.name);
-      for (const { entry, id } of moves) {
-        const k = spaceKey(entry.type, entry.subject)!;
-        const moved = { ...entry, source: input.name, id };
+      for (const r of declaration.resources) {
+        const k = spaceKey(r.type, subjectOf(r), locations);
+        if (k !== undefined) claimed.set(k, { source: input.name, subject: subjectOf(r) });
+      }
+      for (const { entry, id, subject } of moves) {
+        const k = spaceKey(entry.type, entry.subject, locations)!;
+        // It takes the path as the source declares it: the same thing, named as it is now.
+        const moved = { ...entry, source: input.name, id, subject };
         if (options.dryRun) movedAway.add(entry);
-        else store.rekey(entry, { source: input.name, id });
+        else store.rekey(entry, { source: input.name, id, subject });
         holders.set(k, moved);
       }
     }
@@ -407,6 +434,7 @@ export async function applySources(
           system: options.system,
           dryRun: options.dryRun ?? false,
           movedAway,
+          dropped,
         }),
       );
       if (!options.dryRun) {
@@ -491,7 +519,12 @@ async function applyOne(
   declaration: Declaration,
   store: Store,
   context: ApplyContext,
-  options: { system: System; dryRun: boolean; movedAway: Set<FootprintEntry> },
+  options: {
+    system: System;
+    dryRun: boolean;
+    movedAway: Set<FootprintEntry>;
+    dropped: Set<FootprintEntry>;
+  },
 ): Promise<ApplyResult> {
   const source = input.name;
   const total = declaration.resources.length;
@@ -520,16 +553,53 @@ async function applyOne(
     if (i === -1) ordered.push(e);
     else ordered.splice(i, 0, e);
   }
+  // Paths compared by their real location as the machine is now (an earlier source of this run
+  // may have changed it): read again for this source's removals, each path once.
+  const now: Locations = new Map();
+  const leavingNow = new Set(ordered);
+  const isPath = (type: string) => type === "file" || type === "directory";
+  /** The declared paths by real location, in declaration order. */
+  let declaredAt: Map<string, Resource[]> | undefined;
+  /** The real locations every record that stays holds (of any source). */
+  let held: Set<string> | undefined;
   for (const entry of ordered) {
-    // Renamed, not leaving: the same thing is declared under an id the footprint lacks. It
-    // keeps its entry (and whether this host created it) instead of being removed and made
-    // again, which a directory holding declared files could not even be.
-    const renamed = declaration.resources.find((r) =>
-      r.type === entry.type && subjectOf(r) === entry.subject &&
-      !store.find(source, r.id, r.type, subjectOf(r))
-    );
+    // Renamed, not leaving: the same thing is declared under an id the footprint lacks, or under
+    // another path to it (a symlinked parent directory). It keeps its entry (and whether this
+    // host created it, and its original) instead of being removed and made again, which a
+    // directory holding declared files could not even be.
+    const here = isPath(entry.type) ? realLocation(entry.subject, now) : undefined;
+    if (here !== undefined && declaredAt === undefined) {
+      declaredAt = new Map();
+      for (const r of declaration.resources) {
+        if (!isPath(r.type)) continue;
+        const at = realLocation(subjectOf(r), now);
+        declaredAt.set(at, [...declaredAt.get(at) ?? [], r]);
+      }
+    }
+    const renamed = (here !== undefined ? declaredAt!.get(here) ?? [] : declaration.resources)
+      .find((r) =>
+        r.type === entry.type && (here !== undefined || subjectOf(r) === entry.subject) &&
+        !store.find(source, r.id, r.type, subjectOf(r))
+      );
     if (renamed !== undefined) {
-      if (!context.dryRun) store.rekey(entry, { id: renamed.id });
+      if (!context.dryRun) store.rekey(entry, { id: renamed.id, subject: subjectOf(renamed) });
+      if (here !== undefined) held?.add(here);
+      continue;
+    }
+    // Another record still holds this path under another name (of another source, or of this
+    // one and declared still): removing or restoring it here would delete, through the alias,
+    // what that record holds. The record is forgotten; the thing stays.
+    if (here !== undefined && held === undefined) {
+      held = new Set();
+      for (const e of store.entries()) {
+        if (leavingNow.has(e) || options.dropped.has(e) || !isPath(e.type)) continue;
+        held.add(realLocation(e.subject, now));
+      }
+    }
+    if (here !== undefined && held!.has(here)) {
+      changes.push({ id: entry.id, type: entry.type, change: "forgotten" });
+      if (context.dryRun) options.dropped.add(entry);
+      else store.drop(entry);
       continue;
     }
     const applier = options.system.appliers[entry.type] as Applier | undefined;
@@ -746,6 +816,41 @@ function resolvedDirectory(dir: string): string {
     const up = dirname(dir);
     return up === dir ? dir : join(resolvedDirectory(up), basename(dir));
   }
+}
+
+/**
+ * What refuses a declaration that names one path twice by its real location (the same path as
+ * written is refused when it is parsed): each later resource naming a path an earlier one names,
+ * with both paths as written.
+ */
+function aliasedPaths(
+  source: SourceName,
+  resources: readonly Resource[],
+  locations: Locations,
+): ApplyProblem[] {
+  const problems: ApplyProblem[] = [];
+  const first = new Map<string, Resource & { path: string }>();
+  for (const r of resources) {
+    if (r.type !== "file" && r.type !== "directory") continue;
+    const k = realLocation(r.path, locations);
+    const earlier = first.get(k);
+    if (earlier === undefined) first.set(k, r);
+    else {
+      problems.push({
+        id: r.id,
+        message: `Cannot apply path "${r.path}" in source "${source}": it is the path ` +
+          `"${earlier.path}" of resource "${earlier.id}" reached another way (through a ` +
+          `symlinked or bind-mounted directory); one thing is declared once, and the whole ` +
+          `source "${source}" is refused`,
+      });
+    }
+  }
+  return problems;
+}
+
+/** `, as "/real/f": one path reached by two` when `held` names `subject` another way, else "". */
+function alias(subject: string, held: string): string {
+  return held === subject ? "" : `, as "${held}": one path reached by two`;
 }
 
 /** `/a/b/c` -> `/a/b`, `/a`, `/`. */

@@ -189,6 +189,9 @@ export function repeatedKeyProblems(text: string, data: unknown): DeclarationPro
 /**
  * The problems across resources, found on the raw data (so they are reported beside the
  * schema's own): a repeated id, two resources on one subject, an action from untrusted input.
+ * Two paths written differently that lead to one file on the machine (a symlinked or
+ * bind-mounted directory) are found when the declaration is applied, by real location
+ * (host/apply.ts, `realLocation` of host/store.ts).
  */
 export function crossResourceProblems(data: unknown, options: ParseOptions): DeclarationProblem[] {
   const problems: DeclarationProblem[] = [];

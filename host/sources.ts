@@ -20,6 +20,7 @@ import type { Declaration } from "./declaration.ts";
 import { declarationDigest, MAX_DECLARATION_BYTES, subjectOf } from "./declaration_base.ts";
 import {
   claimKey,
+  type Locations,
   type Migration,
   SOURCE_NAME_MESSAGE,
   SOURCE_NAME_PATTERN,
@@ -154,8 +155,9 @@ export async function migrationFor(
   options: { bundle?: Declaration; locals: SourceInput[] },
 ): Promise<Migration> {
   const claims: Migration["claims"] = [];
+  const locations: Locations = new Map();
   const keysOf = (d: Declaration) =>
-    new Set(d.resources.map((r) => claimKey(r.type, subjectOf(r))));
+    new Set(d.resources.map((r) => claimKey(r.type, subjectOf(r), locations)));
   const kept = await keptLinkDeclaration(stateDir);
   if (kept !== undefined) claims.push({ source: "link", subjects: keysOf(kept) });
   if (options.bundle !== undefined) {

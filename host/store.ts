@@ -18,7 +18,7 @@
  */
 
 import type { z } from "zod";
-import { dirname, join } from "../lib/path.ts";
+import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type * as schema from "./store_schema.ts";
 import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
@@ -74,9 +74,115 @@ export interface Migration {
   feederIfClaimed?: SourceName;
 }
 
-/** The key a migration claim is looked up by. */
-export function claimKey(type: string, subject: string): string {
-  return `${type}\0${subject}`;
+/**
+ * The key a migration claim is looked up by: the type, and for a path its identity
+ * ({@linkcode realLocation}: a record and a declaration naming one file by two paths match).
+ */
+export function claimKey(type: string, subject: string, locations?: Locations): string {
+  const what = type === "file" || type === "directory" ? realLocation(subject, locations) : subject;
+  return `${type}\0${what}`;
+}
+
+/**
+ * Directories' identities already read in one run (a directory path as written to its identity,
+ * see {@linkcode realLocation}): each directory is read once however many paths it holds.
+ */
+export type Locations = Map<string, string>;
+
+/**
+ * The identity of the file or directory at the absolute `path`: the one place where the host
+ * decides that two paths name one thing (ownership, removal, moves between sources, a store of
+ * format 1's migration). Two paths have the same identity when they lead to the same directory
+ * entry, whatever way they are written: symlinked parent directories, `..` (resolved as the
+ * kernel does, after the symlink before it), repeated `/`, `.` and trailing `/` segments, and a
+ * directory reached through a bind mount (the same device and inode).
+ *
+ * The identity is `DEV:INO/NAME...`: the device and inode of the deepest existing directory
+ * above the path (symlinks followed, by `stat`), then the names below it as written. The last
+ * name is never followed (a declared path that is a symlink is refused by its applier, never
+ * written through). It is a key to compare, not a path to show. A directory that cannot be read
+ * (permission denied, a symlink loop) counts as missing: the names below its parent are kept.
+ *
+ * Reads the file system (one `stat` per directory not in `locations`); never writes.
+ */
+export function realLocation(path: string, locations: Locations = new Map()): string {
+  const segments = segmentsOf(path);
+  if (segments.length === 0) return directoryIdentity([], locations);
+  return `${directoryIdentity(segments.slice(0, -1), locations)}/${segments.at(-1)}`;
+}
+
+/**
+ * Whether the absolute `path` lies inside the directory `dir` by real location (see
+ * {@linkcode realLocation}): the deepest existing directory above `path` is `dir` or below it,
+ * its real parents read by `stat` of `..` (so a symlinked directory, or a bind mount of `dir` or
+ * of a directory below it, is seen). False when `dir` does not exist. `locations` also remembers
+ * each directory's real parent.
+ */
+export function isInside(path: string, dir: string, locations: Locations = new Map()): boolean {
+  const target = directoryIdentity(segmentsOf(dir), locations);
+  if (target.includes("/")) return false; // it does not exist: nothing is inside it
+  let segments = segmentsOf(path).slice(0, -1);
+  let identity = directoryIdentity(segments, locations);
+  while (identity.includes("/") && segments.length > 0) {
+    segments = segments.slice(0, -1);
+    identity = directoryIdentity(segments, locations);
+  }
+  let at = `/${segments.join("/")}`;
+  for (;;) {
+    if (identity === target) return true;
+    const known = locations.get(`..${identity}`);
+    let parent = known;
+    if (parent === undefined) {
+      try {
+        const info = Deno.statSync(`${at}/..`);
+        parent = `${info.dev}:${info.ino}`;
+      } catch {
+        parent = identity; // cannot go up: taken as the top
+      }
+      locations.set(`..${identity}`, parent);
+    }
+    if (parent === identity) return false; // the root is its own parent
+    identity = parent;
+    at = at === "/" ? "/.." : `${at}/..`;
+  }
+}
+
+/**
+ * The names of the absolute `path`, without empty and `.` ones. `..` goes up from where the kernel
+ * is after the symlinks before it: the prefix up to the last `..` is resolved whole (realpath); a
+ * prefix that does not exist leads nowhere the kernel could follow, and is read as written.
+ */
+function segmentsOf(path: string): string[] {
+  const segments = path.split("/").filter((s) => s !== "" && s !== ".");
+  const up = segments.lastIndexOf("..");
+  if (up === -1) return segments;
+  const prefix = `/${segments.slice(0, up + 1).join("/")}`;
+  let real: string;
+  try {
+    real = Deno.realPathSync(prefix);
+  } catch {
+    real = resolve(prefix);
+  }
+  return segmentsOf(join(real, ...segments.slice(up + 1)));
+}
+
+/** The identity of the directory at `/` + `segments` (see {@linkcode realLocation}). */
+function directoryIdentity(segments: string[], locations: Locations): string {
+  const dir = `/${segments.join("/")}`;
+  const known = locations.get(dir);
+  if (known !== undefined) return known;
+  let identity: string | undefined;
+  try {
+    const info = Deno.statSync(dir);
+    if (info.isDirectory) identity = `${info.dev}:${info.ino}`;
+  } catch { /* missing, or not readable: the names below its parent */ }
+  if (identity === undefined) {
+    identity = segments.length === 0
+      ? "/"
+      : `${directoryIdentity(segments.slice(0, -1), locations)}/${segments.at(-1)}`;
+  }
+  locations.set(dir, identity);
+  return identity;
 }
 
 /** The store's file name under the state directory. */
@@ -391,14 +497,38 @@ export class Store {
   }
 
   /**
-   * Moves an entry to a new id (a resource renamed in the declaration) or a new source (a subject
-   * that left one source and arrived in another in one run), keeping its place in the order,
+   * Moves an entry to a new id (a resource renamed in the declaration), a new source (a subject
+   * that left one source and arrived in another in one run) or a new path as written (the same
+   * thing named through another path, {@linkcode realLocation}), keeping its place in the order,
    * whether this host created it, and its original: it is still the same thing on the machine.
    */
-  rekey(entry: FootprintEntry, to: { id?: string; source?: SourceName }): void {
+  rekey(
+    entry: FootprintEntry,
+    to: { id?: string; source?: SourceName; subject?: string },
+  ): void {
     const old = keyOf(entry);
     if (!this.#entries.has(old)) return;
-    const moved = { ...entry, id: to.id ?? entry.id, source: to.source ?? entry.source };
+    const moved = {
+      ...entry,
+      id: to.id ?? entry.id,
+      source: to.source ?? entry.source,
+      subject: to.subject ?? entry.subject,
+    };
+    const there = this.#entries.get(keyOf(moved));
+    if (there !== undefined && there !== entry) {
+      // The same resource already has its record (one thing held twice, as a store written before
+      // paths were compared by their real location may hold it): one record, created if either
+      // says so, the first original kept.
+      this.#entries.delete(old);
+      const original = there.original ?? entry.original;
+      this.#entries.set(keyOf(moved), {
+        ...there,
+        created: there.created || entry.created,
+        ...(original ? { original } : {}),
+      });
+      this.#dirty = true;
+      return;
+    }
     this.#entries = new Map(
       [...this.#entries].map(([k, e]) => k === old ? [keyOf(moved), moved] : [k, e]),
     );
@@ -605,8 +735,9 @@ function migrate(
   records: EntryV1[],
   migration: Migration | undefined,
 ): { entries: FootprintEntry[]; sources: Map<SourceName, SourceInfo>; feeder: SourceName } {
+  const locations: Locations = new Map();
   const claimOf = (r: { type: string; subject: string }) => {
-    const key = claimKey(r.type, r.subject);
+    const key = claimKey(r.type, r.subject, locations);
     return migration?.claims.find((c) => c.subjects.has(key))?.source;
   };
   const fallback = migration?.feederIfClaimed;

@@ -222,3 +222,35 @@ Deno.test("a journal line torn by a full disk does not swallow the next intent",
     }
   });
 });
+
+Deno.test("a record moved onto one the same resource already has becomes one: created if either was, the first original kept", async () => {
+  await withDir(async (dir) => {
+    const store = await Store.load(`${dir}/state`, { create: true });
+    const original = { kind: "directory" as const, mode: 0o755, uid: 0, gid: 0 };
+    const applied = "2026-01-01T00:00:00.000Z";
+    // One directory held twice (through a symlinked parent, by a store written before paths were
+    // compared by their real location): the one source took it over, the other created it.
+    store.record({
+      source: "b",
+      id: "d",
+      type: "directory",
+      subject: `${dir}/y/d`,
+      created: false,
+      applied,
+      original,
+    });
+    store.record({
+      source: "a",
+      id: "x",
+      type: "directory",
+      subject: `${dir}/x/d`,
+      created: true,
+      applied,
+    });
+    store.rekey(store.entries()[1]!, { source: "b", id: "d", subject: `${dir}/y/d` });
+    assertEquals(store.entries().map((e) => [e.source, e.id, e.subject, e.created, e.original]), [
+      ["b", "d", `${dir}/y/d`, true, original],
+    ]);
+    store.close();
+  });
+});
