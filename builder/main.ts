@@ -179,8 +179,12 @@ async function start(
       signal,
       say: (line) => err(`mesh-builder: ${line}\n`),
       answered: (answer) => out(JSON.stringify(answer) + "\n"),
-    })
-  );
+    }), {
+    // A build in hand is not answered past the grace: its request, unacknowledged, is
+    // delivered again to a builder that runs.
+    onLate: () =>
+      err("mesh-builder: stopped without answering the build in hand (past the grace)\n"),
+  });
 }
 
 class Refused extends Error {}
