@@ -37,7 +37,11 @@ binding with no address is refused, never replaced by the variable.`;
 
 /** What each exit code means: the one table help is rendered from. */
 export const EXIT_CODES: readonly ExitCode[] = [
-  { code: 0, meaning: "stopped (SIGTERM/SIGINT, after the build in hand is answered)" },
+  {
+    code: 0,
+    meaning: "stopped (SIGTERM/SIGINT; a build in hand not answered within 1.5 s is left on the " +
+      "queue for another builder)",
+  },
   {
     code: 2,
     meaning: "refused at start: bad arguments, a --work-dir that cannot be used, or the broker " +
