@@ -127,9 +127,11 @@ export async function readRegularTextFile(
  * that the program stays free to answer a signal even if it waits; and it may wait only when the
  * path was replaced by a FIFO after its `stat` (Deno's open takes no `O_NONBLOCK`). Then, after
  * {@linkcode OPEN_WAIT_MS}, the FIFO is opened for writing, which lets the waiting open return,
- * and the path is refused.
+ * and the path is refused. Exported for its test (a swap between two calls cannot be timed).
+ *
+ * @throws {NotRegularFileError} "... (put there after its stat)" when it did not open in time.
  */
-async function openWithin(path: string): Promise<Deno.FsFile> {
+export async function openWithin(path: string): Promise<Deno.FsFile> {
   const opening = Deno.open(path, { read: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<undefined>((resolve) => {

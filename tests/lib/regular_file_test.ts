@@ -4,16 +4,17 @@
  * that can wait, and a file over the bound is refused from its size, never read whole
  * (docs/design.md, "Hostile inputs", rule 1).
  */
-import { assert, assertEquals, assertRejects } from "../support/assert.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
 import {
   concat,
   FileTooLargeError,
   NotRegularFileError,
+  openWithin,
   readRegularFile,
   readRegularTextFile,
 } from "../../lib/regular_file.ts";
 import { within } from "../support/within.ts";
-import { hostileFiles } from "../support/hostile_files.ts";
+import { hostileFiles, mkfifo } from "../support/hostile_files.ts";
 
 /** Runs `fn` with a fresh temporary directory, removed afterwards. */
 async function inTemp(fn: (dir: string) => Promise<void>) {
@@ -110,5 +111,44 @@ Deno.test("regular_file: concat joins chunks in order; a file of several chunks 
       () => readRegularFile(path, { maxBytes: bytes.length - 1 }),
       FileTooLargeError,
     );
+  });
+});
+
+Deno.test("regular_file: an open that waits (a FIFO swapped in after the stat) is given up after 1 s, released, and refused by name", async () => {
+  await inTemp(async (dir) => {
+    const fifo = `${dir}/swapped`;
+    await mkfifo(fifo);
+    const started = Date.now();
+    const error = await within(
+      assertRejects(() => openWithin(fifo), NotRegularFileError),
+      3000,
+      "the refusal of a FIFO that was opened",
+    );
+    assertEquals(error.message, "it is a FIFO (put there after its stat), not a regular file");
+    const ms = Date.now() - started;
+    assert(ms >= 900 && ms < 2500, `given up after ${ms} ms`);
+    // The waiting open was released: a program that met it still ends by itself (without the
+    // release it would wait for a writer forever).
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `import { openWithin } from "${new URL("../../lib/regular_file.ts", import.meta.url)}";
+        await openWithin(${JSON.stringify(fifo)}).catch((e) => console.log(e.message));`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const output = child.output();
+    const ended = await Promise.race([
+      output.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 5000)),
+    ]);
+    if (!ended) child.kill("SIGKILL");
+    const out = await output;
+    assert(ended, "a program whose open of a FIFO was given up did not end by itself");
+    assertStringIncludes(new TextDecoder().decode(out.stdout), "(put there after its stat)");
+    await Deno.writeTextFile(`${dir}/regular`, "x");
+    using file = await openWithin(`${dir}/regular`);
+    assert(file.statSync().isFile);
   });
 });
