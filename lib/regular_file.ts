@@ -94,19 +94,23 @@ export async function readRegularFile(
     throw new Error("it was replaced while being opened; read it again");
   }
   if (opened.size > maxBytes) throw new FileTooLargeError(maxBytes);
-  // The size it has now and one byte more, to see it end; never more than the bound and one.
-  // Read synchronously: a regular file answers at once, and costs no thread of the pool.
-  const buffer = new Uint8Array(Math.min(maxBytes + 1, Math.max(opened.size + 1, 1 << 16)));
-  const chunks: Uint8Array[] = [];
+  // Read into one buffer of the size it has now and one byte more (to see it end), grown only
+  // if the file grows meanwhile, never past the bound and one: no second copy of the content.
+  // Synchronous reads: a regular file answers at once, and costs no thread of the pool.
+  let buffer = new Uint8Array(Math.min(maxBytes + 1, opened.size + 1));
   let total = 0;
   for (;;) {
-    const n = file.readSync(buffer.subarray(0, Math.min(buffer.length, maxBytes + 1 - total)));
-    if (n === null || n === 0) break;
+    if (total === buffer.length) {
+      if (total > maxBytes) throw new FileTooLargeError(maxBytes);
+      const grown = new Uint8Array(Math.min(maxBytes + 1, buffer.length * 2 + (1 << 16)));
+      grown.set(buffer);
+      buffer = grown;
+    }
+    const n = file.readSync(buffer.subarray(total));
+    if (n === null) break;
     total += n;
-    if (total > maxBytes) throw new FileTooLargeError(maxBytes);
-    chunks.push(buffer.slice(0, n));
   }
-  return concat(chunks, total);
+  return buffer.subarray(0, total);
 }
 
 /**

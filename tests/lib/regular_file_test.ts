@@ -93,7 +93,7 @@ Deno.test("regular_file: missing is NotFound, a dangling symlink too; a symlink 
   });
 });
 
-Deno.test("regular_file: concat joins chunks in order; a file of several chunks is read whole", async () => {
+Deno.test("regular_file: concat joins chunks in order; a file of several chunks, or longer than its stat said, is read whole", async () => {
   assertEquals(concat([], 0), new Uint8Array());
   const one = new Uint8Array([1, 2, 3]);
   assertEquals(concat([one], 3), one);
@@ -109,6 +109,15 @@ Deno.test("regular_file: concat joins chunks in order; a file of several chunks 
     assertEquals(await readRegularFile(path, { maxBytes: bytes.length }), bytes);
     await assertRejects(
       () => readRegularFile(path, { maxBytes: bytes.length - 1 }),
+      FileTooLargeError,
+    );
+    // A file longer than its stat said (as one that grows while read): read whole, bounded.
+    const status = new TextDecoder().decode(
+      await readRegularFile("/proc/self/status", { maxBytes: 1 << 20 }),
+    );
+    assert(status.startsWith("Name:") && status.includes("\nPid:"), status);
+    await assertRejects(
+      () => readRegularFile("/proc/self/status", { maxBytes: 100 }),
       FileTooLargeError,
     );
   });
