@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import { CommandError, run } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
 import { type BuildAnswer, type BuildRequest, STORE_ADDRESS } from "../lib/broker.ts";
 import { redactUrl } from "../lib/url.ts";
 import { containerRuntime } from "../host/platform.ts";
@@ -157,7 +158,7 @@ async function push(program: "docker" | "podman", tag: string, dir: string): Pro
       what,
       timeoutMs: PUSH_TIMEOUT_MS,
     });
-    const digest = (await Deno.readTextFile(file)).trim();
+    const digest = (await readRegularTextFile(file, { maxBytes: 4096 })).trim();
     if (!/^sha256:[0-9a-f]{64}$/.test(digest)) {
       throw new BuildFailure(`podman push wrote no digest (it wrote "${digest.slice(0, 100)}")`);
     }

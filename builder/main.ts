@@ -38,7 +38,11 @@ binding with no address is refused, never replaced by the variable.`;
 
 /** What each exit code means: the one table help is rendered from. */
 export const EXIT_CODES: readonly ExitCode[] = [
-  { code: 0, meaning: "stopped (SIGTERM/SIGINT, after the build in hand is answered)" },
+  {
+    code: 0,
+    meaning: "stopped (SIGTERM/SIGINT; a build in hand not answered within 1.5 s is left on the " +
+      "queue for another builder)",
+  },
   {
     code: 2,
     meaning: "refused at start: bad arguments, a --work-dir that cannot be used, or the broker " +
@@ -180,8 +184,12 @@ async function start(
       signal,
       say: (line) => err(`mesh-builder: ${line}\n`),
       answered: (answer) => out(jsonText(answer) + "\n"),
-    })
-  );
+    }), {
+    // A build in hand is not answered past the grace: its request, unacknowledged, is
+    // delivered again to a builder that runs.
+    onLate: () =>
+      err("mesh-builder: stopped without answering the build in hand (past the grace)\n"),
+  });
 }
 
 class Refused extends Error {}

@@ -77,7 +77,9 @@ async function consume(session: BrokerSession, options: ServeOptions): Promise<v
   }, { noAck: false });
   await Promise.race([closed, aborted]);
   await channel.cancel(consumerTag).catch(() => {});
-  // The build in hand is finished and answered before stopping.
+  // The build in hand is finished and answered before stopping, if it ends within the grace
+  // (lib/wait.ts STOP_GRACE_MS); past it the program exits, and the request, not acknowledged,
+  // goes back to the queue for another builder.
   await working;
   if (!options.signal.aborted) options.say("the broker went away; reconnecting");
 }

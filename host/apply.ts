@@ -10,6 +10,7 @@
 import { basename, dirname, join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
 import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
 import type { Declaration, Resource, ResourceType } from "./declaration.ts";
 import { declarationDigest, DeclarationError, parseValid, subjectOf } from "./declaration_base.ts";
@@ -781,8 +782,8 @@ export async function recordKnownGood(stateDir: string, version: string): Promis
   const path = join(stateDir, KNOWN_GOOD_FILE);
   let current: string | undefined;
   try {
-    current = Deno.readTextFileSync(path);
-  } catch { /* none yet, or unreadable: written again */ }
+    current = await readRegularTextFile(path, { maxBytes: 4096 });
+  } catch { /* none yet, unreadable or not a regular file: written again */ }
   if (current !== `${version}\n`) await writeFileAtomic(path, `${version}\n`, { mode: 0o644 });
   try {
     Deno.removeSync(join(stateDir, FAILURES_FILE));

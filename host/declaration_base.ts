@@ -21,6 +21,11 @@ import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
+/**
+ * The largest kept link declaration (a declaration message holding a declaration of at most
+ * {@linkcode MAX_DECLARATION_BYTES} as a JSON string, which escaping at most doubles), in bytes.
+ */
+export const MAX_KEPT_DECLARATION_BYTES = 2 * MAX_DECLARATION_BYTES + (1 << 20);
 /** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
 export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
 

@@ -11,7 +11,8 @@
  * @module
  */
 
-import { messageOf, readFileLimited } from "../lib/atomic.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { NotRegularFileError, readRegularFile } from "../lib/regular_file.ts";
 import { formatPath } from "../lib/json_path.ts";
 import type { DriftSummary } from "../lib/drift.ts";
 import { reportText } from "../lib/report_rules.ts";
@@ -41,9 +42,7 @@ export async function readDriftSummary(
   });
   let bytes: Uint8Array;
   try {
-    const info = await Deno.stat(path);
-    if (!info.isFile) return unreadable("not a regular file");
-    bytes = await readFileLimited(path, maxBytes);
+    bytes = await readRegularFile(path, { maxBytes });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       return unreadable("no result there (does mesh-reconcile run with --result at this path?)");
@@ -51,6 +50,7 @@ export async function readDriftSummary(
     if (error instanceof RangeError) {
       return unreadable(`larger than the ${maxBytes} bytes a result may have`);
     }
+    if (error instanceof NotRegularFileError) return unreadable(error.message);
     return unreadable(`cannot read it: ${messageOf(error)}`);
   }
   let value: unknown;

@@ -18,6 +18,7 @@
 
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { join } from "../lib/path.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
 import { makeStateDir, Store, StoreError } from "./store.ts";
 
 /** The file's name under the state directory. */
@@ -35,6 +36,9 @@ export interface Joined {
   broker?: string;
 }
 
+/** The largest `joined` record read, in bytes (this host writes a few hundred). */
+const JOINED_MAX_BYTES = 64 * 1024;
+
 /**
  * Reads `STATE/joined`.
  *
@@ -45,7 +49,7 @@ export async function readJoined(stateDir: string): Promise<Joined | undefined> 
   const path = join(stateDir, JOINED_FILE);
   let text: string;
   try {
-    text = await Deno.readTextFile(path);
+    text = await readRegularTextFile(path, { maxBytes: JOINED_MAX_BYTES });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw new StoreError(`Cannot read "${path}": ${messageOf(error)}`);

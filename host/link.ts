@@ -27,7 +27,8 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import type { DeclarationMessage, ReportMessage } from "../lib/broker.ts";
 import { EXCHANGE, MessageError, nodeQueue, reportKey } from "../lib/broker_names.ts";
 import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
-import { fitProblems } from "../lib/report_rules.ts";
+import { fitProblems, MAX_REPORT_BYTES } from "../lib/report_rules.ts";
+import { readRegularFile } from "../lib/regular_file.ts";
 import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
@@ -38,7 +39,7 @@ import {
   recordKnownGood,
   type SourceInput,
 } from "./apply.ts";
-import { declarationDigest } from "./declaration_base.ts";
+import { declarationDigest, MAX_KEPT_DECLARATION_BYTES } from "./declaration_base.ts";
 import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import { joinedText, recordJoined } from "./joined.ts";
@@ -497,7 +498,7 @@ export function linkReport(result: ApplyResult, about: ReportAbout): ReportMessa
 export async function readKept(path: string): Promise<DeclarationMessage | undefined> {
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(path);
+    bytes = await readRegularFile(path, { maxBytes: MAX_KEPT_DECLARATION_BYTES });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw new StoreError(`Cannot read the kept declaration "${path}": ${messageOf(error)}`);
@@ -569,7 +570,7 @@ export async function sendJournaled(
     const path = join(outbox, name);
     let body: Uint8Array;
     try {
-      body = await Deno.readFile(path);
+      body = await readRegularFile(path, { maxBytes: MAX_REPORT_BYTES });
       await checkReportMessage(body, `the journaled report "${path}"`);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) continue;

@@ -14,10 +14,16 @@
  */
 
 import { join } from "../lib/path.ts";
-import { messageOf, readFileLimited } from "../lib/atomic.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import { readSource, type SourceInput } from "./apply.ts";
 import type { Declaration } from "./declaration.ts";
-import { declarationDigest, MAX_DECLARATION_BYTES, subjectOf } from "./declaration_base.ts";
+import {
+  declarationDigest,
+  MAX_DECLARATION_BYTES,
+  MAX_KEPT_DECLARATION_BYTES,
+  subjectOf,
+} from "./declaration_base.ts";
 import {
   claimKey,
   type Locations,
@@ -87,7 +93,7 @@ export async function readLocalDeclarations(dir: string): Promise<SourceInput[]>
     }
     let bytes: Uint8Array;
     try {
-      bytes = await readFileLimited(path, MAX_DECLARATION_BYTES);
+      bytes = await readRegularFile(path, { maxBytes: MAX_DECLARATION_BYTES });
     } catch (error) {
       inputs.push(
         await refusedAs(`Cannot read local declaration "${path}": ${messageOf(error)}`),
@@ -182,7 +188,9 @@ export async function migrationFor(
 /** The link's kept declaration, parsed, or undefined when there is none or it is unreadable. */
 async function keptLinkDeclaration(stateDir: string): Promise<Declaration | undefined> {
   try {
-    const text = await Deno.readTextFile(join(stateDir, "link", "declaration.json"));
+    const text = await readRegularTextFile(join(stateDir, "link", "declaration.json"), {
+      maxBytes: MAX_KEPT_DECLARATION_BYTES,
+    });
     const message = JSON.parse(text) as { declaration?: unknown };
     if (typeof message.declaration !== "string") return undefined;
     const { parse } = await import("./declaration.ts");

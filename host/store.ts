@@ -20,6 +20,7 @@
 import type { z } from "zod";
 import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import type * as schema from "./store_schema.ts";
 import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
 
@@ -193,6 +194,11 @@ export const LOCK_FILE = "lock";
 export const JOURNAL_FILE = "journal";
 /** The directory under the state directory holding copies of what was taken over. */
 export const ORIGINALS_DIR = "originals";
+/**
+ * The largest store (and journal) read, in bytes: records name what was applied, never its
+ * content (a declaration is at most 64 MiB, its store far less).
+ */
+export const MAX_STORE_BYTES = 64 * 1024 * 1024;
 
 /** A store that exists and cannot be read, or cannot be written. */
 export class StoreError extends Error {
@@ -337,7 +343,7 @@ export class Store {
     try {
       let text: string | undefined;
       try {
-        text = Deno.readTextFileSync(path);
+        text = await readRegularTextFile(path, { maxBytes: MAX_STORE_BYTES });
       } catch (error) {
         if (!(error instanceof Deno.errors.NotFound)) {
           throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, {
@@ -410,7 +416,7 @@ export class Store {
     const path = join(this.dir, JOURNAL_FILE);
     let text: string;
     try {
-      text = Deno.readTextFileSync(path);
+      text = await readRegularTextFile(path, { maxBytes: MAX_STORE_BYTES });
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return;
       throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
@@ -650,7 +656,8 @@ export class Store {
    */
   async readOriginal(copy: string): Promise<Uint8Array> {
     try {
-      return await Deno.readFile(join(this.dir, copy));
+      // A copy this host saved, of a file of any size: refused only if it is not a regular file.
+      return await readRegularFile(join(this.dir, copy), { maxBytes: Number.MAX_SAFE_INTEGER });
     } catch (cause) {
       throw new StoreError(
         `Cannot read the saved original "${join(this.dir, copy)}": ${messageOf(cause)}`,

@@ -27,6 +27,8 @@
 import { dirname, join } from "node:path";
 import { readAccounts } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
+import { MAX_REGISTRY_BYTES } from "./registry_base.ts";
 import { formatArgv, run } from "../lib/command.ts";
 import { parseRegistry, RegistryError } from "./registry.ts";
 import { loadRegistry } from "./registry_load.ts";
@@ -238,7 +240,7 @@ function refusedOrThrow(error: unknown, steps: string[]): BatchResult {
 
 async function readRegistryText(file: string): Promise<string> {
   await loadRegistry(file); // every problem at once, with lines and columns
-  return await Deno.readTextFile(file);
+  return await readRegularTextFile(file, { maxBytes: MAX_REGISTRY_BYTES });
 }
 
 /** The registry's directory must take a new file (the atomic write's temporary file). */
@@ -421,7 +423,7 @@ async function writeIfUnchanged(
 ): Promise<string | undefined> {
   let now: string;
   try {
-    now = await Deno.readTextFile(file);
+    now = await readRegularTextFile(file, { maxBytes: MAX_REGISTRY_BYTES });
   } catch (error) {
     return `cannot read it again: ${messageOf(error)}`;
   }

@@ -10,7 +10,8 @@
  * @module
  */
 
-import { messageOf, readRegularFileLimited } from "../lib/atomic.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { readRegularFile } from "../lib/regular_file.ts";
 import { MAX_REGISTRY_BYTES, RegistryError, validRegistry } from "./registry_base.ts";
 import { quickLoad } from "./registry_fast.ts";
 import type { Registry } from "./registry_schema.ts";
@@ -25,7 +26,7 @@ import type { Registry } from "./registry_schema.ts";
 export async function loadRegistry(file: string): Promise<Registry> {
   let text: string;
   try {
-    const bytes = await readRegularFileLimited(file, MAX_REGISTRY_BYTES);
+    const bytes = await readRegularFile(file, { maxBytes: MAX_REGISTRY_BYTES });
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (cause) {
     const why = cause instanceof Deno.errors.NotFound

@@ -14,6 +14,7 @@
 
 import { join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
 import { formatPath } from "../lib/json_path.ts";
 
 /** The file name in the state directory. */
@@ -43,6 +44,9 @@ export function repoSeenPath(stateDir: string): string {
   return join(stateDir, REPO_SEEN_FILE);
 }
 
+/** The largest first-seen state read, in bytes (a date per file of the repositories checked). */
+const REPO_SEEN_MAX_BYTES = 16 * 1024 * 1024;
+
 /**
  * Reads the first-seen state; a file that does not exist is an empty state (nothing seen yet).
  *
@@ -52,7 +56,7 @@ export function repoSeenPath(stateDir: string): string {
 export async function loadRepoSeen(path: string): Promise<SeenByRepo> {
   let text: string;
   try {
-    text = await Deno.readTextFile(path);
+    text = await readRegularTextFile(path, { maxBytes: REPO_SEEN_MAX_BYTES });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return {};
     throw new Error(`Cannot read first-seen state "${path}": ${messageOf(error)}`);

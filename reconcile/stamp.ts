@@ -14,7 +14,8 @@
 
 import { dirname } from "node:path";
 import { z } from "zod";
-import { messageOf, readFileLimited } from "../lib/atomic.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { readRegularFile } from "../lib/regular_file.ts";
 import { printable } from "../lib/printable.ts";
 
 /** Where the packaged units keep the reconciler's stamp (`run --stamp`, `stamp serve`). */
@@ -180,9 +181,8 @@ export async function readStamp(
     problem: "cannot-read",
     reason,
   });
-  let info: Deno.FileInfo;
   try {
-    info = await Deno.stat(path);
+    await Deno.stat(path);
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) return cannotRead(messageOf(error));
     const dir = dirname(path);
@@ -197,10 +197,10 @@ export async function readStamp(
     }
     return { state: "never", detail: "no stamp has been written" };
   }
-  if (!info.isFile) return cannotRead("it is not a regular file");
+  // Anything but a regular file (a FIFO, a device, a directory) is refused by the reader, named.
   let bytes: Uint8Array;
   try {
-    bytes = await readFileLimited(path, STAMP_LIMIT_BYTES);
+    bytes = await readRegularFile(path, { maxBytes: STAMP_LIMIT_BYTES });
   } catch (error) {
     if (error instanceof RangeError) {
       return {

@@ -38,7 +38,9 @@
 import { parseArgs } from "node:util";
 import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
+import { readRegularTextFile } from "../lib/regular_file.ts";
 import { loadBundle } from "../host/bundle.ts";
+import { MAX_DECLARATION_BYTES } from "../host/declaration_base.ts";
 import {
   isLoopback,
   manifestMissing,
@@ -122,7 +124,7 @@ async function carriedBundle(
   const source = file.startsWith("/") ? file : `${Deno.cwd()}/${file}`;
   let text;
   try {
-    text = await Deno.readTextFile(source);
+    text = await readRegularTextFile(source, { maxBytes: MAX_DECLARATION_BYTES });
   } catch (error) {
     refuse(`Cannot read bundle "${source}": ${messageOf(error)}`);
   }

@@ -76,5 +76,8 @@ export const action: CommandAction<ControlContext> = async (ctx, _args, options)
         total.dropped ? `; dropped ${total.dropped}` : ""
       }${total.duplicates ? `; ${total.duplicates} delivered again, recorded once` : ""}\n`,
     );
+  }, {
+    onLate: () =>
+      err("mesh-control: stopped without waiting for the ingest in hand (past the grace)\n"),
   });
 };

@@ -5,7 +5,8 @@
  */
 
 import type { CommandAction } from "../../lib/cli_table.ts";
-import { messageOf, readFileLimited } from "../../lib/atomic.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { readRegularFile } from "../../lib/regular_file.ts";
 import { MAX_DECLARATION_BYTES } from "../../host/declaration.ts";
 import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
@@ -18,7 +19,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const { database } = connect(ctx);
     let bytes: Uint8Array;
     try {
-      bytes = await readFileLimited(file, MAX_DECLARATION_BYTES);
+      bytes = await readRegularFile(file, { maxBytes: MAX_DECLARATION_BYTES });
     } catch (error) {
       throw new Refused(`Cannot read module file "${file}": ${messageOf(error)}`);
     }

@@ -5,7 +5,8 @@
  */
 
 import type { CommandAction } from "../../lib/cli_table.ts";
-import { messageOf, readRegularFileLimited } from "../../lib/atomic.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { readRegularFile } from "../../lib/regular_file.ts";
 import { resolve } from "../../lib/path.ts";
 import { applyBytes } from "../apply.ts";
 import { MAX_DECLARATION_BYTES } from "../declaration_base.ts";
@@ -40,7 +41,7 @@ export const action: CommandAction<HostContext> = async (ctx, [file], options) =
   }
   let bytes: Uint8Array;
   try {
-    bytes = await readRegularFileLimited(file!, MAX_DECLARATION_BYTES);
+    bytes = await readRegularFile(file!, { maxBytes: MAX_DECLARATION_BYTES });
   } catch (error) {
     throw new Refused(`Cannot read declaration "${file}": ${messageOf(error)}`);
   }

@@ -86,5 +86,8 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
       err(`mesh-host: ${how.detail}; exiting to stand aside for the new binary\n`);
     }
     ctx.code = 0;
+  }, {
+    onLate: () =>
+      err("mesh-host link: stopped without waiting for what was in hand (past the grace)\n"),
   });
 };

@@ -16,6 +16,7 @@
 
 import { basename, dirname, join } from "../../lib/path.ts";
 import { messageOf } from "../../lib/atomic.ts";
+import { readRegularFile } from "../../lib/regular_file.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
 import type { Directory, File } from "../declaration.ts";
 import {
@@ -576,7 +577,8 @@ async function takeOver(
   let original: Original;
   try {
     if (state.kind === "file") {
-      const content = await Deno.readFile(resource.path);
+      // Found a regular file by its lstat; read as one (a FIFO put there since is refused).
+      const content = await readRegularFile(resource.path, { maxBytes: Number.MAX_SAFE_INTEGER });
       const copy = await context.store.saveOriginal(resource.path, content);
       original = { kind: "file", ...ids, copy };
     } else original = { kind: "directory", ...ids };
@@ -849,7 +851,7 @@ function attributeChanges(
 async function readForDiff(path: string, size: number): Promise<Uint8Array | undefined> {
   if (size > MAX_DIFF_BYTES) return undefined;
   try {
-    return await Deno.readFile(path);
+    return await readRegularFile(path, { maxBytes: MAX_DIFF_BYTES });
   } catch {
     return undefined;
   }

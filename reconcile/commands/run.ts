@@ -6,6 +6,7 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
+import { readRegularTextFile } from "../../lib/regular_file.ts";
 import { loadRegistry } from "../registry_load.ts";
 import type { BootView } from "../options.ts";
 import { startObserving } from "../observe/start.ts";
@@ -87,7 +88,9 @@ export const action: CommandAction<ReconcileContext> = async (ctx, _args, option
   });
   if (repo && result.repoSeen) await saveRepoSeen(repo.seenPath, result.repoSeen);
   if (opts.textfile !== undefined) {
-    const previous = await Deno.readTextFile(opts.textfile).catch(() => undefined);
+    // This program's own previous textfile (a few lines): anything else is written over.
+    const previous = await readRegularTextFile(opts.textfile, { maxBytes: 1 << 20 })
+      .catch(() => undefined);
     await writeFileAtomic(opts.textfile, toTextfile(result, lastCleanFrom(previous)));
   }
   if (opts.result !== undefined) {

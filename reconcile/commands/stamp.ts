@@ -7,6 +7,7 @@
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
+import { STOP_GRACE_MS } from "../../lib/wait.ts";
 import { type ReconcileContext, UsageError } from "./context.ts";
 
 /** Defines `stamp` on `parent`. */
@@ -55,14 +56,24 @@ export function define(
       ctx.err(`serving stamp "${opts.stamp}" on http://${host}:${server.addr.port}/ (read-only)\n`);
       const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
       const stopped = Promise.withResolvers<Deno.Signal>();
+      // A request still being answered is waited for, but never past the grace: the server
+      // ends within 2 s of the signal (docs/design.md, "Hostile inputs", rule 1).
+      let late: ReturnType<typeof setTimeout> | undefined;
       const listeners = signals.map((signal) => {
-        const listener = () => stopped.resolve(signal);
+        const listener = () => {
+          stopped.resolve(signal);
+          late ??= setTimeout(() => {
+            ctx.err(`stopped serving (${signal}; a request still open was not waited for)\n`);
+            Deno.exit(0);
+          }, STOP_GRACE_MS);
+        };
         Deno.addSignalListener(signal, listener);
         return () => Deno.removeSignalListener(signal, listener);
       });
       const signal = await Promise.race([stopped.promise, server.finished.then(() => undefined)]);
       for (const remove of listeners) remove();
       await server.shutdown();
+      clearTimeout(late);
       ctx.err(`stopped serving${signal ? ` (${signal})` : ""}\n`);
       ctx.code = 0;
     });

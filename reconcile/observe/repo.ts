@@ -20,6 +20,8 @@
 import { join } from "../../lib/path.ts";
 import { readAccounts, readGroups } from "../../lib/accounts.ts";
 import { messageOf } from "../../lib/atomic.ts";
+import { readRegularFile } from "../../lib/regular_file.ts";
+import { MAX_REGISTRY_BYTES } from "../registry_base.ts";
 import { type CommandOutput, formatArgv, run } from "../../lib/command.ts";
 import type { DeployEntry } from "../deploy_map.ts";
 import { DEPLOY_MAP_FILE } from "../repo_check.ts";
@@ -391,7 +393,9 @@ async function observeDeployMap(top: string, out: RepoObservation): Promise<void
   const { DeployMapError, parseDeployMap } = await import("../deploy_map.ts");
   let entries: DeployEntry[];
   try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(await Deno.readFile(mapPath));
+    // A map is a registry-sized YAML file at most; read only if it is a regular file.
+    const bytes = await readRegularFile(mapPath, { maxBytes: MAX_REGISTRY_BYTES });
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     entries = parseDeployMap(text, DEPLOY_MAP_FILE);
   } catch (error) {
     out.sources.push({

@@ -6,7 +6,8 @@
  */
 
 import { resolve } from "node:path";
-import { concat, messageOf } from "../../lib/atomic.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { concat } from "../../lib/regular_file.ts";
 import { formatDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";

@@ -6,7 +6,8 @@
  */
 
 import { z } from "zod";
-import { messageOf, readFileLimited } from "../../lib/atomic.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { readRegularFile } from "../../lib/regular_file.ts";
 import type { Thresholds, Verdict } from "./verdict.ts";
 import { WATCH_PROBLEMS, WATCH_STATES, type WatchProblem, type WatchState } from "./words.ts";
 
@@ -87,7 +88,7 @@ export type WatchStateFile = z.infer<typeof WatchStateFile>;
 export async function loadWatchState(path: string): Promise<WatchStateFile | undefined> {
   let bytes: Uint8Array;
   try {
-    bytes = await readFileLimited(path, STATE_LIMIT_BYTES);
+    bytes = await readRegularFile(path, { maxBytes: STATE_LIMIT_BYTES });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw new Error(`Cannot read watch state "${path}": ${messageOf(error)}`, { cause: error });

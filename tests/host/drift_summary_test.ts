@@ -138,7 +138,7 @@ Deno.test("run --result writes the result after a drift run, and the link summar
       await Deno.writeTextFile(big, " ".repeat(MAX_RESULT_BYTES));
       assertStringIncludes(await unreadable(big), "not UTF-8 JSON");
       await Deno.mkdir(`${dir}/dir.json`);
-      assertEquals(await unreadable(`${dir}/dir.json`), "not a regular file");
+      assertEquals(await unreadable(`${dir}/dir.json`), "it is a directory, not a regular file");
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
