@@ -16,7 +16,7 @@
 
 // @ts-types="@types/js-yaml"
 import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
-import { longLine, MAX_YAML_DEPTH, MAX_YAML_LINE } from "../lib/text_bounds.ts";
+import { longLine, MAX_YAML_DEPTH } from "../lib/text_bounds.ts";
 
 // The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
 // (yaml/dist/schema/common/null.js, core/bool.js, core/int.js, core/float.js). js-yaml's own
@@ -112,7 +112,7 @@ const DASH_BLOCK = new RegExp(String.raw`^( *)(?:- +)+(${BLOCK_HEADER})${COMMENT
 
 /**
  * Whether every line of `text` is in the plain style a registry is written in (see above), and
- * within lib/yaml_bounds.ts's bounds: no line longer than {@linkcode MAX_YAML_LINE} (tested
+ * within lib/yaml_bounds.ts's bounds: no line longer than `MAX_YAML_LINE` (tested
  * before any regular expression sees it: one of megabytes exhausts the expressions' backtracking
  * stack) and no nesting that could be deeper than {@linkcode MAX_YAML_DEPTH} (js-yaml recurses
  * once per level). Lines inside a block scalar (more indented than its header's line, or blank)
