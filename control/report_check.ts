@@ -16,6 +16,7 @@
  * @module
  */
 
+import { jsonTooDeep } from "../lib/text_bounds.ts";
 import { decodeMessage, MAX_INTERVAL_MS, NODE_NAME, ReportMessage } from "../lib/broker.ts";
 import { DriftSummary } from "../lib/drift.ts";
 import { duplicateKeys } from "../lib/json_keys.ts";
@@ -228,7 +229,8 @@ export function readReport(body: Uint8Array, what: string): DecodedReport {
   } catch {
     return withTexts(decodeMessage(ReportMessage, body, what));
   }
-  const report = validReport(value);
+  // Past the depth bound: the schema's decode refuses it, naming the bound.
+  const report = jsonTooDeep(text) === undefined ? validReport(value) : undefined;
   if (report !== undefined) {
     const canonical = canonicalOf(value as Raw);
     if (isCanonical(text, canonical.text)) {

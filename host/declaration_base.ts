@@ -15,6 +15,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import type { Declaration, Resource } from "./declaration.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
@@ -167,6 +168,14 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
     throw new DeclarationError([{
       path: "",
       message: `Declaration is not JSON: ${(error as Error).message}`,
+    }]);
+  }
+  // Bounded in depth before anything walks it (docs/design.md, "Hostile inputs", rule 3).
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) {
+    throw new DeclarationError([{
+      path: "",
+      message: `Declaration is ${jsonTooDeepMessage(deep)}`,
     }]);
   }
   return { text, data };

@@ -17,6 +17,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import type { z } from "zod";
 import { dirname, join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
@@ -246,6 +247,12 @@ export class Store {
         } catch (error) {
           throw new StoreError(
             `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
+          );
+        }
+        const deep = jsonTooDeep(text);
+        if (deep !== undefined) {
+          throw new StoreError(
+            `Cannot read store "${path}": ${jsonTooDeepMessage(deep)}; it is kept as it is`,
           );
         }
         // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
