@@ -232,8 +232,9 @@ export class Store {
     try {
       let text: string | undefined;
       try {
-        text = Deno.readTextFileSync(path);
+        text = readStateText(path, MAX_STORE_BYTES);
       } catch (error) {
+        if (error instanceof StoreError) throw error;
         if (!(error instanceof Deno.errors.NotFound)) {
           throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, {
             cause: error,
@@ -311,8 +312,9 @@ export class Store {
     const path = join(this.dir, JOURNAL_FILE);
     let text: string;
     try {
-      text = Deno.readTextFileSync(path);
+      text = readStateText(path, MAX_STORE_BYTES, "journal");
     } catch (error) {
+      if (error instanceof StoreError) throw error;
       if (error instanceof Deno.errors.NotFound) return;
       throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
     }
@@ -698,6 +700,30 @@ export function validStoreFile(
     resources[i] = entry;
   }
   return { version: 2, sources, resources };
+}
+
+/**
+ * The largest store (and journal) read, in bytes: a footprint entry is a few hundred bytes, so
+ * this is about a million of them, far past what any declaration makes (docs/design.md, "Hostile
+ * inputs", rule 3).
+ */
+export const MAX_STORE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The text of the state file at `path`, its size checked before it is read.
+ *
+ * @throws {StoreError} when it is larger than `limit` bytes (kept as it is);
+ *   {@linkcode Deno.errors.NotFound} and other errors of the system as they are.
+ */
+function readStateText(path: string, limit: number, what = "store"): string {
+  const size = Deno.statSync(path).size;
+  if (size > limit) {
+    throw new StoreError(
+      `Cannot read ${what} "${path}": it is ${size} bytes, more than the ${limit} it may be ` +
+        "(not read); it is kept as it is",
+    );
+  }
+  return Deno.readTextFileSync(path);
 }
 
 /** The origin a source's name implies when nothing else says it. */

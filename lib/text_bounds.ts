@@ -101,5 +101,5 @@ export function jsonTooDeep(text: string, max: number = MAX_JSON_DEPTH): number 
 /** The sentence for JSON past {@linkcode jsonTooDeep}'s bound, at `offset`. */
 export function jsonTooDeepMessage(offset: number, max: number = MAX_JSON_DEPTH): string {
   return `nested more than ${max} levels deep (arrays and objects inside each other, from ` +
-    `character ${offset + 1}): no input of mesh nests so deep, and nothing past the bound is read`;
+    `character ${offset + 1}): no input of mesh nests so deep`;
 }

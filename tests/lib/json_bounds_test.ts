@@ -13,7 +13,7 @@ import { readReport } from "../../control/report_check.ts";
 import { checkReportMessage, readDeclarationMessage } from "../../lib/broker_read.ts";
 import { BuildRequest, decodeMessage } from "../../lib/broker.ts";
 import { readDriftSummary } from "../../host/drift_summary.ts";
-import { Store } from "../../host/store.ts";
+import { MAX_STORE_BYTES, Store } from "../../host/store.ts";
 import { loadWatchState } from "../../reconcile/watch/state.ts";
 import { loadRepoSeen } from "../../reconcile/repo_seen.ts";
 import { parseStamp } from "../../reconcile/stamp.ts";
@@ -104,6 +104,28 @@ Deno.test("json bounds: seeded deep nesting and long lines end in each reader's 
           `seed ${seed}, long input ${n} (${text.length}), ${name}: ${said}`,
         );
       }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("json bounds: a store or journal larger than its bound is refused by its size, not read", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-store-bounds-" });
+  try {
+    for (const [file, what] of [["store.json", "store"], ["journal", "journal"]] as const) {
+      const path = `${dir}/${file}`;
+      // Sparse: made at once, and never read (a read of 256 MiB would show in the time).
+      const f = await Deno.open(path, { write: true, create: true });
+      await f.truncate(MAX_STORE_BYTES + 1);
+      f.close();
+      const said = await thrown(() => Store.load(dir, { readOnly: true }));
+      assertStringIncludes(
+        said,
+        `Cannot read ${what} "${path}": it is ${MAX_STORE_BYTES + 1} bytes`,
+      );
+      assertStringIncludes(said, `more than the ${MAX_STORE_BYTES} it may be`);
+      await Deno.remove(path);
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
