@@ -170,7 +170,18 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
       message: `Declaration is not JSON: ${(error as Error).message}`,
     }]);
   }
-  // Bounded in depth before anything walks it (docs/design.md, "Hostile inputs", rule 3).
+  return { text, data };
+}
+
+/**
+ * Refuses a declaration nested deeper than lib/text_bounds.ts's bound, before anything that is
+ * not the plain check walks it (docs/design.md, "Hostile inputs", rule 3). The plain check needs
+ * none: it accepts only the declaration's own shapes, a few levels deep, so a valid declaration
+ * is not scanned twice.
+ *
+ * @throws {DeclarationError} naming the bound (one problem, at the whole document).
+ */
+export function assertShallow(text: string): void {
   const deep = jsonTooDeep(text);
   if (deep !== undefined) {
     throw new DeclarationError([{
@@ -178,7 +189,6 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
       message: `Declaration is ${jsonTooDeepMessage(deep)}`,
     }]);
   }
-  return { text, data };
 }
 
 /**

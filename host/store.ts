@@ -250,15 +250,16 @@ export class Store {
             `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
           );
         }
-        const deep = jsonTooDeep(text);
+        // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
+        // store of format 1 and says what is wrong with an invalid one. A valid one is of its own
+        // shapes, a few levels deep; anything else is bounded in depth before the schema reads it.
+        const valid = validStoreFile(data);
+        const deep = valid === undefined ? jsonTooDeep(text) : undefined;
         if (deep !== undefined) {
           throw new StoreError(
             `Cannot read store "${path}": ${jsonTooDeepMessage(deep)}; it is kept as it is`,
           );
         }
-        // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
-        // store of format 1 and says what is wrong with an invalid one.
-        const valid = validStoreFile(data);
         const v1 = (data as { version?: unknown } | null)?.version === 1;
         const parsed = valid !== undefined
           ? { success: true as const, data: valid }

@@ -13,7 +13,6 @@
  * @module
  */
 
-import { jsonTooDeep } from "./text_bounds.ts";
 import type { DeclarationMessage, ReportMessage } from "./broker.ts";
 import { NODE_NAME } from "./broker_names.ts";
 import { duplicateKeys } from "./json_keys.ts";
@@ -141,14 +140,14 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
 }
 
 /**
- * The body's JSON value, or undefined when it is not UTF-8 JSON, is nested deeper than
- * lib/text_bounds.ts's bound or repeats a key (then the schema's decode says which).
+ * The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. Its depth is
+ * not scanned here: the plain checks accept only the messages' own shapes, a few levels deep,
+ * and anything else goes to the schema's decode, which bounds it (lib/broker.ts).
  */
 function plainJson(body: Uint8Array): unknown {
   try {
     const text = UTF8.decode(body);
     const value = JSON.parse(text);
-    if (jsonTooDeep(text) !== undefined) return undefined;
     return duplicateKeys(text).length === 0 ? value : undefined;
   } catch {
     return undefined;
