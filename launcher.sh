@@ -68,8 +68,9 @@ write_counter() {
 }
 
 # Reads the counter into $failures. The file is untrusted: only its first line is read, and
-# only one field that is a plain decimal integer from 0 to $max is accepted; anything else is
-# reported as corrupt and reset to 0.
+# of it only the first field (split on blanks, never joined: "1 2" counts 1, not 12), which
+# must be a plain decimal integer from 0 to $max; anything else (no field, "5x", "0x10", past
+# the limit) is reported as corrupt and reset to 0.
 read_counter() {
   failures=0
   [ -e "$counter_file" ] || return 0
@@ -77,7 +78,7 @@ read_counter() {
   IFS= read -r line <"$counter_file" || [ -n "$line" ] || line=
   # shellcheck disable=SC2086
   set -f && set -- $line && set +f
-  if [ "$#" -eq 1 ] && is_count "$1" 2 && [ "$1" -le "$max" ]; then
+  if [ "$#" -ge 1 ] && is_count "$1" 2 && [ "$1" -le "$max" ]; then
     failures=$1
   else
     say "the failure counter $counter_file is corrupt (\"$line\"); resetting it to 0"

@@ -228,6 +228,8 @@ export function readReport(body: Uint8Array, what: string): DecodedReport {
   } catch {
     return withTexts(decodeMessage(ReportMessage, body, what));
   }
+  // The plain check accepts only a report's own shapes, a few levels deep; anything else goes to
+  // the schema's decode, which bounds its depth first (lib/broker.ts).
   const report = validReport(value);
   if (report !== undefined) {
     const canonical = canonicalOf(value as Raw);

@@ -14,6 +14,7 @@ import { z } from "zod";
 import { formatPath } from "../lib/json_path.ts";
 import {
   ACCOUNT_PATTERN,
+  assertShallow,
   CONTAINER_NAME_PATTERN,
   contentFits,
   crossResourceProblems,
@@ -215,6 +216,7 @@ function parseWith(input: string | Uint8Array, options: ParseOptions): Declarati
   // A valid declaration is read without the schema; anything else is the schema's to judge.
   const valid = validParsed(text, data, options);
   if (valid !== undefined) return valid;
+  assertShallow(text);
   // A repeated key is a problem like any other, reported with the schema's own: JSON.parse kept
   // only the last of them, so what it read is not what the text says.
   const repeated = repeatedKeyProblems(text, data);

@@ -15,6 +15,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import type { Declaration, Resource } from "./declaration.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
@@ -175,6 +176,24 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
     }]);
   }
   return { text, data };
+}
+
+/**
+ * Refuses a declaration nested deeper than lib/text_bounds.ts's bound, before anything that is
+ * not the plain check walks it (docs/design.md, "Hostile inputs", rule 3). The plain check needs
+ * none: it accepts only the declaration's own shapes, a few levels deep, so a valid declaration
+ * is not scanned twice.
+ *
+ * @throws {DeclarationError} naming the bound (one problem, at the whole document).
+ */
+export function assertShallow(text: string): void {
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) {
+    throw new DeclarationError([{
+      path: "",
+      message: `Declaration is ${jsonTooDeepMessage(deep)}`,
+    }]);
+  }
 }
 
 /**

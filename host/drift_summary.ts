@@ -13,6 +13,7 @@
 
 import { messageOf } from "../lib/atomic.ts";
 import { NotRegularFileError, readRegularFile } from "../lib/regular_file.ts";
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import { formatPath } from "../lib/json_path.ts";
 import type { DriftSummary } from "../lib/drift.ts";
 import { reportText } from "../lib/report_rules.ts";
@@ -54,13 +55,17 @@ export async function readDriftSummary(
     return unreadable(`cannot read it: ${messageOf(error)}`);
   }
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    value = JSON.parse(text);
   } catch (error) {
     return unreadable(
       bytes.length === 0 ? "empty" : `not UTF-8 JSON (truncated?): ${messageOf(error)}`,
     );
   }
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) return unreadable(jsonTooDeepMessage(deep));
   const parsed = ResultFile.safeParse(value);
   if (!parsed.success) {
     const issues = parsed.error.issues;

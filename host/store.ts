@@ -17,6 +17,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import type { z } from "zod";
 import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
@@ -345,6 +346,7 @@ export class Store {
       try {
         text = await readRegularTextFile(path, { maxBytes: MAX_STORE_BYTES });
       } catch (error) {
+        if (error instanceof StoreError) throw error;
         if (!(error instanceof Deno.errors.NotFound)) {
           throw new StoreError(`Cannot read store "${path}": ${messageOf(error)}`, {
             cause: error,
@@ -361,8 +363,15 @@ export class Store {
           );
         }
         // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
-        // store of format 1 and says what is wrong with an invalid one.
+        // store of format 1 and says what is wrong with an invalid one. A valid one is of its own
+        // shapes, a few levels deep; anything else is bounded in depth before the schema reads it.
         const valid = validStoreFile(data);
+        const deep = valid === undefined ? jsonTooDeep(text) : undefined;
+        if (deep !== undefined) {
+          throw new StoreError(
+            `Cannot read store "${path}": ${jsonTooDeepMessage(deep)}; it is kept as it is`,
+          );
+        }
         const v1 = (data as { version?: unknown } | null)?.version === 1;
         const parsed = valid !== undefined
           ? { success: true as const, data: valid }
@@ -418,6 +427,7 @@ export class Store {
     try {
       text = await readRegularTextFile(path, { maxBytes: MAX_STORE_BYTES });
     } catch (error) {
+      if (error instanceof StoreError) throw error;
       if (error instanceof Deno.errors.NotFound) return;
       throw new StoreError(`Cannot read journal "${path}": ${messageOf(error)}`, { cause: error });
     }

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { z } from "zod";
 import { MAX_INTERVAL_MS } from "./link_interval.ts";
 import { formatPath } from "./json_path.ts";
@@ -200,6 +201,9 @@ export function decodeMessage<T extends z.ZodType>(
   } catch (error) {
     throw new MessageError(what, [`$: not UTF-8 JSON (${(error as Error).message})`]);
   }
+  // Bounded in depth before anything walks it (docs/design.md, "Hostile inputs", rule 3).
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) throw new MessageError(what, [`$: ${jsonTooDeepMessage(deep)}`]);
   // JSON.parse kept the last of two equal keys: a repeated key refuses the message, with the
   // schema's problems. The text is the one parsed (the body is decoded once).
   const repeated = duplicateKeys(text).map((d) => `${d.at}: ${duplicateKeyMessage(d)}`);

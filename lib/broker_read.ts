@@ -139,7 +139,11 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
   return problemsFit(v.problems as Problem[]);
 }
 
-/** The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. */
+/**
+ * The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. Its depth is
+ * not scanned here: the plain checks accept only the messages' own shapes, a few levels deep,
+ * and anything else goes to the schema's decode, which bounds it (lib/broker.ts).
+ */
 function plainJson(body: Uint8Array): unknown {
   try {
     const text = UTF8.decode(body);

@@ -25,7 +25,8 @@
  */
 
 import { z } from "zod";
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import { type Document, isMap, isScalar, isSeq, LineCounter, type Node } from "yaml";
+import { parseDocumentBounded, YamlBoundError } from "../lib/yaml_bounds.ts";
 import { formatPath } from "../lib/json_path.ts";
 import { DEPLOY_MAP_FILE } from "./repo_check.ts";
 
@@ -151,7 +152,19 @@ export class DeployMapError extends Error {
  */
 export function parseDeployMap(text: string, file = DEPLOY_MAP_FILE): DeployEntry[] {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  let doc: Document.Parsed;
+  try {
+    // A line or a nesting past lib/yaml_bounds.ts's bounds is refused before anything recurses.
+    doc = parseDocumentBounded(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  } catch (error) {
+    if (!(error instanceof YamlBoundError)) throw error;
+    throw new DeployMapError(file, [{
+      path: "",
+      line: error.line,
+      column: error.column,
+      message: error.message,
+    }]);
+  }
   if (doc.errors.length > 0) {
     throw new DeployMapError(
       file,

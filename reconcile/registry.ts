@@ -10,6 +10,7 @@
 
 import process from "node:process";
 import {
+  type Document,
   isAlias,
   isMap,
   isPair,
@@ -22,6 +23,7 @@ import {
   type YAMLMap,
 } from "yaml";
 import { messageOf } from "../lib/atomic.ts";
+import { parseDocumentBounded, YamlBoundError } from "../lib/yaml_bounds.ts";
 import {
   crossCheck,
   ENTRY_KINDS,
@@ -59,10 +61,22 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   let lineCounter = new LineCounter();
   // The yaml package's own duplicate-key check compares every key with every earlier key of its
   // map (quadratic in the entries: 29,000 entries took 11 s); duplicateKeys finds the same keys
-  // with one set per map and reports them where and in the order the package does.
-  let doc = quietly(() =>
-    parseDocument(text, { lineCounter, uniqueKeys: false, prettyErrors: false })
-  );
+  // with one set per map and reports them where and in the order the package does. A line or a
+  // nesting past lib/yaml_bounds.ts's bounds is refused before anything recurses on the text.
+  let doc: Document.Parsed;
+  try {
+    doc = quietly(() =>
+      parseDocumentBounded(text, { lineCounter, uniqueKeys: false, prettyErrors: false })
+    );
+  } catch (error) {
+    if (!(error instanceof YamlBoundError)) throw error;
+    throw new RegistryError(file, [{
+      path: "",
+      line: error.line,
+      column: error.column,
+      message: error.message,
+    }]);
+  }
   let errors: { pos: [number, number]; code: string; message: string }[] = doc.errors;
   const duplicates = duplicateKeys(doc.contents);
   if (duplicates.length > 0 && errors.length > 0) {

@@ -16,6 +16,7 @@
 
 // @ts-types="@types/js-yaml"
 import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
+import { longLine, MAX_YAML_DEPTH } from "../lib/text_bounds.ts";
 
 // The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
 // (yaml/dist/schema/common/null.js, core/bool.js, core/int.js, core/float.js). js-yaml's own
@@ -110,12 +111,22 @@ const LINE = new RegExp(
 const DASH_BLOCK = new RegExp(String.raw`^( *)(?:- +)+(${BLOCK_HEADER})${COMMENT}$`);
 
 /**
- * Whether every line of `text` is in the plain style a registry is written in (see above).
- * Lines inside a block scalar (more indented than its header's line, or blank) are its content.
+ * Whether every line of `text` is in the plain style a registry is written in (see above), and
+ * within lib/yaml_bounds.ts's bounds: no line longer than `MAX_YAML_LINE` (tested
+ * before any regular expression sees it: one of megabytes exhausts the expressions' backtracking
+ * stack) and no nesting that could be deeper than {@linkcode MAX_YAML_DEPTH} (js-yaml recurses
+ * once per level). Lines inside a block scalar (more indented than its header's line, or blank)
+ * are its content. In this style only indentation and `- ` nest (a flow sequence holds scalars):
+ * each open indentation holds at most a map and a sequence, and a line's dashes one level each,
+ * so a text whose count of those could pass the bound is left to the full read, which measures
+ * its nesting exactly and refuses it there.
  */
 function plainStyle(text: string): boolean {
   if (text.includes("\t") || text.includes("\r")) return false;
+  if (longLine(text) !== undefined) return false;
   let blockIndent = -1;
+  // The indentations of the open lines above this one, increasing.
+  const open: number[] = [];
   for (const line of text.split("\n")) {
     if (blockIndent >= 0) {
       if (line.trim() === "") continue;
@@ -124,7 +135,18 @@ function plainStyle(text: string): boolean {
     }
     const match = LINE.exec(line) ?? DASH_BLOCK.exec(line);
     if (match === null) return false;
-    if (match[2] !== undefined) blockIndent = match[1]!.length;
+    const indent = match[1]!.length;
+    if (match[2] !== undefined) blockIndent = indent;
+    const content = line.slice(indent);
+    if (content === "" || content.startsWith("#")) continue;
+    while (open.length > 0 && open[open.length - 1]! >= indent) open.pop();
+    open.push(indent);
+    // The dashes that open the line (`- - key: x`), each a sequence.
+    let dashes = 0;
+    for (let j = 0; content[j] === "-" && content[j + 1] === " "; dashes++) {
+      for (j += 2; content[j] === " "; j++);
+    }
+    if (2 * open.length + dashes > MAX_YAML_DEPTH) return false;
   }
   return true;
 }

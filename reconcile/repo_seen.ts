@@ -12,6 +12,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
 import { join } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
@@ -66,6 +67,10 @@ export async function loadRepoSeen(path: string): Promise<SeenByRepo> {
     data = JSON.parse(text);
   } catch (error) {
     throw new Error(`Cannot read first-seen state "${path}": not JSON (${messageOf(error)})`);
+  }
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) {
+    throw new Error(`Cannot read first-seen state "${path}": ${jsonTooDeepMessage(deep)}`);
   }
   repoSeenSchema ??= buildRepoSeen((await import("zod")).z);
   const parsed = repoSeenSchema.safeParse(data);

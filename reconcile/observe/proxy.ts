@@ -10,6 +10,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage, MAX_JSON_DEPTH } from "../../lib/text_bounds.ts";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import type { z } from "zod";
@@ -135,6 +136,9 @@ export function adminUrl(admin: string): string {
   return /^https?:\/\//.test(admin) ? admin.replace(/\/+$/, "") : `http://${admin}`;
 }
 
+/** The deepest Caddy config read: routes inside handlers inside routes, far past any seen. */
+const CADDY_CONFIG_DEPTH = 2 * MAX_JSON_DEPTH;
+
 /**
  * Reads Caddy's running config through its admin API and lists the addresses it serves.
  * An admin API that does not answer, or answers with something else than Caddy's config, is a
@@ -154,6 +158,12 @@ export async function observeProxy(
     const text = await response.text();
     if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.trim().slice(0, 200)}`);
     body = JSON.parse(text);
+    // Its schema recurses through nested routes: bounded before it does (docs/design.md,
+    // "Hostile inputs", rule 3), at twice mesh's own bound, since Caddy nests routes in handlers.
+    const deep = jsonTooDeep(text, CADDY_CONFIG_DEPTH);
+    if (deep !== undefined) {
+      throw new Error(`the config is ${jsonTooDeepMessage(deep, CADDY_CONFIG_DEPTH)}`);
+    }
   } catch (error) {
     const said = messageOf(error);
     const caddy = findProgram("caddy");

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../../lib/text_bounds.ts";
 import { resolve } from "node:path";
 import { messageOf } from "../../lib/atomic.ts";
 import { concat } from "../../lib/regular_file.ts";
@@ -175,10 +176,16 @@ async function fetchServed(url: URL, timeoutMs: number): Promise<Observation> {
     return bad(`HTTP ${response.status}${where ? ` (to ${printable(where)}; not followed)` : ""}`);
   }
   let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    json = JSON.parse(text);
   } catch {
     return bad(`HTTP ${response.status} with a body that is not JSON`);
+  }
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) {
+    return bad(`HTTP ${response.status} with a body ${jsonTooDeepMessage(deep)}`);
   }
   const parsed = ServedStamp.safeParse(json);
   if (!parsed.success) {

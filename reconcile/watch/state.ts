@@ -5,6 +5,7 @@
  * @module
  */
 
+import { jsonTooDeep, jsonTooDeepMessage } from "../../lib/text_bounds.ts";
 import { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { readRegularFile } from "../../lib/regular_file.ts";
@@ -94,10 +95,16 @@ export async function loadWatchState(path: string): Promise<WatchStateFile | und
     throw new Error(`Cannot read watch state "${path}": ${messageOf(error)}`, { cause: error });
   }
   let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    json = JSON.parse(text);
   } catch (error) {
     throw new Error(`Cannot read watch state "${path}": not JSON (${messageOf(error)})`);
+  }
+  const deep = jsonTooDeep(text);
+  if (deep !== undefined) {
+    throw new Error(`Cannot read watch state "${path}": ${jsonTooDeepMessage(deep)}`);
   }
   const parsed = WatchStateFile.safeParse(json);
   if (!parsed.success) {

@@ -87,6 +87,8 @@ interface Mutation {
   under?: string[];
   /** Invalid only as untrusted input (an action): fed with `trusted: false` only. */
   untrustedOnly?: boolean;
+  /** Text some problem's message must hold (a bound named). */
+  says?: string;
 }
 
 const FILE_FIELDS = ["id", "type", "path", "content", "mode", "owner", "group"];
@@ -723,7 +725,11 @@ const GENERATORS: [number, string, Generator][] = [
     };
   }],
   [4, "deep", (original, _tree, rng) => {
-    const depth = rng.int(1_000, 50_000);
+    // Past the bound of 64 levels (lib/text_bounds.ts), up to 50,000: refused whole, naming the
+    // bound, before anything walks it (docs/design.md, "Hostile inputs", rule 3). Within it (at
+    // most 50 levels, inside at most 3 of the declaration's own): refused by the schema, at the
+    // place of the nesting.
+    const depth = rng.chance(0.3) ? rng.int(2, 50) : rng.int(65, 50_000);
     const kind = rng.int(0, 4);
     const array = "[".repeat(depth) + "]".repeat(depth);
     const object = '{"a":'.repeat(depth) + "null" + "}".repeat(depth);
@@ -732,6 +738,16 @@ const GENERATORS: [number, string, Generator][] = [
     const what = `depth ${depth}, ${
       ["document", "resource", "unknown field", "content", "mode"][kind]
     }`;
+    if (depth > 64) {
+      const bytes = kind === 0 ? encoder.encode(deep) : (() => {
+        if (kind === 1) (base.resources as Json[])[2] = DEEP_MARK;
+        else if (kind === 2) base.junk = DEEP_MARK;
+        else if (kind === 3) resourcesOf(base)[3]!.content = DEEP_MARK;
+        else resourcesOf(base)[5]!.mode = DEEP_MARK;
+        return withDeep(base, deep);
+      })();
+      return { kind: "deep", what, bytes, paths: [""], says: "more than 64 levels deep" };
+    }
     switch (kind) {
       case 0:
         return {
@@ -756,6 +772,24 @@ const GENERATORS: [number, string, Generator][] = [
         resourcesOf(base)[5]!.mode = DEEP_MARK;
         return { kind: "deep", what, bytes: withDeep(base, deep), paths: [at(5, "mode")] };
     }
+  }],
+  [2, "long", (base, _tree, rng) => {
+    // One very long line: a key or a value of up to 800,000 characters, refused at its place
+    // (a declaration is JSON, not read by lines: its length bound is its 64 MiB).
+    const d = clone(base);
+    const i = rng.int(0, resourcesOf(d).length - 1);
+    const long = rng.pick(["k", "é", "😀", "\\"]).repeat(rng.int(1_025, 400_000));
+    if (rng.chance(0.5)) {
+      setKey(resourcesOf(d)[i]!, long, "x");
+      return mutation("long", `a key of ${long.length} characters`, d, [
+        jsonPath(["resources", i, long]),
+      ]);
+    }
+    // Fields whose pattern bounds their length (an owner has none: a long name is refused by
+    // the machine, which has no such account, not by the schema).
+    const field = rng.pick(["id", "mode", "type"]);
+    resourcesOf(d)[i]![field] = long;
+    return mutation("long", `${field} of ${long.length} characters`, d, [at(i, field)]);
   }],
   [2, "non-object", (base, _tree, rng) => {
     const value = rng.pick<Json>([
@@ -921,6 +955,9 @@ async function feed(
       fail(`a problem without a message: ${JSON.stringify(p)}`, result);
     }
     if (typeof p.path !== "string") fail(`a problem without a path: ${JSON.stringify(p)}`, result);
+  }
+  if (m.says !== undefined && !result.problems.some((p) => p.message.includes(m.says!))) {
+    fail(`no problem says ${JSON.stringify(m.says)}`, result);
   }
   const paths = result.problems.map((p) => p.path);
   for (const want of m.paths) {

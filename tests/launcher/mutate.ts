@@ -79,7 +79,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "interpret the counter arithmetically",
     edits: [[
-      '  if [ "$#" -eq 1 ] && is_count "$1" 2 && [ "$1" -le "$max" ]; then\n    failures=$1\n',
+      '  if [ "$#" -ge 1 ] && is_count "$1" 2 && [ "$1" -le "$max" ]; then\n    failures=$1\n',
       "  if true; then\n    failures=$((line))\n",
     ]],
   },
@@ -91,8 +91,15 @@ export const MUTATIONS: Mutation[] = [
     ]],
   },
   {
-    name: "accept any field count (first of many fields)",
-    edits: [['  if [ "$#" -eq 1 ] && is_count', "  if is_count"]],
+    name: 'refuse a counter of several fields (reset "1 2" instead of counting 1)',
+    edits: [['  if [ "$#" -ge 1 ] && is_count', '  if [ "$#" -eq 1 ] && is_count']],
+  },
+  {
+    name: "read the counter's last field instead of its first",
+    edits: [[
+      'is_count "$1" 2 && [ "$1" -le "$max" ]; then\n    failures=$1\n',
+      'shift "$(($# - 1))" && is_count "$1" 2 && [ "$1" -le "$max" ]; then\n    failures=$1\n',
+    ]],
   },
   {
     name: "drop the range check on the counter",

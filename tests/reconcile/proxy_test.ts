@@ -95,6 +95,26 @@ Deno.test("an admin address answering something that is not Caddy's config fails
   }
 });
 
+Deno.test("a config nested past the bound (subroutes 5,000 deep) is a failed source naming it, not a crash", async () => {
+  // Rule 3 of docs/design.md ("Hostile inputs"): the config's schema recurses through routes.
+  let routes = "[]";
+  for (let i = 0; i < 5_000; i++) {
+    routes = `[{"handle":[{"handler":"subroute","routes":${routes}}]}]`;
+  }
+  const body = `{"apps":{"http":{"servers":{"a":{"listen":[":443"],"routes":${routes}}}}}}`;
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => new Response(body, { headers: { "content-type": "application/json" } }),
+  );
+  try {
+    const seen = await observeProxy(`127.0.0.1:${server.addr.port}`);
+    assertEquals(seen.sources.map((s) => s.state), ["failed"]);
+    assert(seen.sources[0]!.detail.includes("more than 128 levels deep"), seen.sources[0]!.detail);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("a configured address whose listener is gone is a probe error, not a response", async () => {
   const port = freePort();
   const probe = await probeAddress({

@@ -7,6 +7,7 @@ import { parseDocument } from "yaml";
 import { assert, assertEquals } from "../support/assert.ts";
 import { quickLoad } from "../../reconcile/registry_fast.ts";
 import { parseRegistry, RegistryError } from "../../reconcile/registry.ts";
+import { MAX_YAML_DEPTH, MAX_YAML_LINE } from "../../lib/text_bounds.ts";
 
 /** The `yaml` package's verdict: its data, or `undefined` when it finds any problem. */
 function fullLoad(text: string): unknown {
@@ -276,6 +277,72 @@ Deno.test("on 6,000 random edits of a registry the fast read never disagrees wit
   }
   // Both sides are exercised: many edits still parse (and must agree), many do not.
   assert(fast > 600 && declined > 500, `fast ${fast}, declined ${declined}`);
+});
+
+/**
+ * An edit past lib/text_bounds.ts's bounds (docs/design.md, "Hostile inputs", rule 3): a line
+ * longer than MAX_YAML_LINE somewhere, or nesting deeper than MAX_YAML_DEPTH (indentation, dashes,
+ * flow collections); what it says the full read must name.
+ */
+function pastBound(text: string, next: () => number): { text: string; says: string } {
+  const lines = text.split("\n");
+  const i = Math.floor(next() * lines.length);
+  const indent = " ".repeat(lines[i]!.length - lines[i]!.trimStart().length);
+  const pick = <T>(items: T[]) => items[Math.floor(next() * items.length)]!;
+  if (next() < 0.5) {
+    const n = MAX_YAML_LINE + 1 + Math.floor(next() * 100_000);
+    lines.splice(
+      i,
+      0,
+      pick([
+        `${indent}note: ${"a".repeat(n)}`,
+        `${indent}# ${"#".repeat(n)}`,
+        `${indent}${"k".repeat(n)}: 1`,
+        `${indent}- "${"a b".repeat(n / 3)}"`,
+      ]),
+    );
+    return { text: lines.join("\n"), says: "characters long" };
+  }
+  const depth = MAX_YAML_DEPTH + 1 + Math.floor(next() * 200);
+  lines.splice(
+    i,
+    0,
+    pick([
+      `${indent}x: ${"[".repeat(depth)}${"]".repeat(depth)}`,
+      `${indent}x: ${"{a: ".repeat(depth)}1${"}".repeat(depth)}`,
+      `${indent}x:\n${indent}  ${"- ".repeat(depth)}a`,
+      Array.from({ length: depth }, (_, d) => `${indent}${" ".repeat(d)}k${d}:`).join("\n"),
+    ]),
+  );
+  return { text: lines.join("\n"), says: "levels deep" };
+}
+
+Deno.test("on 300 random edits past the line and nesting bounds the fast read declines and the full read names the bound", () => {
+  const next = random(28);
+  let named = 0;
+  for (let i = 0; i < 300; i++) {
+    let text = BASE;
+    for (let e = Math.floor(next() * 3); e > 0; e--) text = edit(text, next);
+    const past = pastBound(text, next);
+    const where = `edit ${i}: ${past.says}`;
+    if (quickLoad(past.text) !== undefined) {
+      // Only nesting written inside a block scalar's text (`note: |`), which nests nothing.
+      assertEquals(past.says, "levels deep", where);
+      assertEquals(agrees(past.text), "fast", where);
+      continue;
+    }
+    try {
+      parseRegistry(past.text, "fuzz.yaml");
+      throw new Error(`accepted (${where})`);
+    } catch (error) {
+      assert(error instanceof RegistryError, `${(error as Error)?.stack} (${where})`);
+      const said = error.problems.map((p) => p.message).join("; ");
+      assert(!said.includes("call stack"), `${said.slice(0, 500)} (${where})`);
+      if (said.includes(past.says)) named++;
+    }
+  }
+  // The other problems of the edits are placed too, but most refusals name the bound.
+  assert(named > 200, `${named} of 300 named the bound`);
 });
 
 Deno.test("parseRegistry reads a valid registry fast and still places every problem", () => {
