@@ -10,7 +10,8 @@
  */
 
 import type { X509Certificate } from "node:crypto";
-import { messageOf, readRegularFileLimited } from "../../lib/atomic.ts";
+import { messageOf } from "../../lib/atomic.ts";
+import { readRegularTextFile } from "../../lib/regular_file.ts";
 import type { TrustStore } from "./cert_path.ts";
 import type { SourceStatus } from "./source.ts";
 
@@ -78,7 +79,7 @@ export async function observeTrust(
   for (const path of candidates) {
     let text: string;
     try {
-      text = new TextDecoder().decode(await readRegularFileLimited(path, MAX_STORE_BYTES));
+      text = await readRegularTextFile(path, { maxBytes: MAX_STORE_BYTES });
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) continue;
       said.push(`Cannot read the system store "${path}": ${messageOf(error)}`);
@@ -98,7 +99,7 @@ export async function observeTrust(
   }
   for (const path of roots) {
     try {
-      const text = new TextDecoder().decode(await readRegularFileLimited(path, MAX_ROOT_BYTES));
+      const text = await readRegularTextFile(path, { maxBytes: MAX_ROOT_BYTES });
       const found = pemCertificates(text, X509Certificate);
       if (found.length === 0) throw new Error("it holds no PEM CERTIFICATE block");
       for (const certificate of found) {
