@@ -353,21 +353,24 @@ async function recordBatch(
 /**
  * Why a report is not of its node's current epoch (docs/design.md, "Hostile inputs", rule 6), or
  * undefined when it is: it carries the node's epoch, or carries none while the node's current
- * declaration carries none either (pushed before epochs, or never pushed). A report carrying
- * another epoch was made about a declaration pushed before the node was removed and enrolled
- * again; one carrying none, once the node's declarations carry its epoch, was made before the
- * removal (or by a host older than epochs, which cannot read a declaration with an epoch).
- * Neither is recorded for the node that holds the name now.
+ * declaration carries none either (pushed before epochs, or never pushed), or it is `undeclared`.
+ * A report carrying another epoch was made about a declaration pushed before the node was removed
+ * and enrolled again; one about a declaration carrying none, once the node's declarations carry
+ * its epoch, was made before the removal (or by a host older than epochs, which cannot read a
+ * declaration with an epoch). Neither is recorded for the node that holds the name now. An
+ * `undeclared` report carries no epoch because its link holds no declaration at all: it claims
+ * none, and says only that the link is there (a node pushed whose link has not received the push
+ * yet is `outstanding`, not unheard).
  */
 export function epochProblem(
-  report: Pick<ReportMessage, "node" | "epoch">,
+  report: Pick<ReportMessage, "node" | "epoch" | "outcome">,
   node: { epoch: string; declared: boolean | null },
 ): string | undefined {
   if (report.epoch === node.epoch) return undefined;
   if (report.epoch !== undefined) {
     return `the report is of epoch ${report.epoch}, and node "${report.node}" is now of epoch ${node.epoch} (removed and enrolled anew since): not recorded`;
   }
-  if (node.declared !== true) return undefined;
+  if (node.declared !== true || report.outcome === "undeclared") return undefined;
   return `the report carries no epoch, and node "${report.node}"'s declarations carry epoch ${node.epoch} (a report from before the node was enrolled anew, or from a host older than epochs): not recorded`;
 }
 

@@ -127,11 +127,7 @@ export async function readNodeStates(
         coalesce(r.interval_ms::text, '') || E'\t' ||
         coalesce(((extract(epoch from r.reported_at) * 1000)::float8)::text, '') || E'\t' ||
         coalesce(((extract(epoch from r.received_at) * 1000)::float8)::text, '') || E'\t' ||
-        case when r.node is null or r.outcome = 'undeclared' then ''
-          when r.generation = d.generation and r.digest = d.digest then 'p'
-          when exists (select 1 from declarations p where p.node = r.node
-            and p.generation = r.generation and p.digest = r.digest) then 'p'
-          else 'u' end || E'\t' ||
+        case r.pushed when true then 'p' when false then 'u' else '' end || E'\t' ||
         coalesce(nullif(r.problems, '[]'::jsonb)::text, '') as s
       from nodes n
       left join current_declarations d on d.node = n.name

@@ -11,3 +11,37 @@
 
 alter table nodes add column epoch uuid not null default gen_random_uuid();
 alter table declarations add column epoch uuid;
+
+-- Whether each node's last report claims what was pushed to it (docs/design.md, "Hostile inputs",
+-- rule 7): its generation, with its digest, is one of the node's declarations. Kept with the copy
+-- of the last report, so that status and board read it without touching declarations: computed
+-- whenever a last_reports row is written (null for an `undeclared` report, which claims nothing),
+-- and set when the declaration it claims is recorded after it (a push's transaction commits after
+-- its broker confirms, so a fast node's report can be recorded first).
+alter table last_reports add column pushed boolean;
+
+create function last_reports_pushed() returns trigger language plpgsql as $$
+begin
+  new.pushed := case when new.outcome = 'undeclared' then null else exists (
+    select 1 from declarations d
+    where d.node = new.node and d.generation = new.generation and d.digest = new.digest) end;
+  return new;
+end $$;
+
+create trigger last_reports_pushed before insert or update on last_reports
+  for each row execute function last_reports_pushed();
+
+create function last_reports_after_push() returns trigger language plpgsql as $$
+begin
+  update last_reports s set pushed = true from inserted_declarations d
+  where s.node = d.node and s.generation = d.generation and s.digest = d.digest
+    and s.pushed is false;
+  return null;
+end $$;
+
+create trigger last_reports_after_push after insert on declarations
+  referencing new table as inserted_declarations
+  for each statement execute function last_reports_after_push();
+
+-- The existing inventory (backfill): the trigger computes each row.
+update last_reports set pushed = null;

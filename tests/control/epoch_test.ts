@@ -258,15 +258,29 @@ Deno.test("the link compares generations within one epoch only", async () => {
 Deno.test("ingest records a report only of its node's current epoch", () => {
   const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
   const declared = { epoch: a, declared: true };
-  assertEquals(epochProblem({ node: "n", epoch: a }, declared), undefined);
-  assertMatch(epochProblem({ node: "n", epoch: b }, declared)!, /is of epoch .* not recorded/);
-  assertMatch(epochProblem({ node: "n" }, declared)!, /carries no epoch/);
+  const applied = "applied" as const;
+  assertEquals(epochProblem({ node: "n", epoch: a, outcome: applied }, declared), undefined);
+  assertMatch(
+    epochProblem({ node: "n", epoch: b, outcome: applied }, declared)!,
+    /is of epoch .* not recorded/,
+  );
+  for (const outcome of ["applied", "failed", "refused"] as const) {
+    assertMatch(epochProblem({ node: "n", outcome }, declared)!, /carries no epoch/);
+  }
   // Another epoch is refused even before anything was pushed in this one.
   assertMatch(
-    epochProblem({ node: "n", epoch: b }, { epoch: a, declared: null })!,
+    epochProblem({ node: "n", epoch: b, outcome: applied }, { epoch: a, declared: null })!,
     /is of epoch/,
   );
   // None, while the node's declarations carry none (never pushed, or pushed before epochs).
-  assertEquals(epochProblem({ node: "n" }, { epoch: a, declared: null }), undefined);
-  assertEquals(epochProblem({ node: "n" }, { epoch: a, declared: false }), undefined);
+  assertEquals(
+    epochProblem({ node: "n", outcome: applied }, { epoch: a, declared: null }),
+    undefined,
+  );
+  assertEquals(
+    epochProblem({ node: "n", outcome: applied }, { epoch: a, declared: false }),
+    undefined,
+  );
+  // A link holding no declaration claims none: recorded (the push has not reached it).
+  assertEquals(epochProblem({ node: "n", outcome: "undeclared" }, declared), undefined);
 });

@@ -12,8 +12,15 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
 import { classify, isAlarm, unknownClaimReason } from "../../control/state.ts";
-import type { NodeState } from "../../control/inventory.ts";
-import { controlCli, mustControl, publishReports, reportOf, uniqueNode } from "./support.ts";
+import { type NodeState, readNodeStates } from "../../control/inventory.ts";
+import {
+  controlCli,
+  freshInventory,
+  mustControl,
+  publishReports,
+  reportOf,
+  uniqueNode,
+} from "./support.ts";
 import { enrollIn, type TestVhost, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -192,3 +199,47 @@ Deno.test("the verdict rules of a claim", () => {
     undefined,
   );
 });
+
+Deno.test(
+  "whether a claim was pushed is kept with the last report, also when the report is recorded before its push commits",
+  async () => {
+    const inv = await freshInventory();
+    try {
+      const sql = inv.sql;
+      const [a, b] = [`sha256:${"a".repeat(64)}`, `sha256:${"b".repeat(64)}`];
+      await sql`insert into nodes (name, system) values ('n', 'debian')`;
+      const insertReport = (generation: number, digest: string) =>
+        sql`insert into reports (node, generation, digest, outcome, applied, total, trigger,
+              problems, changes, host_version, reported_at)
+            values ('n', ${generation}, ${digest}, 'applied', 1, 1, 'push', '[]', '[]', 't', now())`;
+      const verdict = async () => classify((await readNodeStates(sql))[0]!).verdict;
+      // The node reports generation 1 before the push's transaction committed; generation 2 is
+      // pushed right after: the report is about an earlier generation pushed to it.
+      await insertReport(1, a);
+      assertEquals(await verdict(), "unknown-claim");
+      await sql`insert into declarations (node, generation, digest, body, total)
+                values ('n', 1, ${a}, '{}', 1)`;
+      assertEquals(await verdict(), "ok");
+      await sql`insert into declarations (node, generation, digest, body, total)
+                values ('n', 2, ${b}, '{}', 1)`;
+      assertEquals(await verdict(), "outstanding");
+      await sql`delete from declarations where node = 'n' and generation = 2`;
+      assertEquals(await verdict(), "ok");
+      // Another digest at generation 1, then a generation never pushed.
+      await insertReport(1, b);
+      assertEquals(await verdict(), "unknown-claim");
+      await insertReport(2, a);
+      assertEquals(await verdict(), "unknown-claim");
+      // The claimed report deleted: the last one before it is judged again (ok).
+      await sql`delete from reports where node = 'n' and digest = ${b}`;
+      await sql`delete from reports where node = 'n' and generation = 2`;
+      assertEquals(await verdict(), "ok");
+      // Generation 2 pushed with another digest: the report of 1 is outstanding, not unknown.
+      await sql`insert into declarations (node, generation, digest, body, total)
+                values ('n', 2, ${b}, '{}', 1)`;
+      assertEquals(await verdict(), "outstanding");
+    } finally {
+      await inv.drop();
+    }
+  },
+);
