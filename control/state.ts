@@ -231,8 +231,8 @@ export interface Judged {
  * Judges a node: its declaration verdict, overridden by silence. A `server` overdue is `silent`
  * whatever its last report said. An `episodic` node overdue is `away` unless its reports said it
  * refused or failed its current declaration, or claimed what was never pushed to it (that stays
- * an alarm, with the presence said); a
- * declaration pushed while it was away is waiting (`said` is `outstanding`), never `failed`.
+ * an alarm, with the presence said); a declaration pushed while it was away is waiting (`said` is
+ * `outstanding`), never `failed`.
  * A node that never spoke stays `never-spoke` (no time is invented for it).
  */
 export function judge(node: NodeState, clock: Clock): Judged {
