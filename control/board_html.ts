@@ -52,6 +52,7 @@ type Tone = "bad" | "warn" | "quiet" | "good";
 const VERDICT_TONE: Record<Verdict, Tone> = {
   "refused": "bad",
   "failed": "bad",
+  "unknown-claim": "bad",
   "silent": "bad",
   "away": "quiet",
   "outstanding": "warn",
@@ -227,6 +228,7 @@ function driftCell(m: BoardMachine, generatedAt: string): string {
 
 function problemsCell(m: BoardMachine): string {
   const items: string[] = [];
+  if (m.claim !== undefined) items.push(`<li>unknown claim: ${h(m.claim)}</li>`);
   for (const p of m.problems.slice(0, 3)) {
     const where = p.id ?? p.path;
     items.push(`<li>${where ? `<code>${h(where)}</code>: ` : ""}${h(p.message)}</li>`);
@@ -260,6 +262,7 @@ ${machines.map((m) => row(m, generatedAt)).join("\n")}
 
 function row(m: BoardMachine, generatedAt: string): string {
   const attn = m.verdict === "refused" || m.verdict === "failed" || m.verdict === "silent" ||
+    m.verdict === "unknown-claim" ||
     m.drift.verdict === "drift" || m.drift.verdict === "unreadable";
   const soft = !attn &&
     (m.verdict === "outstanding" || m.drift.verdict === "stale" ||

@@ -15,6 +15,7 @@ import m0005 from "./migrations/0005_scale_out.sql" with { type: "text" };
 import m0006 from "./migrations/0006_node_state.sql" with { type: "text" };
 import m0007 from "./migrations/0007_settings.sql" with { type: "text" };
 import m0008 from "./migrations/0008_not_pushed.sql" with { type: "text" };
+import m0009 from "./migrations/0009_epochs.sql" with { type: "text" };
 
 /** A connected inventory database (postgres.js). */
 export type Sql = postgres.Sql;
@@ -37,6 +38,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0006_node_state", sql: m0006 },
   { name: "0007_settings", sql: m0007 },
   { name: "0008_not_pushed", sql: m0008 },
+  { name: "0009_epochs", sql: m0009 },
 ];
 
 /** The inventory cannot be reached, is not migrated, or refused an operation. */

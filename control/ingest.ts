@@ -85,9 +85,9 @@ class EarlierBatchFailed extends Error {}
 /**
  * Consumes reports into the `reports` table.
  *
- * A report that does not decode, whose body names another node than its routing key, or whose
- * node is not enrolled is dropped (acknowledged, not recorded) and told through `onDrop`, never
- * silently.
+ * A report that does not decode, whose body names another node than its routing key, whose
+ * node is not enrolled, or that is not of its node's current epoch ({@linkcode epochProblem}) is
+ * dropped (acknowledged, not recorded) and told through `onDrop`, never silently.
  *
  * @throws the database's error when a batch cannot be inserted (its reports, and any delivered
  *   after them, stay unacknowledged and return to the queue when the channel closes).
@@ -254,11 +254,16 @@ async function recordBatch(
     }
     await sql.begin(async (tx) => {
       const names = [...new Set(reports.map((r) => r.report!.node))];
-      const known = new Set(
-        (await tx<{ name: string }[]>`select name from nodes where name = any(${names})`).map((
-          r,
-        ) => r.name),
+      // Each node's epoch, and whether its current declaration carries one (pushed since
+      // epochs; migration 0009_epochs): what a report must carry to be recorded for it.
+      const epochs = new Map(
+        (await tx<{ name: string; epoch: string; declared: boolean | null }[]>`
+          select n.name, n.epoch::text as epoch, (
+            select d.epoch is not null from declarations d where d.node = n.name
+            order by d.generation desc limit 1) as declared
+          from nodes n where n.name = any(${names})`).map((r) => [r.name, r]),
       );
+      const known = new Set(epochs.keys());
       const unknown = names.filter((n) => !known.has(n));
       // A report from a node that was removed is dropped, never re-creating it, and said as such.
       const removed = unknown.length === 0 ? new Map<string, Date>() : new Map(
@@ -279,6 +284,11 @@ async function recordBatch(
                 report!.node
               }" was removed at ${when.toISOString()}; its report is not recorded`,
           });
+          continue;
+        }
+        const stale = epochProblem(report!, epochs.get(report!.node)!);
+        if (stale !== undefined) {
+          recorded.dropped.push({ routingKey: message.fields.routingKey, reason: stale });
           continue;
         }
         accepted.push({ report: report!, identity: identity! });
@@ -338,6 +348,30 @@ async function recordBatch(
   } finally {
     inserted();
   }
+}
+
+/**
+ * Why a report is not of its node's current epoch (docs/design.md, "Hostile inputs", rule 6), or
+ * undefined when it is: it carries the node's epoch, or carries none while the node's current
+ * declaration carries none either (pushed before epochs, or never pushed), or it is `undeclared`.
+ * A report carrying another epoch was made about a declaration pushed before the node was removed
+ * and enrolled again; one about a declaration carrying none, once the node's declarations carry
+ * its epoch, was made before the removal (or by a host older than epochs, which cannot read a
+ * declaration with an epoch). Neither is recorded for the node that holds the name now. An
+ * `undeclared` report carries no epoch because its link holds no declaration at all: it claims
+ * none, and says only that the link is there (a node pushed whose link has not received the push
+ * yet is `outstanding`, not unheard).
+ */
+export function epochProblem(
+  report: Pick<ReportMessage, "node" | "epoch" | "outcome">,
+  node: { epoch: string; declared: boolean | null },
+): string | undefined {
+  if (report.epoch === node.epoch) return undefined;
+  if (report.epoch !== undefined) {
+    return `the report is of epoch ${report.epoch}, and node "${report.node}" is now of epoch ${node.epoch} (removed and enrolled anew since): not recorded`;
+  }
+  if (node.declared !== true || report.outcome === "undeclared") return undefined;
+  return `the report carries no epoch, and node "${report.node}"'s declarations carry epoch ${node.epoch} (a report from before the node was enrolled anew, or from a host older than epochs): not recorded`;
 }
 
 /** A report's identity: the sha256 of its message body, as hex. */

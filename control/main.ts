@@ -45,8 +45,8 @@ export const EXIT_CODES: readonly ExitCode[] = [
   { code: 0, meaning: "done" },
   {
     code: 1,
-    meaning: "some nodes are not doing what they were told (refused, failed, silent, " +
-      "outstanding, never spoke; an episodic node away, or a node not pushed, is no alarm)",
+    meaning: "some nodes are not doing what they were told (refused, failed, unknown claim, " +
+      "silent, outstanding, never spoke; an episodic node away, or a node not pushed, is no alarm)",
     commands: ["status"],
   },
   { code: 1, meaning: "the build failed", commands: ["module build"] },
@@ -116,7 +116,7 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     name: "status",
     usage: "[options]",
     summary:
-      "the nodes not doing what they were told (refused, failed, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away and nodes not pushed (no alarm)",
+      "the nodes not doing what they were told (refused, failed, unknown claim, silent, outstanding, never spoke) or whose drift is an alarm (drift, unobservable, unreadable, stale); and episodic nodes away and nodes not pushed (no alarm)",
     arguments: [],
     options: STATUS_OPTIONS,
     load: () => import("./commands/status.ts"),

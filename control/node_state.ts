@@ -29,6 +29,13 @@ export interface LastReport {
   total: number;
   trigger: "push" | "start" | "interval";
   problems: { id?: string; path?: string; message: string }[];
+  /**
+   * Whether the control plane pushed this report's generation, with this digest, to this node
+   * (docs/design.md, "Hostile inputs", rule 7): {@linkcode readNodeStates} always says it for a
+   * report about a declaration; absent for an `undeclared` one. A report not about its node's
+   * current declaration and not said pushed is an unknown claim (./state.ts).
+   */
+  pushed?: boolean;
   /** The reconcile interval the report stated, in ms (absent from older hosts). */
   intervalMs?: number;
   /** The node's clock. */
@@ -51,7 +58,9 @@ export interface NodeState {
 /**
  * The fields of a node's line, in order, tab-separated; an absent value is empty. Every one but the
  * last is a name, word, digest or number the schema's CHECKs keep free of tabs, newlines and spaces
- * (node and module names, systems, kinds, outcomes, triggers, `sha256:` digests), and `modules` is
+ * (node and module names, systems, kinds, outcomes, triggers, `sha256:` digests; `r_pushed` is
+ * `p` when the last report's generation and digest were pushed to the node, `u` when not, empty
+ * for no report or an `undeclared` one), and `modules` is
  * the assigned modules in order, separated by spaces. The last, `problems`, is the last report's
  * problems as jsonb's text (empty when there are none): JSON text escapes every control character
  * in a string, so it holds no raw tab or newline either.
@@ -75,6 +84,7 @@ const STATE_FIELDS = [
   "r_interval_ms",
   "r_reported_ms",
   "r_received_ms",
+  "r_pushed",
   "problems",
 ] as const;
 
@@ -117,6 +127,7 @@ export async function readNodeStates(
         coalesce(r.interval_ms::text, '') || E'\t' ||
         coalesce(((extract(epoch from r.reported_at) * 1000)::float8)::text, '') || E'\t' ||
         coalesce(((extract(epoch from r.received_at) * 1000)::float8)::text, '') || E'\t' ||
+        case r.pushed when true then 'p' when false then 'u' else '' end || E'\t' ||
         coalesce(nullif(r.problems, '[]'::jsonb)::text, '') as s
       from nodes n
       left join current_declarations d on d.node = n.name
@@ -159,7 +170,7 @@ function stateOf(line: string): NodeState {
     };
   }
   if (f[9] !== "") {
-    const problems = f[18]!;
+    const problems = f[19]!;
     state.report = {
       generation: Number(f[9]),
       digest: f[10]!,
@@ -172,6 +183,7 @@ function stateOf(line: string): NodeState {
       receivedAt: new Date(Number(f[17])),
     };
     if (f[15] !== "") state.report.intervalMs = Number(f[15]);
+    if (f[18] !== "") state.report.pushed = f[18] === "p";
   }
   return state;
 }

@@ -21,7 +21,7 @@ import {
   requireNode,
   sameSince,
 } from "./inventory.ts";
-import { classify, VERDICT_WORDS } from "./state.ts";
+import { classify, unknownClaimReason, VERDICT_WORDS } from "./state.ts";
 
 /** One node pushed to. */
 export interface Pushed {
@@ -50,19 +50,20 @@ export async function publishRendered(
 ): Promise<Pushed[]> {
   if (rendered.length === 0) return [];
   return await sql.begin(async (tx) => {
-    // One push at a time per node: the generation is max + 1.
+    // One push at a time per node: the generation is max + 1, within the node's epoch (a node
+    // removed took its declarations with it, so a name enrolled again starts from 1).
     await tx`select name from nodes where name = any(${rendered.map((r) => r.node)})
              order by name for update`;
-    const rows = await tx<{ node: string; generation: number; pushed_at: Date }[]>`
-      insert into declarations (node, generation, digest, body, total)
+    const rows = await tx<{ node: string; generation: number; pushed_at: Date; epoch: string }[]>`
+      insert into declarations (node, generation, digest, body, total, epoch)
       select x.node,
         coalesce((select max(d.generation) from declarations d where d.node = x.node), 0) + 1,
-        x.digest, x.body, x.total
+        x.digest, x.body, x.total, (select n.epoch from nodes n where n.name = x.node)
       from unnest(${rendered.map((r) => r.node)}::text[], ${
       rendered.map((r) => r.digest)
     }::text[], ${rendered.map((r) => r.text)}::text[], ${rendered.map((r) => r.total)}::int[])
         as x(node, digest, body, total)
-      returning node, generation, pushed_at`;
+      returning node, generation, pushed_at, epoch::text as epoch`;
     const byNode = new Map(rows.map((r) => [r.node, r]));
     const encoder = new TextEncoder();
     const messages: Outgoing[] = [];
@@ -75,6 +76,7 @@ export async function publishRendered(
         generation: row.generation,
         digest: r.digest,
         pushedAt: row.pushed_at.toISOString(),
+        epoch: row.epoch,
         declaration: r.text,
       };
       messages.push({
@@ -177,10 +179,11 @@ export function behindReason(node: NodeState, rendered: Rendered | undefined): s
       return `failed generation ${r!.generation} (${applied} of ${total} applied): ${
         firstProblem(node)
       }`;
+    case "unknown-claim":
+      return `unknown claim: ${unknownClaimReason(node)}`;
     case "ok":
-      if (d === undefined) return "reported, but was never pushed a declaration";
-      if (rendered !== undefined && rendered.digest !== d.digest) {
-        return `its modules changed since generation ${d.generation} (${
+      if (rendered !== undefined && rendered.digest !== d!.digest) {
+        return `its modules changed since generation ${d!.generation} (${
           rendered.modules.map((m) => `${m.name} v${m.version}`).join(", ") || "none assigned now"
         })`;
       }

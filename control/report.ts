@@ -20,6 +20,7 @@ import {
   type Judged,
   type NodeKind,
   SILENCE_INTERVALS,
+  unknownClaimReason,
   type Verdict,
   VERDICT_WORDS,
   VERDICTS,
@@ -77,6 +78,11 @@ export interface BoardMachine {
    * episodic node away whose reports said `refused` or `failed`).
    */
   said?: DeclarationVerdict;
+  /**
+   * Why the last report is an unknown claim: the generation and digest it claims, and what was
+   * pushed to the node (present only then; docs/design.md, "Hostile inputs", rule 7).
+   */
+  claim?: string;
   /** Why the last report was made (absent for a node that never spoke). */
   trigger?: string;
   /** The last report's problems (empty when none or when it never spoke). */
@@ -217,6 +223,8 @@ function machineOf(node: NodeState, judged: Judged, driftView: DriftView): Board
       machine.overdue = presence.overdue;
       if (presence.overdue) machine.said = said;
     }
+    const claim = unknownClaimReason(node);
+    if (claim !== undefined) machine.claim = claim;
     machine.problems = node.report.problems.map((p) => ({
       ...(p.id !== undefined ? { id: p.id } : {}),
       ...(p.path !== undefined ? { path: p.path } : {}),
@@ -303,6 +311,7 @@ function line(m: BoardMachine, board: Board): string {
     out += `\n${"".padEnd(21)}${printable(`${where ? `${where}: ` : ""}${p.message}`)}`;
     if (m.problems.length > 1) out += ` (+${m.problems.length - 1} more)`;
   }
+  if (m.claim !== undefined) out += `\n${"".padEnd(21)}${printable(m.claim)}`;
   if (m.overdue) out += `\n${"".padEnd(21)}${quietLine(m, board)}`;
   return out;
 }

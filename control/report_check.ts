@@ -22,6 +22,7 @@ import { duplicateKeys } from "../lib/json_keys.ts";
 import {
   CHANGE_KINDS,
   DIGEST,
+  EPOCH,
   isReportText,
   isReportTime,
   MAX_CHANGES,
@@ -137,6 +138,7 @@ export function validReport(value: unknown): ReportMessage | undefined {
   if ("source" in r && !(typeof r.source === "string" && SOURCE.test(r.source))) {
     return undefined;
   }
+  if ("epoch" in r && !(typeof r.epoch === "string" && EPOCH.test(r.epoch))) return undefined;
   if (!OUTCOME.has(r.outcome)) return undefined;
   if (!isInt(r.applied, 0, MAX_REPORT_INT) || !isInt(r.total, 0, MAX_REPORT_INT)) return undefined;
   if (typeof r.declaration !== "string" || !DIGEST.test(r.declaration)) return undefined;

@@ -27,6 +27,10 @@ import type { NodeState } from "./inventory.ts";
  * - `not-pushed`: it reports (its link is connected and says it holds no declaration from the
  *   control plane), and was never pushed one: heard, waiting for its first declaration. No alarm
  *   until a push is outstanding (then it is `outstanding`); `push --behind` pushes it.
+ * - `unknown-claim`: its last report claims a generation, or a digest at that generation, that the
+ *   control plane never pushed to it (docs/design.md, "Hostile inputs", rule 7): another node's
+ *   declaration, one from before the node was enrolled anew, or a generation not pushed yet. Never
+ *   `ok`, whatever outcome it claims; an alarm; `push --behind` pushes it.
  */
 export type DeclarationVerdict =
   | "ok"
@@ -34,7 +38,8 @@ export type DeclarationVerdict =
   | "failed"
   | "outstanding"
   | "never-spoke"
-  | "not-pushed";
+  | "not-pushed"
+  | "unknown-claim";
 
 /**
  * A node's verdict on status and board: its {@linkcode DeclarationVerdict}, or
@@ -49,6 +54,7 @@ export type Verdict = DeclarationVerdict | "silent" | "away";
 export const VERDICTS: readonly Verdict[] = [
   "refused",
   "failed",
+  "unknown-claim",
   "silent",
   "outstanding",
   "never-spoke",
@@ -66,6 +72,7 @@ export const VERDICT_WORDS: Record<Verdict, string> = {
   "outstanding": "outstanding",
   "never-spoke": "never spoke",
   "not-pushed": "not pushed",
+  "unknown-claim": "unknown claim",
   "away": "away",
 };
 
@@ -78,6 +85,7 @@ export function isAlarm(verdict: Verdict): boolean {
       return false;
     case "refused":
     case "failed":
+    case "unknown-claim":
     case "silent":
     case "outstanding":
     case "never-spoke":
@@ -103,9 +111,39 @@ export interface Classified {
 }
 
 /**
- * Classifies a node by its reports alone. A report is about the current declaration when it
- * names the same digest at the same or a later generation (a re-push of identical content is
- * still outstanding until the node reports that generation).
+ * Whether `node`'s last report (one about a declaration, not `undeclared`) claims what the control
+ * plane pushed to it: its current declaration (same generation and digest), or an earlier
+ * generation with the digest pushed then (`report.pushed`, read from the inventory).
+ */
+export function claimPushed(node: NodeState): boolean {
+  const { declaration: d, report: r } = node;
+  if (r === undefined) return false;
+  if (d !== undefined && r.generation === d.generation && r.digest === d.digest) return true;
+  return r.pushed === true;
+}
+
+/**
+ * Why `node`'s last report is an unknown claim, in words, or undefined when it is not one (it
+ * claims what was pushed to it, says it holds no declaration, or the node never spoke).
+ */
+export function unknownClaimReason(node: NodeState): string | undefined {
+  const { declaration: d, report: r } = node;
+  if (r === undefined || r.outcome === "undeclared" || claimPushed(node)) return undefined;
+  const claim = `its last report claims generation ${r.generation} with digest ${r.digest}`;
+  if (d === undefined) return `${claim}, and nothing was ever pushed to it`;
+  if (r.generation > d.generation) {
+    return `${claim}, and the last generation pushed to it is ${d.generation}`;
+  }
+  return `${claim}, which was never pushed to it (its generation ${d.generation} has digest ${d.digest})`;
+}
+
+/**
+ * Classifies a node by its reports alone. A report is judged against what was pushed to that
+ * node: one claiming a generation, or a digest at that generation, never pushed to it is an
+ * `unknown-claim`, whatever outcome it claims. A report is about the current declaration when it
+ * names the current digest at the current generation; one about an earlier generation pushed to
+ * it leaves the current one outstanding (a re-push of identical content is still outstanding until
+ * the node reports that generation).
  */
 export function classify(node: NodeState): Classified {
   const { declaration, report } = node;
@@ -118,12 +156,15 @@ export function classify(node: NodeState): Classified {
       ? { verdict: "not-pushed", applied: 0, total: 0 }
       : { verdict: "outstanding", applied: 0, total: declaration.total };
   }
-  const current = declaration === undefined ||
-    (report.digest === declaration.digest && report.generation >= declaration.generation);
-  if (!current) {
-    return { verdict: "outstanding", applied: 0, total: declaration.total };
+  if (declaration === undefined || !claimPushed(node)) {
+    return { verdict: "unknown-claim", applied: 0, total: declaration?.total ?? 0 };
   }
-  const total = declaration?.total ?? report.total;
+  // Pushed, so a declaration exists: the current one, or an earlier generation.
+  const current = declaration;
+  if (report.generation !== current.generation || report.digest !== current.digest) {
+    return { verdict: "outstanding", applied: 0, total: current.total };
+  }
+  const total = current.total;
   switch (report.outcome) {
     case "applied":
       return { verdict: "ok", applied: report.applied, total };
@@ -189,8 +230,9 @@ export interface Judged {
 /**
  * Judges a node: its declaration verdict, overridden by silence. A `server` overdue is `silent`
  * whatever its last report said. An `episodic` node overdue is `away` unless its reports said it
- * refused or failed its current declaration (that stays an alarm, with the presence said); a
- * declaration pushed while it was away is waiting (`said` is `outstanding`), never `failed`.
+ * refused or failed its current declaration, or claimed what was never pushed to it (that stays
+ * an alarm, with the presence said); a declaration pushed while it was away is waiting (`said` is
+ * `outstanding`), never `failed`.
  * A node that never spoke stays `never-spoke` (no time is invented for it).
  */
 export function judge(node: NodeState, clock: Clock): Judged {
@@ -220,7 +262,8 @@ export function judge(node: NodeState, clock: Clock): Judged {
         verdict = "silent";
         break;
       case "episodic":
-        verdict = classified.verdict === "refused" || classified.verdict === "failed"
+        verdict = classified.verdict === "refused" || classified.verdict === "failed" ||
+            classified.verdict === "unknown-claim"
           ? classified.verdict
           : "away";
         break;

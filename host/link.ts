@@ -11,8 +11,10 @@
  *   the other sources (the carried bundle and the local declarations), each on its own
  *   footprint. A push applies the link's declaration alone. Only the link's results are
  *   reported to the control plane (with `source: "link"`); the others are said locally.
- * - A declaration older than the kept one is ignored and said (the queue holds only the latest,
- *   so a node that was offline gets what it should be now).
+ * - A declaration older than the kept one, of the same epoch, is ignored and said (the queue
+ *   holds only the latest, so a node that was offline gets what it should be now); one of another
+ *   epoch (the node was removed and enrolled again) is taken at once. Reports carry the epoch of
+ *   the declaration they are about.
  *
  * Observing and acting stay in the appliers; this module only moves declarations and reports.
  *
@@ -246,9 +248,11 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     if (result === undefined) return;
     const drift = resultWatch &&
       await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
+    const epoch = invalid === undefined ? (message ?? kept)?.epoch : undefined;
     const report = linkReport(result, {
       node: options.node,
       generation,
+      ...(epoch !== undefined ? { epoch } : {}),
       trigger,
       intervalMs: options.every,
       hostVersion: options.version,
@@ -323,16 +327,22 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         if (!(error instanceof MessageError)) throw error;
         invalid = error;
       }
-      if (
-        invalid === undefined && kept !== undefined &&
-        declaration!.generation < kept.generation
-      ) {
-        news(
-          `ignored generation ${
-            declaration!.generation
-          }: generation ${kept.generation} was received already`,
-        );
+      const stale = invalid === undefined ? staleReason(declaration!, kept) : undefined;
+      if (stale !== undefined) {
+        news(stale);
       } else {
+        if (
+          invalid === undefined && kept !== undefined && declaration!.epoch !== undefined &&
+          declaration!.epoch !== kept.epoch
+        ) {
+          news(
+            `took generation ${declaration!.generation} of epoch ${
+              declaration!.epoch
+            } at once: the kept generation ${kept.generation} is of ${
+              kept.epoch === undefined ? "no epoch" : `epoch ${kept.epoch}`
+            } (the node was enrolled anew, or the control plane is new)`,
+          );
+        }
         const digest = invalid ? await declarationDigest(message.content) : undefined;
         await apply(invalid ? undefined : declaration, "push", digest, invalid);
       }
@@ -453,8 +463,10 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
 /** Who reports an apply of the link's declaration, and when and why it applied. */
 export interface ReportAbout {
   node: string;
-  /** The generation applied; 0 for a declaration kept from before or a message refused. */
+  /** The generation applied; 0 for a message refused. */
   generation: number;
+  /** The epoch the applied declaration came with; absent when it carried none. */
+  epoch?: string;
   trigger: ReportMessage["trigger"];
   /** The link's interval (`--every`), in ms. */
   intervalMs: number;
@@ -480,6 +492,7 @@ export function linkReport(result: ApplyResult, about: ReportAbout): ReportMessa
     intervalMs: about.intervalMs,
     hostVersion: about.hostVersion,
     source: "link",
+    ...(about.epoch !== undefined ? { epoch: about.epoch } : {}),
     outcome: result.outcome,
     applied: result.applied,
     total: result.total,
@@ -488,6 +501,25 @@ export function linkReport(result: ApplyResult, about: ReportAbout): ReportMessa
     problems: fitProblems(result.problems),
     ...(about.drift ? { drift: about.drift } : {}),
   };
+}
+
+/**
+ * Why a declaration arriving is ignored, in words, or undefined when it is taken. Generations are
+ * compared within one epoch only: an older generation than the kept one, of the kept one's epoch
+ * (or a message without an epoch, from a control plane older than epochs), is ignored; a message
+ * whose epoch differs from the kept one's is a new node's (the name was removed and enrolled
+ * again) and is taken at once, whatever its generation (docs/design.md, "Hostile inputs", rule 6).
+ */
+export function staleReason(
+  message: DeclarationMessage,
+  kept: DeclarationMessage | undefined,
+): string | undefined {
+  if (kept === undefined) return undefined;
+  if (message.epoch !== undefined && message.epoch !== kept.epoch) return undefined;
+  if (message.generation >= kept.generation) return undefined;
+  return `ignored generation ${message.generation}: generation ${kept.generation} was received already${
+    message.epoch === undefined ? "" : ` (epoch ${message.epoch})`
+  }`;
 }
 
 /**

@@ -19,6 +19,7 @@ import { MessageError, NODE_NAME } from "./broker_names.ts";
 import {
   CHANGE_KINDS,
   DIGEST,
+  EPOCH,
   isReportText,
   isReportTime,
   MAX_CHANGES,
@@ -90,6 +91,13 @@ export const DeclarationMessage = z.strictObject({
   digest,
   /** When the control plane published it (ISO 8601). */
   pushedAt: time,
+  /**
+   * The node's epoch ({@linkcode EPOCH}): minted at enroll, new when the name is enrolled again
+   * after a removal. A node holding a declaration of another epoch takes this one at once,
+   * whatever its generation; generations are compared only within one epoch. Absent from a
+   * control plane older than epochs (then generations alone are compared, as they were).
+   */
+  epoch: z.string().regex(EPOCH, "expected a UUID (lowercase)").optional(),
   /** The declaration (JSON, version 1), as text. */
   declaration: z.string(),
 });
@@ -140,6 +148,13 @@ export const ReportMessage = z.strictObject({
    * absent in reports of hosts from before sources existed.
    */
   source: z.string().regex(SOURCE).optional(),
+  /**
+   * The epoch of the declaration the report is about ({@linkcode EPOCH}), as it came with the
+   * declaration; absent when the link holds none (`undeclared`, a message it could not read) or
+   * holds one from a control plane older than epochs. Ingest records a report only of the node's
+   * current epoch (docs/design.md, "Hostile inputs", rule 6).
+   */
+  epoch: z.string().regex(EPOCH, "expected a UUID (lowercase)").optional(),
   outcome: z.enum(OUTCOMES),
   applied: z.int().min(0).max(MAX_REPORT_INT),
   total: z.int().min(0).max(MAX_REPORT_INT),

@@ -21,6 +21,7 @@ import {
   CHANGE_KEYS,
   CHANGE_KINDS,
   DIGEST,
+  EPOCH,
   isReportText,
   isReportTime,
   MAX_CHANGES,
@@ -80,12 +81,14 @@ function matches(v: unknown, pattern: RegExp): boolean {
 }
 
 const DECLARATION_KEYS = ["kind", "node", "generation", "digest", "pushedAt", "declaration"];
+const DECLARATION_OPTIONAL_KEYS = ["epoch"];
 
 /** Whether `v` is a {@linkcode DeclarationMessage} by plain checks (false: let the schema say). */
 export function plainDeclarationMessage(v: unknown): v is DeclarationMessage {
-  return isObject(v) && hasKeys(v, DECLARATION_KEYS) && v.kind === "declaration" &&
-    matches(v.node, NODE_NAME) && isInt(v.generation, 1) && matches(v.digest, DIGEST) &&
-    matches(v.pushedAt, DATETIME_OFFSET) && typeof v.declaration === "string";
+  return isObject(v) && hasKeys(v, DECLARATION_KEYS, DECLARATION_OPTIONAL_KEYS) &&
+    v.kind === "declaration" && matches(v.node, NODE_NAME) && isInt(v.generation, 1) &&
+    matches(v.digest, DIGEST) && matches(v.pushedAt, DATETIME_OFFSET) &&
+    typeof v.declaration === "string" && (v.epoch === undefined || matches(v.epoch, EPOCH));
 }
 
 // `drift` is not among them: a report carrying one is left to the schema.
@@ -104,6 +107,7 @@ export function plainReportMessage(v: unknown): v is ReportMessage {
     typeof v.hostVersion !== "string" || v.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
     !isReportText(v.hostVersion) ||
     (v.source !== undefined && !matches(v.source, SOURCE)) ||
+    (v.epoch !== undefined && !matches(v.epoch, EPOCH)) ||
     !OUTCOME.has(v.outcome) || !isInt(v.applied, 0, MAX_REPORT_INT) ||
     !isInt(v.total, 0, MAX_REPORT_INT) ||
     !matches(v.declaration, DIGEST) ||
@@ -174,6 +178,7 @@ export async function readDeclarationMessage(
       generation: v.generation,
       digest: v.digest,
       pushedAt: v.pushedAt,
+      ...(v.epoch !== undefined ? { epoch: v.epoch } : {}),
       declaration: v.declaration,
     };
   }

@@ -37,7 +37,7 @@ export const REPORT_KEYS = [
 ] as const;
 
 /** The keys a report may have besides {@linkcode REPORT_KEYS} (the schema is strict). */
-export const REPORT_OPTIONAL_KEYS = ["intervalMs", "source", "drift"] as const;
+export const REPORT_OPTIONAL_KEYS = ["intervalMs", "source", "epoch", "drift"] as const;
 
 /** The keys of one change, each required. */
 export const CHANGE_KEYS = ["id", "type", "change"] as const;
@@ -68,6 +68,14 @@ export const CHANGE_KINDS = [
 
 /** sha256 of a declaration's bytes: `sha256:<64 hex digits>`. */
 export const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * A node's epoch (docs/design.md, "Hostile inputs", rule 6): a random UUID (lowercase, with its
+ * dashes) that the control plane mints when it enrolls a node and that its declarations, and the
+ * reports about them, carry. Removing a node ends its epoch; the name enrolled again is a new
+ * node with a new one.
+ */
+export const EPOCH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A source of declarations (`link`, `bundle`, a local declaration's name). */
 export const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

@@ -4,7 +4,10 @@
  * state: ok, refused (0 of 8), failed (3 of 8), outstanding (pushed generation 2, last report
  * about generation 1), never spoke but pushed, never spoke and never pushed, a server silent for
  * two hours (its last report a clean apply, its interval one minute), an episodic node away for
- * as long with a declaration waiting for it.
+ * as long with a declaration waiting for it, and three unknown claims (docs/design.md, "Hostile
+ * inputs", rule 7): a node never pushed reporting generation 1 with another node's digest, a node
+ * reporting its generation with another node's digest, and one reporting a generation never
+ * pushed to it, each a clean apply as it claims.
  *
  * Each property is its own step, and each was confirmed to fail when the property is removed
  * from control/report.ts or control/state.ts (see the report of the change that added this file):
@@ -59,8 +62,15 @@ const QUIET = "web-quiet";
 const AWAY = "phone-away";
 /** Linked and reporting that it holds no declaration; never pushed one. */
 const LINKED = "web-linked";
+/** Never pushed; reports a clean apply of generation 1 with the ok node's digest (the field case). */
+const CLAIMED = "web-claimed";
+/** Pushed generation 1; reports a clean apply of generation 1 with the ok node's digest. */
+const CLAIMED_DIGEST = "web-claimed-digest";
+/** Pushed generation 1; reports a clean apply of generation 2, never pushed, with its digest. */
+const CLAIMED_GENERATION = "web-claimed-generation";
+const CLAIMED_ALL = [CLAIMED, CLAIMED_DIGEST, CLAIMED_GENERATION];
 const NEVER_SPOKE = [PUSHED_SILENT, SILENT];
-const NOT_OK = [REFUSED, FAILED, QUIET, OUTSTANDING, PUSHED_SILENT, SILENT];
+const NOT_OK = [REFUSED, FAILED, QUIET, OUTSTANDING, PUSHED_SILENT, SILENT, ...CLAIMED_ALL];
 
 /** The first problem of the failed node: a newline that would forge the ok node's line, an ANSI
  * escape and a bidi override. */
@@ -78,6 +88,8 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     (${PUSHED_SILENT}, 'debian'), (${SILENT}, 'android'), (${QUIET}, 'debian')`;
   await sql`insert into nodes (name, system, kind) values (${AWAY}, 'android', 'episodic')`;
   await sql`insert into nodes (name, system) values (${LINKED}, 'debian')`;
+  await sql`insert into nodes (name, system) values
+    (${CLAIMED}, 'debian'), (${CLAIMED_DIGEST}, 'debian'), (${CLAIMED_GENERATION}, 'debian')`;
   await sql`insert into modules (name, version, digest, body, origin) values
     ('base', 1, ${digest("1")}, '{"version":1,"resources":[]}', 'handed-over'),
     ('extra', 2, ${digest("2")}, '{"version":1,"resources":[]}', 'handed-over')`;
@@ -92,7 +104,9 @@ async function seedEstate(inv: TestInventory): Promise<void> {
     (${PUSHED_SILENT}, 1, ${digest("f")}, '{}', 5),
     (${QUIET}, 1, ${digest("0")}, '{}', 8),
     (${AWAY}, 1, ${digest("3")}, '{}', 8),
-    (${AWAY}, 2, ${digest("4")}, '{}', 8)`;
+    (${AWAY}, 2, ${digest("4")}, '{}', 8),
+    (${CLAIMED_DIGEST}, 1, ${digest("6")}, '{}', 8),
+    (${CLAIMED_GENERATION}, 1, ${digest("7")}, '{}', 8)`;
   await report(inv, OK, 1, digest("a"), "applied", 8, []);
   await report(inv, REFUSED, 1, digest("b"), "refused", 0, [
     { path: "resources[2].mode", message: "expected an octal mode like 0755" },
@@ -103,6 +117,10 @@ async function seedEstate(inv: TestInventory): Promise<void> {
   ]);
   await report(inv, OUTSTANDING, 1, digest("d"), "applied", 8, []);
   await report(inv, LINKED, 0, digest("5"), "undeclared", 0, []);
+  // Claims of what was never pushed to the node, each a clean apply as it says.
+  await report(inv, CLAIMED, 1, digest("a"), "applied", 8, []);
+  await report(inv, CLAIMED_DIGEST, 1, digest("a"), "applied", 8, []);
+  await report(inv, CLAIMED_GENERATION, 2, digest("7"), "applied", 8, []);
   // Heard two hours ago, by the control plane's clock; they said they report every minute.
   for (const [node, d] of [[QUIET, digest("0")], [AWAY, digest("3")]] as const) {
     await report(inv, node, 1, d, "applied", 8, []);
@@ -316,10 +334,10 @@ Deno.test("board and status over an inventory with a node in every state", async
     const status = json(statusJ, "status --json");
     const byName = new Map(board.machines.map((m) => [m.name, m]));
 
-    await t.step("the estate is what was seeded (nine nodes, every verdict)", () => {
+    await t.step("the estate is what was seeded (twelve nodes, every verdict)", () => {
       assertEquals([boardJ.code, boardT.code], [0, 0], "board exits 0 whatever it shows");
-      assertEquals(board.nodes, 9);
-      assertEquals(board.machines.length, 9);
+      assertEquals(board.nodes, 12);
+      assertEquals(board.machines.length, 12);
       assertEquals(
         Object.fromEntries(board.machines.map((m) => [m.name, m.verdict])),
         {
@@ -332,6 +350,9 @@ Deno.test("board and status over an inventory with a node in every state", async
           [QUIET]: "silent",
           [AWAY]: "away",
           [LINKED]: "not-pushed",
+          [CLAIMED]: "unknown-claim",
+          [CLAIMED_DIGEST]: "unknown-claim",
+          [CLAIMED_GENERATION]: "unknown-claim",
         },
       );
       assertEquals(
@@ -339,6 +360,30 @@ Deno.test("board and status over an inventory with a node in every state", async
         true,
         `every verdict: ${JSON.stringify(board.counts)}`,
       );
+    });
+
+    await t.step("an unknown claim is never ok: its reason in JSON and text, an alarm", () => {
+      const reasons = {
+        [CLAIMED]: `its last report claims generation 1 with digest ${
+          digest("a")
+        }, and nothing was ever pushed to it`,
+        [CLAIMED_DIGEST]: `its last report claims generation 1 with digest ${
+          digest("a")
+        }, which was never pushed to it (its generation 1 has digest ${digest("6")})`,
+        [CLAIMED_GENERATION]: `its last report claims generation 2 with digest ${
+          digest("7")
+        }, and the last generation pushed to it is 1`,
+      };
+      const { blocks } = textBlocks(statusT.stdout);
+      for (const [name, reason] of Object.entries(reasons)) {
+        const m = byName.get(name)!;
+        assertEquals([m.words, m.claim, m.applied], ["unknown claim", reason, 0], name);
+        assertEquals(status.machines.find((x) => x.name === name)?.claim, reason, name);
+        assert(blocks.get(name)!.more.includes(reason), `${name}: ${statusT.stdout}`);
+      }
+      assertEquals(board.counts["unknown-claim"], 3);
+      assertEquals(byName.get(OK)!.claim, undefined);
+      assertEquals(byName.get(OUTSTANDING)!.claim, undefined);
     });
 
     await t.step("a silent or away node says when it was last heard, and the rule", () => {
@@ -529,6 +574,9 @@ Deno.test("board and status over an inventory with a node in every state", async
         [PUSHED_SILENT]: "never spoke",
         [SILENT]: "never spoke",
         [QUIET]: "silent",
+        [CLAIMED]: "unknown claim",
+        [CLAIMED_DIGEST]: "unknown claim",
+        [CLAIMED_GENERATION]: "unknown claim",
       };
       assertEquals(statusT.code, 1);
       assertEquals(statusJ.code, 1);
@@ -543,8 +591,8 @@ Deno.test("board and status over an inventory with a node in every state", async
           `status: ${name} is not "${words}": ${line}`,
         );
       }
-      assertEquals(new Set(Object.values(expected)).size, 5, "five distinct words");
-      assertEquals(status.behind, 6);
+      assertEquals(new Set(Object.values(expected)).size, 6, "six distinct words");
+      assertEquals(status.behind, 9);
       assertEquals(
         Object.fromEntries(status.machines.map((m) => [m.name, m.words])),
         { ...expected, [AWAY]: "away", [LINKED]: "not pushed" },
@@ -665,7 +713,7 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
     assertEquals(boardJ.code, 0, boardJ.stderr);
     const board = json(boardJ, "board --json");
     assertEquals([board.nodes, board.machines], [0, []]);
-    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0, 0]);
+    assertEquals(Object.values(board.counts), [0, 0, 0, 0, 0, 0, 0, 0, 0]);
     assertEquals([...walk(board)].filter((n) => n.value === null), []);
   } finally {
     await inv.drop();
@@ -754,6 +802,9 @@ Deno.test("status's board says what the whole board says, over every verdict and
     reportOf({ problems: [] }),
     reportOf({ outcome: "refused", applied: 0 }),
     reportOf({ outcome: "failed", applied: 1 }),
+    // Outstanding: a report of a digest the inventory says was pushed to it, not the current one.
+    reportOf({ digest: other, pushed: true }),
+    // An unknown claim: a digest never pushed to it.
     reportOf({ digest: other }),
     reportOf({ problems: [], receivedAt: old, reportedAt: old }),
     reportOf({ outcome: "failed", applied: 1, receivedAt: old, reportedAt: old }),

@@ -87,8 +87,8 @@ async function snapshot(inv: TestInventory) {
   };
 }
 
-function report(node: string): ReportMessage {
-  return reportOf(node, { trigger: "interval", intervalMs: 60_000 });
+function report(node: string, fields: Partial<ReportMessage> = {}): ReportMessage {
+  return reportOf(node, { trigger: "interval", intervalMs: 60_000, ...fields });
 }
 
 Deno.test(
@@ -106,9 +106,12 @@ Deno.test(
       await Deno.remove(dir, { recursive: true });
       await mustControl(vhost.env, ["node", "assign", node, `m-${node}`]);
       await mustControl(vhost.env, ["push", node]);
-      // It reported once (published as itself: the positive control for its credential).
+      // It reported once (published as itself: the positive control for its credential), of its
+      // epoch, as its link would about the declaration pushed.
+      const { epoch } = (await inv.sql<{ epoch: string }[]>`
+        select epoch::text as epoch from nodes where name = ${node}`)[0]!;
       const before = await open(url);
-      await publishConfirmed(before.conn, reportKey(node), JSON.stringify(report(node)));
+      await publishConfirmed(before.conn, reportKey(node), JSON.stringify(report(node, { epoch })));
       await mustControl(vhost.env, ["ingest", "--drain"]);
       assertEquals((await inv.sql`select 1 from reports where node = ${node}`).length, 1);
 

@@ -229,7 +229,10 @@ Deno.test("the status read scans the kept state, never reports nor declarations"
   }
 });
 
-/** The status read as it was before 0006 (each node's rows found in reports and declarations). */
+/**
+ * The status read as it was before 0006 (each node's rows found in reports and declarations), with
+ * whether each last report's claim was pushed (0009).
+ */
 async function readBefore(sql: Sql): Promise<unknown> {
   const rows = await sql`
     select n.name, n.system, n.kind, n.enrolled_at,
@@ -240,7 +243,12 @@ async function readBefore(sql: Sql): Promise<unknown> {
       r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
       r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
       r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
-      r.received_at as r_received_at
+      r.received_at as r_received_at,
+      -- Whether the report's generation and digest were pushed to the node (docs/design.md,
+      -- "Hostile inputs", rule 7): asked of every report about a declaration.
+      case when r.outcome = 'undeclared' then null else exists (
+        select 1 from declarations p where p.node = n.name and p.generation = r.generation
+          and p.digest = r.digest) end as r_pushed
     from nodes n
     left join lateral (
       select generation, digest, total, pushed_at from declarations
@@ -277,6 +285,7 @@ async function readBefore(sql: Sql): Promise<unknown> {
         receivedAt: row.r_received_at,
       };
       if (row.r_interval_ms !== null) report.intervalMs = row.r_interval_ms;
+      if (row.r_pushed !== null) report.pushed = row.r_pushed;
       state.report = report;
     }
     return state;

@@ -113,6 +113,12 @@ function validOne(r: Rng): Obj {
   };
   if (r.chance(0.4)) report.intervalMs = r.pick([1000, 60_000, 7 * 24 * 3_600_000]);
   if (r.chance(0.3)) report.source = r.pick(["link", "A.b_c-9"]);
+  if (r.chance(0.3)) {
+    report.epoch = r.pick([
+      "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
+      "00000000-0000-0000-0000-000000000000",
+    ]);
+  }
   if (r.chance(0.3)) report.drift = structuredClone(r.pick(DRIFTS));
   // Problems at their bounds: the longest message, id and path, the longest list as JSON text.
   if (r.chance(0.04)) {
@@ -166,6 +172,14 @@ const BAD: Record<string, unknown[]> = {
     undefined,
   ],
   source: ["", "-x", "a b", "x".repeat(65), null, 1],
+  epoch: [
+    "",
+    "0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9",
+    "0f1e2d3c4b5a49788695a4b3c2d1e0f9",
+    "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9\n",
+    null,
+    1,
+  ],
   outcome: ["ok", null, undefined],
   applied: [-1, 0.5, "1", 2 ** 31, 2 ** 53, null, undefined],
   total: [-1, 2.5, 2 ** 31, null, undefined],

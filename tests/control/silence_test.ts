@@ -17,6 +17,7 @@ import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { EXCHANGE, nodeQueue, reportKey, type ReportMessage } from "../../lib/broker.ts";
 import { controlCli, mustControl, reportOf, uniqueNode } from "./support.ts";
 import { enrollIn, withVhost } from "./vhost.ts";
+import { NO_BYTES_DIGEST } from "../../host/link.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const DAY = 24 * 3600_000;
@@ -41,8 +42,20 @@ async function sendReport(url: string, report: ReportMessage): Promise<void> {
   }
 }
 
+/**
+ * A report of a link that holds no declaration (`undeclared`): the nodes here are never pushed,
+ * or not reached by their push yet, and a report claiming a declaration never pushed to its node
+ * is an unknown claim (docs/design.md, "Hostile inputs", rule 7).
+ */
 function report(node: string, fields: Partial<ReportMessage>): ReportMessage {
-  return reportOf(node, { generation: 0, trigger: "interval", intervalMs: 1000, ...fields });
+  return reportOf(node, {
+    generation: 0,
+    trigger: "interval",
+    intervalMs: 1000,
+    outcome: "undeclared",
+    declaration: NO_BYTES_DIGEST,
+    ...fields,
+  });
 }
 
 interface Machine {
@@ -81,7 +94,7 @@ Deno.test(
         const b = await board(vhost.env, "10m");
         for (const name of [behind, ahead]) {
           const m = b.byName.get(name)!;
-          assertEquals(m.verdict, "ok", `${name}: ${JSON.stringify(m)}`);
+          assertEquals(m.verdict, "not-pushed", `${name}: ${JSON.stringify(m)}`);
           // Its last-heard time is the receipt, not what its clock said.
           const heard = Date.parse(m.lastReportAt!);
           assert(Math.abs(heard - now) < 60_000, `${name} last heard ${m.lastReportAt}`);
@@ -97,14 +110,14 @@ Deno.test(
             const b = await board(vhost.env, "1s");
             const m = b.byName.get(ahead)!;
             if (m.verdict === "silent") {
-              assertEquals(m.said, "ok");
+              assertEquals(m.said, "not-pushed");
               assert(
                 Date.parse(b.generatedAt) - Date.parse(m.lastReportAt!) > 3000,
                 JSON.stringify(m),
               );
               break;
             }
-            assertEquals(m.verdict, "ok");
+            assertEquals(m.verdict, "not-pushed");
             assert(Date.now() < deadline, "never went silent");
             await new Promise((r) => setTimeout(r, 500));
           }

@@ -32,6 +32,7 @@ const DECLARATION = {
   generation: 3,
   digest: DIGEST,
   pushedAt: "2026-12-02T05:40:00.123Z",
+  epoch: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
   declaration: '{"version":1,"resources":[]}',
 };
 const REPORT = {
@@ -43,6 +44,7 @@ const REPORT = {
   intervalMs: 60_000,
   hostVersion: "0.1.0",
   source: "link",
+  epoch: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
   outcome: "applied",
   applied: 2,
   total: 2,
@@ -109,6 +111,10 @@ function mutations(base: Record<string, unknown>): [string, unknown][] {
     ".link",
     "l".repeat(64),
     "l".repeat(65),
+    // Epochs (lib/report_rules.ts EPOCH): lowercase with dashes only.
+    "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
+    "0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9",
+    "0f1e2d3c4b5a49788695a4b3c2d1e0f9",
     [],
     {},
     [{}],
