@@ -68,6 +68,16 @@ export const NODE_QUEUE_ARGUMENTS = {
   "x-overflow": "drop-head",
 } as const;
 
+/**
+ * The largest body of a declaration message, in bytes as sent (64 MiB, a declaration's own bound,
+ * host/declaration_base.ts `MAX_DECLARATION_BYTES`; the message carries the declaration
+ * JSON-escaped, so a declaration near its bound may not fit). The control plane renders no
+ * declaration whose message would be larger (control/inventory.ts); a node's link refuses a
+ * larger one from its content header, before its body arrives (lib/amqp.ts `boundBodies`), so
+ * that refusing it costs no memory (docs/design.md, "Hostile inputs").
+ */
+export const MAX_DECLARATION_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 /** A message that does not match its schema; `problems` are `path: message` lines. */
 export class MessageError extends Error {
   /** Every problem found, each `path: message`. */
