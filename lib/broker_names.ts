@@ -78,6 +78,41 @@ export const NODE_QUEUE_ARGUMENTS = {
  */
 export const MAX_DECLARATION_MESSAGE_BYTES = 64 * 1024 * 1024;
 
+/** UTF-8 bytes of `s` (a lone surrogate counts as U+FFFD's three, as TextEncoder writes it). */
+function utf8Bytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
+/**
+ * The most bytes a declaration message carrying `declaration` to `node` can be (any generation,
+ * any push time), as the control plane sends it (`JSON.stringify` of the message, as UTF-8).
+ */
+export function declarationMessageBytes(node: string, declaration: string): number {
+  const envelope = JSON.stringify({
+    kind: "declaration",
+    node,
+    generation: Number.MAX_SAFE_INTEGER,
+    digest: `sha256:${"0".repeat(64)}`,
+    pushedAt: "+275760-09-13T00:00:00.000Z",
+    declaration: "",
+  });
+  // The declaration JSON-escaped, its quotes counted in the envelope's "".
+  return utf8Bytes(envelope) + utf8Bytes(JSON.stringify(declaration)) - 2;
+}
+
 /** A message that does not match its schema; `problems` are `path: message` lines. */
 export class MessageError extends Error {
   /** Every problem found, each `path: message`. */
