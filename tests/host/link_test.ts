@@ -266,7 +266,7 @@ async function rssMiB(pid: number): Promise<number> {
 const REFUSAL_MARGIN_MIB = 64;
 
 Deno.test(
-  "link: an oversized declaration is refused from its header and costs no memory",
+  "link: an oversized declaration is refused from its header, unread, and the next one applied",
   opts,
   async () => {
     await setupTopology(endpoints);
