@@ -2,7 +2,7 @@
  * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
- * [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
+ * [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X] [--oversized K]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on
  * 15672, account guest), sets up the topology there, enrolls a throwaway node, publishes a
  * declaration of 100 directories and 1,000 files (under a temp dir) to the node's queue as the
  * control plane would, and runs the link's loop (`runLink` of host/link.ts, the code `mesh-host
@@ -15,7 +15,12 @@
  * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
  * 100th, ... apply (`--every-apply`: after each, and the medians from the 10th on are printed),
  * with its CPU time (user + system) so far, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
- * changed), and stops after `--applies` (default 1,000).
+ * changed), and stops after `--applies` (default 1,000). `--oversized K`: after every K-th apply
+ * the bench publishes a declaration message of 100 MB (the field's: issue 28) to the node's queue,
+ * one at a time; the link must refuse each from its header (`more than the 67108864 it may be
+ * (not read)`, any other report fails the run), the child samples right after each refusal and
+ * after every K-th apply, and the summary gives the resident memory after each refusal and over
+ * the applies that follow (docs/design.md, "Refusing costs nothing").
  *
  * Everything is removed in a `finally` (the vhost with its queues, the node's account, the temp
  * dir), also on failure and on Ctrl-C. The table goes to stdout and, with the raw samples, to
@@ -103,6 +108,35 @@ interface Options {
    * 10 s, to see what V8 and malloc give back while it is idle).
    */
   speed: number;
+  /**
+   * Publish a 100 MB declaration message (over the link's bound, refused from its header) after
+   * every this many applies (`--oversized K`; 0: never), to see what refusing it costs.
+   */
+  oversized: number;
+}
+
+/** The oversized message's declaration's one file, in bytes (the field's message: 100 MB). */
+const OVERSIZED_BYTES = 100e6;
+
+/**
+ * A declaration message of one file of {@linkcode OVERSIZED_BYTES} to `node`, its bytes written
+ * directly (`JSON.stringify` of such a text takes seconds); the link refuses it from its header.
+ */
+function oversizedMessage(node: string): Uint8Array {
+  const head = new TextEncoder().encode(JSON.stringify({
+    kind: "declaration",
+    node,
+    generation: 1_000_000,
+    digest: `sha256:${"0".repeat(64)}`,
+    pushedAt: new Date().toISOString(),
+    declaration: "@",
+  }));
+  const at = head.indexOf("@".charCodeAt(0));
+  const body = new Uint8Array(head.length - 1 + OVERSIZED_BYTES);
+  body.set(head.subarray(0, at));
+  body.fill("x".charCodeAt(0), at, at + OVERSIZED_BYTES);
+  body.set(head.subarray(at + 1), at + OVERSIZED_BYTES);
+  return body;
 }
 
 async function parent(options: Options) {
@@ -110,6 +144,7 @@ async function parent(options: Options) {
   // (amqplib, which the control plane's side uses, would add Deno's Node layer to its figures).
   const { declarationKey, EXCHANGE } = await import("../lib/broker.ts");
   const { openBroker, publishConfirmed } = await import("../lib/amqp.ts");
+  const { MAX_DECLARATION_MESSAGE_BYTES } = await import("../lib/broker_names.ts");
   const { declarationDigest } = await import("../host/declaration.ts");
   const { createNodeAccount, deleteNodeAccount, setupTopology } = await import(
     "../control/broker_admin.ts"
@@ -169,6 +204,7 @@ async function parent(options: Options) {
       applies: options.applies,
       everyApply: options.everyApply,
       speed: options.speed,
+      oversizedEvery: options.oversized,
       // The link collects after each apply (host/link.ts, `collect`) when `gc` is exposed; the
       // child collects again before sampling only when asked to (`--v8-flags ...,--expose-gc`).
       gc: options.v8Flags.some((f) => f.includes("--expose-gc")),
@@ -228,22 +264,64 @@ async function parent(options: Options) {
       stderr: "inherit",
     }).spawn();
     const samples: Sample[] = [];
-    const text2 = await new Response(link.stdout).text();
-    const code = (await link.status).code;
-    for (const line of text2.split("\n")) {
-      // V8's own lines (`--v8-flags=--trace-gc,...`) pass through to stderr.
-      if (line.startsWith("{")) samples.push(JSON.parse(line));
-      else if (line.trim()) console.error(line);
+    // --oversized K: a message of OVERSIZED_BYTES (as the field's: a declaration of one file of
+    // 100 MB), published after every K-th apply's sample, one at a time; the child samples after
+    // each refusal too (`refusals`).
+    let oversized: Uint8Array | undefined;
+    let publishing: Promise<void> | undefined;
+    let published = 0;
+    const publishOversized = () => {
+      oversized ??= oversizedMessage(node);
+      if (oversized.length <= MAX_DECLARATION_MESSAGE_BYTES) throw new Error("not oversized");
+      publishing = (async () => {
+        const s = await openBroker(endpoints.amqp);
+        try {
+          await publishConfirmed(s.channel, [{
+            exchange: EXCHANGE,
+            routingKey: declarationKey(node),
+            body: oversized!,
+            options: { persistent: false },
+          }]);
+          published++;
+        } finally {
+          await s.close();
+        }
+      })().finally(() => publishing = undefined);
+    };
+    let rest = "";
+    for await (const chunk of link.stdout.pipeThrough(new TextDecoderStream())) {
+      rest += chunk;
+      let i;
+      while ((i = rest.indexOf("\n")) >= 0) {
+        const line = rest.slice(0, i);
+        rest = rest.slice(i + 1);
+        // V8's own lines (`--v8-flags=--trace-gc,...`) pass through to stderr.
+        if (!line.startsWith("{")) {
+          if (line.trim()) console.error(line);
+          continue;
+        }
+        const sample: Sample = JSON.parse(line);
+        samples.push(sample);
+        if (
+          options.oversized > 0 && sample.refusals === undefined &&
+          sample.applies % options.oversized === 0 && sample.applies < options.applies &&
+          publishing === undefined
+        ) {
+          publishOversized();
+        }
+      }
     }
+    const code = (await link.status).code;
+    await publishing?.catch((e) => log(`publishing the oversized message: ${e}`));
     for (const s of samples) {
       log(
-        `after ${s.applies}: VmRSS ${(s.rssKiB / 1024).toFixed(1)} MiB, VmHWM ${
-          (s.hwmKiB / 1024).toFixed(1)
-        } MiB (anon ${(s.anonKiB / 1024).toFixed(1)}, file ${
-          (s.fileKiB / 1024).toFixed(1)
-        }), heap ${(s.heapUsed / MiB).toFixed(1)} / ${(s.heapTotal / MiB).toFixed(1)} MiB, CPU ${
-          (s.cpuMs / 1000).toFixed(1)
-        } s, ${(s.ms / 1000).toFixed(0)} s`,
+        `${s.refusals !== undefined ? `refusal ${s.refusals}, ` : ""}after ${s.applies}: VmRSS ${
+          (s.rssKiB / 1024).toFixed(1)
+        } MiB, VmHWM ${(s.hwmKiB / 1024).toFixed(1)} MiB (anon ${
+          (s.anonKiB / 1024).toFixed(1)
+        }, file ${(s.fileKiB / 1024).toFixed(1)}), heap ${(s.heapUsed / MiB).toFixed(1)} / ${
+          (s.heapTotal / MiB).toFixed(1)
+        } MiB, CPU ${(s.cpuMs / 1000).toFixed(1)} s, ${(s.ms / 1000).toFixed(0)} s`,
       );
     }
     if (code !== 0) throw new Error(`the link's child exited ${code}`);
@@ -266,6 +344,25 @@ async function parent(options: Options) {
           .toFixed(0)
       } ms an apply (user + system).`;
     if (summary) log(summary);
+    const refusalSamples = samples.filter((s) => s.refusals !== undefined);
+    const firstRefusal = refusalSamples[0];
+    const afterRefusals = firstRefusal === undefined
+      ? []
+      : samples.filter((s) => s.refusals === undefined && s.ms > firstRefusal.ms);
+    const refusalSummary = options.oversized === 0
+      ? ""
+      : `${published} messages of ${
+        oversized?.length ?? 0
+      } bytes published, ${refusalSamples.length} refused; VmRSS right after each refusal: ${
+        refusalSamples.map((s) => (s.rssKiB / 1024).toFixed(1)).join(", ") || "-"
+      } MiB; the ${afterRefusals.length} apply samples after the first refusal: median ${
+        afterRefusals.length ? (median(afterRefusals.map((s) => s.rssKiB)) / 1024).toFixed(1) : "-"
+      } MiB, at most ${
+        afterRefusals.length
+          ? (Math.max(...afterRefusals.map((s) => s.rssKiB)) / 1024).toFixed(1)
+          : "-"
+      } MiB.`;
+    if (refusalSummary) log(refusalSummary);
     const markdown = [
       `Link memory: ${DIRS} directories + ${
         DIRS * FILES_PER_DIR
@@ -278,16 +375,17 @@ async function parent(options: Options) {
       "| applies | VmRSS MiB | VmHWM MiB (peak so far) | RssAnon / RssFile MiB | V8 heap used / total MiB | external MiB | CPU s | elapsed s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...samples.map((s) =>
-        `| ${s.applies} | ${(s.rssKiB / 1024).toFixed(1)} | ${(s.hwmKiB / 1024).toFixed(1)} | ${
-          (s.anonKiB / 1024).toFixed(1)
-        } / ${(s.fileKiB / 1024).toFixed(1)} | ${(s.heapUsed / MiB).toFixed(1)} / ${
-          (s.heapTotal / MiB).toFixed(1)
-        } | ${(s.external / MiB).toFixed(1)} | ${(s.cpuMs / 1000).toFixed(1)} | ${
-          (s.ms / 1000).toFixed(0)
-        } |`
+        `| ${s.refusals !== undefined ? `refusal ${s.refusals}, ` : ""}${s.applies} | ${
+          (s.rssKiB / 1024).toFixed(1)
+        } | ${(s.hwmKiB / 1024).toFixed(1)} | ${(s.anonKiB / 1024).toFixed(1)} / ${
+          (s.fileKiB / 1024).toFixed(1)
+        } | ${(s.heapUsed / MiB).toFixed(1)} / ${(s.heapTotal / MiB).toFixed(1)} | ${
+          (s.external / MiB).toFixed(1)
+        } | ${(s.cpuMs / 1000).toFixed(1)} | ${(s.ms / 1000).toFixed(0)} |`
       ),
       "",
       ...(summary ? [summary, ""] : []),
+      ...(refusalSummary ? [refusalSummary, ""] : []),
       `deno ${Deno.version.deno}, Linux ${Deno.osRelease()}, ${navigator.hardwareConcurrency} cores.`,
     ].join("\n");
     console.log(markdown);
@@ -322,6 +420,7 @@ function parseArgs(args: string[]): Options {
     noLinkFlags: false,
     onefile: false,
     speed: SPEED,
+    oversized: 0,
   };
   let flagsGiven = false;
   for (let i = 0; i < args.length; i++) {
@@ -337,6 +436,9 @@ function parseArgs(args: string[]): Options {
     } else if (a === "--speed" && n > 0) {
       options.speed = n;
       i++;
+    } else if (a === "--oversized" && Number.isInteger(n) && n > 0) {
+      options.oversized = n;
+      i++;
     } else if (a === "--onefile") {
       options.onefile = true;
     } else if (a === "--every-apply") {
@@ -346,7 +448,7 @@ function parseArgs(args: string[]): Options {
       if (args[++i] !== "") options.v8Flags.push(args[i]!);
     } else {
       throw new Error(
-        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X]`,
+        `unknown argument "${a}"; usage: deno run -A bench/link_memory_bench.ts [--applies N] [--source] [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X] [--oversized K]`,
       );
     }
   }

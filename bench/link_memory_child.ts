@@ -24,6 +24,8 @@ export const SPEED = 50;
 /** One sample the child prints: after `applies` applies. */
 export interface Sample {
   applies: number;
+  /** Present on a sample taken right after a refused oversized message: refusals so far. */
+  refusals?: number;
   rssKiB: number;
   hwmKiB: number;
   /** Of `rssKiB`: anonymous pages (V8's heap, malloc, stacks) and file-backed (Deno's binary). */
@@ -95,6 +97,8 @@ async function child(
     speed?: number;
     /** Collect before each sample (the live heap): the bench's `--v8-flags` had `--expose-gc`. */
     gc?: boolean;
+    /** The bench publishes an oversized message after every this many applies (0: none). */
+    oversizedEvery?: number;
   },
 ) {
   // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
@@ -109,6 +113,22 @@ async function child(
   const started = performance.now();
   let count = 0;
   let problem: string | undefined;
+  let refusals = 0;
+  const sample = (applies: number, refused?: number) => {
+    // With --gc: the heap's live size, collected first (else it includes garbage).
+    if (args.gc) (globalThis as { gc?: () => void }).gc?.();
+    const m = Deno.memoryUsage();
+    const sample: Sample = {
+      applies,
+      ...(refused !== undefined ? { refusals: refused } : {}),
+      ...status(),
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      ms: Math.round(performance.now() - started),
+    };
+    writeLine(Deno.stdout, JSON.stringify(sample));
+  };
   const marks = new Set([1, 2, 10, 50, 100, 200, 500, 1000, 10000, args.applies]);
   await runLink({
     system: debian,
@@ -121,6 +141,23 @@ async function child(
     signal: stop.signal,
     onNews: (line) => log(`link: ${line}`),
     onApplied: (report) => {
+      if (args.oversizedEvery && count > 0 && report.trigger === "push") {
+        // After the converge (the declaration's push), an oversized message the bench published:
+        // refused from its header, not an apply.
+        if (
+          report.outcome === "refused" &&
+          /more than the \d+ it may be \(not read\)$/.test(report.problems[0]?.message ?? "")
+        ) {
+          refusals++;
+          sample(count, refusals);
+        } else {
+          problem ??= `push after apply ${count}: ${report.outcome}, ${
+            JSON.stringify(report.problems).slice(0, 200)
+          }`;
+          stop.abort();
+        }
+        return;
+      }
       count++;
       const changed = report.changes.filter((c) => c.change !== "unchanged").length;
       if (report.outcome !== "applied" || report.applied !== total || report.total !== total) {
@@ -129,19 +166,11 @@ async function child(
         problem ??= `apply ${count} (${report.trigger}) changed ${changed} resources`;
       }
       if (problem !== undefined) stop.abort();
-      if (marks.has(count) || args.everyApply) {
-        // With --gc: the heap's live size, collected first (else it includes garbage).
-        if (args.gc) (globalThis as { gc?: () => void }).gc?.();
-        const m = Deno.memoryUsage();
-        const sample: Sample = {
-          applies: count,
-          ...status(),
-          heapUsed: m.heapUsed,
-          heapTotal: m.heapTotal,
-          external: m.external,
-          ms: Math.round(performance.now() - started),
-        };
-        writeLine(Deno.stdout, JSON.stringify(sample));
+      if (
+        marks.has(count) || args.everyApply ||
+        (args.oversizedEvery && count % args.oversizedEvery === 0)
+      ) {
+        sample(count);
       }
       if (count >= args.applies) stop.abort();
     },

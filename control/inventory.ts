@@ -6,7 +6,11 @@
  * @module
  */
 
-import { nodeNameProblem } from "../lib/broker.ts";
+import {
+  declarationMessageBytes,
+  MAX_DECLARATION_MESSAGE_BYTES,
+  nodeNameProblem,
+} from "../lib/broker.ts";
 import {
   type Declaration,
   declarationDigest,
@@ -339,6 +343,16 @@ async function renderFrom(
       );
     }
     throw error;
+  }
+  // A node's link refuses a larger message from its header (lib/amqp.ts `boundBodies`): said
+  // here, before anything is pushed, rather than refused there.
+  const bytes = declarationMessageBytes(node, text);
+  if (bytes > MAX_DECLARATION_MESSAGE_BYTES) {
+    throw new InputError(
+      `Cannot render node "${node}" from modules ${
+        modules.map((m) => `"${m}"`).join(", ")
+      }: its declaration message would be ${bytes} bytes, more than the ${MAX_DECLARATION_MESSAGE_BYTES} a node's link takes`,
+    );
   }
   return {
     text,

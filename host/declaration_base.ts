@@ -16,6 +16,7 @@
  */
 
 import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
+import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import type { Declaration, Resource } from "./declaration.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
@@ -23,10 +24,11 @@ import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
 /**
- * The largest kept link declaration (a declaration message holding a declaration of at most
- * {@linkcode MAX_DECLARATION_BYTES} as a JSON string, which escaping at most doubles), in bytes.
+ * The largest kept link declaration, in bytes: the declaration message the link took (at most
+ * {@linkcode MAX_DECLARATION_MESSAGE_BYTES}; a larger one is refused from its header) as the link
+ * writes it again, with 1 MiB of room for what writing it again may change.
  */
-export const MAX_KEPT_DECLARATION_BYTES = 2 * MAX_DECLARATION_BYTES + (1 << 20);
+export const MAX_KEPT_DECLARATION_BYTES = MAX_DECLARATION_MESSAGE_BYTES + (1 << 20);
 /** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
 export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
 

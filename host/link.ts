@@ -27,11 +27,23 @@ import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 // The names and the plain reads, not lib/broker.ts: its zod schemas load only for a message that
 // is not valid (lib/broker_read.ts).
 import type { DeclarationMessage, ReportMessage } from "../lib/broker.ts";
-import { EXCHANGE, MessageError, nodeQueue, reportKey } from "../lib/broker_names.ts";
+import {
+  EXCHANGE,
+  MAX_DECLARATION_MESSAGE_BYTES,
+  MessageError,
+  nodeQueue,
+  reportKey,
+} from "../lib/broker_names.ts";
 import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
 import { fitProblems, MAX_REPORT_BYTES } from "../lib/report_rules.ts";
 import { readRegularFile } from "../lib/regular_file.ts";
-import { type BrokerSession, openBroker, publishConfirmed } from "../lib/amqp.ts";
+import {
+  boundBodies,
+  type BrokerSession,
+  openBroker,
+  publishConfirmed,
+  refusedBody,
+} from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
 import {
@@ -316,7 +328,15 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     serial(async () => {
       let declaration: DeclarationMessage | undefined;
       let invalid: MessageError | undefined;
+      // A body larger than a declaration message may be never arrived (boundBodies): refused
+      // unread, with the digest of the bytes that passed.
+      const tooLarge = refusedBody(message);
       try {
+        if (tooLarge !== undefined) {
+          throw new MessageError("the declaration message", [
+            `$: the body is ${tooLarge.bytes} bytes, more than the ${tooLarge.max} it may be (not read)`,
+          ]);
+        }
         declaration = await readDeclarationMessage(message.content, "the declaration message");
         if (declaration.node !== options.node) {
           invalid = new MessageError("the declaration message", [
@@ -343,7 +363,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
             } (the node was enrolled anew, or the control plane is new)`,
           );
         }
-        const digest = invalid ? await declarationDigest(message.content) : undefined;
+        const digest = tooLarge?.digest ??
+          (invalid ? await declarationDigest(message.content) : undefined);
         await apply(invalid ? undefined : declaration, "push", digest, invalid);
       }
       // Journaled first, acknowledged second: a crash between the two re-applies (a no-op) and
@@ -363,6 +384,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   let startAt = 0;
   const connect = async (): Promise<void> => {
     const s = await openBroker(options.broker, { startAt });
+    // Refusing an oversized declaration costs no memory: its body is let go as it arrives.
+    boundBodies(s.channel, MAX_DECLARATION_MESSAGE_BYTES);
     try {
       await s.channel.checkQueue(nodeQueue(options.node));
       await s.channel.prefetch(1);

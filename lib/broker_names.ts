@@ -68,6 +68,51 @@ export const NODE_QUEUE_ARGUMENTS = {
   "x-overflow": "drop-head",
 } as const;
 
+/**
+ * The largest body of a declaration message, in bytes as sent (64 MiB, a declaration's own bound,
+ * host/declaration_base.ts `MAX_DECLARATION_BYTES`; the message carries the declaration
+ * JSON-escaped, so a declaration near its bound may not fit). The control plane renders no
+ * declaration whose message would be larger (control/inventory.ts); a node's link refuses a
+ * larger one from its content header, before its body arrives (lib/amqp.ts `boundBodies`), so
+ * that refusing it costs no memory (docs/design.md, "Hostile inputs").
+ */
+export const MAX_DECLARATION_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** UTF-8 bytes of `s` (a lone surrogate counts as U+FFFD's three, as TextEncoder writes it). */
+function utf8Bytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
+/**
+ * The most bytes a declaration message carrying `declaration` to `node` can be (any generation,
+ * any push time), as the control plane sends it (`JSON.stringify` of the message, as UTF-8).
+ */
+export function declarationMessageBytes(node: string, declaration: string): number {
+  const envelope = JSON.stringify({
+    kind: "declaration",
+    node,
+    generation: Number.MAX_SAFE_INTEGER,
+    digest: `sha256:${"0".repeat(64)}`,
+    pushedAt: "+275760-09-13T00:00:00.000Z",
+    declaration: "",
+  });
+  // The declaration JSON-escaped, its quotes counted in the envelope's "".
+  return utf8Bytes(envelope) + utf8Bytes(JSON.stringify(declaration)) - 2;
+}
+
 /** A message that does not match its schema; `problems` are `path: message` lines. */
 export class MessageError extends Error {
   /** Every problem found, each `path: message`. */

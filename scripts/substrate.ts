@@ -29,6 +29,7 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
+import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
 import { bundleProgram, fetchRuntime } from "./onefile.ts";
@@ -141,6 +142,9 @@ umask 027
   printf 'default_permissions.configure = .*\\ndefault_permissions.read = .*\\ndefault_permissions.write = .*\\n'
   printf 'default_user_tags.administrator = true\\n'
   printf 'loopback_users = none\\n'
+  # No message larger than the largest a mesh program takes (a declaration message, 64 MiB:
+  # MAX_DECLARATION_MESSAGE_BYTES of lib/broker_names.ts): the broker refuses its publish.
+  printf 'max_message_size = ${MAX_DECLARATION_MESSAGE_BYTES}\\n'
 } >/etc/rabbitmq/rabbitmq.conf
 chown root:rabbitmq /etc/rabbitmq/rabbitmq.conf
 chmod 0640 /etc/rabbitmq/rabbitmq.conf

@@ -362,6 +362,8 @@ export interface JsonLinesProcess<T> {
   stderr(): string;
   /** The exit status, once it has exited. */
   exited(): Deno.CommandStatus | undefined;
+  /** The process id (its `/proc/PID/status` says its memory). */
+  pid: number;
   /** Sends `signal` (default SIGTERM) unless already sent, and waits for the exit. */
   kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
 }
@@ -410,6 +412,7 @@ export function spawnJsonLines<T>(
     lines,
     stderr: () => err,
     exited: () => status,
+    pid: child.pid,
     kill(signal: Deno.Signal = "SIGTERM") {
       if (killed === undefined) {
         try {
