@@ -21,7 +21,7 @@ import {
 } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration.ts";
-import { staleReason } from "../../host/link.ts";
+import { journaled, LINK_DIR, OUTBOX_DIR, staleReason } from "../../host/link.ts";
 import { epochProblem } from "../../control/ingest.ts";
 import {
   controlCli,
@@ -103,9 +103,15 @@ Deno.test(
           return m.verdict === "ok" && m.reportedGeneration === 3;
         }, 60_000);
         const oldEpoch = (await epochOf())!;
-        // Its next interval reports wait on the broker, not ingested, when it is removed.
-        await waitFor("a report of the old node on the broker", () =>
-          link!.lines.filter((r) => r.trigger === "interval").length >= 2);
+        // Its next interval reports wait on the broker, not ingested, when it is removed: one
+        // made after the last drain above, and sent (the link prints a report when it is
+        // journaled; it leaves its journal when the broker confirmed it).
+        const printed = link.lines.length;
+        await waitFor("a report of the old node on the broker", async () =>
+          link!.lines.slice(printed).some((r) =>
+            r.trigger === "interval"
+          ) &&
+          (await journaled(`${state}/${LINK_DIR}/${OUTBOX_DIR}`)).length === 0);
         await mustControl(vhost.env, ["node", "remove", node]);
         await link.kill();
         link = undefined;
@@ -154,9 +160,7 @@ Deno.test(
         const recorded = await inv.sql<{ generation: number }[]>`
           select generation from reports where node = ${node}`;
         assert(
-          recorded.every((r) =>
-            r.generation === 1
-          ),
+          recorded.every((r) => r.generation === 1),
           JSON.stringify(recorded),
         );
 
