@@ -16,7 +16,7 @@
  * 100th, ... apply (`--every-apply`: after each, and the medians from the 10th on are printed),
  * with its CPU time (user + system) so far, checks every report (`applied`, 1,100 of 1,100; after the first, nothing
  * changed), and stops after `--applies` (default 1,000). `--oversized K`: after every K-th apply
- * the bench publishes a declaration message of 100 MB (the field's: issue 28) to the node's queue,
+ * the bench publishes a declaration message of 100 MB (the size seen in the field) to the node's queue,
  * one at a time; the link must refuse each from its header (`more than the 67108864 it may be
  * (not read)`, any other report fails the run), the child samples right after each refusal and
  * after every K-th apply, and the summary gives the resident memory after each refusal and over

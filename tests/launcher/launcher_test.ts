@@ -448,7 +448,7 @@ test("the rollback runs nothing of the host (no host binary started to decide)",
 // Seed (counter): "1 2" became "12" (tr -d [:space:] concatenates), past the limit; "5x" is
 // an error under shell arithmetic; "0x10" is hexadecimal 16 there; "not-a-number" evaluates to
 // 0 and discriminates nothing. Each must be reported as corrupt, reset, and not roll back. Only
-// the first field is read (issue 28): a bad first field is corrupt whatever follows it.
+// the first field is read: a bad first field is corrupt whatever follows it.
 const CORRUPT: [string, string][] = [
   ["a bad first field before a good one", "5x 1\n"],
   ["a first field past the limit before a good one", "12 1\n"],
@@ -497,7 +497,7 @@ test("a corrupt counter counts from zero: two failures after it do not roll back
   assertEquals(await l.failuresFile(), "2\n");
 });
 
-// Field case (issue 28): the counter "1 2" was reset to 0; the launcher reads the first field of
+// Field case: the counter "1 2" was reset to 0; the launcher reads the first field of
 // the first line, so it counts 1. The current host gets the attempts that are left (two of
 // three), then the known-good its three, then the launcher gives up.
 const FIRST_FIELD: [string, string][] = [
