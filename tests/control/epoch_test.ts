@@ -12,7 +12,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
+import type { JsonLinesProcess } from "../support/mod.ts";
 import {
   declarationKey,
   type DeclarationMessage,
@@ -31,27 +31,11 @@ import {
   uniqueNode,
   waitFor,
 } from "./support.ts";
-import { enrollIn, type TestVhost, withVhost } from "./vhost.ts";
+import { enrollIn, startTestLink, type TestVhost, withVhost } from "./vhost.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
-function startLink(url: string, stateDir: string): JsonLinesProcess<ReportMessage> {
-  return spawnJsonLines([
-    `${ROOT}tests/support/host_no_bundle.ts`, // never the real bundle on this machine
-    "link",
-    "--declarations",
-    "/nonexistent/mesh-declarations",
-    "--broker",
-    url,
-    "--state-dir",
-    stateDir,
-    "--every",
-    "1s",
-    "--reconcile-result",
-    "none",
-    "--json",
-  ]);
-}
+const startLink = (url: string, stateDir: string) => startTestLink(url, stateDir, { every: "1s" });
 
 interface Machine {
   name: string;

@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
+import { type JsonLinesProcess, ROOT } from "../support/mod.ts";
 import {
   controlCli,
   freshInventory,
@@ -14,6 +14,7 @@ import {
   uniqueNode,
   waitFor,
 } from "./support.ts";
+import { startTestLink } from "./vhost.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
@@ -24,30 +25,12 @@ const opts = { sanitizeResources: false, sanitizeOps: false };
 /** A running `mesh-host link`, printing each report as JSON. */
 type LinkProcess = JsonLinesProcess<ReportMessage>;
 
-function startLink(
+const startLink = (
   url: string,
   stateDir: string,
   every = "2s",
   entry = `${ROOT}tests/support/host_no_bundle.ts`,
-): LinkProcess {
-  return spawnJsonLines([
-    entry, // never the real bundle on this machine
-    "link",
-    "--declarations",
-    "/nonexistent/mesh-declarations",
-    "--broker",
-    url,
-    "--state-dir",
-    stateDir,
-    "--every",
-    every,
-    // These nodes run no mesh-reconcile: said, so that their drift is "not checked" rather than
-    // an alarm about a result file that will never come.
-    "--reconcile-result",
-    "none",
-    "--json",
-  ]);
-}
+): LinkProcess => startTestLink(url, stateDir, { every, entry });
 
 /** Enrolls a node and returns its broker URL (printed once). */
 async function enroll(inv: TestInventory, node: string): Promise<string> {

@@ -11,10 +11,10 @@
  */
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
+import type { JsonLinesProcess } from "../support/mod.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
 import { controlCli, mustControl, uniqueNode, waitFor } from "./support.ts";
-import { enrollIn, type TestVhost, withVhost } from "./vhost.ts";
+import { enrollIn, startTestLink, type TestVhost, withVhost } from "./vhost.ts";
 import { classify, isAlarm, judge } from "../../control/state.ts";
 import type { NodeState } from "../../control/inventory.ts";
 
@@ -24,23 +24,7 @@ const GRACE = "3s";
 /** For the steps that read a fleet still reporting: a loaded machine is not taken for silence. */
 const LONG = "60s";
 
-function startLink(url: string, stateDir: string): JsonLinesProcess<ReportMessage> {
-  return spawnJsonLines([
-    `${ROOT}tests/support/host_no_bundle.ts`, // never the real bundle on this machine
-    "link",
-    "--declarations",
-    "/nonexistent/mesh-declarations",
-    "--broker",
-    url,
-    "--state-dir",
-    stateDir,
-    "--every",
-    "1s",
-    "--reconcile-result",
-    "none",
-    "--json",
-  ]);
-}
+const startLink = (url: string, stateDir: string) => startTestLink(url, stateDir, { every: "1s" });
 
 interface Machine {
   name: string;

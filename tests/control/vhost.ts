@@ -8,6 +8,8 @@
  */
 
 import { assert } from "../support/assert.ts";
+import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
+import type { ReportMessage } from "../../lib/broker.ts";
 import {
   BROKER_API_URL,
   controlCli,
@@ -122,4 +124,32 @@ export async function enrollIn(
   const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
   assert(url, out.stdout);
   return url;
+}
+
+/**
+ * A running `mesh-host link` of a test node against `url`, printing each report as JSON: the
+ * host without its carried bundle (never the real bundle on this machine), no local declarations,
+ * no mesh-reconcile (its drift is "not checked" rather than an alarm about a result file that will
+ * never come), its state in `stateDir`, an interval of `options.every` (default 2s).
+ */
+export function startTestLink(
+  url: string,
+  stateDir: string,
+  options: { every?: string; entry?: string } = {},
+): JsonLinesProcess<ReportMessage> {
+  return spawnJsonLines([
+    options.entry ?? `${ROOT}tests/support/host_no_bundle.ts`,
+    "link",
+    "--declarations",
+    "/nonexistent/mesh-declarations",
+    "--broker",
+    url,
+    "--state-dir",
+    stateDir,
+    "--every",
+    options.every ?? "2s",
+    "--reconcile-result",
+    "none",
+    "--json",
+  ]);
 }
