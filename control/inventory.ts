@@ -344,7 +344,7 @@ async function renderFrom(
     }
     throw error;
   }
-  // A node's link refuses a larger message from its header (lib/amqp.ts `boundBodies`): said
+  // A node's link refuses a larger message from its header (lib/amqp_transport.ts, under `openBroker`): said
   // here, before anything is pushed, rather than refused there.
   const bytes = declarationMessageBytes(node, text);
   if (bytes > MAX_DECLARATION_MESSAGE_BYTES) {

@@ -37,13 +37,7 @@ import {
 import { checkReportMessage, readDeclarationMessage } from "../lib/broker_read.ts";
 import { fitProblems, MAX_REPORT_BYTES } from "../lib/report_rules.ts";
 import { readRegularFile } from "../lib/regular_file.ts";
-import {
-  boundBodies,
-  type BrokerSession,
-  openBroker,
-  publishConfirmed,
-  refusedBody,
-} from "../lib/amqp.ts";
+import { type BrokerSession, openBroker, publishConfirmed, refusedBody } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { sleep } from "../lib/wait.ts";
 import {
@@ -328,8 +322,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     serial(async () => {
       let declaration: DeclarationMessage | undefined;
       let invalid: MessageError | undefined;
-      // A body larger than a declaration message may be never arrived (boundBodies): refused
-      // unread, with the digest of the bytes that passed.
+      // A body larger than a declaration message may be never arrived (openBroker's
+      // maxBodyBytes): refused unread, with the digest of the bytes that passed.
       const tooLarge = refusedBody(message);
       try {
         if (tooLarge !== undefined) {
@@ -383,9 +377,11 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   // After losing a member, the next connect starts with the member after it.
   let startAt = 0;
   const connect = async (): Promise<void> => {
-    const s = await openBroker(options.broker, { startAt });
     // Refusing an oversized declaration costs no memory: its body is let go as it arrives.
-    boundBodies(s.channel, MAX_DECLARATION_MESSAGE_BYTES);
+    const s = await openBroker(options.broker, {
+      startAt,
+      maxBodyBytes: MAX_DECLARATION_MESSAGE_BYTES,
+    });
     try {
       await s.channel.checkQueue(nodeQueue(options.node));
       await s.channel.prefetch(1);

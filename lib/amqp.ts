@@ -12,9 +12,13 @@
  * @module
  */
 
-import { type ChannelModel, type ConfirmChannel, connect, type Options } from "amqplib";
+import { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import { Buffer } from "node:buffer";
-import { createHash, type Hash } from "node:crypto";
+import { createRequire } from "node:module";
+import process from "node:process";
+import { unescape } from "node:querystring";
+import { format } from "node:util";
+import { amqpTransport, type RefusedBody, takeRefusal } from "./amqp_transport.ts";
 import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
 import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
@@ -62,6 +66,145 @@ export interface OpenOptions {
    * on the door that just closed.
    */
   startAt?: number;
+  /**
+   * Message bodies larger than this many bytes are refused from their content header, never
+   * read into memory: the message comes with an empty `content` and {@linkcode refusedBody}
+   * says what was refused (default: none refused).
+   */
+  maxBodyBytes?: number;
+}
+
+/**
+ * amqplib 2.3.1's own connection machinery (lib/connection.js, lib/channel_model.js,
+ * lib/credentials.js), which its `connect` builds over a `node:net` socket. Its package exports
+ * no subpath, so they are required relative to its entry point.
+ */
+const amqplibRequire = createRequire(createRequire(import.meta.url).resolve("amqplib"));
+const { Connection } = amqplibRequire("./lib/connection.js") as {
+  Connection: new (stream: unknown) => AmqplibConnection;
+};
+const { ChannelModel: ChannelModelClass } = amqplibRequire("./lib/channel_model.js") as {
+  ChannelModel: new (connection: AmqplibConnection) => ChannelModel;
+};
+const { version: AMQPLIB_VERSION } = amqplibRequire("./package.json") as { version: string };
+const credentials = amqplibRequire("./lib/credentials.js") as {
+  plain(user: string, password: string): { mechanism: string; response(): Buffer };
+};
+
+interface AmqplibConnection {
+  open(fields: object, callback: (error: Error | null) => void): void;
+}
+
+/**
+ * Connects as amqplib 2.3.1's `connect` (lib/connect.js) does, with the same open fields (the
+ * credential from the URL, the vhost, the query's locale, channelMax, frameMax and maxFrameSize,
+ * the heartbeat, amqplib's client properties), but over {@linkcode amqpTransport} on a
+ * `Deno.Conn` (TLS for amqps://, verified against the host name as amqplib's does) instead of
+ * `node:net`: a refused body is never copied (bench/README.md, "Refusing costs nothing").
+ *
+ * @throws {Error} with node's wording for a refused connection or unknown host
+ *   (`connect ECONNREFUSED host:port`, `getaddrinfo ENOTFOUND host`), `connect ETIMEDOUT` after
+ *   `timeoutSeconds`, or amqplib's for a refused handshake.
+ */
+async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelModel> {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const port = parseInt(url.port, 10) || (url.protocol === "amqp:" ? 5672 : 5671);
+  const query = url.searchParams;
+  const vhost = url.pathname ? url.pathname.slice(1) : "";
+  const intOr = (name: string, fallback: number) => {
+    const value = query.get(name);
+    return value === null ? fallback : parseInt(value, 10);
+  };
+  const maxFrameSize = query.get("maxFrameSize");
+  // As lib/connect.js credentialsFromUrl: guest unless the URL names a user or a password.
+  let user = "guest";
+  let password = "guest";
+  if (url.username !== "" || url.password !== "") {
+    user = url.username ? unescape(url.username) : "";
+    password = url.password ? unescape(url.password) : "";
+  }
+  const credential = credentials.plain(user, password);
+  const fields = {
+    clientProperties: {
+      product: "amqplib",
+      version: AMQPLIB_VERSION,
+      platform: format("Node.JS %s", process.version),
+      information: "https://amqp-node.github.io/amqplib/",
+      capabilities: {
+        publisher_confirms: true,
+        exchange_exchange_bindings: true,
+        "basic.nack": true,
+        consumer_cancel_notify: true,
+        "connection.blocked": true,
+        authentication_failure_close: true,
+      },
+    },
+    mechanism: credential.mechanism,
+    response: credential.response(),
+    locale: query.get("locale") || "en_US",
+    channelMax: intOr("channelMax", 0),
+    frameMax: intOr("frameMax", 131072),
+    heartbeat: options.heartbeat ?? 15,
+    maxFrameSize: maxFrameSize === null
+      ? undefined
+      : /^\d+$/.test(maxFrameSize)
+      ? Number(maxFrameSize)
+      : NaN,
+    virtualHost: vhost ? unescape(vhost) : "/",
+    capabilities: "",
+    insist: 0,
+  };
+  const timeoutMs = (options.timeoutSeconds ?? 5) * 1000;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error("connect ETIMEDOUT"));
+    }, timeoutMs);
+  });
+  let stream: ReturnType<typeof amqpTransport> | undefined;
+  try {
+    const dialing = dial(url.protocol, host, port);
+    // A connection made after the timeout is closed as it comes.
+    timedOut.catch(() => dialing.then((late) => late.close(), () => {}));
+    const conn = await Promise.race([dialing, timedOut]);
+    stream = amqpTransport(conn, { maxBodyBytes: options.maxBodyBytes });
+    const connection = new Connection(stream);
+    await Promise.race([
+      new Promise<void>((resolve, reject) =>
+        connection.open(fields, (error) => error === null ? resolve() : reject(error))
+      ),
+      timedOut,
+    ]);
+    return new ChannelModelClass(connection);
+  } catch (error) {
+    // The broker does not close the socket after a refused handshake (a wrong password).
+    stream?.destroy();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A TCP (amqp:) or TLS (amqps:) connection to `host`, with node's wording of why not. */
+async function dial(
+  protocol: string,
+  host: string,
+  port: number,
+): Promise<Deno.Conn> {
+  try {
+    const conn = protocol === "amqps:"
+      ? await Deno.connectTls({ hostname: host, port })
+      : await Deno.connect({ hostname: host, port });
+    return conn;
+  } catch (error) {
+    if (error instanceof Deno.errors.ConnectionRefused) {
+      throw new Error(`connect ECONNREFUSED ${host}:${port}`, { cause: error });
+    }
+    if (error instanceof Error && /failed to lookup address/i.test(error.message)) {
+      throw new Error(`getaddrinfo ENOTFOUND ${host}`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 /**
@@ -106,8 +249,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
     if (parsed.protocol !== "amqp:" && parsed.protocol !== "amqps:") {
       throw new Error(`expected an amqp:// or amqps:// URL, not ${parsed.protocol}`);
     }
-    parsed.searchParams.set("heartbeat", String(options.heartbeat ?? 15));
-    connection = await connect(parsed.href, { timeout: (options.timeoutSeconds ?? 5) * 1000 });
+    connection = await connectThrough(parsed, options);
   } catch (error) {
     throw new AmqpError(`Cannot connect to broker "${redactUrl(url)}": ${brokerMessage(error)}`, {
       cause: error,
@@ -199,97 +341,20 @@ export async function publishConfirmed(
   }
 }
 
-/** A message body {@linkcode boundBodies} refused from its header, before it arrived. */
-export interface RefusedBody {
-  /** The body's size as its content header announced it, in bytes. */
-  bytes: number;
-  /** The bound it exceeded, in bytes. */
-  max: number;
-  /** `sha256:<hex>` of the body's bytes, hashed as its frames passed and were let go. */
-  digest: string;
-}
-
-/** The bodies refused by {@linkcode boundBodies}, by the properties object of their message. */
-const refusedBodies = new WeakMap<object, RefusedBody>();
-
-/** amqplib's content header frame's class (`basic`): its `size` is the body's length. */
-const BASIC_PROPERTIES = 60;
-
-/** A frame as amqplib's channel receives it (lib/frame.js, `decodeFrame`). */
-interface Frame {
-  /** The method or, for a content header, the class; undefined for a body frame. */
-  id?: number;
-  /** A content header's body size, in bytes. */
-  size?: number;
-  fields?: Record<string, unknown>;
-  /** A body frame's bytes (a view of the socket's buffer). */
-  content?: Uint8Array;
-}
+export type { RefusedBody } from "./amqp_transport.ts";
 
 /**
- * Bounds the bodies a channel receives (deliveries, gets and returns) to `maxBytes`, before they
- * arrive. amqplib assembles a message's whole body from its frames into one Buffer before it
- * hands the message over, whatever its size: a 100 MB declaration took the link from 69 to 546
- * MiB resident, and V8 and malloc kept most of it (bench/README.md, "Refusing costs nothing").
- * AMQP announces a body's size in the content header frame that comes before the body: a header
- * announcing more than `maxBytes` is held back, the body's frames that follow are hashed and let
- * go as they arrive (never kept, never joined), and when the last has passed amqplib is handed
- * the header as one of an empty body: the message is delivered as usual with an empty `content`,
- * and {@linkcode refusedBody} says what was refused (its size and digest); the consumer
- * acknowledges it as any other, so the broker drops it. A channel that closes in the middle of
- * such a body delivers nothing, as amqplib does with any body: the broker delivers it again.
- * The body's bytes still pass through the socket (the broker sends them whatever the consumer
- * does); what they leave resident is measured in bench/README.md.
- *
- * This wraps the channel's `accept` (amqplib 2.3.1's channel.js, `BaseChannel#accept`, which takes
- * every frame of the channel: `Connection#mainAccept` calls it), the one place frames of one
- * channel pass in order; amqplib exposes no hook of its own. tests/lib/amqp_bound_test.ts holds it
- * to amqplib's behaviour: an upgrade that changes it fails there.
+ * The body refused for `message` (its announced size, the bound and the digest of its bytes),
+ * or undefined when its `content` is its body. A session opened with `maxBodyBytes` refuses a
+ * larger body from its content header, in the transport under amqplib (lib/amqp_transport.ts):
+ * its bytes are hashed and let go as they arrive, never joined, and amqplib delivers the message
+ * with an empty `content`; the consumer acknowledges it as any other, so the broker drops it.
+ * Told once: a second call for the same message says undefined.
  */
-export function boundBodies(channel: ConfirmChannel, maxBytes: number): void {
-  const target = channel as unknown as { accept: (f: Frame) => unknown };
-  const accept = target.accept;
-  /** The refused body's header, held until the body has passed; its bytes still to come. */
-  let held: { header: Frame; refused: RefusedBody; hash: Hash; remaining: number } | undefined;
-  target.accept = function (this: unknown, f: Frame) {
-    if (held !== undefined) {
-      const h = held;
-      if (f.id === undefined && f.content !== undefined && f.content.length <= h.remaining) {
-        // A frame of the refused body: hashed, then let go.
-        h.hash.update(f.content);
-        h.remaining -= f.content.length;
-        if (h.remaining > 0) return;
-        h.refused.digest = `sha256:${h.hash.digest("hex")}`;
-        held = undefined;
-        return accept.call(this, h.header);
-      }
-      // More than announced, or another frame in the middle of a body: AMQP's order broken. The
-      // header goes on, then the frame, and amqplib closes the channel saying why.
-      held = undefined;
-      accept.call(this, h.header);
-    }
-    if (f.id === BASIC_PROPERTIES && typeof f.size === "number" && f.size > maxBytes) {
-      const properties = { ...f.fields };
-      const refused = { bytes: f.size, max: maxBytes, digest: "" };
-      refusedBodies.set(properties, refused);
-      held = {
-        header: { ...f, size: 0, fields: properties },
-        refused,
-        hash: createHash("sha256"),
-        remaining: f.size,
-      };
-      return;
-    }
-    return accept.call(this, f);
-  };
-}
-
-/**
- * The body {@linkcode boundBodies} refused for `message` (its announced size, the bound and the
- * digest of its bytes), or undefined when its `content` is its body.
- */
-export function refusedBody(message: { properties: object }): RefusedBody | undefined {
-  return refusedBodies.get(message.properties);
+export function refusedBody(
+  message: { fields: { deliveryTag: number; consumerTag?: string } },
+): RefusedBody | undefined {
+  return takeRefusal(message.fields.consumerTag ?? "", message.fields.deliveryTag);
 }
 
 /** The readable part of an amqplib error. */

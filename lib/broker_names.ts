@@ -73,7 +73,7 @@ export const NODE_QUEUE_ARGUMENTS = {
  * host/declaration_base.ts `MAX_DECLARATION_BYTES`; the message carries the declaration
  * JSON-escaped, so a declaration near its bound may not fit). The control plane renders no
  * declaration whose message would be larger (control/inventory.ts); a node's link refuses a
- * larger one from its content header, before its body arrives (lib/amqp.ts `boundBodies`), so
+ * larger one from its content header, before its body arrives (lib/amqp_transport.ts, under `openBroker`), so
  * that refusing it costs no memory (docs/design.md, "Hostile inputs").
  */
 export const MAX_DECLARATION_MESSAGE_BYTES = 64 * 1024 * 1024;

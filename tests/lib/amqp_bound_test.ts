@@ -1,5 +1,6 @@
 /**
- * `boundBodies` of lib/amqp.ts against the real broker: a body larger than the bound is refused
+ * The body bound of lib/amqp.ts (`openBroker`'s `maxBodyBytes`, held in lib/amqp_transport.ts)
+ * against the real broker: a body larger than the bound is refused
  * from its content header (delivered empty, with its size and the digest of the bytes that
  * passed), one at the bound is delivered whole, and the channel stays in step for the next
  * message. Bodies of several frames (the broker's frame is 128 KiB) and of none.
@@ -7,7 +8,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { Buffer } from "node:buffer";
-import { boundBodies, openBroker, refusedBody } from "../../lib/amqp.ts";
+import { openBroker, refusedBody } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration_base.ts";
 import { BROKER_URL } from "../control/support.ts";
 
@@ -21,11 +22,11 @@ function bodyOf(length: number, seed: number): Uint8Array {
 }
 
 Deno.test(
-  "boundBodies: over the bound refused from its header, at the bound whole",
+  "openBroker maxBodyBytes: over the bound refused from its header, at the bound whole",
   opts,
   async () => {
     const MAX = 300_000; // between two and three of the broker's 128 KiB frames
-    const session = await openBroker(BROKER_URL);
+    const session = await openBroker(BROKER_URL, { maxBodyBytes: MAX });
     const queue = `mesh.test.bound-${crypto.randomUUID().slice(0, 8)}`;
     try {
       const { channel } = session;
@@ -41,7 +42,6 @@ Deno.test(
         channel.sendToQueue(queue, Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       }
       await channel.waitForConfirms();
-      boundBodies(channel, MAX);
       const got: { content: Uint8Array; refused: ReturnType<typeof refusedBody> }[] = [];
       const done = Promise.withResolvers<void>();
       await channel.consume(queue, (m) => {
