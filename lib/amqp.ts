@@ -12,13 +12,11 @@
  * @module
  */
 
-import { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
+import { type ChannelModel, type ConfirmChannel, connect, type Options } from "amqplib";
 import { Buffer } from "node:buffer";
-import { createRequire } from "node:module";
-import process from "node:process";
-import { unescape } from "node:querystring";
-import { format } from "node:util";
-import { amqpTransport, type RefusedBody, takeRefusal } from "./amqp_transport.ts";
+import net from "node:net";
+import tls from "node:tls";
+import { type AmqpSocket, amqpTransport, type RefusedBody, takeRefusal } from "./amqp_transport.ts";
 import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
 import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
@@ -75,139 +73,6 @@ export interface OpenOptions {
 }
 
 /**
- * amqplib 2.3.1's own connection machinery (lib/connection.js, lib/channel_model.js,
- * lib/credentials.js), which its `connect` builds over a `node:net` socket. Its package exports
- * no subpath, so they are required relative to its entry point.
- */
-const amqplibRequire = createRequire(createRequire(import.meta.url).resolve("amqplib"));
-const { Connection } = amqplibRequire("./lib/connection.js") as {
-  Connection: new (stream: unknown) => AmqplibConnection;
-};
-const { ChannelModel: ChannelModelClass } = amqplibRequire("./lib/channel_model.js") as {
-  ChannelModel: new (connection: AmqplibConnection) => ChannelModel;
-};
-const { version: AMQPLIB_VERSION } = amqplibRequire("./package.json") as { version: string };
-const credentials = amqplibRequire("./lib/credentials.js") as {
-  plain(user: string, password: string): { mechanism: string; response(): Buffer };
-};
-
-interface AmqplibConnection {
-  open(fields: object, callback: (error: Error | null) => void): void;
-}
-
-/**
- * Connects as amqplib 2.3.1's `connect` (lib/connect.js) does, with the same open fields (the
- * credential from the URL, the vhost, the query's locale, channelMax, frameMax and maxFrameSize,
- * the heartbeat, amqplib's client properties), but over {@linkcode amqpTransport} on a
- * `Deno.Conn` (TLS for amqps://, verified against the host name as amqplib's does) instead of
- * `node:net`: a refused body is never copied (bench/README.md, "Refusing costs nothing").
- *
- * @throws {Error} with node's wording for a refused connection or unknown host
- *   (`connect ECONNREFUSED host:port`, `getaddrinfo ENOTFOUND host`), `connect ETIMEDOUT` after
- *   `timeoutSeconds`, or amqplib's for a refused handshake.
- */
-async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelModel> {
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  const port = parseInt(url.port, 10) || (url.protocol === "amqp:" ? 5672 : 5671);
-  const query = url.searchParams;
-  const vhost = url.pathname ? url.pathname.slice(1) : "";
-  const intOr = (name: string, fallback: number) => {
-    const value = query.get(name);
-    return value === null ? fallback : parseInt(value, 10);
-  };
-  const maxFrameSize = query.get("maxFrameSize");
-  // As lib/connect.js credentialsFromUrl: guest unless the URL names a user or a password.
-  let user = "guest";
-  let password = "guest";
-  if (url.username !== "" || url.password !== "") {
-    user = url.username ? unescape(url.username) : "";
-    password = url.password ? unescape(url.password) : "";
-  }
-  const credential = credentials.plain(user, password);
-  const fields = {
-    clientProperties: {
-      product: "amqplib",
-      version: AMQPLIB_VERSION,
-      platform: format("Node.JS %s", process.version),
-      information: "https://amqp-node.github.io/amqplib/",
-      capabilities: {
-        publisher_confirms: true,
-        exchange_exchange_bindings: true,
-        "basic.nack": true,
-        consumer_cancel_notify: true,
-        "connection.blocked": true,
-        authentication_failure_close: true,
-      },
-    },
-    mechanism: credential.mechanism,
-    response: credential.response(),
-    locale: query.get("locale") || "en_US",
-    channelMax: intOr("channelMax", 0),
-    frameMax: intOr("frameMax", 131072),
-    heartbeat: options.heartbeat ?? 15,
-    maxFrameSize: maxFrameSize === null
-      ? undefined
-      : /^\d+$/.test(maxFrameSize)
-      ? Number(maxFrameSize)
-      : NaN,
-    virtualHost: vhost ? unescape(vhost) : "/",
-    capabilities: "",
-    insist: 0,
-  };
-  const timeoutMs = (options.timeoutSeconds ?? 5) * 1000;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error("connect ETIMEDOUT"));
-    }, timeoutMs);
-  });
-  let stream: ReturnType<typeof amqpTransport> | undefined;
-  try {
-    const dialing = dial(url.protocol, host, port);
-    // A connection made after the timeout is closed as it comes.
-    timedOut.catch(() => dialing.then((late) => late.close(), () => {}));
-    const conn = await Promise.race([dialing, timedOut]);
-    stream = amqpTransport(conn, { maxBodyBytes: options.maxBodyBytes });
-    const connection = new Connection(stream);
-    await Promise.race([
-      new Promise<void>((resolve, reject) =>
-        connection.open(fields, (error) => error === null ? resolve() : reject(error))
-      ),
-      timedOut,
-    ]);
-    return new ChannelModelClass(connection);
-  } catch (error) {
-    // The broker does not close the socket after a refused handshake (a wrong password).
-    stream?.destroy();
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A TCP (amqp:) or TLS (amqps:) connection to `host`, with node's wording of why not. */
-async function dial(
-  protocol: string,
-  host: string,
-  port: number,
-): Promise<Deno.Conn> {
-  try {
-    const conn = protocol === "amqps:"
-      ? await Deno.connectTls({ hostname: host, port })
-      : await Deno.connect({ hostname: host, port });
-    return conn;
-  } catch (error) {
-    if (error instanceof Deno.errors.ConnectionRefused) {
-      throw new Error(`connect ECONNREFUSED ${host}:${port}`, { cause: error });
-    }
-    if (error instanceof Error && /failed to lookup address/i.test(error.message)) {
-      throw new Error(`getaddrinfo ENOTFOUND ${host}`, { cause: error });
-    }
-    throw error;
-  }
-}
-
-/**
  * Opens a connection and a confirm channel to the first of `urls` that answers
  * (`amqp://user:pass@host:port/vhost`; several are the members of one cluster, tried from
  * `options.startAt` round the list). A single URL behaves as before.
@@ -249,6 +114,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
     if (parsed.protocol !== "amqp:" && parsed.protocol !== "amqps:") {
       throw new Error(`expected an amqp:// or amqps:// URL, not ${parsed.protocol}`);
     }
+    parsed.searchParams.set("heartbeat", String(options.heartbeat ?? 15));
     connection = await connectThrough(parsed, options);
   } catch (error) {
     throw new AmqpError(`Cannot connect to broker "${redactUrl(url)}": ${brokerMessage(error)}`, {
@@ -275,6 +141,71 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
       await connection.close().catch(() => {});
     },
   };
+}
+
+/**
+ * Connects with amqplib's own `connect` (2.3.1, lib/connect.js: its open fields, credential,
+ * vhost, heartbeat, timeout and errors), but over {@linkcode amqpTransport} on a `Deno.Conn`
+ * (`Deno.connectTls` for amqps://, verified against the host name, as amqplib's `tls.connect`
+ * with `servername` is) instead of a `node:net` socket: a refused body is never copied
+ * (bench/README.md, "Refusing costs nothing"). amqplib takes no socket of its own and exports no
+ * subpath (lib/connection.js cannot be imported, nor required once the program is bundled), so
+ * `net.connect` and `tls.connect` are replaced for the synchronous call of `connect`, in which
+ * amqplib calls one of them, and put back before it returns; an amqplib that dialed otherwise is
+ * an error here, not a silent `node:net`.
+ *
+ * @throws {Error} amqplib's (`connect ETIMEDOUT` after `timeoutSeconds`, a refused handshake),
+ *   or node's wording for a refused connection or an unknown host (`connect ECONNREFUSED
+ *   host:port`, `getaddrinfo ENOTFOUND host`).
+ */
+async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelModel> {
+  let dialed = false;
+  const dialer = (tlsWanted: boolean) =>
+  (
+    sockopts: { host: string; port: number },
+    onConnect: () => void,
+  ): AmqpSocket => {
+    dialed = true;
+    const socket = amqpTransport(dial(tlsWanted, sockopts.host, sockopts.port), {
+      maxBodyBytes: options.maxBodyBytes,
+    });
+    socket.once("connect", onConnect);
+    return socket;
+  };
+  const nodeNet = net as unknown as Record<string, unknown>;
+  const nodeTls = tls as unknown as Record<string, unknown>;
+  const saved = [nodeNet.connect, nodeTls.connect];
+  let pending: Promise<ChannelModel>;
+  try {
+    nodeNet.connect = dialer(false);
+    nodeTls.connect = dialer(true);
+    pending = connect(url.href, { timeout: (options.timeoutSeconds ?? 5) * 1000 });
+  } finally {
+    nodeNet.connect = saved[0];
+    nodeTls.connect = saved[1];
+  }
+  if (!dialed) {
+    pending.then((c) => c.close(), () => {});
+    throw new Error("amqplib did not dial through the transport (not amqplib 2.3.1's connect?)");
+  }
+  return await pending;
+}
+
+/** A TCP or TLS connection to `host`, with node's wording of why not. */
+async function dial(tlsWanted: boolean, host: string, port: number): Promise<Deno.Conn> {
+  try {
+    return tlsWanted
+      ? await Deno.connectTls({ hostname: host, port })
+      : await Deno.connect({ hostname: host, port });
+  } catch (error) {
+    if (error instanceof Deno.errors.ConnectionRefused) {
+      throw new Error(`connect ECONNREFUSED ${host}:${port}`, { cause: error });
+    }
+    if (error instanceof Error && /failed to lookup address/i.test(error.message)) {
+      throw new Error(`getaddrinfo ENOTFOUND ${host}`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 /** One message to publish. */

@@ -90,13 +90,19 @@ interface Held {
 }
 
 /**
- * A Duplex over `conn` for amqplib's `Connection` (lib/connection.js), refusing bodies larger
- * than `options.maxBodyBytes` as the module says. Writes go to `conn` as they are; a read error
- * destroys the stream with it; a frame of a refused body that breaks AMQP's order (a frame of
- * another kind on its channel, more bytes than announced, a wrong frame-end) destroys the stream
- * with an error that says so.
+ * A Duplex over the connection `connecting` gives, for amqplib's `Connection` (lib/connection.js),
+ * refusing bodies larger than `options.maxBodyBytes` as the module says. It stands for the socket
+ * amqplib's `connect` makes with `node:net` or `node:tls`: it emits `connect` once connected and
+ * has the socket methods amqplib calls (`setTimeout`, an idle timeout as node's; `setNoDelay` and
+ * `setKeepAlive`, which change nothing). Writes go to the connection as they are; a failed
+ * connect or read destroys the stream with its error; a frame of a refused body that breaks
+ * AMQP's order (a frame of another kind on its channel, more bytes than announced, a wrong
+ * frame-end) destroys the stream with an error that says so.
  */
-export function amqpTransport(conn: Deno.Conn, options: TransportOptions = {}): Duplex {
+export function amqpTransport(
+  connecting: Promise<Deno.Conn>,
+  options: TransportOptions = {},
+): AmqpSocket {
   const max = options.maxBodyBytes ?? Infinity;
   const buf = new Uint8Array(READ_BYTES);
   /** The frame header being gathered (7 bytes), and how much of it is in. */
@@ -115,6 +121,16 @@ export function amqpTransport(conn: Deno.Conn, options: TransportOptions = {}): 
   const lastTag = new Map<number, string>();
   let pumping = false;
   let closed = false;
+  let conn: Deno.Conn | undefined;
+  /** amqplib asked to read before the connection was made. */
+  let readWanted = false;
+  let idleMs = 0;
+  let onIdle: (() => void) | undefined;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const touch = () => {
+    clearTimeout(idleTimer);
+    idleTimer = idleMs > 0 && onIdle !== undefined ? setTimeout(onIdle, idleMs) : undefined;
+  };
 
   const fail = (message: string) => stream.destroy(new Error(message));
 
@@ -246,13 +262,14 @@ export function amqpTransport(conn: Deno.Conn, options: TransportOptions = {}): 
     return true;
   };
 
-  const pump = async () => {
+  const pump = async (conn: Deno.Conn) => {
     pumping = true;
     try {
       for (;;) {
         let n: number | null;
         try {
           n = await conn.read(buf);
+          touch();
         } catch (error) {
           if (closed) return;
           throw error;
@@ -274,28 +291,57 @@ export function amqpTransport(conn: Deno.Conn, options: TransportOptions = {}): 
   };
 
   const stream = new Duplex({
+    // The broker's end of the stream ends ours: the connection is then closed.
+    allowHalfOpen: false,
     read() {
-      if (!pumping) pump();
+      if (conn === undefined) readWanted = true;
+      else if (!pumping) pump(conn);
     },
     write(chunk: Buffer, _encoding, callback) {
-      writeAll(conn, chunk).then(() => callback(), (error) => callback(error));
+      connecting.then((c) => writeAll(c, chunk)).then(() => callback(), (error) => callback(error));
     },
     final(callback) {
+      if (conn === undefined) return callback();
       conn.closeWrite().then(() => callback(), () => callback());
     },
     destroy(error, callback) {
-      if (!closed) {
-        closed = true;
-        try {
-          conn.close();
-        } catch {
-          // already closed
-        }
+      closed = true;
+      clearTimeout(idleTimer);
+      try {
+        conn?.close();
+      } catch {
+        // already closed
       }
       callback(error);
     },
-  });
+  }) as AmqpSocket;
+  stream.setTimeout = (ms: number, callback?: () => void) => {
+    idleMs = ms;
+    if (callback !== undefined) onIdle = callback;
+    touch();
+    return stream;
+  };
+  stream.setNoDelay = () => stream;
+  stream.setKeepAlive = () => stream;
+  connecting.then((c) => {
+    if (closed) {
+      c.close();
+      return;
+    }
+    conn = c;
+    touch();
+    stream.emit("connect");
+    if (readWanted && !pumping) pump(c);
+  }, (error) => stream.destroy(error));
   return stream;
+}
+
+/** The Duplex {@linkcode amqpTransport} makes, with the socket methods amqplib's connect calls. */
+export interface AmqpSocket extends Duplex {
+  /** After `ms` without a read, calls `callback` (0: never), as node's `Socket#setTimeout`. */
+  setTimeout(ms: number, callback?: () => void): this;
+  setNoDelay(noDelay?: boolean): this;
+  setKeepAlive(enable?: boolean, delay?: number): this;
 }
 
 async function writeAll(conn: Deno.Conn, chunk: Uint8Array): Promise<void> {
