@@ -199,10 +199,10 @@ async function dial(tlsWanted: boolean, host: string, port: number): Promise<Den
       : await Deno.connect({ hostname: host, port });
   } catch (error) {
     if (error instanceof Deno.errors.ConnectionRefused) {
-      throw new Error(`connect ECONNREFUSED ${host}:${port}`, { cause: error });
+      throw new Error(`connect ECONNREFUSED ${host}:${port}`);
     }
     if (error instanceof Error && /failed to lookup address/i.test(error.message)) {
-      throw new Error(`getaddrinfo ENOTFOUND ${host}`, { cause: error });
+      throw new Error(`getaddrinfo ENOTFOUND ${host}`);
     }
     throw error;
   }
