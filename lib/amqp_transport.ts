@@ -44,6 +44,12 @@ const BASIC_GET_OK = 71;
 const BASIC_RETURN = 50;
 /** The read buffer's size, in bytes: also the most a frame in passing is copied in one go. */
 const READ_BYTES = 1 << 16;
+/**
+ * The largest frame handed on, in bytes of payload: far above the frame size any broker and
+ * amqplib agree (amqplib asks 131,072; RabbitMQ allows at most 1 MiB less its overhead), and far
+ * below what a frame header can claim (4 GiB), which would be allocated before it is read.
+ */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
 /** Refusals told to no one (a consumer that never asks) are let go past this many. */
 const MAX_RECORDED = 1024;
 
@@ -254,6 +260,12 @@ export function amqpTransport(
         hashing = h;
         hashLeft = size;
         continue;
+      }
+      if (size > MAX_FRAME_BYTES) {
+        fail(
+          `Cannot read the broker's frames: a frame of ${size} bytes on channel ${channel} is larger than the ${MAX_FRAME_BYTES} a frame may be`,
+        );
+        return false;
       }
       frame = Buffer.allocUnsafe(7 + size + 1);
       frame.set(head, 0);

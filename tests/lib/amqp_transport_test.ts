@@ -136,7 +136,7 @@ Deno.test("amqpTransport: a refused body is dropped, other channels pass in the 
   }
 });
 
-Deno.test("amqpTransport: a refused body whose order breaks ends the stream saying so", async () => {
+Deno.test("amqpTransport: a refused body whose order breaks, or a frame past the bound, ends the stream saying so", async () => {
   const cases: [Uint8Array, RegExp][] = [
     [
       Buffer.concat([
@@ -158,6 +158,15 @@ Deno.test("amqpTransport: a refused body whose order breaks ends the stream sayi
         return Buffer.concat([deliver(1, "ctag-c", 4n), header(1, 200), f]);
       })(),
       /a body frame does not end with 0xCE/,
+    ],
+    [
+      // A frame header claiming more than any frame may be: refused before anything is allocated.
+      (() => {
+        const h = new Uint8Array(8);
+        h.set([1, 0, 1, 0xff, 0xff, 0xff, 0xf0]);
+        return h;
+      })(),
+      /a frame of 4294967280 bytes on channel 1 is larger than the 4194304 a frame may be/,
     ],
   ];
   for (const [input, message] of cases) {
