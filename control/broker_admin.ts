@@ -797,7 +797,7 @@ async function withChannel<T>(
   fn: (ch: Channel, step: Step) => Promise<T>,
 ): Promise<T> {
   const { connectAmqp } = await import("../lib/amqp.ts");
-  const { CaFileError, PlainRefusedError } = await import("../lib/wire_trust.ts");
+  const { TrustFileError, PlainRefusedError } = await import("../lib/wire_trust.ts");
   const secrets = [target.password];
   let conn: ChannelModel;
   try {
@@ -807,7 +807,7 @@ async function withChannel<T>(
       timeoutSeconds: (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000,
     });
   } catch (error) {
-    if (error instanceof CaFileError || error instanceof PlainRefusedError) {
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) {
       throw new BrokerError(`${action}: ${error.message}`, { cause: error });
     }
     const text = scrub(messageWithCauses(error), secrets);

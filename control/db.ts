@@ -9,11 +9,11 @@ import postgres from "postgres";
 import { isIP } from "node:net";
 import { redactUrl } from "../lib/url.ts";
 import {
-  CaFileError,
   PlainRefusedError,
   refusePlain,
   tlsRefusal,
   trustAnchorFor,
+  TrustFileError,
 } from "../lib/wire_trust.ts";
 import m0001 from "./migrations/0001_inventory.sql" with { type: "text" };
 import m0002 from "./migrations/0002_catalogue.sql" with { type: "text" };
@@ -103,7 +103,7 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
     await sql.end({ timeout: 1 }).catch(() => {});
     return new DatabaseError(
       `Cannot connect to database "${redactUrl(url)}": ${
-        tlsRefusal(error, target) ?? describe(error)
+        await refusedCertificate(error, target) ?? describe(error)
       }`,
     );
   };
@@ -270,7 +270,7 @@ export async function createDatabaseIfMissing(url: string): Promise<boolean> {
   } catch (error) {
     throw new DatabaseError(
       `Cannot create database "${name}" at "${redactUrl(url)}": ${
-        tlsRefusal(error, target) ?? describe(error)
+        await refusedCertificate(error, target) ?? describe(error)
       }`,
     );
   } finally {
@@ -370,7 +370,7 @@ export async function postgresTarget(url: string): Promise<PostgresTarget> {
       "use sslmode=verify-full, with sslrootcert=PATH or the mesh CA in /etc/mesh/ca.crt",
     );
   } catch (error) {
-    if (error instanceof CaFileError || error instanceof PlainRefusedError) {
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) {
       throw new DatabaseError(error.message, { cause: error });
     }
     throw error;
@@ -379,6 +379,46 @@ export async function postgresTarget(url: string): Promise<PostgresTarget> {
     ? (mode === "disable" ? false : "require")
     : mode as "allow" | "prefer" | "require";
   return { href, host, ssl };
+}
+
+/**
+ * The sentence saying why the server's certificate was refused, when `error` is such a refusal
+ * (lib/wire_trust.ts's {@linkcode tlsRefusal}), else undefined. Deno's node:tls gives every
+ * certificate it refuses one code (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`, "unable to verify the first
+ * certificate"), an expired one as another CA's; so for that code the handshake is made once
+ * more, alone, the way libpq opens it (an SSLRequest, then TLS through Deno.startTls with the same
+ * CA and host), and rustls's own reason read from it.
+ */
+async function refusedCertificate(
+  error: unknown,
+  target: PostgresTarget,
+): Promise<string | undefined> {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code !== "UNABLE_TO_VERIFY_LEAF_SIGNATURE" || typeof target.ssl !== "object") {
+    return tlsRefusal(error, target);
+  }
+  const url = new URL(target.href);
+  const port = url.port === "" ? 5432 : Number(url.port);
+  let conn: Deno.Conn | undefined;
+  try {
+    const tcp = await Deno.connect({ hostname: target.host, port });
+    conn = tcp;
+    // SSLRequest: length 8, code 80877103 (PostgreSQL protocol, "SSL Session Encryption").
+    await tcp.write(new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]));
+    const answer = new Uint8Array(1);
+    if (await tcp.read(answer) !== 1 || answer[0] !== 0x53) return tlsRefusal(error, target);
+    const caCerts = target.ssl.ca === undefined ? undefined : [target.ssl.ca];
+    const secure = await Deno.startTls(tcp, { hostname: target.host, caCerts });
+    conn = secure;
+    await secure.handshake();
+  } catch (again) {
+    return tlsRefusal(again, target) ?? tlsRefusal(error, target);
+  } finally {
+    try {
+      conn?.close();
+    } catch { /* closed */ }
+  }
+  return tlsRefusal(error, target);
 }
 
 /** Quotes an SQL identifier. */

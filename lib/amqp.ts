@@ -21,12 +21,12 @@ import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
 import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
 import {
-  CaFileError,
   PlainRefusedError,
   refusePlain,
   tlsRefusal,
   type TrustAnchor,
   trustAnchorFor,
+  TrustFileError,
 } from "./wire_trust.ts";
 
 export { brokerUrls, collectBrokerUrls, withCredential } from "./broker_urls.ts";
@@ -125,7 +125,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
     parsed.searchParams.set("heartbeat", String(options.heartbeat ?? 15));
     connection = await connectAmqp(parsed, options);
   } catch (error) {
-    if (error instanceof CaFileError || error instanceof PlainRefusedError) throw error;
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) throw error;
     throw new AmqpError(`Cannot connect to broker "${redactUrl(url)}": ${brokerMessage(error)}`, {
       cause: error,
     });
@@ -177,7 +177,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
  * its own channels (control/broker_admin.ts); the programs' sessions go through
  * {@linkcode openBroker}.
  *
- * @throws {CaFileError} when the CA file is missing, unreadable, too open or not a certificate.
+ * @throws {TrustFileError} when the CA file is missing, unreadable, too open or not a certificate.
  * @throws {PlainRefusedError} for clear text to another machine, not allowed.
  * @throws {Error} amqplib's or node's wording of a failed connection (as `openBroker`'s cause),
  *   or, for a refused certificate, what was wrong with it ({@linkcode tlsRefusal}).

@@ -15,8 +15,8 @@
  * @module
  */
 
-import { readRegularTextFile } from "./regular_file.ts";
 import { messageOf } from "./atomic.ts";
+import { pemBlocks, TrustFileError } from "./trust_file.ts";
 
 /** Where a node and control keep the mesh's CA certificate (public, 0644). */
 export const DEFAULT_CA_FILE = "/etc/mesh/ca.crt";
@@ -24,19 +24,12 @@ export const DEFAULT_CA_FILE = "/etc/mesh/ca.crt";
 export const CA_ENV = "MESH_CA_FILE";
 /** The environment variable that, set to `1`, allows clear text to a host that is not loopback. */
 export const PLAIN_ENV = "MESH_ALLOW_PLAIN";
-/** The largest CA certificate file read, in bytes (a bundle of a few certificates). */
-const MAX_CA_BYTES = 64 * 1024;
 
-/** A CA certificate file that cannot be read, is not a certificate, or is too open. */
-export class CaFileError extends Error {
-  /** The file. */
-  readonly path: string;
-  constructor(path: string, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "CaFileError";
-    this.path = path;
-  }
-}
+/**
+ * A CA certificate file that cannot be read, is not a certificate, or is too open
+ * (lib/trust_file.ts's class, which every program maps to exit 2).
+ */
+export { TrustFileError } from "./trust_file.ts";
 
 /** A connection in clear text to a host that is not this machine, not allowed. */
 export class PlainRefusedError extends Error {
@@ -72,54 +65,42 @@ export function caFileFor(explicit: string | undefined): string | undefined {
 }
 
 /**
- * Reads the CA certificates of `path` (PEM, one or more): a regular file of at most 64 KiB
- * (lib/regular_file.ts), not writable by group or others (who could change what is trusted), and
- * holding at least one `CERTIFICATE` block and no private key.
+ * Reads the CA certificates of `path` (PEM, one or more, each a CA certificate: lib/mesh_ca.ts's
+ * `readCaCert`, through the bounded reader) from a file not writable by group or others (who
+ * could change what this program trusts) and holding no private key.
  *
- * @throws {CaFileError} `Cannot read CA certificate "PATH": ...` naming what is wrong (missing,
- *   unreadable, not a regular file, writable by others with its mode, not a certificate).
+ * @throws {TrustFileError} `Cannot use CA certificate "PATH": ...` or `Cannot read CA certificate
+ *   "PATH": ...` naming what is wrong (missing, unreadable, not a regular file, writable by
+ *   others with its mode, holds a private key, not a certificate or not a CA's).
  */
 export async function readTrustAnchor(path: string): Promise<TrustAnchor> {
-  const fail = (why: string, cause?: unknown) =>
-    new CaFileError(path, `Cannot read CA certificate "${path}": ${why}`, { cause });
-  let text: string;
+  let mode: number | null = null;
   try {
-    const info = await Deno.stat(path);
-    if (info.mode !== null && (info.mode & 0o022) !== 0) {
-      throw fail(
-        `it is writable by ${(info.mode & 0o002) !== 0 ? "anyone" : "its group"} (mode ${
-          (info.mode & 0o777).toString(8).padStart(4, "0")
-        }; 0644 expected): whoever can write it chooses what this program trusts`,
-      );
-    }
-    text = await readRegularTextFile(path, { maxBytes: MAX_CA_BYTES, fatal: true });
-  } catch (error) {
-    if (error instanceof CaFileError) throw error;
-    if (error instanceof Deno.errors.NotFound) throw fail("no such file", error);
-    if (error instanceof Deno.errors.PermissionDenied) throw fail("permission denied", error);
-    if (error instanceof TypeError) throw fail("it is not text (not a PEM certificate)", error);
-    throw fail(messageOf(error), error);
+    mode = (await Deno.stat(path)).mode;
+  } catch {
+    // Missing or unreadable: readCaCert says so in its words.
   }
-  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
-    throw fail("it holds a private key; a CA certificate file holds certificates only");
+  if (mode !== null && (mode & 0o022) !== 0) {
+    throw new TrustFileError(
+      path,
+      `Cannot use CA certificate "${path}": its mode is ${
+        (mode & 0o7777).toString(8).padStart(4, "0")
+      }; it is writable by ${
+        (mode & 0o002) !== 0 ? "anyone" : "its group"
+      }, who could choose what this program trusts (0644 expected)`,
+    );
+  }
+  const { readCaCert } = await import("./mesh_ca.ts");
+  const text = await readCaCert(path);
+  if (pemBlocks(text).some((b) => /PRIVATE KEY/.test(b.label))) {
+    throw new TrustFileError(
+      path,
+      `Cannot use CA certificate "${path}": it holds a private key; a CA certificate file holds certificates only`,
+    );
   }
   const certs = [
     ...text.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g),
   ].map((m) => `${m[0]}\n`);
-  if (certs.length === 0) throw fail("it is not a certificate (no PEM CERTIFICATE block)");
-  for (const pem of certs) {
-    const body = pem.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, "");
-    let der: Uint8Array;
-    try {
-      der = Uint8Array.from(atob(body), (c) => c.charCodeAt(0));
-    } catch {
-      throw fail("it is not a certificate (a CERTIFICATE block that is not base64)");
-    }
-    // An X.509 certificate is a DER SEQUENCE (0x30) of a TBSCertificate SEQUENCE.
-    if (der.length < 64 || der[0] !== 0x30 || !der.includes(0x30, 2)) {
-      throw fail("it is not a certificate (a CERTIFICATE block that is not DER X.509)");
-    }
-  }
   return { path, certs };
 }
 
@@ -127,7 +108,7 @@ export async function readTrustAnchor(path: string): Promise<TrustAnchor> {
  * The CA a TLS connection verifies against ({@linkcode caFileFor} of `explicit`, read by
  * {@linkcode readTrustAnchor}), or undefined for the system's roots.
  *
- * @throws {CaFileError} as {@linkcode readTrustAnchor}.
+ * @throws {TrustFileError} as {@linkcode readTrustAnchor}.
  */
 export async function trustAnchorFor(
   explicit: string | undefined,
@@ -196,8 +177,8 @@ export function tlsRefusal(error: unknown, context: RefusalContext): string | un
     current = (current as { cause?: unknown }).cause;
   }
   const text = texts.join(" ");
-  const said = /invalid peer certificate: [^\n]*/.exec(text)?.[0] ??
-    texts.find((t) => t !== "") ?? "";
+  const said = texts.map((t) => /invalid peer certificate: [^\n]*/.exec(t)?.[0])
+    .find((t) => t !== undefined) ?? texts.find((t) => t !== "") ?? "";
   const anchor = context.caFile === undefined
     ? "any CA this system trusts (no mesh CA file: pass one, set MESH_CA_FILE or install /etc/mesh/ca.crt)"
     : `the mesh CA in "${context.caFile}"`;
@@ -216,11 +197,17 @@ export function tlsRefusal(error: unknown, context: RefusalContext): string | un
   ) {
     sentence = `the server's certificate is not signed by ${anchor}`;
   } else if (
-    has(/invalid peer certificate: Expired|certificate has expired/i, "CERT_HAS_EXPIRED")
+    has(
+      /invalid peer certificate: (?:Expired|certificate expired)|certificate has expired/i,
+      "CERT_HAS_EXPIRED",
+    )
   ) {
     sentence = `the server's certificate has expired`;
   } else if (
-    has(/invalid peer certificate: NotValidYet|certificate is not yet valid/i, "CERT_NOT_YET_VALID")
+    has(
+      /invalid peer certificate: (?:NotValidYet|certificate not valid yet)|certificate is not yet valid/i,
+      "CERT_NOT_YET_VALID",
+    )
   ) {
     sentence = `the server's certificate is not valid yet (check this machine's clock)`;
   } else if (
@@ -253,7 +240,7 @@ export interface HttpTrust {
  * system's roots; http:// is refused to a host that is not loopback unless allowed. `what` names
  * the endpoint in a refusal ("the management API http://u:***@h:15672").
  *
- * @throws {CaFileError} when the CA file is missing, unreadable, too open or not a certificate.
+ * @throws {TrustFileError} when the CA file is missing, unreadable, too open or not a certificate.
  * @throws {PlainRefusedError} for http:// to another machine, not allowed.
  */
 export async function httpTrust(url: URL, what: string): Promise<HttpTrust> {
