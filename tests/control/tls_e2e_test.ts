@@ -85,7 +85,16 @@ Deno.test(
         assertStringIncludes(enrolled.stdout, "put it at /etc/mesh/ca.crt on the node");
         assertStringIncludes(enrolled.stdout, ca.trim());
         const caOut = `${dir}/ca-for-${b}.crt`;
-        const other = await enrollTls(env, vhost, b, ["--ca-out", caOut]);
+        // A public address given as amqp:// is handed over as amqps:// on the TLS port.
+        const other = await enrollTls(env, vhost, b, [
+          "--ca-out",
+          caOut,
+          "--public-broker",
+          `amqp://127.0.0.1:5672/${encodeURIComponent(vhost.name)}`,
+        ]);
+        const otherUrl = new URL(other.url);
+        assertEquals([otherUrl.protocol, otherUrl.port], ["amqps:", "5671"]);
+        assertEquals(otherUrl.searchParams.get("cacertfile"), "/etc/mesh/ca.crt");
         assertEquals(await Deno.readTextFile(caOut), ca.trim() + "\n");
         assertEquals((await Deno.stat(caOut)).mode! & 0o777, 0o644);
         assert(!other.stdout.includes("BEGIN CERTIFICATE"), other.stdout);
