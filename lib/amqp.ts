@@ -122,8 +122,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
     if (parsed.protocol !== "amqp:" && parsed.protocol !== "amqps:") {
       throw new Error(`expected an amqp:// or amqps:// URL, not ${parsed.protocol}`);
     }
-    parsed.searchParams.set("heartbeat", String(options.heartbeat ?? 15));
-    connection = await connectAmqp(parsed, options);
+    connection = await connectAmqp(parsed, { ...options, heartbeat: options.heartbeat ?? 15 });
   } catch (error) {
     if (error instanceof TrustFileError || error instanceof PlainRefusedError) throw error;
     throw new AmqpError(`Cannot connect to broker "${redactUrl(url)}": ${brokerMessage(error)}`, {
@@ -184,11 +183,14 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
  */
 export async function connectAmqp(
   url: URL,
-  options: Pick<OpenOptions, "timeoutSeconds" | "maxBodyBytes"> = {},
+  options: Pick<OpenOptions, "timeoutSeconds" | "maxBodyBytes" | "heartbeat"> = {},
 ): Promise<ChannelModel> {
   const target = new URL(url.href);
   const caFile = target.searchParams.get("cacertfile") ?? undefined;
   target.searchParams.delete("cacertfile");
+  if (options.heartbeat !== undefined) {
+    target.searchParams.set("heartbeat", String(options.heartbeat));
+  }
   const host = target.hostname.replace(/^\[|\]$/g, "");
   let anchor: TrustAnchor | undefined;
   if (target.protocol === "amqps:") anchor = await trustAnchorFor(caFile);

@@ -98,6 +98,66 @@ pg_isready -q -h 127.0.0.1 -p 5432 || {
 	exit 1
 }
 
+# TLS for the tests of trust on the wire (docs/testing.md, "TLS"): a test CA made by the mesh's own
+# CA library (scripts/test_tls.ts) under /etc/mesh-test, RabbitMQ's AMQPS listener on
+# 127.0.0.1:5671 and its management API over HTTPS on 127.0.0.1:15671, and PostgreSQL with
+# ssl = on; the plain listeners above stay as they are. The certificates are made again only when
+# missing or due; the listeners then read them again (RabbitMQ restarts only when its TLS
+# listeners are first configured).
+TLS_DIR=/etc/mesh-test
+here=$(cd "$(dirname "$0")/.." && pwd)
+tls_state=$(cd "$here" && deno run -A --quiet scripts/test_tls.ts "$TLS_DIR")
+chown -R rabbitmq:rabbitmq "$TLS_DIR/rabbitmq"
+chown -R postgres:postgres "$TLS_DIR/postgresql"
+chmod 0755 "$TLS_DIR" "$TLS_DIR/rabbitmq" "$TLS_DIR/postgresql"
+chmod 0644 "$TLS_DIR/ca.crt" "$TLS_DIR/rabbitmq/server.crt" "$TLS_DIR/postgresql/server.crt"
+chmod 0600 "$TLS_DIR/secrets/ca.key" "$TLS_DIR/rabbitmq/server.key" "$TLS_DIR/postgresql/server.key"
+rabbit_conf=/etc/rabbitmq/rabbitmq.conf
+if ! grep -q '^listeners.ssl.local' "$rabbit_conf" 2>/dev/null; then
+	say "configuring RabbitMQ's TLS listeners (5671, management 15671) and restarting it"
+	cat >> "$rabbit_conf" <<EOF_RABBIT
+# mesh-test TLS (scripts/bootstrap.sh): AMQPS and management HTTPS with the test CA's certificate
+listeners.ssl.local = 127.0.0.1:5671
+ssl_options.cacertfile = $TLS_DIR/ca.crt
+ssl_options.certfile = $TLS_DIR/rabbitmq/server.crt
+ssl_options.keyfile = $TLS_DIR/rabbitmq/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+management.tcp.port = 15672
+management.ssl.port = 15671
+management.ssl.ip = 127.0.0.1
+management.ssl.cacertfile = $TLS_DIR/ca.crt
+management.ssl.certfile = $TLS_DIR/rabbitmq/server.crt
+management.ssl.keyfile = $TLS_DIR/rabbitmq/server.key
+EOF_RABBIT
+	rabbitmqctl -q stop >&2 || true
+	rabbitmq-server -detached >&2
+	sleep 3
+	timeout 120 rabbitmqctl -q await_startup >&2
+elif [ "$tls_state" = changed ]; then
+	say "RabbitMQ reads its new certificates"
+	rabbitmqctl -q eval 'ssl:clear_pem_cache().' >/dev/null
+fi
+pg_tls=/etc/postgresql/$cluster_version/main/conf.d/91-mesh-test-tls.conf
+if [ ! -f "$pg_tls" ] || [ "$tls_state" = changed ]; then
+	say "PostgreSQL: ssl = on with the test CA's certificate"
+	mkdir -p "$(dirname "$pg_tls")"
+	{ printf '# added by mesh scripts/bootstrap.sh: TLS with the test CA'"'"'s certificate (docs/testing.md)\n'
+	  printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" \
+		"$TLS_DIR/postgresql/server.crt" "$TLS_DIR/postgresql/server.key"; } > "$pg_tls"
+	pg_ctlcluster --skip-systemctl-redirect "$cluster_version" main reload >&2
+fi
+i=0
+until curl -sf --cacert "$TLS_DIR/ca.crt" -u guest:guest https://127.0.0.1:15671/api/overview >/dev/null &&
+	psql -Atq "host=127.0.0.1 user=postgres dbname=postgres sslmode=verify-full sslrootcert=$TLS_DIR/ca.crt" -c 'select 1' >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -gt 60 ]; then
+		say "the TLS listeners (RabbitMQ management 15671, PostgreSQL ssl) do not answer with the test CA's certificate"
+		exit 1
+	fi
+	sleep 1
+done
+
 # Caddy's package starts a server on :80 where systemd runs; the tests start their own Caddy
 # on free ports, so nothing else is needed here.
 say "ready: $(deno --version | head -n 1), podman $(podman --version | cut -d' ' -f3), caddy $(caddy version | cut -d' ' -f1)"

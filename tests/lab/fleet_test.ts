@@ -165,7 +165,7 @@ Deno.test({
           );
         }
         if (forNode) {
-          const url = new RegExp(`amqp://${forNode.name}:[^\\s]+`).exec(r.stdout)?.[0];
+          const url = new RegExp(`amqps?://${forNode.name}:[^\\s]+`).exec(r.stdout)?.[0];
           if (url) forNode.brokerUrl = url;
         }
         return r;
