@@ -69,15 +69,8 @@ export function publicBrokerUrls(given: string | readonly string[]): string[] {
   return urls;
 }
 
-/** Whether `hostname` (a URL's, IPv6 without brackets) is a loopback address or name. */
-export function isLoopback(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
-  if (h === "localhost" || h.endsWith(".localhost")) return true;
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
-  if (h === "::1" || /^(0{0,4}:){7}0{0,3}1$/.test(h)) return true;
-  // IPv4-mapped IPv6 (`::ffff:127.0.0.1`, written `::ffff:7f00:1` by the URL parser).
-  return /^::ffff:(127\.|7f[0-9a-f]{2}:)/.test(h);
-}
+/** Whether `hostname` (a URL's) is a loopback address or name: lib/wire_trust.ts's one rule. */
+export { isLoopback } from "../lib/wire_trust.ts";
 
 /** The URL `url` with its credential dropped: how a public address is kept and shown. */
 export function addressOf(url: string): string {

@@ -118,15 +118,18 @@ export async function trustAnchorFor(
 }
 
 /**
- * Whether `host` (a URL's host name, brackets of an IPv6 address removed or not, or a Unix socket
- * directory) is this machine: `localhost`, an address in 127.0.0.0/8, `::1`, or a path.
+ * Whether `host` (a URL's host name, IPv6 with or without brackets, or a Unix socket directory) is
+ * this machine: `localhost` and names under `.localhost`, an address in 127.0.0.0/8, `::1`, an
+ * IPv4-mapped loopback address (`::ffff:127.0.0.1`, written `::ffff:7f00:1` by the URL parser), or
+ * a path.
  */
 export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  if (h === "localhost" || h.endsWith(".localhost")) return true;
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
   if (h.startsWith("/")) return true;
+  if (h === "localhost" || h.endsWith(".localhost")) return true;
   if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
-  return h === "::1" || h === "0:0:0:0:0:0:0:1";
+  if (h === "::1" || /^(0{0,4}:){7}0{0,3}1$/.test(h)) return true;
+  return /^::ffff:(127\.|7f[0-9a-f]{2}:)/.test(h);
 }
 
 /** Whether the environment allows clear text to a host that is not loopback. */

@@ -11,7 +11,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { AmqpError, openBroker } from "../../lib/amqp.ts";
-import { PlainRefusedError, TrustFileError } from "../../lib/wire_trust.ts";
+import { isLoopback, PlainRefusedError, tlsRefusal, TrustFileError } from "../../lib/wire_trust.ts";
 import { checkBroker } from "../../control/broker_admin.ts";
 import { connectDatabase, DatabaseError } from "../../control/db.ts";
 import { makeBadCerts, makeTestPki, type TestPki } from "../support/tls.ts";
@@ -329,3 +329,71 @@ Deno.test(
     }
   },
 );
+
+Deno.test("loopback is this machine only", () => {
+  for (
+    const h of [
+      "localhost",
+      "LOCALHOST.",
+      "db.localhost",
+      "127.0.0.1",
+      "127.9.9.9",
+      "::1",
+      "[::1]",
+      "::ffff:7f00:1",
+      "/run/postgresql",
+    ]
+  ) {
+    assert(isLoopback(h), h);
+  }
+  for (
+    const h of [
+      "10.0.0.1",
+      "192.0.2.1",
+      "localhost.example.com",
+      "127.0.0.1.example.com",
+      "::2",
+      "::ffff:a00:1",
+      "example.com",
+      "",
+    ]
+  ) {
+    assert(!isLoopback(h), h);
+  }
+});
+
+Deno.test("refused certificates read as sentences, from rustls's and node:tls's words", () => {
+  const at = { host: "db.example", caFile: "/etc/mesh/ca.crt" };
+  const node = (code: string, message: string) => Object.assign(new Error(message), { code });
+  const cases: [unknown, string][] = [
+    [
+      new Error("invalid peer certificate: UnknownIssuer"),
+      `is not signed by the mesh CA in "/etc/mesh/ca.crt"`,
+    ],
+    [new Error("invalid peer certificate: Expired"), "has expired"],
+    [new Error("invalid peer certificate: NotValidYet"), "is not valid yet"],
+    [new Error("invalid peer certificate: NotValidForName"), `is not issued for "db.example"`],
+    [node("CERT_HAS_EXPIRED", "certificate has expired"), "has expired"],
+    [node("CERT_NOT_YET_VALID", "certificate is not yet valid"), "is not valid yet"],
+    [
+      node("ERR_TLS_CERT_ALTNAME_INVALID", "Hostname/IP does not match certificate's altnames"),
+      `is not issued for "db.example"`,
+    ],
+    [
+      new TypeError("fetch failed", {
+        cause: new Error("client error (Connect): invalid peer certificate: UnknownIssuer"),
+      }),
+      "is not signed by",
+    ],
+  ];
+  for (const [error, want] of cases) {
+    const said = tlsRefusal(error, at);
+    assert(said !== undefined, String(error));
+    assertStringIncludes(said, `the server's certificate ${want}`);
+  }
+  assertStringIncludes(
+    tlsRefusal(new Error("invalid peer certificate: UnknownIssuer"), { host: "h" })!,
+    "any CA this system trusts",
+  );
+  assertEquals(tlsRefusal(new Error("connect ECONNREFUSED 127.0.0.1:1"), at), undefined);
+});
