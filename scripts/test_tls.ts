@@ -50,7 +50,10 @@ export async function ensureTestTls(dir: string): Promise<string[]> {
   let ca: { certPem: string; keyPem: string } | undefined;
   let why: string | undefined;
   try {
-    ca = { certPem: await readCaCert(`${dir}/ca.crt`), keyPem: await readSecretKey(`${dir}/secrets/ca.key`) };
+    ca = {
+      certPem: await readCaCert(`${dir}/ca.crt`),
+      keyPem: await readSecretKey(`${dir}/secrets/ca.key`),
+    };
     why = renewalReason(ca.certPem);
   } catch (error) {
     why = messageOf(error);
