@@ -122,6 +122,14 @@ Deno.test(
         } finally {
           await s.close();
         }
+        // A rotation hands over the same: amqps:// with the CA, which works for the node.
+        const rotated = await mustControl(env, ["node", "rotate", a, "--node-is-local"]);
+        const fresh = rotated.stdout.split("\n").find((l) => l.startsWith("amqps://"));
+        assert(fresh, rotated.stdout);
+        assertEquals(new URL(fresh).searchParams.get("cacertfile"), "/etc/mesh/ca.crt");
+        assertStringIncludes(rotated.stdout, ca.trim());
+        await (await openBroker(withCaAt(fresh, TEST_CA_FILE))).close();
+
         const out = await controlCli(["ingest", "--drain"], env);
         assertEquals(out.code, 0, out.stderr);
         assertMatch(out.stdout, /ingested 1 report; dropped 1/);
