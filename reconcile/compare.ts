@@ -73,10 +73,10 @@ export const CHECKS: readonly CheckRow[] = [
     check: "certificate",
     observes: ["caddy", "trust"],
     findings: {
-      missing: "the certificate presented for a declared name is not valid yet, expired, for " +
-        "another name, or expiring within the warning; its chain needs an expired, " +
-        "not-yet-valid or non-CA issuer, ends at an untrusted root or lacks an intermediate; " +
-        "or its TLS listener does not answer",
+      missing: "the certificate presented for a declared name (a web address, or a TLS port's " +
+        "names) is not valid yet, expired, for another name, or expiring within the warning; " +
+        "its chain needs an expired, not-yet-valid or non-CA issuer, ends at an untrusted " +
+        "root or lacks an intermediate; or its TLS listener does not answer",
     },
     compare: compareCertificates,
   },

@@ -11,6 +11,8 @@
  *   from the served chain to a trusted root needs an expired, not-yet-valid or non-CA issuer, ends
  *   at a root nothing trusts, or lacks an intermediate (`./observe/cert_path.ts`). Each its own
  *   finding, saying which and naming the certificate.
+ *   The same for each TLS port an entry declares (`tls`: port and names, `./observe/tls_port.ts`),
+ *   one finding per name its certificate does not cover, subject `NAME:PORT`.
  * - `redirect`: a declared redirect that answers without redirecting, or redirects elsewhere.
  *
  * Wildcard addresses and the catch-all are not probed by name, so only `address` judges them.
@@ -22,6 +24,7 @@ import { formatDuration } from "../lib/duration.ts";
 import type { CompareOptions, Finding, Observation } from "./finding.ts";
 import type { Entry, Registry } from "./registry.ts";
 import { type AddressProbe, ANY_HOST, type ServedAddress } from "./observe/proxy.ts";
+import type { TlsProbe } from "./observe/tls_port.ts";
 
 /** One declared address with what the proxy serves for it and what its probe got. */
 interface DeclaredAddress {
@@ -99,13 +102,16 @@ export function compareAddresses(registry: Registry, observation: Observation): 
   return findings;
 }
 
-/** Check `certificate`: what each declared TLS address presents, judged as a client would. */
+/**
+ * Check `certificate`: what each declared TLS address presents, and each TLS port the registry
+ * declares (`tls`), judged as a client would.
+ */
 export function compareCertificates(
   registry: Registry,
   observation: Observation,
   options: CompareOptions,
 ): Finding[] {
-  return declaredAddresses(registry, observation).flatMap((d) => {
+  const web = declaredAddresses(registry, observation).flatMap((d) => {
     if (!d.served?.tls || d.probe === undefined) return [];
     if (d.probe.error !== undefined) {
       return [{
@@ -117,6 +123,41 @@ export function compareCertificates(
       }];
     }
     return d.probe.certificate ? certificateFindings(d.service, d.probe, options) : [];
+  });
+  return [...web, ...tlsPortFindings(observation.tlsProbes ?? [], options)];
+}
+
+/** The `certificate` findings of the TLS ports: each subject `NAME:PORT` (its first name). */
+function tlsPortFindings(
+  probes: readonly TlsProbe[],
+  options: Pick<CompareOptions, "certWarnMs" | "now">,
+): Finding[] {
+  return probes.flatMap((p) => {
+    const base = {
+      check: "certificate" as const,
+      direction: "missing" as const,
+      service: p.service,
+      subject: `${p.names[0]!.includes(":") ? `[${p.names[0]}]` : p.names[0]}:${p.port}`,
+    };
+    if (p.error !== undefined || p.certificate === undefined) {
+      return [{
+        ...base,
+        detail: `TLS port ${p.port} (${p.names.join(", ")}) does not answer at ${p.target}: ${
+          p.error ?? "no certificate was read"
+        }`,
+      }];
+    }
+    const cert = p.certificate;
+    return [
+      ...cert.uncovered.map((name) => ({
+        ...base,
+        detail: `the certificate presented on port ${p.port} does not cover ${name} (it names ${
+          cert.subjectAltName ||
+          `no subject alternative name; its subject ${cert.subject || "is empty"} is not read`
+        })`,
+      })),
+      ...windowAndChain(base, cert, `on port ${p.port}`, options),
+    ];
   });
 }
 
@@ -152,25 +193,40 @@ function certificateFindings(
       })`,
     });
   }
+  return [...out, ...windowAndChain(base, cert, `for ${probe.host}`, options)];
+}
+
+/**
+ * The findings of a served chain's problems and of the leaf's validity window (not yet valid,
+ * expired, expiring within the warning), each said of the certificate `where` (`for HOST`,
+ * `on port N`).
+ */
+function windowAndChain(
+  base: Omit<Finding, "detail">,
+  cert: { notBefore: string; notAfter: string; chain?: { problems: string[] } },
+  where: string,
+  options: Pick<CompareOptions, "certWarnMs" | "now">,
+): Finding[] {
+  const out: Finding[] = [];
   for (const problem of cert.chain?.problems ?? []) {
-    out.push({ ...base, detail: `the certificate chain for ${probe.host} ${problem}` });
+    out.push({ ...base, detail: `the certificate chain ${where} ${problem}` });
   }
   const starts = Date.parse(cert.notBefore) - options.now;
   if (starts > 0) {
     out.push({
       ...base,
-      detail: `the certificate for ${probe.host} is not valid yet: its validity starts in ${
+      detail: `the certificate ${where} is not valid yet: its validity starts in ${
         formatDuration(starts)
       } (at ${cert.notBefore}), and a client refuses it until then`,
     });
   }
   const left = Date.parse(cert.notAfter) - options.now;
   if (left <= 0) {
-    out.push({ ...base, detail: `the certificate for ${probe.host} expired at ${cert.notAfter}` });
+    out.push({ ...base, detail: `the certificate ${where} expired at ${cert.notAfter}` });
   } else if (left <= options.certWarnMs) {
     out.push({
       ...base,
-      detail: `the certificate for ${probe.host} expires in ${
+      detail: `the certificate ${where} expires in ${
         formatDuration(left)
       } (at ${cert.notAfter}), within the ${formatDuration(options.certWarnMs)} warning`,
     });

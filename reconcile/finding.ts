@@ -9,6 +9,7 @@
 import type { LeftoverContainer, ObservedContainer } from "./observe/containers.ts";
 import type { Listener } from "./observe/sockets.ts";
 import type { AddressProbe, ServedAddress } from "./observe/proxy.ts";
+import type { TlsProbe } from "./observe/tls_port.ts";
 import type { SourceStatus } from "./observe/source.ts";
 import type { ObservedTimer } from "./observe/timers.ts";
 import type { BootObservation } from "./observe/boot.ts";
@@ -56,6 +57,8 @@ export interface Observation {
   addresses: ServedAddress[];
   /** One probe per declared served address. */
   probes: AddressProbe[];
+  /** One probe per TLS port the registry declares (`tls`); absent: none declared or asked. */
+  tlsProbes?: TlsProbe[];
   sources: SourceStatus[];
   /** The declared timers, when asked (`timers` sources); absent: timers are not compared. */
   timers?: ObservedTimer[];

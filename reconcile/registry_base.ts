@@ -47,6 +47,15 @@ export function isWebAddress(h: string): boolean {
   return h === "*" || HOST.test(h);
 }
 
+/**
+ * Whether `h` is a name a TLS certificate is checked for (`tls.name`): a lowercase DNS host name
+ * without a wildcard, an IPv4 address (a host name of digits), or an IPv6 address literal.
+ */
+export function isTlsName(h: string): boolean {
+  if (h.includes(":")) return /^[0-9a-f:.]+$/.test(h) && h.split("::").length <= 2;
+  return HOST.test(h) && !h.startsWith("*.");
+}
+
 /** Whether `p` is an absolute path without a `..` segment or a NUL byte. */
 export function isAbsolutePath(p: string): boolean {
   return p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0");
@@ -136,6 +145,23 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
         }
       }
     }
+    const declaredPorts = many(entry.port, (x): x is number => typeof x === "number");
+    const tlsPorts = new Set<number>();
+    many(entry.tls, (x): x is Record<string, unknown> => typeof x === "object" && x !== null)
+      .forEach((t, i) => {
+        if (typeof t.port !== "number") return;
+        const path = ["services", name, "tls", ...(Array.isArray(entry.tls) ? [i] : []), "port"];
+        if (!declaredPorts.includes(t.port)) {
+          issues.push({
+            path,
+            message: `TLS port ${t.port} is not one of this entry's ports (list it in port)`,
+          });
+        }
+        if (tlsPorts.has(t.port)) {
+          issues.push({ path, message: `TLS port ${t.port} is listed twice in this entry` });
+        }
+        tlsPorts.add(t.port);
+      });
     if (entry.kind === "site" && entry.redirect !== undefined && entry.web === undefined) {
       issues.push({
         path: ["services", name, "redirect"],

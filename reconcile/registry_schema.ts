@@ -18,6 +18,7 @@ import {
   CONTAINER,
   crossCheck,
   isAbsolutePath,
+  isTlsName,
   isWebAddress,
   NAME,
   SERVICE_UNIT,
@@ -59,6 +60,27 @@ export const WebAddress = z.string().refine(
   isWebAddress,
   "Must be a lowercase host name, e.g. app.example.org, or * for a catch-all route",
 );
+const TLS_NAME_MESSAGE =
+  "Must be a lowercase host name (no wildcard), an IPv4 address or an IPv6 address";
+/**
+ * A port of the entry that speaks TLS (from its first byte, or after PostgreSQL's SSLRequest with
+ * `starttls: postgres`), and the names clients reach it by: its certificate is checked as the
+ * proxy's are (`certificate`).
+ */
+export const TlsEndpoint = z.strictObject({
+  /** One of the entry's `port`s. */
+  port: Port,
+  /** The DNS names and IP addresses its certificate must cover; the first DNS name is the SNI. */
+  name: z.union([
+    z.string().refine(isTlsName, TLS_NAME_MESSAGE),
+    z.array(z.string().refine(isTlsName, TLS_NAME_MESSAGE)).min(1),
+  ]).transform((v) => Array.isArray(v) ? v : [v]),
+  /**
+   * The protocol that asks for TLS before the handshake: `postgres` (PostgreSQL's SSLRequest).
+   * Absent: TLS from the first byte.
+   */
+  starttls: z.literal("postgres", { error: "Must be postgres, or left out" }).optional(),
+});
 const ContainerName = z.string().regex(CONTAINER, "Must be a container name");
 const AbsolutePath = z.string().refine(
   isAbsolutePath,
@@ -76,6 +98,8 @@ const shared = {
   port: OneOrMany(Port).optional(),
   /** Web addresses the reverse proxy serves for the entry. */
   web: OneOrMany(WebAddress).optional(),
+  /** Ports of the entry that speak TLS, with the names their certificate must cover. */
+  tls: OneOrMany(TlsEndpoint).optional(),
   /** Whether the entry reports telemetry. */
   telemetry: z.boolean().optional(),
   /** Names of the secrets the entry may hold (names only, never values). */

@@ -14,6 +14,7 @@ import type { CompareOptions, Finding, Observation } from "./finding.ts";
 import { DEFAULT_TIMEOUT_MS, type StartedObservation, startObserving } from "./observe/start.ts";
 import { observeSockets } from "./observe/sockets.ts";
 import { observeProxy, probeAddress, type ServedAddress } from "./observe/proxy.ts";
+import type { TlsRequest } from "./observe/tls_port.ts";
 import type { SourceStatus } from "./observe/source.ts";
 import { repoSeenAfter } from "./compare_repo.ts";
 import type { RepoCheckOptions } from "./repo_check.ts";
@@ -46,6 +47,8 @@ export interface ObserveOptions {
   roots?: readonly string[];
   /** The system's store of roots (default: found as `./observe/trust.ts` says). */
   systemStore?: string;
+  /** The TLS ports to probe (the registry's `tls`); none when absent. */
+  tls?: readonly TlsRequest[];
   /** Only probe these addresses (default: every declared one that is served). */
   probe?: (address: ServedAddress) => boolean;
   /** Timers to ask about (one `systemctl show` per manager); none asked when absent. */
@@ -149,7 +152,8 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   ]);
   const wanted = proxy.addresses.filter(options.probe ?? (() => true));
   // The trusted roots are read once, and only when a served chain is to be judged.
-  const trust = wanted.some((a) => a.tls)
+  const tlsAsked = options.tls ?? [];
+  const trust = wanted.some((a) => a.tls) || tlsAsked.length > 0
     ? await import("./observe/trust.ts").then((m) =>
       m.observeTrust(options.roots ?? [], {
         ...(options.systemStore !== undefined ? { systemStore: options.systemStore } : {}),
@@ -157,11 +161,15 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
     )
     : undefined;
   const now = Date.now();
-  const [probes, timers, boot] = await Promise.all([
+  const judged = { timeoutMs, now, ...(trust?.store ? { trust: trust.store } : {}) };
+  const tlsPort = tlsAsked.length > 0 ? await import("./observe/tls_port.ts") : undefined;
+  const [probes, tlsProbes, timers, boot] = await Promise.all([
+    mapLimit(wanted, 8, (a) => probeAddress(a, judged)),
+    tlsPort &&
     mapLimit(
-      wanted,
+      [...tlsAsked],
       8,
-      (a) => probeAddress(a, { timeoutMs, now, ...(trust?.store ? { trust: trust.store } : {}) }),
+      (r) => tlsPort.probeTlsPort(r, tlsPort.tlsTarget(r.port, sockets.listeners), judged),
     ),
     timersAsked,
     bootObserved,
@@ -174,6 +182,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
     listeners: sockets.listeners,
     addresses: proxy.addresses,
     probes,
+    ...(tlsProbes ? { tlsProbes } : {}),
     sources: [
       ...containers.sources,
       ...sockets.sources,
@@ -188,6 +197,18 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
     ...(boot ? { boot: boot.boot } : {}),
     ...(repoObserved ? { repo: repoObserved } : {}),
   };
+}
+
+/** The TLS ports `registry` declares (each entry's `tls`), in registry order. */
+export function tlsRequests(registry: Registry): TlsRequest[] {
+  return Object.entries(registry.services).flatMap(([service, entry]) =>
+    (entry.tls ?? []).map((t) => ({
+      service,
+      port: t.port,
+      names: t.name,
+      ...(t.starttls !== undefined ? { starttls: t.starttls } : {}),
+    }))
+  );
 }
 
 /** The verdict of a run. */
@@ -245,6 +266,7 @@ export async function reconcile(
     ...options,
     probe: (a) => declared.has(a.host),
     ...(registry.roots ? { roots: registry.roots } : {}),
+    tls: tlsRequests(registry),
     timers: timerRequests(registry),
     boot: bootView === "none" ? "none" : bootRequest(registry),
     ...(options.repo ? { repoDir: options.repo.dir } : {}),

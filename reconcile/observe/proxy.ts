@@ -383,7 +383,7 @@ export async function probeAddress(
  * `getPeerCertificate(true)`'s `issuerCertificate` through the chain as served (not as
  * verified); a repeated certificate ends the walk, as does the 32nd.
  */
-function presentedChain(socket: TLSSocket): Uint8Array[] {
+export function presentedChain(socket: TLSSocket): Uint8Array[] {
   const out: Uint8Array[] = [];
   const seen = new Set<string>();
   let c = socket.getPeerCertificate?.(true) as

@@ -179,21 +179,21 @@ Deno.test("a server certificate never outlives its CA, and bad names, days or CA
   const d = describeCert((await issueServerCert(ca, { names: ["a.example"], now })).certPem);
   assertEquals(d.notAfter.getTime(), describeCert(ca.certPem).notAfter.getTime());
   for (const bad of ["a b", "", "-x.example", "x..example", "1.2.3.256.", "a/b"]) {
-    const e = await assertRejects(() => issueServerCert(ca, { names: [bad] }), TypeError);
+    const e = await assertRejects(() => issueServerCert(ca, { names: [bad] }), Error);
     assertStringIncludes(e.message, "is neither a DNS name nor an IP address");
   }
-  await assertRejects(() => issueServerCert(ca, { names: [] }), TypeError);
+  await assertRejects(() => issueServerCert(ca, { names: [] }), Error);
   await assertRejects(() => issueServerCert(ca, { names: ["a.example"], days: 0 }), RangeError);
   const other = await createCa();
   const mixed = await assertRejects(
     () => issueServerCert({ certPem: ca.certPem, keyPem: other.keyPem }, { names: ["a.example"] }),
-    TypeError,
+    Error,
   );
   assertStringIncludes(mixed.message, "the CA key is not the CA certificate's key");
   const leaf = await issueServerCert(ca, { names: ["a.example"] });
   const notCa = await assertRejects(
     () => issueServerCert(leaf, { names: ["b.example"] }),
-    TypeError,
+    Error,
   );
   assertStringIncludes(notCa.message, "is not a CA");
 });
@@ -266,6 +266,7 @@ Deno.test("readSecretKey refuses a key open to group or others, missing, not a r
         }; a key must be readable by its owner only (0600)`,
       );
       assert(e instanceof LeanTrustFileError, "one class, from either module");
+      assertEquals(e.path, pki.caKey);
     }
     const missing = await assertRejects(() => readSecretKey(`${dir}/none.key`), TrustFileError);
     assertEquals(missing.message, `Cannot read key "${dir}/none.key": it does not exist`);
@@ -349,4 +350,15 @@ Deno.test("readCaCert reads a CA certificate and refuses a missing file, a serve
       `Cannot read CA certificate "${dir}/big.crt": it is larger than`,
     );
   });
+});
+
+Deno.test("TrustFileError is made as an Error is (a message, options), its path optional", () => {
+  const plain = new TrustFileError('Cannot read signing key "/k": it does not exist');
+  assertEquals(plain.message, 'Cannot read signing key "/k": it does not exist');
+  assertEquals(plain.name, "TrustFileError");
+  assertEquals(plain.path, undefined);
+  const cause = new Deno.errors.NotFound("x");
+  const named = new TrustFileError("m", { path: "/k", cause });
+  assertEquals([named.path, named.cause], ["/k", cause]);
+  assert(named instanceof Error);
 });
