@@ -82,20 +82,20 @@ export async function readTrustAnchor(path: string): Promise<TrustAnchor> {
   }
   if (mode !== null && (mode & 0o022) !== 0) {
     throw new TrustFileError(
-      path,
       `Cannot use CA certificate "${path}": its mode is ${
         (mode & 0o7777).toString(8).padStart(4, "0")
       }; it is writable by ${
         (mode & 0o002) !== 0 ? "anyone" : "its group"
       }, who could choose what this program trusts (0644 expected)`,
+      { path },
     );
   }
   const { readCaCert } = await import("./mesh_ca.ts");
   const text = await readCaCert(path);
   if (pemBlocks(text).some((b) => /PRIVATE KEY/.test(b.label))) {
     throw new TrustFileError(
-      path,
       `Cannot use CA certificate "${path}": it holds a private key; a CA certificate file holds certificates only`,
+      { path },
     );
   }
   const certs = [
