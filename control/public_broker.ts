@@ -15,6 +15,7 @@
 import { BrokerUrlError, brokerUrls, withCredential } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
 import type { Queryable } from "./db.ts";
+import { tlsRefusal, type TrustAnchor } from "../lib/wire_trust.ts";
 
 /** The `settings` row that keeps the public broker address (comma-separated members). */
 export const PUBLIC_BROKER_SETTING = "public_broker";
@@ -160,8 +161,11 @@ export interface Probed {
   url: string;
   /** The address the connection reached (what the name resolved to here). */
   remote: string;
-  /** How far the check went: `amqp` (the broker answered the AMQP 0-9-1 header) or `tcp`. */
-  checked: "amqp" | "tcp";
+  /**
+   * How far the check went: `amqp` (the broker answered the AMQP 0-9-1 header), `tls` (its
+   * certificate verified against the mesh's CA) or `tcp`.
+   */
+  checked: "amqp" | "tls" | "tcp";
 }
 
 /** The AMQP 0-9-1 protocol header a client opens with. */
@@ -171,13 +175,19 @@ const AMQP_HEADER = new Uint8Array([0x41, 0x4d, 0x51, 0x50, 0, 0, 9, 1]);
  * Checks that `url` (a public member) resolves and answers: a TCP connect to its host and port
  * (5672 for `amqp`, 5671 for `amqps` when none is written) within `timeoutMs`; for `amqp`, also the
  * AMQP 0-9-1 protocol header, to which a broker answers with `connection.start` (something else
- * listening there is said). For `amqps` only the TCP connect is made: the TLS handshake would need
- * the mesh's CA, which the control plane may not hold.
+ * listening there is said). For `amqps`, with `anchor` (the mesh's CA), the TLS handshake
+ * verifies the broker's certificate for the member's host as the node will; without it only the
+ * TCP connect is made.
  *
  * @throws {PublicBrokerError} naming the URL (credential masked) and why: it does not resolve,
- *   refuses or times out, or answers as something other than an AMQP 0-9-1 broker.
+ *   refuses or times out, answers as something other than an AMQP 0-9-1 broker, or presents a
+ *   certificate the mesh's CA refuses (lib/wire_trust.ts's sentence).
  */
-export async function probeBroker(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probed> {
+export async function probeBroker(
+  url: string,
+  timeoutMs = PROBE_TIMEOUT_MS,
+  anchor?: TrustAnchor,
+): Promise<Probed> {
   const u = new URL(url);
   const shown = redactUrl(url);
   const hostname = u.hostname.replace(/^\[|\]$/g, "");
@@ -193,6 +203,8 @@ export async function probeBroker(url: string, timeoutMs = PROBE_TIMEOUT_MS): Pr
     );
   });
   let conn: Deno.TcpConn | undefined;
+  /** The TLS connection over `conn`, once started (it owns the socket then). */
+  let secured: Deno.TlsConn | undefined;
   const connecting = Deno.connect({ hostname, port });
   try {
     try {
@@ -211,7 +223,23 @@ export async function probeBroker(url: string, timeoutMs = PROBE_TIMEOUT_MS): Pr
     }
     const remoteAddr = conn.remoteAddr as Deno.NetAddr;
     const remote = remoteAddr.hostname;
-    if (tls) return { url, remote, checked: "tcp" };
+    if (tls && anchor === undefined) return { url, remote, checked: "tcp" };
+    if (tls) {
+      // The mesh's CA is known: the broker's certificate is verified as the node will verify it.
+      const secure = await Deno.startTls(conn, { hostname, caCerts: anchor!.certs });
+      conn = undefined;
+      secured = secure;
+      try {
+        await Promise.race([secure.handshake(), timeout]);
+      } catch (error) {
+        if (error instanceof PublicBrokerError) throw error;
+        throw fail(
+          tlsRefusal(error, { host: hostname, caFile: anchor!.path }) ??
+            `accepted the connection, then failed the TLS handshake: ${(error as Error).message}`,
+        );
+      }
+      return { url, remote, checked: "tls" };
+    }
     const answer = new Uint8Array(11);
     let got = 0;
     try {
@@ -240,7 +268,7 @@ export async function probeBroker(url: string, timeoutMs = PROBE_TIMEOUT_MS): Pr
   } finally {
     clearTimeout(timer);
     try {
-      conn?.close();
+      (secured ?? conn)?.close();
     } catch { /* already closed */ }
   }
 }

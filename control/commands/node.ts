@@ -320,7 +320,7 @@ async function nodeAddress(
   }
   const probed = await Promise.all(members.map(async (m) => {
     try {
-      return await probeBroker(m);
+      return await probeBroker(m, undefined, ca);
     } catch (error) {
       if (error instanceof PublicBrokerError) {
         throw new Refused(`${action}: ${error.message} (${from})${nothing}`);

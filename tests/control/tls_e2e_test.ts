@@ -13,7 +13,7 @@ import { assert, assertEquals, assertMatch, assertStringIncludes } from "../supp
 import { AmqpError, openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { EXCHANGE, reportKey } from "../../lib/broker.ts";
 import { makeTestPki } from "../support/tls.ts";
-import { TEST_CA_FILE } from "../support/wire.ts";
+import { forwarder, TEST_CA_FILE } from "../support/wire.ts";
 import { controlCli, mustControl, reportOf, uniqueNode, waitFor } from "./support.ts";
 import { startTestLink, type TestVhost, withVhost } from "./vhost.ts";
 import type { TestInventory } from "./support.ts";
@@ -99,6 +99,31 @@ Deno.test(
         assertEquals((await Deno.stat(caOut)).mode! & 0o777, 0o644);
         assert(!other.stdout.includes("BEGIN CERTIFICATE"), other.stdout);
         assertStringIncludes(other.stdout, `to ${caOut}; put it at /etc/mesh/ca.crt`);
+
+        // A public address whose certificate the CA refuses is said before anything is made.
+        const front = forwarder(5671);
+        try {
+          const c = uniqueNode("tls");
+          const refused = await controlCli([
+            "node",
+            "enroll",
+            c,
+            "--system",
+            "debian",
+            "--node-is-local",
+            "--public-broker",
+            `amqps://${front.hostname}:${front.port}/${encodeURIComponent(vhost.name)}`,
+          ], env);
+          assertEquals(refused.code, 2, refused.stderr);
+          assertStringIncludes(
+            refused.stderr,
+            `the server's certificate is not issued for "${front.hostname}"`,
+          );
+          assertStringIncludes(refused.stderr, "nothing was recorded");
+          assertEquals((await inv.sql`select 1 from nodes where name = ${c}`).length, 0);
+        } finally {
+          front.close();
+        }
 
         // Node a over amqps:// (verified against the CA, as the node would with /etc/mesh/ca.crt).
         const s = await openBroker(withCaAt(enrolled.url, TEST_CA_FILE));
