@@ -87,7 +87,7 @@ async function exists(path: string): Promise<boolean> {
     return true;
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return false;
-    throw new TrustFileError(path, `Cannot look at "${path}": ${(error as Error).message}`);
+    throw new TrustFileError(`Cannot look at "${path}": ${(error as Error).message}`, { path });
   }
 }
 
@@ -173,9 +173,8 @@ function alreadyMade(error: unknown, path: string): unknown {
 function hintInit(error: unknown): never {
   if (error instanceof TrustFileError && error.cause instanceof Deno.errors.NotFound) {
     throw new TrustFileError(
-      error.path,
       `${error.message} (the mesh has no CA here: make it with mesh-control ca init)`,
-      { cause: error.cause },
+      { ...(error.path !== undefined ? { path: error.path } : {}), cause: error.cause },
     );
   }
   throw error;

@@ -440,20 +440,19 @@ export async function readCertificate(path: string, what = "certificate"): Promi
   const text = await readTrustText(path, what);
   const blocks = pemBlocks(text).filter((b) => b.label === "CERTIFICATE");
   if (blocks.length === 0) {
-    throw new TrustFileError(
+    throw new TrustFileError(`Cannot use ${what} "${path}": it holds no PEM CERTIFICATE block`, {
       path,
-      `Cannot use ${what} "${path}": it holds no PEM CERTIFICATE block`,
-    );
+    });
   }
   blocks.forEach((b, i) => {
     try {
       new x509.X509Certificate(b.der);
     } catch (error) {
       throw new TrustFileError(
-        path,
         `Cannot use ${what} "${path}": its certificate ${i + 1} cannot be read: ${
           messageOf(error)
         }`,
+        { path },
       );
     }
   });
@@ -474,8 +473,8 @@ export async function readCaCert(path: string = CA_CERT_FILE): Promise<string> {
     const cert = new x509.X509Certificate(b.der);
     if (cert.getExtension(x509.BasicConstraintsExtension)?.ca !== true) {
       throw new TrustFileError(
-        path,
         `Cannot use CA certificate "${path}": "${cert.subject}" in it is not a CA certificate (basicConstraints CA:false or absent)`,
+        { path },
       );
     }
   }

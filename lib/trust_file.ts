@@ -19,16 +19,16 @@ export const MAX_TRUST_FILE_BYTES = 64 * 1024;
  * its mode is 0644; a key must be readable by its owner only (0600)`. Programs exit 2 on it.
  */
 export class TrustFileError extends Error {
-  /** The file that is wrong. */
-  readonly path: string;
+  /** The file that is wrong, when the thrower gave it. */
+  readonly path?: string;
   /**
-   * @param path the file.
-   * @param message the whole sentence, naming `path`.
+   * @param message the whole sentence, naming the file.
+   * @param options `path`: the file; `cause`: what failed underneath.
    */
-  constructor(path: string, message: string, options?: ErrorOptions) {
-    super(message, options);
+  constructor(message: string, options: ErrorOptions & { path?: string } = {}) {
+    super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = "TrustFileError";
-    this.path = path;
+    if (options.path !== undefined) this.path = options.path;
   }
 }
 
@@ -44,7 +44,8 @@ export async function readTrustText(path: string, what: string): Promise<string>
   try {
     return await readRegularTextFile(path, { maxBytes: MAX_TRUST_FILE_BYTES, fatal: true });
   } catch (error) {
-    throw new TrustFileError(path, `Cannot read ${what} "${path}": ${reason(error)}`, {
+    throw new TrustFileError(`Cannot read ${what} "${path}": ${reason(error)}`, {
+      path,
       cause: error,
     });
   }
@@ -111,15 +112,13 @@ export async function readSecretKey(path: string): Promise<string> {
   try {
     mode = statRegular(path).mode;
   } catch (error) {
-    throw new TrustFileError(path, `Cannot read key "${path}": ${reason(error)}`, {
-      cause: error,
-    });
+    throw new TrustFileError(`Cannot read key "${path}": ${reason(error)}`, { path, cause: error });
   }
   if (mode !== null && (mode & 0o077) !== 0) {
     const octal = (mode & 0o7777).toString(8).padStart(4, "0");
     throw new TrustFileError(
-      path,
       `Cannot use key "${path}": its mode is ${octal}; a key must be readable by its owner only (0600)`,
+      { path },
     );
   }
   const text = await readTrustText(path, "key");
@@ -128,10 +127,10 @@ export async function readSecretKey(path: string): Promise<string> {
   if (key === undefined) {
     const other = blocks.find((b) => /PRIVATE KEY$/.test(b.label))?.label;
     throw new TrustFileError(
-      path,
       `Cannot use key "${path}": it holds no PKCS#8 private key (PEM "PRIVATE KEY")${
         other !== undefined ? `; it holds a "${other}", which is not PKCS#8 unencrypted` : ""
       }`,
+      { path },
     );
   }
   for (const algorithm of KEY_ALGORITHMS) {
@@ -141,7 +140,7 @@ export async function readSecretKey(path: string): Promise<string> {
     } catch { /* another algorithm */ }
   }
   throw new TrustFileError(
-    path,
     `Cannot use key "${path}": its "PRIVATE KEY" block is not a PKCS#8 ECDSA P-256/P-384, Ed25519 or RSA key`,
+    { path },
   );
 }

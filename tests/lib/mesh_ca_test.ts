@@ -266,6 +266,7 @@ Deno.test("readSecretKey refuses a key open to group or others, missing, not a r
         }; a key must be readable by its owner only (0600)`,
       );
       assert(e instanceof LeanTrustFileError, "one class, from either module");
+      assertEquals(e.path, pki.caKey);
     }
     const missing = await assertRejects(() => readSecretKey(`${dir}/none.key`), TrustFileError);
     assertEquals(missing.message, `Cannot read key "${dir}/none.key": it does not exist`);
@@ -349,4 +350,15 @@ Deno.test("readCaCert reads a CA certificate and refuses a missing file, a serve
       `Cannot read CA certificate "${dir}/big.crt": it is larger than`,
     );
   });
+});
+
+Deno.test("TrustFileError is made as an Error is (a message, options), its path optional", () => {
+  const plain = new TrustFileError('Cannot read signing key "/k": it does not exist');
+  assertEquals(plain.message, 'Cannot read signing key "/k": it does not exist');
+  assertEquals(plain.name, "TrustFileError");
+  assertEquals(plain.path, undefined);
+  const cause = new Deno.errors.NotFound("x");
+  const named = new TrustFileError("m", { path: "/k", cause });
+  assertEquals([named.path, named.cause], ["/k", cause]);
+  assert(named instanceof Error);
 });
