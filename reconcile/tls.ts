@@ -19,6 +19,17 @@ export const CA_FILE_ENV = "MESH_CA_FILE";
 export const ALLOW_PLAIN_HTTP = "--allow-plain-http";
 
 /**
+ * The environment variable that, set to `1`, allows clear text to or from an address that is not
+ * loopback in every mesh program (docs/design.md, the wire); here as {@linkcode ALLOW_PLAIN_HTTP}.
+ */
+export const PLAIN_ENV = "MESH_ALLOW_PLAIN";
+
+/** Whether plain HTTP off loopback is allowed: `option` given, or `MESH_ALLOW_PLAIN=1`. */
+export function plainHttpAllowed(option: boolean | undefined): boolean {
+  return option === true || Deno.env.get(PLAIN_ENV) === "1";
+}
+
+/**
  * Whether `hostname` (a URL's host or a listen address; IPv6 with or without brackets) is a
  * loopback address or name: `localhost` (and `*.localhost`), `127.0.0.0/8`, `::1`, and
  * IPv4-mapped `::ffff:127.x.y.z`. A wildcard (`0.0.0.0`, `::`) is not: it listens on every

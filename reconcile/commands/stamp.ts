@@ -45,7 +45,7 @@ export function define(
       opts: { listen: string; stamp: string; cert?: string; key?: string; allowPlainHttp?: true },
     ) => {
       const { parseListen, serveStamp } = await import("../stamp_serve.ts");
-      const { isLoopbackHost } = await import("../tls.ts");
+      const { isLoopbackHost, plainHttpAllowed } = await import("../tls.ts");
       let listen;
       try {
         listen = parseListen(opts.listen);
@@ -62,12 +62,15 @@ export function define(
       if (opts.cert !== undefined && opts.allowPlainHttp) {
         throw new UsageError("--allow-plain-http with --cert: it serves HTTPS, never plain HTTP");
       }
-      if (opts.cert === undefined && !opts.allowPlainHttp && !isLoopbackHost(listen.hostname)) {
+      if (
+        opts.cert === undefined && !plainHttpAllowed(opts.allowPlainHttp) &&
+        !isLoopbackHost(listen.hostname)
+      ) {
         throw new UsageError(
           `Cannot listen on "${opts.listen}" over plain HTTP: ${listen.hostname} is not a ` +
             "loopback address, so anyone on the way could answer for this server; give --cert " +
             "and --key (a certificate from the mesh CA), listen on loopback behind the edge, or " +
-            "--allow-plain-http",
+            "--allow-plain-http (or MESH_ALLOW_PLAIN=1)",
         );
       }
       let tls: { cert: string; key: string } | undefined;

@@ -13,7 +13,7 @@ import { formatDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";
 import { parseStamp, readStamp, ServedStamp, type Stamp } from "../stamp.ts";
-import { ALLOW_PLAIN_HTTP, certificateRefusal, isLoopbackHost } from "../tls.ts";
+import { ALLOW_PLAIN_HTTP, certificateRefusal, isLoopbackHost, PLAIN_ENV } from "../tls.ts";
 import type { WatchProblem } from "./words.ts";
 
 /** The largest answer read from a `stamp serve` or a webhook, in bytes. */
@@ -62,7 +62,7 @@ export function parseSource(text: string, options: ParseSourceOptions = {}): Sou
     throw new WatchInputError(
       `Cannot watch "${redactUrl(text)}" over plain HTTP: ${url.hostname} is not a loopback ` +
         `address, so anyone on the way could answer for it; use https:// (a stamp serve with a ` +
-        `certificate from the mesh CA), or ${ALLOW_PLAIN_HTTP}`,
+        `certificate from the mesh CA), or ${ALLOW_PLAIN_HTTP} (or ${PLAIN_ENV}=1)`,
     );
   }
   return { kind: "url", url };

@@ -64,7 +64,7 @@ async function refusal(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", `${ROOT}reconcile/main.ts`, ...args],
-    env: { MESH_CA_FILE: "", ...env },
+    env: { MESH_CA_FILE: "", MESH_ALLOW_PLAIN: "", ...env },
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
@@ -256,14 +256,23 @@ Deno.test({
         // Allowed: it is looked at (and here, nothing answers in time).
         const allowed = await watchJson(url, ["--allow-plain-http", "--timeout", "1s"]);
         assertEquals([allowed.state, allowed.problem], ["unreachable", "cannot-read"]);
+        // The mesh's one switch for clear text (docs/design.md, the wire) says the same.
+        const env = await watchJson(url, ["--timeout", "1s"], { MESH_ALLOW_PLAIN: "1" });
+        assertEquals([env.state, env.problem], ["unreachable", "cannot-read"]);
       }
       // Allowed, stamp serve listens on every address in plain HTTP.
-      const serve = await startServeOn(`0.0.0.0:${port}`, stamp, ["--allow-plain-http"]);
-      try {
-        const j = await watchJson(`http://127.0.0.1:${port}/`, []);
-        assertEquals(j.state, "up", j.detail);
-      } finally {
-        await serve.stop();
+      const allowed: [string[], Record<string, string>][] = [
+        [["--allow-plain-http"], {}],
+        [[], { MESH_ALLOW_PLAIN: "1" }],
+      ];
+      for (const [args, env] of allowed) {
+        const serve = await startServeOn(`0.0.0.0:${port}`, stamp, args, env);
+        try {
+          const j = await watchJson(`http://127.0.0.1:${port}/`, []);
+          assertEquals(j.state, "up", j.detail);
+        } finally {
+          await serve.stop();
+        }
       }
       // Loopback stays plain HTTP without asking, as before.
       const local = await startServe(stamp, []);
@@ -280,11 +289,17 @@ Deno.test({
 });
 
 /** {@linkcode startServe} on `listen` (its port connected to on 127.0.0.1). */
-async function startServeOn(listen: string, stamp: string, args: string[]): Promise<Serve> {
+async function startServeOn(
+  listen: string,
+  stamp: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Serve> {
   const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", `${ROOT}reconcile/main.ts`, "stamp", "serve"]
       .concat(["--listen", listen, "--stamp", stamp, ...args]),
+    env,
     cwd: ROOT,
     stdout: "null",
     stderr: "piped",
