@@ -203,6 +203,17 @@ export const WATCH_OPTIONS: readonly OptionSpec[] = [
     description:
       "this watcher's own stamp, refreshed after each completed run (it can be watched too)",
   },
+  {
+    flags: "--ca <path>",
+    description:
+      "the mesh CA certificate an https:// source is verified against (default: $MESH_CA_FILE, " +
+      "then /etc/mesh/ca.crt when it exists, else the system's trusted roots)",
+  },
+  {
+    flags: "--allow-plain-http",
+    description:
+      "allow an http:// source that is not loopback (its answer can be forged on the way)",
+  },
   timeoutOption("time limit for the request and each notification", 10_000, "10s"),
   { flags: "--json", description: "print the result as JSON" },
 ];

@@ -49,6 +49,11 @@ export const STAMP_PATHS = ["/", "/stamp"] as const;
 export interface StampServeOptions {
   /** The serving machine's clock, milliseconds since the epoch; default `Date.now`. */
   now?: () => number;
+  /**
+   * Serve HTTPS with this certificate (PEM, the server's first, then any intermediates) and its
+   * private key (PEM, PKCS#8); none: plain HTTP.
+   */
+  tls?: { cert: string; key: string };
 }
 
 /**
@@ -95,10 +100,12 @@ export interface StampServer {
 }
 
 /**
- * Starts serving the stamp at `stampPath` on `listen` (Deno.serve, HTTP/1.1 and h2c).
+ * Starts serving the stamp at `stampPath` on `listen` (Deno.serve: HTTP/1.1 and h2c, or HTTPS
+ * with `options.tls`).
  *
  * @throws {Error} `Cannot listen on "<host>:<port>": ...` when the address cannot be bound (in
- *   use, not an address of this machine, not permitted).
+ *   use, not an address of this machine, not permitted), or the certificate and key are not a
+ *   pair Deno's TLS accepts (`keys may not be consistent: KeyMismatch`).
  */
 export function serveStamp(
   listen: ListenAddress,
@@ -111,6 +118,7 @@ export function serveStamp(
     server = Deno.serve({
       hostname: listen.hostname,
       port: listen.port,
+      ...(options.tls !== undefined ? { cert: options.tls.cert, key: options.tls.key } : {}),
       onListen: () => {}, // the command line says where it listens; this module prints nothing
       onError: (error) =>
         new Response(

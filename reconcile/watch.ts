@@ -21,6 +21,7 @@ import { watchedStampLine } from "./stamp.ts";
 import { WATCH_EXIT } from "./watch/words.ts";
 import { observeSource, parseSource, sourceName, WatchInputError } from "./watch/source.ts";
 import { judge, stateWords, type Thresholds } from "./watch/verdict.ts";
+import { findCaFile } from "./tls.ts";
 import { advance, loadWatchState, type WatchNotification } from "./watch/state.ts";
 import type { WatchResult } from "./watch/result.ts";
 import { deliver } from "./watch/notify.ts";
@@ -47,6 +48,13 @@ export interface WatchOptions extends Thresholds {
   now?: () => number;
   /** This machine's name in notifications; default the host name. */
   watcher?: string;
+  /**
+   * The mesh's CA certificate an `https://` source is verified against (`--ca`); default
+   * `$MESH_CA_FILE`, then /etc/mesh/ca.crt when it exists, else the system's trusted roots.
+   */
+  caFile?: string;
+  /** Allow an `http://` source whose host is not loopback (`--allow-plain-http`). */
+  allowPlainHttp?: boolean;
 }
 
 /**
@@ -54,14 +62,23 @@ export interface WatchOptions extends Thresholds {
  * (atomically, owed notification included, before sending it), delivers what is owed, keeps the
  * state again, and refreshes its own stamp unless a notification is still owed.
  *
- * @throws {WatchInputError} for a bad source, `notifyUrl` without `statePath`, a notify URL that is
- *   not http(s), or a state file kept for another source.
+ * @throws {WatchInputError} for a bad source (plain HTTP to an address that is not loopback
+ *   included, unless allowed), `caFile` for a source that is not `https://`, `notifyUrl` without
+ *   `statePath`, a notify URL that is not http(s), or a state file kept for another source.
+ * @throws {TrustFileError} naming the mesh CA file found when it is unreadable, not a
+ *   certificate or not a CA's (lib/mesh_ca.ts readCaCert): nothing is fetched.
  * @throws {Error} `Cannot read watch state ...` / `Cannot write "<path>": ...` when the state file
  *   cannot be read or written, or the own stamp cannot be written: the run did not complete.
  */
 export async function watch(sourceText: string, options: WatchOptions): Promise<WatchResult> {
-  const source = parseSource(sourceText);
+  const source = parseSource(sourceText, { allowPlainHttp: options.allowPlainHttp ?? false });
   const name = sourceName(source);
+  const https = source.kind === "url" && source.url.protocol === "https:";
+  if (options.caFile !== undefined && !https) {
+    throw new WatchInputError(
+      `--ca "${options.caFile}" is for an https:// source; "${name}" is not one`,
+    );
+  }
   let notifyUrl: URL | undefined;
   if (options.notifyUrl !== undefined) {
     if (options.statePath === undefined) {
@@ -93,9 +110,19 @@ export async function watch(sourceText: string, options: WatchOptions): Promise<
       `Cannot use watch state "${options.statePath}": it is kept for "${kept.source}", not "${name}"`,
     );
   }
+  // The CA is read before anything is looked at: a bad CA file is bad input (exit 2), not a verdict.
+  const caFile = https ? await findCaFile(options.caFile) : undefined;
+  const ca = caFile === undefined ? undefined : {
+    path: caFile,
+    pem: await (await import("../lib/mesh_ca.ts")).readCaCert(caFile),
+  };
   const now = options.now ?? Date.now;
   const checkedAt = new Date(now()).toISOString();
-  const observation = await observeSource(source, { timeoutMs: options.timeoutMs, now });
+  const observation = await observeSource(source, {
+    timeoutMs: options.timeoutMs,
+    now,
+    ...(ca !== undefined ? { ca } : {}),
+  });
   const thresholds = { maxAgeMs: options.maxAgeMs, graceMs: options.graceMs };
   const verdict = judge(observation, thresholds);
   const result: WatchResult = {

@@ -20,27 +20,73 @@ export function define(
     .description(entry.summary)
     .command("serve")
     .description(
-      "serve the stamp read-only over HTTP (GET / or /stamp), its age measured on this machine",
+      "serve the stamp read-only over HTTP(S) (GET / or /stamp), its age measured on this machine",
     )
     .requiredOption(
       "--listen <addr>",
       "HOST:PORT or [IPv6]:PORT to listen on (an address is required, never defaulted)",
     )
-    .option("--stamp <path>", "the stamp to serve", "/var/lib/mesh/reconcile/stamp")
+    .option("--stamp <path>", "the stamp", "/var/lib/mesh/reconcile/stamp")
+    .option("--cert <path>", "serve HTTPS with this certificate (PEM, issued by the mesh CA)")
+    .option("--key <path>", "the certificate's private key (PEM, mode 0600)")
+    .option(
+      "--allow-plain-http",
+      "allow plain HTTP on an address that is not loopback (its answer can be forged on the way)",
+    )
     .addHelpText(
       "after",
       '\nAnswers (JSON): 200 {"state":"stamped","stamp","stampedAt","ageSeconds","servedAt"},' +
         '\n200 {"state":"never"} when no stamp was written, 500 {"state":"error","problem",' +
         '"reason"}\nwhen it cannot be read or holds garbage. Only GET and HEAD. Runs until SIGTERM' +
-        " or SIGINT.",
+        " or SIGINT.\nWithout --cert and --key it listens on a loopback address only (behind the" +
+        " edge),\nunless --allow-plain-http.",
     )
-    .action(async (opts: { listen: string; stamp: string }) => {
+    .action(async (
+      opts: { listen: string; stamp: string; cert?: string; key?: string; allowPlainHttp?: true },
+    ) => {
       const { parseListen, serveStamp } = await import("../stamp_serve.ts");
+      const { isLoopbackHost, plainHttpAllowed } = await import("../tls.ts");
       let listen;
       try {
         listen = parseListen(opts.listen);
       } catch (error) {
         throw new UsageError(messageOf(error));
+      }
+      if ((opts.cert === undefined) !== (opts.key === undefined)) {
+        throw new UsageError(
+          `${opts.cert === undefined ? "--key" : "--cert"} needs ${
+            opts.cert === undefined ? "--cert" : "--key"
+          }: HTTPS is served with a certificate and its key`,
+        );
+      }
+      if (opts.cert !== undefined && opts.allowPlainHttp) {
+        throw new UsageError("--allow-plain-http with --cert: it serves HTTPS, never plain HTTP");
+      }
+      if (
+        opts.cert === undefined && !plainHttpAllowed(opts.allowPlainHttp) &&
+        !isLoopbackHost(listen.hostname)
+      ) {
+        throw new UsageError(
+          `Cannot listen on "${opts.listen}" over plain HTTP: ${listen.hostname} is not a ` +
+            "loopback address, so anyone on the way could answer for this server; give --cert " +
+            "and --key (a certificate from the mesh CA), listen on loopback behind the edge, or " +
+            "--allow-plain-http (or MESH_ALLOW_PLAIN=1)",
+        );
+      }
+      let tls: { cert: string; key: string } | undefined;
+      let certificate = "";
+      if (opts.cert !== undefined && opts.key !== undefined) {
+        const { describeCert, readCertificate, readSecretKey, renewalReason } = await import(
+          "../../lib/mesh_ca.ts"
+        );
+        tls = { cert: await readCertificate(opts.cert), key: await readSecretKey(opts.key) };
+        const { names, notAfter } = describeCert(tls.cert);
+        certificate = `; certificate "${opts.cert}" for ${names.join(", ") || "no name"}, ` +
+          `valid until ${notAfter.toISOString()}`;
+        const due = renewalReason(tls.cert);
+        if (due !== undefined) {
+          ctx.err(`mesh-reconcile: certificate "${opts.cert}" is due for renewal: ${due}\n`);
+        }
       }
       const { dirname } = await import("node:path");
       const dir = dirname(opts.stamp);
@@ -49,11 +95,21 @@ export function define(
           `Cannot serve stamp "${opts.stamp}": directory "${dir}" does not exist`,
         );
       }
-      const server = await serveStamp(listen, opts.stamp);
+      const server = await serveStamp(listen, opts.stamp, tls ? { tls } : {}).catch((error) => {
+        throw tls === undefined ? error : new Error(
+          `${messageOf(error)} (certificate "${opts.cert}", key "${opts.key}")`,
+          { cause: error },
+        );
+      });
       const host = server.addr.hostname.includes(":")
         ? `[${server.addr.hostname}]`
         : server.addr.hostname;
-      ctx.err(`serving stamp "${opts.stamp}" on http://${host}:${server.addr.port}/ (read-only)\n`);
+      ctx.err(
+        `serving stamp "${opts.stamp}" on ${
+          tls ? "https" : "http"
+        }://${host}:${server.addr.port}/ ` +
+          `(read-only${certificate})\n`,
+      );
       const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
       const stopped = Promise.withResolvers<Deno.Signal>();
       // A request still being answered is waited for, but never past the grace: the server

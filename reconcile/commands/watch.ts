@@ -17,6 +17,8 @@ interface WatchOptions {
   stamp?: string;
   timeout: number;
   json?: boolean;
+  ca?: string;
+  allowPlainHttp?: boolean;
 }
 
 /**
@@ -26,8 +28,14 @@ interface WatchOptions {
 export const action: CommandAction<ReconcileContext> = async (ctx, [source], options) => {
   const opts = options as unknown as WatchOptions;
   const { watch, watchJson, watchText } = await import("../watch.ts");
+  const { plainHttpAllowed } = await import("../tls.ts");
   const sourceFile = /^[a-z][a-z0-9+.-]*:\/\//i.test(source!) ? undefined : source;
-  await assertDistinct({ SOURCE: sourceFile, "--state": opts.state, "--stamp": opts.stamp });
+  await assertDistinct({
+    SOURCE: sourceFile,
+    "--state": opts.state,
+    "--stamp": opts.stamp,
+    "--ca": opts.ca,
+  });
   const result = await watch(source!, {
     maxAgeMs: opts.maxAge,
     graceMs: opts.grace,
@@ -35,6 +43,8 @@ export const action: CommandAction<ReconcileContext> = async (ctx, [source], opt
     ...(opts.state !== undefined ? { statePath: opts.state } : {}),
     ...(opts.notify !== undefined ? { notifyUrl: opts.notify } : {}),
     ...(opts.stamp !== undefined ? { stampPath: opts.stamp } : {}),
+    ...(opts.ca !== undefined ? { caFile: opts.ca } : {}),
+    allowPlainHttp: plainHttpAllowed(opts.allowPlainHttp),
   });
   ctx.out(opts.json ? jsonText(watchJson(result), 2) + "\n" : watchText(result));
   if (result.notify?.error !== undefined) {

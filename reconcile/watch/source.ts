@@ -13,6 +13,7 @@ import { formatDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";
 import { parseStamp, readStamp, ServedStamp, type Stamp } from "../stamp.ts";
+import { ALLOW_PLAIN_HTTP, certificateRefusal, isLoopbackHost, PLAIN_ENV } from "../tls.ts";
 import type { WatchProblem } from "./words.ts";
 
 /** The largest answer read from a `stamp serve` or a webhook, in bytes. */
@@ -28,13 +29,21 @@ export type Source =
   | { kind: "file"; path: string }
   | { kind: "url"; url: URL };
 
+/** Options for {@linkcode parseSource}. */
+export interface ParseSourceOptions {
+  /** Allow an `http://` URL whose host is not loopback (`--allow-plain-http`). */
+  allowPlainHttp?: boolean;
+}
+
 /**
  * Reads a SOURCE argument: `http://` or `https://` is a `stamp serve` URL, another scheme is
- * refused, anything else is a file path (made absolute).
+ * refused, anything else is a file path (made absolute). An `http://` URL whose host is not
+ * loopback is refused unless `allowPlainHttp`: across a network, the answer is read over HTTPS.
  *
- * @throws {WatchInputError} for an empty source, another URL scheme, or a URL that does not parse.
+ * @throws {WatchInputError} for an empty source, another URL scheme, a URL that does not parse,
+ *   or plain HTTP to an address that is not loopback.
  */
-export function parseSource(text: string): Source {
+export function parseSource(text: string, options: ParseSourceOptions = {}): Source {
   if (text.trim() === "") throw new WatchInputError("Cannot watch SOURCE: it is empty");
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
   if (scheme === undefined) return { kind: "file", path: resolve(text) };
@@ -43,11 +52,20 @@ export function parseSource(text: string): Source {
       `Cannot watch "${redactUrl(text)}": only http(s) URLs and file paths are sources`,
     );
   }
+  let url: URL;
   try {
-    return { kind: "url", url: new URL(text) };
+    url = new URL(text);
   } catch (error) {
     throw new WatchInputError(`Cannot watch "${redactUrl(text)}": ${messageOf(error)}`);
   }
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname) && !options.allowPlainHttp) {
+    throw new WatchInputError(
+      `Cannot watch "${redactUrl(text)}" over plain HTTP: ${url.hostname} is not a loopback ` +
+        `address, so anyone on the way could answer for it; use https:// (a stamp serve with a ` +
+        `certificate from the mesh CA), or ${ALLOW_PLAIN_HTTP} (or ${PLAIN_ENV}=1)`,
+    );
+  }
+  return { kind: "url", url };
 }
 
 /** The source as it is written in output, the state file and notifications (no password). */
@@ -77,13 +95,20 @@ export interface ObserveOptions {
   timeoutMs: number;
   /** This machine's clock (used for a file source only), ms since the epoch; default now. */
   now?: () => number;
+  /**
+   * The mesh's CA certificate an `https://` source is verified against (PEM, and the file it was
+   * read from, for words); none: the system's trusted roots, as any HTTPS client.
+   */
+  ca?: { path: string; pem: string };
 }
 
 /**
  * Looks at a source once. A file is read and its age measured against this machine's clock; a
  * URL is fetched (GET, redirects not followed, within `timeoutMs`) and its `ageSeconds` taken
- * as served: the serving machine measured it, so this machine's clock does not enter.
- * Failures are observations (`unreachable` with its problem), never thrown.
+ * as served: the serving machine measured it, so this machine's clock does not enter. An
+ * `https://` source is verified against `ca` when given (Deno.createHttpClient's `caCerts`); a
+ * refused certificate is `unreachable` (`untrusted`), said which (another CA, expired, not valid
+ * yet, another name). Failures are observations (`unreachable` with its problem), never thrown.
  */
 export async function observeSource(
   source: Source,
@@ -115,7 +140,7 @@ export async function observeSource(
         };
     }
   }
-  return await fetchServed(source.url, options.timeoutMs);
+  return await fetchServed(source.url, options.timeoutMs, options.ca);
 }
 
 /** Reads at most `limit` bytes of a response body; more is an error. */
@@ -142,7 +167,11 @@ export function isTimeout(error: unknown): boolean {
     (error.name === "TimeoutError" || error.name === "AbortError");
 }
 
-async function fetchServed(url: URL, timeoutMs: number): Promise<Observation> {
+async function fetchServed(
+  url: URL,
+  timeoutMs: number,
+  ca: { path: string; pem: string } | undefined,
+): Promise<Observation> {
   const name = redactUrl(url.href);
   const signal = AbortSignal.timeout(timeoutMs);
   const cannot = (why: string): Observation => ({
@@ -157,11 +186,15 @@ async function fetchServed(url: URL, timeoutMs: number): Promise<Observation> {
   });
   let response: Response;
   let bytes: Uint8Array;
+  const client = ca !== undefined && url.protocol === "https:"
+    ? Deno.createHttpClient({ caCerts: [ca.pem] })
+    : undefined;
   try {
     response = await fetch(url, {
       signal,
       redirect: "manual",
       headers: { accept: "application/json" },
+      ...(client !== undefined ? { client } : {}),
     });
     bytes = await bodyLimited(response, ANSWER_LIMIT_BYTES);
   } catch (error) {
@@ -169,7 +202,17 @@ async function fetchServed(url: URL, timeoutMs: number): Promise<Observation> {
       return cannot(`no answer within ${formatDuration(timeoutMs)}`);
     }
     if (error instanceof RangeError) return bad(error.message);
+    const refused = certificateRefusal(messageOf(error), ca ? { caFile: ca.path } : {});
+    if (refused !== undefined) {
+      return {
+        seen: "unreachable",
+        problem: "untrusted",
+        detail: `Cannot trust "${name}": ${refused}`,
+      };
+    }
     return cannot(messageOf(error));
+  } finally {
+    client?.close();
   }
   if (response.status !== 200 && response.status !== 500) {
     const where = response.headers.get("location");

@@ -33,6 +33,7 @@ const PROBLEM_WORDS: Record<WatchProblem, string> = {
   "cannot-read": "cannot read",
   "bad-answer": "bad answer",
   garbage: "garbage",
+  untrusted: "untrusted",
 };
 
 /** The state and problem in words, e.g. `up`, `unreachable (garbage)`. */

@@ -16,13 +16,15 @@ export const WATCH_STATES = ["up", "new", "late", "down", "unreachable"] as cons
 export type WatchState = typeof WATCH_STATES[number];
 
 /** Why a source is `unreachable`. */
-export const WATCH_PROBLEMS = ["cannot-read", "bad-answer", "garbage"] as const;
+export const WATCH_PROBLEMS = ["cannot-read", "bad-answer", "garbage", "untrusted"] as const;
 /**
  * - `cannot-read`: the file could not be read, the server could not be reached or did not answer
  *   in time, or the server says it cannot read its stamp;
  * - `bad-answer`: something answered, but not as `stamp serve` does (not JSON, another shape,
  *   another status, a redirect);
- * - `garbage`: the stamp itself holds garbage (read here, or as the server reports it).
+ * - `garbage`: the stamp itself holds garbage (read here, or as the server reports it);
+ * - `untrusted`: the server's certificate is refused: issued by another CA than the mesh's,
+ *   expired, not valid yet, or for another name (said which); nothing it sent is believed.
  */
 export type WatchProblem = typeof WATCH_PROBLEMS[number];
 

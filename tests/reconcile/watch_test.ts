@@ -901,6 +901,11 @@ Deno.test({
       assertEquals([out.code, said], [0, ""]);
       const run = await Deno.readTextFile(`${PACKAGING}/mesh-reconcile.service`);
       assertMatch(run, /^ExecStart=\S+ run --registry \S+ --stamp \S+/m);
+      const stampUnit = await Deno.readTextFile(`${PACKAGING}/mesh-reconcile-stamp.service`);
+      assertMatch(
+        stampUnit,
+        /^ExecStart=\S+ stamp serve --listen \S+ --stamp \S+ \$MESH_STAMP_ARGS$/m,
+      );
       const watchUnit = await Deno.readTextFile(`${PACKAGING}/mesh-reconcile-watch.service`);
       assertMatch(watchUnit, /^ExecStart=\S+ watch \$\{MESH_WATCH_SOURCE\} --max-age .* --state/m);
       assertMatch(watchUnit, /^EnvironmentFile=\/etc\/default\/mesh-reconcile-watch$/m);
@@ -954,9 +959,17 @@ Deno.test("packaging: the OpenRC scripts parse and run mesh-every with the comma
       "/var/lib/mesh/reconcile-watch/stamp",
   );
   assertEquals(
-    await line("mesh-reconcile-stamp.openrc", { MESH_STAMP_LISTEN: "10.0.0.1:9470" }),
+    (await line("mesh-reconcile-stamp.openrc", { MESH_STAMP_LISTEN: "10.0.0.1:9470" })).trim(),
     "/usr/lib/mesh/mesh-reconcile stamp serve --listen 10.0.0.1:9470 --stamp " +
       "/var/lib/mesh/reconcile/stamp",
+  );
+  assertEquals(
+    await line("mesh-reconcile-stamp.openrc", {
+      MESH_STAMP_LISTEN: "10.0.0.1:9470",
+      MESH_STAMP_ARGS: "--cert /etc/mesh/tls/stamp.crt --key /var/lib/mesh/stamp.key",
+    }),
+    "/usr/lib/mesh/mesh-reconcile stamp serve --listen 10.0.0.1:9470 --stamp " +
+      "/var/lib/mesh/reconcile/stamp --cert /etc/mesh/tls/stamp.crt --key /var/lib/mesh/stamp.key",
   );
   // No source, no listen address: start_pre refuses (eerror is openrc-run's; stubbed here).
   for (

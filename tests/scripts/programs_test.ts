@@ -9,6 +9,7 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { freePort, ROOT } from "../support/mod.ts";
 import { oneFileProgram } from "../support/onefile.ts";
+import { makeTestPki } from "../support/tls.ts";
 import { RECONCILE_PERMISSIONS } from "../../reconcile/permissions.ts";
 import { CONTROL_PERMISSIONS } from "../../control/permissions.ts";
 import { BUILDER_PERMISSIONS } from "../../builder/permissions.ts";
@@ -112,6 +113,45 @@ Deno.test("one-file mesh-reconcile: runs as a dynamic user from a cache root unp
       await server.stdout.cancel();
       await server.stderr.cancel();
       assertEquals(status.code, 0);
+    }
+
+    // Over HTTPS, with a certificate from the mesh CA and its key 0600, the serving account's
+    // own (as a unit's credential is); the one-file watch verifies it against the CA (--ca).
+    const pki = await makeTestPki(`${dir}/stamp`);
+    await Deno.chown(pki.key, 65534, 65534);
+    const tlsPort = freePort();
+    const tlsServer = new Deno.Command(AS_NOBODY[0]!, {
+      args: [...AS_NOBODY.slice(1), file, "stamp", "serve", "--listen", `127.0.0.1:${tlsPort}`]
+        .concat(["--stamp", `${dir}/stamp/stamp`, "--cert", pki.cert, "--key", pki.key]),
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    try {
+      let watched: { code: number; stdout: string; stderr: string } | undefined;
+      for (let i = 0; i < 100; i++) {
+        watched = await runFile([
+          file,
+          "watch",
+          `https://localhost:${tlsPort}/`,
+          "--max-age",
+          "1h",
+          "--ca",
+          pki.caCert,
+        ], env);
+        if (watched.code !== 6 || !watched.stdout.includes("cannot read")) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assertEquals(watched?.code, 3, `${watched?.stdout}${watched?.stderr}`);
+      assertStringIncludes(watched!.stdout, ": new: ");
+    } finally {
+      tlsServer.kill("SIGTERM");
+      const status = await tlsServer.status;
+      await tlsServer.stdout.cancel();
+      const said = decode(
+        await new Response(tlsServer.stderr).arrayBuffer().then((b) => new Uint8Array(b)),
+      );
+      assertEquals(status.code, 0, said);
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
