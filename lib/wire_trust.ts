@@ -16,6 +16,7 @@
  */
 
 import { messageOf } from "./atomic.ts";
+import { printable } from "./printable.ts";
 import { pemBlocks, TrustFileError } from "./trust_file.ts";
 
 /** Where a node and control keep the mesh's CA certificate (public, 0644). */
@@ -50,15 +51,25 @@ export interface TrustAnchor {
 /**
  * The CA certificate file a connection uses: `explicit` (an option or URL parameter), else
  * `MESH_CA_FILE`, else {@linkcode DEFAULT_CA_FILE} when something is there, else undefined (the
- * system's roots).
+ * system's roots: a machine with no mesh needs none). An empty `explicit` or `MESH_CA_FILE` is
+ * not given. An explicit or environment path is returned even when nothing is there, so that
+ * reading it ({@linkcode readTrustAnchor}) says so. Nothing here reads the file (an `lstat` of
+ * the default only).
+ *
+ * @param options.defaultFile the default looked at instead of {@linkcode DEFAULT_CA_FILE}
+ *   (tests).
  */
-export function caFileFor(explicit: string | undefined): string | undefined {
+export function caFileFor(
+  explicit: string | undefined,
+  options: { defaultFile?: string } = {},
+): string | undefined {
   if (explicit !== undefined && explicit !== "") return explicit;
   const env = Deno.env.get(CA_ENV);
   if (env !== undefined && env !== "") return env;
+  const fallback = options.defaultFile ?? DEFAULT_CA_FILE;
   try {
-    Deno.lstatSync(DEFAULT_CA_FILE);
-    return DEFAULT_CA_FILE;
+    Deno.lstatSync(fallback);
+    return fallback;
   } catch {
     return undefined;
   }
@@ -118,10 +129,11 @@ export async function trustAnchorFor(
 }
 
 /**
- * Whether `host` (a URL's host name, IPv6 with or without brackets, or a Unix socket directory) is
- * this machine: `localhost` and names under `.localhost`, an address in 127.0.0.0/8, `::1`, an
- * IPv4-mapped loopback address (`::ffff:127.0.0.1`, written `::ffff:7f00:1` by the URL parser), or
- * a path.
+ * Whether `host` (a URL's host name or a listen address's host, IPv6 with or without brackets, or
+ * a Unix socket directory) is this machine: `localhost` and names under `.localhost`, an address
+ * in 127.0.0.0/8, `::1`, an IPv4-mapped loopback address (`::ffff:127.0.0.1`, written
+ * `::ffff:7f00:1` by the URL parser), or a path. A wildcard listen address (`0.0.0.0`, `::`) is
+ * not: it listens on every address.
  */
 export function isLoopback(host: string): boolean {
   const h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
@@ -132,9 +144,13 @@ export function isLoopback(host: string): boolean {
   return /^::ffff:(127\.|7f[0-9a-f]{2}:)/.test(h);
 }
 
-/** Whether the environment allows clear text to a host that is not loopback. */
-export function plainAllowed(): boolean {
-  return Deno.env.get(PLAIN_ENV) === "1";
+/**
+ * Whether clear text to (or, for a server, on) a host that is not loopback is allowed: `option`
+ * (a program's own switch, such as mesh-reconcile's `--allow-plain-http`) is true, or the
+ * environment says `MESH_ALLOW_PLAIN=1`.
+ */
+export function plainAllowed(option?: boolean): boolean {
+  return option === true || Deno.env.get(PLAIN_ENV) === "1";
 }
 
 /**
@@ -166,8 +182,12 @@ export interface RefusalContext {
  * causes) is such a refusal, else undefined. Reads rustls's wording (Deno.connectTls, fetch:
  * `invalid peer certificate: UnknownIssuer`, `Expired...`, `NotValidYet...`, `NotValidForName`
  * or `certificate not valid for name "H"`) and node:tls's codes (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`,
- * `CERT_HAS_EXPIRED`, `ERR_TLS_CERT_ALTNAME_INVALID`, ...). The original wording follows in
- * parentheses.
+ * `CERT_HAS_EXPIRED`, `ERR_TLS_CERT_ALTNAME_INVALID`, ...). Where rustls says more (checked on
+ * Deno 2.9.6: `certificate expired: ... not valid after N (...)`, `certificate not valid yet: ...
+ * not valid before N (...)` with N seconds since the epoch, `certificate not valid for name "H";
+ * certificate is only valid for DnsName("a") or IpAddress(10.0.0.1)`), the sentence says when it
+ * expired, from when it is valid, or which names it is for. The original wording follows in
+ * parentheses, made printable.
  */
 export function tlsRefusal(error: unknown, context: RefusalContext): string | undefined {
   const texts: string[] = [];
@@ -205,25 +225,41 @@ export function tlsRefusal(error: unknown, context: RefusalContext): string | un
       "CERT_HAS_EXPIRED",
     )
   ) {
-    sentence = `the server's certificate has expired`;
+    const when = isoOf(/not valid after (\d+)\b/.exec(said)?.[1]);
+    sentence = `the server's certificate has expired${when ? `: it was valid until ${when}` : ""}`;
   } else if (
     has(
       /invalid peer certificate: (?:NotValidYet|certificate not valid yet)|certificate is not yet valid/i,
       "CERT_NOT_YET_VALID",
     )
   ) {
-    sentence = `the server's certificate is not valid yet (check this machine's clock)`;
+    const when = isoOf(/not valid before (\d+)\b/.exec(said)?.[1]);
+    sentence = `the server's certificate is not valid yet${
+      when ? `: it is valid from ${when}` : ""
+    }; check this machine's clock`;
   } else if (
     has(
       /NotValidForName|not valid for name|does not match certificate's altnames/i,
       "ERR_TLS_CERT_ALTNAME_INVALID",
     )
   ) {
-    sentence = `the server's certificate is not issued for "${context.host}"`;
+    const only = /certificate is only valid for ([^\n]*)/.exec(said)?.[1] ?? "";
+    const names = [...only.matchAll(/DnsName\("([^"]*)"\)|IpAddress\(([^)]*)\)/g)]
+      .map((m) => printable(m[1] ?? m[2]!));
+    sentence = `the server's certificate is not issued for "${printable(context.host)}"${
+      names.length > 0 ? ` (it is for ${names.join(", ")})` : ""
+    }`;
   } else if (/invalid peer certificate/i.test(text)) {
     sentence = `the server's certificate was refused`;
   }
-  return sentence === undefined ? undefined : `${sentence} (${said})`;
+  return sentence === undefined ? undefined : `${sentence} (${printable(said)})`;
+}
+
+/** `seconds` since the epoch (a decimal string) as ISO 8601, or undefined. */
+function isoOf(seconds: string | undefined): string | undefined {
+  if (seconds === undefined) return undefined;
+  const ms = Number(seconds) * 1000;
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
 }
 
 /** What `fetch` is given for one HTTP endpoint: {@linkcode httpTrust}'s answer. */

@@ -11,7 +11,15 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { AmqpError, openBroker } from "../../lib/amqp.ts";
-import { isLoopback, PlainRefusedError, tlsRefusal, TrustFileError } from "../../lib/wire_trust.ts";
+import {
+  caFileFor,
+  DEFAULT_CA_FILE,
+  isLoopback,
+  plainAllowed,
+  PlainRefusedError,
+  tlsRefusal,
+  TrustFileError,
+} from "../../lib/wire_trust.ts";
 import { checkBroker } from "../../control/broker_admin.ts";
 import { connectDatabase, DatabaseError } from "../../control/db.ts";
 import { makeBadCerts, makeTestPki, type TestPki } from "../support/tls.ts";
@@ -330,7 +338,7 @@ Deno.test(
   },
 );
 
-Deno.test("loopback is this machine only", () => {
+Deno.test("loopback is this machine only, never a wildcard", () => {
   for (
     const h of [
       "localhost",
@@ -341,6 +349,9 @@ Deno.test("loopback is this machine only", () => {
       "::1",
       "[::1]",
       "::ffff:7f00:1",
+      "[::ffff:7f00:1]",
+      "::ffff:127.0.0.1",
+      "0:0:0:0:0:0:0:1",
       "/run/postgresql",
     ]
   ) {
@@ -350,12 +361,19 @@ Deno.test("loopback is this machine only", () => {
     const h of [
       "10.0.0.1",
       "192.0.2.1",
+      "128.0.0.1",
       "localhost.example.com",
       "127.0.0.1.example.com",
       "::2",
       "::ffff:a00:1",
+      "::ffff:10.0.0.1",
+      "2001:db8::1",
       "example.com",
       "",
+      // A wildcard listen address listens on every address: never loopback.
+      "0.0.0.0",
+      "::",
+      "[::]",
     ]
   ) {
     assert(!isLoopback(h), h);
@@ -395,5 +413,107 @@ Deno.test("refused certificates read as sentences, from rustls's and node:tls's 
     tlsRefusal(new Error("invalid peer certificate: UnknownIssuer"), { host: "h" })!,
     "any CA this system trusts",
   );
+  // rustls's longer words (Deno 2.9.6, through fetch): when, and which names, said.
+  const pre = "error sending request for url (https://h/): client error (Connect): " +
+    "invalid peer certificate: ";
+  assertStringIncludes(
+    tlsRefusal(
+      new Error(
+        `${pre}certificate expired: verification time 1796524127 (UNIX), but certificate is ` +
+          "not valid after 1796437727 (86400 seconds ago)",
+      ),
+      at,
+    )!,
+    "the server's certificate has expired: it was valid until 2026-12-05T02:28:47.000Z (",
+  );
+  assertStringIncludes(
+    tlsRefusal(
+      new Error(
+        `${pre}certificate not valid yet: verification time 1796524191 (UNIX), but certificate ` +
+          "is not valid before 1796610590 (86399 seconds in future)",
+      ),
+      at,
+    )!,
+    "the server's certificate is not valid yet: it is valid from 2026-12-07T02:29:50.000Z; " +
+      "check this machine's clock (",
+  );
+  assertStringIncludes(
+    tlsRefusal(
+      new Error(
+        `${pre}certificate not valid for name "127.0.0.1"; certificate is only valid for ` +
+          'IpAddress(10.1.2.3) or DnsName("a.example")',
+      ),
+      { host: "127.0.0.1" },
+    )!,
+    `the server's certificate is not issued for "127.0.0.1" (it is for 10.1.2.3, a.example) (`,
+  );
+  // As fetch throws it (the reason in a cause): each name once.
+  assertStringIncludes(
+    tlsRefusal(
+      new TypeError("fetch failed", {
+        cause: new Error(
+          `${pre}certificate not valid for name "h"; certificate is only valid for ` +
+            'DnsName("a.example")',
+        ),
+      }),
+      { host: "h" },
+    )!,
+    `is not issued for "h" (it is for a.example) (`,
+  );
+  // A name the server put in its certificate is shown, never acted on by a terminal.
+  assertStringIncludes(
+    tlsRefusal(
+      new Error(
+        `${pre}certificate not valid for name "h"; certificate is only valid for ` +
+          'DnsName("a\u001b[2Jb")',
+      ),
+      { host: "h" },
+    )!,
+    "(it is for a<U+001B>[2Jb)",
+  );
+  assertStringIncludes(
+    tlsRefusal(new Error(`${pre}BadSignature`), at)!,
+    "is not signed by",
+  );
+  assertEquals(tlsRefusal(new Error("client error (Connect): tcp connect error"), at), undefined);
   assertEquals(tlsRefusal(new Error("connect ECONNREFUSED 127.0.0.1:1"), at), undefined);
+});
+
+Deno.test("the CA file: the option, else MESH_CA_FILE, else the default file when it exists", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-wire-ca-file-" });
+  const before = Deno.env.get("MESH_CA_FILE");
+  try {
+    const present = `${dir}/ca.crt`;
+    await Deno.writeTextFile(present, "x");
+    const absent = `${dir}/none.crt`;
+    assertEquals(DEFAULT_CA_FILE, "/etc/mesh/ca.crt");
+    Deno.env.set("MESH_CA_FILE", "/b");
+    assertEquals(caFileFor("/a", { defaultFile: present }), "/a");
+    assertEquals(caFileFor(undefined, { defaultFile: present }), "/b");
+    assertEquals(caFileFor("", { defaultFile: present }), "/b");
+    Deno.env.set("MESH_CA_FILE", "");
+    assertEquals(caFileFor(undefined, { defaultFile: present }), present);
+    Deno.env.delete("MESH_CA_FILE");
+    assertEquals(caFileFor(undefined, { defaultFile: present }), present);
+    assertEquals(caFileFor(undefined, { defaultFile: absent }), undefined);
+  } finally {
+    if (before === undefined) Deno.env.delete("MESH_CA_FILE");
+    else Deno.env.set("MESH_CA_FILE", before);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("clear text is allowed by a program's own switch or MESH_ALLOW_PLAIN=1", () => {
+  const before = Deno.env.get("MESH_ALLOW_PLAIN");
+  try {
+    Deno.env.delete("MESH_ALLOW_PLAIN");
+    assertEquals([plainAllowed(), plainAllowed(false), plainAllowed(true)], [false, false, true]);
+    Deno.env.set("MESH_ALLOW_PLAIN", "yes");
+    assertEquals(plainAllowed(), false);
+    Deno.env.set("MESH_ALLOW_PLAIN", "1");
+    assertEquals([plainAllowed(), plainAllowed(false)], [true, true]);
+  } finally {
+    if (before === undefined) Deno.env.delete("MESH_ALLOW_PLAIN");
+    else Deno.env.set("MESH_ALLOW_PLAIN", before);
+  }
 });
