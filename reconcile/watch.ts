@@ -21,7 +21,7 @@ import { watchedStampLine } from "./stamp.ts";
 import { WATCH_EXIT } from "./watch/words.ts";
 import { observeSource, parseSource, sourceName, WatchInputError } from "./watch/source.ts";
 import { judge, stateWords, type Thresholds } from "./watch/verdict.ts";
-import { findCaFile } from "./tls.ts";
+import { caFileFor, readTrustAnchor } from "../lib/wire_trust.ts";
 import { advance, loadWatchState, type WatchNotification } from "./watch/state.ts";
 import type { WatchResult } from "./watch/result.ts";
 import { deliver } from "./watch/notify.ts";
@@ -65,8 +65,9 @@ export interface WatchOptions extends Thresholds {
  * @throws {WatchInputError} for a bad source (plain HTTP to an address that is not loopback
  *   included, unless allowed), `caFile` for a source that is not `https://`, `notifyUrl` without
  *   `statePath`, a notify URL that is not http(s), or a state file kept for another source.
- * @throws {TrustFileError} naming the mesh CA file found when it is unreadable, not a
- *   certificate or not a CA's (lib/mesh_ca.ts readCaCert): nothing is fetched.
+ * @throws {TrustFileError} naming the mesh CA file found when it is unreadable, writable by group
+ *   or others, holds a private key, is not a certificate or not a CA's (lib/wire_trust.ts
+ *   readTrustAnchor): nothing is fetched.
  * @throws {Error} `Cannot read watch state ...` / `Cannot write "<path>": ...` when the state file
  *   cannot be read or written, or the own stamp cannot be written: the run did not complete.
  */
@@ -111,11 +112,8 @@ export async function watch(sourceText: string, options: WatchOptions): Promise<
     );
   }
   // The CA is read before anything is looked at: a bad CA file is bad input (exit 2), not a verdict.
-  const caFile = https ? await findCaFile(options.caFile) : undefined;
-  const ca = caFile === undefined ? undefined : {
-    path: caFile,
-    pem: await (await import("../lib/mesh_ca.ts")).readCaCert(caFile),
-  };
+  const caFile = https ? caFileFor(options.caFile) : undefined;
+  const ca = caFile === undefined ? undefined : await readTrustAnchor(caFile);
   const now = options.now ?? Date.now;
   const checkedAt = new Date(now()).toISOString();
   const observation = await observeSource(source, {

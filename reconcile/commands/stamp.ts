@@ -45,7 +45,7 @@ export function define(
       opts: { listen: string; stamp: string; cert?: string; key?: string; allowPlainHttp?: true },
     ) => {
       const { parseListen, serveStamp } = await import("../stamp_serve.ts");
-      const { isLoopbackHost, plainHttpAllowed } = await import("../tls.ts");
+      const { isLoopback, plainAllowed, PLAIN_ENV } = await import("../../lib/wire_trust.ts");
       let listen;
       try {
         listen = parseListen(opts.listen);
@@ -63,14 +63,14 @@ export function define(
         throw new UsageError("--allow-plain-http with --cert: it serves HTTPS, never plain HTTP");
       }
       if (
-        opts.cert === undefined && !plainHttpAllowed(opts.allowPlainHttp) &&
-        !isLoopbackHost(listen.hostname)
+        opts.cert === undefined && !plainAllowed(opts.allowPlainHttp) &&
+        !isLoopback(listen.hostname)
       ) {
         throw new UsageError(
           `Cannot listen on "${opts.listen}" over plain HTTP: ${listen.hostname} is not a ` +
             "loopback address, so anyone on the way could answer for this server; give --cert " +
             "and --key (a certificate from the mesh CA), listen on loopback behind the edge, or " +
-            "--allow-plain-http (or MESH_ALLOW_PLAIN=1)",
+            `--allow-plain-http (or ${PLAIN_ENV}=1)`,
         );
       }
       let tls: { cert: string; key: string } | undefined;

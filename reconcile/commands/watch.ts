@@ -28,7 +28,7 @@ interface WatchOptions {
 export const action: CommandAction<ReconcileContext> = async (ctx, [source], options) => {
   const opts = options as unknown as WatchOptions;
   const { watch, watchJson, watchText } = await import("../watch.ts");
-  const { plainHttpAllowed } = await import("../tls.ts");
+  const { plainAllowed } = await import("../../lib/wire_trust.ts");
   const sourceFile = /^[a-z][a-z0-9+.-]*:\/\//i.test(source!) ? undefined : source;
   await assertDistinct({
     SOURCE: sourceFile,
@@ -44,7 +44,7 @@ export const action: CommandAction<ReconcileContext> = async (ctx, [source], opt
     ...(opts.notify !== undefined ? { notifyUrl: opts.notify } : {}),
     ...(opts.stamp !== undefined ? { stampPath: opts.stamp } : {}),
     ...(opts.ca !== undefined ? { caFile: opts.ca } : {}),
-    allowPlainHttp: plainHttpAllowed(opts.allowPlainHttp),
+    allowPlainHttp: plainAllowed(opts.allowPlainHttp),
   });
   ctx.out(opts.json ? jsonText(watchJson(result), 2) + "\n" : watchText(result));
   if (result.notify?.error !== undefined) {

@@ -13,7 +13,7 @@ import { formatDuration } from "../../lib/duration.ts";
 import { printable } from "../../lib/printable.ts";
 import { redactUrl } from "../../lib/url.ts";
 import { parseStamp, readStamp, ServedStamp, type Stamp } from "../stamp.ts";
-import { ALLOW_PLAIN_HTTP, certificateRefusal, isLoopbackHost, PLAIN_ENV } from "../tls.ts";
+import { isLoopback, PLAIN_ENV, tlsRefusal, type TrustAnchor } from "../../lib/wire_trust.ts";
 import type { WatchProblem } from "./words.ts";
 
 /** The largest answer read from a `stamp serve` or a webhook, in bytes. */
@@ -58,11 +58,11 @@ export function parseSource(text: string, options: ParseSourceOptions = {}): Sou
   } catch (error) {
     throw new WatchInputError(`Cannot watch "${redactUrl(text)}": ${messageOf(error)}`);
   }
-  if (url.protocol === "http:" && !isLoopbackHost(url.hostname) && !options.allowPlainHttp) {
+  if (url.protocol === "http:" && !isLoopback(url.hostname) && !options.allowPlainHttp) {
     throw new WatchInputError(
       `Cannot watch "${redactUrl(text)}" over plain HTTP: ${url.hostname} is not a loopback ` +
         `address, so anyone on the way could answer for it; use https:// (a stamp serve with a ` +
-        `certificate from the mesh CA), or ${ALLOW_PLAIN_HTTP} (or ${PLAIN_ENV}=1)`,
+        `certificate from the mesh CA), or --allow-plain-http (or ${PLAIN_ENV}=1)`,
     );
   }
   return { kind: "url", url };
@@ -96,10 +96,11 @@ export interface ObserveOptions {
   /** This machine's clock (used for a file source only), ms since the epoch; default now. */
   now?: () => number;
   /**
-   * The mesh's CA certificate an `https://` source is verified against (PEM, and the file it was
-   * read from, for words); none: the system's trusted roots, as any HTTPS client.
+   * The mesh's CA an `https://` source is verified against (lib/wire_trust.ts readTrustAnchor:
+   * its certificates and the file they were read from, for words); none: the system's trusted
+   * roots, as any HTTPS client.
    */
-  ca?: { path: string; pem: string };
+  ca?: TrustAnchor;
 }
 
 /**
@@ -108,7 +109,7 @@ export interface ObserveOptions {
  * as served: the serving machine measured it, so this machine's clock does not enter. An
  * `https://` source is verified against `ca` when given (Deno.createHttpClient's `caCerts`); a
  * refused certificate is `unreachable` (`untrusted`), said which (another CA, expired, not valid
- * yet, another name). Failures are observations (`unreachable` with its problem), never thrown.
+ * yet, another name: lib/wire_trust.ts tlsRefusal). Failures are observations (`unreachable` with its problem), never thrown.
  */
 export async function observeSource(
   source: Source,
@@ -170,7 +171,7 @@ export function isTimeout(error: unknown): boolean {
 async function fetchServed(
   url: URL,
   timeoutMs: number,
-  ca: { path: string; pem: string } | undefined,
+  ca: TrustAnchor | undefined,
 ): Promise<Observation> {
   const name = redactUrl(url.href);
   const signal = AbortSignal.timeout(timeoutMs);
@@ -187,7 +188,7 @@ async function fetchServed(
   let response: Response;
   let bytes: Uint8Array;
   const client = ca !== undefined && url.protocol === "https:"
-    ? Deno.createHttpClient({ caCerts: [ca.pem] })
+    ? Deno.createHttpClient({ caCerts: ca.certs })
     : undefined;
   try {
     response = await fetch(url, {
@@ -202,7 +203,10 @@ async function fetchServed(
       return cannot(`no answer within ${formatDuration(timeoutMs)}`);
     }
     if (error instanceof RangeError) return bad(error.message);
-    const refused = certificateRefusal(messageOf(error), ca ? { caFile: ca.path } : {});
+    const refused = tlsRefusal(error, {
+      host: url.hostname.replace(/^\[|\]$/g, ""),
+      ...(ca !== undefined ? { caFile: ca.path } : {}),
+    });
     if (refused !== undefined) {
       return {
         seen: "unreachable",

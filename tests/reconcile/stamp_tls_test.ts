@@ -10,12 +10,6 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { freePort, reconcileCli, ROOT } from "../support/mod.ts";
 import { type CertFiles, makeBadCerts, makeTestPki, type TestPki } from "../support/tls.ts";
-import {
-  certificateRefusal,
-  DEFAULT_CA_FILE,
-  findCaFile,
-  isLoopbackHost,
-} from "../../reconcile/tls.ts";
 
 /** A stamp line as `run` writes it, dated `agoMs` before now. */
 function stampLine(agoMs: number): string {
@@ -175,12 +169,20 @@ Deno.test({
     const { dir, stamp, pki } = await setUp();
     const bad = await makeBadCerts(dir, pki);
     const cases: [string, CertFiles, RegExp][] = [
-      ["another CA", bad.otherCa, /its certificate is not issued by the mesh CA "[^"]+\/ca\.crt"/],
-      ["expired", bad.expired, /its certificate expired at \d{4}-\d\d-\d\dT[\d:.]+Z/],
+      [
+        "another CA",
+        bad.otherCa,
+        /the server's certificate is not signed by the mesh CA in "[^"]+\/ca\.crt"/,
+      ],
+      [
+        "expired",
+        bad.expired,
+        /the server's certificate has expired: it was valid until \d{4}-\d\d-\d\dT[\d:.]+Z/,
+      ],
       [
         "another name",
         bad.otherName,
-        /its certificate is not for "127\.0\.0\.1" \(it is for elsewhere\.invalid, 192\.0\.2\.1\)/,
+        /the server's certificate is not issued for "127\.0\.0\.1" \(it is for elsewhere\.invalid, 192\.0\.2\.1\)/,
       ],
     ];
     try {
@@ -219,7 +221,7 @@ Deno.test({
           MESH_CA_FILE: bad.other.caCert,
         });
         assertEquals([j.state, j.problem], ["unreachable", "untrusted"]);
-        assertStringIncludes(j.detail, `not issued by the mesh CA "${bad.other.caCert}"`);
+        assertStringIncludes(j.detail, `not signed by the mesh CA in "${bad.other.caCert}"`);
       } finally {
         await serve.stop();
       }
@@ -334,6 +336,16 @@ Deno.test("a bad key, certificate or CA file is refused with exit 2 naming its p
     await Deno.writeTextFile(notCert, "hello\n");
     const missing = `${dir}/missing.pem`;
     const other = await makeTestPki(dir, { stem: "other-" });
+    // A CA file anyone may write (who then chooses what watch trusts), and one holding a key.
+    const openCa = `${dir}/open-ca.crt`;
+    await Deno.copyFile(pki.caCert, openCa);
+    await Deno.chmod(openCa, 0o666);
+    const withKey = `${dir}/with-key.crt`;
+    await Deno.writeTextFile(
+      withKey,
+      (await Deno.readTextFile(pki.caCert)) + (await Deno.readTextFile(pki.caKey)),
+      { mode: 0o644 },
+    );
     const serve = (cert: string, key: string) =>
       ["stamp", "serve", "--listen", `127.0.0.1:${freePort()}`, "--stamp", stamp]
         .concat(["--cert", cert, "--key", key]);
@@ -356,6 +368,14 @@ Deno.test("a bad key, certificate or CA file is refused with exit 2 naming its p
         `"${notCert}"`,
       ],
       [["watch", "https://127.0.0.1:1/", "--max-age", "1h", "--ca", missing], `"${missing}"`],
+      [
+        ["watch", "https://127.0.0.1:1/", "--max-age", "1h", "--ca", openCa],
+        `"${openCa}": its mode is 0666; it is writable by anyone`,
+      ],
+      [
+        ["watch", "https://127.0.0.1:1/", "--max-age", "1h", "--ca", withKey],
+        `"${withKey}": it holds a private key`,
+      ],
       // A server's certificate is not a CA.
       [["watch", "https://127.0.0.1:1/", "--max-age", "1h", "--ca", pki.cert], "not a CA"],
       [["watch", "http://127.0.0.1:1/", "--max-age", "1h", "--ca", pki.caCert], "--ca"],
@@ -379,72 +399,4 @@ Deno.test("a bad key, certificate or CA file is refused with exit 2 naming its p
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
-
-Deno.test("isLoopbackHost: loopback names and addresses only, never a wildcard", () => {
-  for (const h of ["localhost", "LOCALHOST.", "a.localhost", "127.0.0.1", "127.1.2.3", "::1"]) {
-    assert(isLoopbackHost(h), h);
-  }
-  for (const h of ["[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "[::ffff:7f00:1]"]) {
-    assert(isLoopbackHost(h), h);
-  }
-  for (const h of ["0.0.0.0", "::", "[::]", "10.0.0.1", "128.0.0.1", "localhost.example.org"]) {
-    assert(!isLoopbackHost(h), h);
-  }
-  for (const h of ["127.0.0.1.example.org", "::ffff:10.0.0.1", "2001:db8::1"]) {
-    assert(!isLoopbackHost(h), h);
-  }
-});
-
-Deno.test("findCaFile: the option, else $MESH_CA_FILE, else the default file when it exists", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "mesh-stamp-tls-" });
-  try {
-    const present = `${dir}/ca.crt`;
-    await Deno.writeTextFile(present, "x");
-    const absent = `${dir}/none.crt`;
-    assertEquals(DEFAULT_CA_FILE, "/etc/mesh/ca.crt");
-    assertEquals(await findCaFile("/a", { env: "/b", defaultFile: present }), "/a");
-    assertEquals(await findCaFile(undefined, { env: "/b", defaultFile: present }), "/b");
-    assertEquals(await findCaFile(undefined, { env: "", defaultFile: present }), present);
-    assertEquals(await findCaFile(undefined, { env: undefined, defaultFile: present }), present);
-    assertEquals(await findCaFile(undefined, { env: undefined, defaultFile: absent }), undefined);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("certificateRefusal: rustls's words as a sentence, and nothing for another failure", () => {
-  const pre = "error sending request for url (https://h/): client error (Connect): " +
-    "invalid peer certificate: ";
-  assertEquals(
-    certificateRefusal(`${pre}UnknownIssuer`, { caFile: "/etc/mesh/ca.crt" }),
-    'its certificate is not issued by the mesh CA "/etc/mesh/ca.crt"',
-  );
-  assertStringIncludes(certificateRefusal(`${pre}UnknownIssuer`)!, "no mesh CA was given");
-  assertEquals(
-    certificateRefusal(
-      `${pre}certificate expired: verification time 1796524127 (UNIX), but certificate is not ` +
-        "valid after 1796437727 (86400 seconds ago)",
-    ),
-    "its certificate expired at 2026-12-05T02:28:47.000Z",
-  );
-  assertEquals(
-    certificateRefusal(
-      `${pre}certificate not valid yet: verification time 1796524191 (UNIX), but certificate is ` +
-        "not valid before 1796610590 (86399 seconds in future)",
-    ),
-    "its certificate is not valid yet (valid from 2026-12-07T02:29:50.000Z)",
-  );
-  assertEquals(
-    certificateRefusal(
-      `${pre}certificate not valid for name "127.0.0.1"; certificate is only valid for ` +
-        'IpAddress(10.1.2.3) or DnsName("a.example")',
-    ),
-    'its certificate is not for "127.0.0.1" (it is for 10.1.2.3, a.example)',
-  );
-  assertEquals(
-    certificateRefusal(`${pre}BadSignature`),
-    "its certificate is refused: BadSignature",
-  );
-  assertEquals(certificateRefusal("client error (Connect): tcp connect error"), undefined);
 });
