@@ -15,7 +15,7 @@
 import { BrokerUrlError, brokerUrls, withCredential } from "../lib/broker_urls.ts";
 import { redactUrl } from "../lib/url.ts";
 import type { Queryable } from "./db.ts";
-import { tlsRefusal, type TrustAnchor } from "../lib/wire_trust.ts";
+import { DEFAULT_CA_FILE, tlsRefusal, type TrustAnchor } from "../lib/wire_trust.ts";
 
 /** The `settings` row that keeps the public broker address (comma-separated members). */
 export const PUBLIC_BROKER_SETTING = "public_broker";
@@ -70,9 +70,6 @@ export function publicBrokerUrls(given: string | readonly string[]): string[] {
   return urls;
 }
 
-/** Whether `hostname` (a URL's) is a loopback address or name: lib/wire_trust.ts's one rule. */
-export { isLoopback } from "../lib/wire_trust.ts";
-
 /** The URL `url` with its credential dropped: how a public address is kept and shown. */
 export function addressOf(url: string): string {
   const u = new URL(url);
@@ -80,9 +77,6 @@ export function addressOf(url: string): string {
   u.password = "";
   return u.href;
 }
-
-/** Where a node keeps the mesh's CA certificate: what its broker URL's `cacertfile` names. */
-export const NODE_CA_FILE = "/etc/mesh/ca.crt";
 
 /**
  * The public member `url` as a node of a mesh with a CA reaches it: `amqps://`, on port 5671
@@ -98,9 +92,10 @@ export function tlsAddressOf(url: string): string {
 
 /**
  * `url` (a node's broker URL) naming `caFile` as its `cacertfile` (the RabbitMQ URI spec's
- * name, which lib/amqp.ts verifies the broker against); unchanged for amqp://.
+ * name, which lib/amqp.ts verifies the broker against; default where a node keeps the mesh's CA
+ * certificate, lib/wire_trust.ts DEFAULT_CA_FILE); unchanged for amqp://.
  */
-export function withCaFile(url: string, caFile: string = NODE_CA_FILE): string {
+export function withCaFile(url: string, caFile: string = DEFAULT_CA_FILE): string {
   const u = new URL(url);
   if (u.protocol !== "amqps:") return url;
   u.searchParams.set("cacertfile", caFile);

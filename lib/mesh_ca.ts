@@ -1,6 +1,6 @@
 /**
  * The mesh's own certificate authority: made once, its certificate public
- * ({@linkcode CA_CERT_FILE}), its key 0600 ({@linkcode CA_KEY_FILE}); it issues the server
+ * (/etc/mesh/ca.crt, lib/wire_trust.ts's `DEFAULT_CA_FILE`), its key 0600 ({@linkcode CA_KEY_FILE}); it issues the server
  * certificates of the broker's AMQPS listener and management API, PostgreSQL and the stamp, for
  * the DNS names and IP addresses nodes use, and says when one is due for renewal.
  *
@@ -19,6 +19,7 @@
 import * as x509 from "@peculiar/x509";
 import { createHash } from "node:crypto";
 import { pemBlocks, readTrustText, TrustFileError } from "./trust_file.ts";
+import { DEFAULT_CA_FILE } from "./wire_trust.ts";
 
 export {
   MAX_TRUST_FILE_BYTES,
@@ -29,8 +30,6 @@ export {
 
 x509.cryptoProvider.set(crypto);
 
-/** Where the mesh's CA certificate is kept (public, PEM, mode 0644). */
-export const CA_CERT_FILE = "/etc/mesh/ca.crt";
 /** Where the mesh's CA private key is kept (PKCS#8 PEM, mode 0600, root). */
 export const CA_KEY_FILE = "/etc/mesh/secrets/ca.key";
 
@@ -460,14 +459,14 @@ export async function readCertificate(path: string, what = "certificate"): Promi
 }
 
 /**
- * Reads the mesh's CA certificate (`path`, default {@linkcode CA_CERT_FILE}): its PEM text, when
+ * Reads the mesh's CA certificate (`path`, default /etc/mesh/ca.crt, lib/wire_trust.ts's `DEFAULT_CA_FILE`): its PEM text, when
  * every certificate in it is a CA (basicConstraints CA:true). More than one is allowed (an old
  * and a new CA while one replaces the other).
  *
  * @throws {TrustFileError} naming `path` when it is missing, not a regular file, unreadable, holds
  *   no certificate, or holds one that is not a CA certificate.
  */
-export async function readCaCert(path: string = CA_CERT_FILE): Promise<string> {
+export async function readCaCert(path: string = DEFAULT_CA_FILE): Promise<string> {
   const text = await readCertificate(path, "CA certificate");
   for (const b of pemBlocks(text).filter((b) => b.label === "CERTIFICATE")) {
     const cert = new x509.X509Certificate(b.der);

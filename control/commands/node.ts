@@ -277,8 +277,6 @@ async function nodeAddress(
 ): Promise<NodeAddress> {
   const {
     addressOf,
-    isLoopback,
-    NODE_CA_FILE,
     probeBroker,
     PublicBrokerError,
     readPublicBroker,
@@ -287,9 +285,8 @@ async function nodeAddress(
   } = await import("../public_broker.ts");
   // A mesh with a CA (MESH_CA_FILE, or /etc/mesh/ca.crt here) gives its nodes amqps:// and the
   // CA certificate; one that cannot be read refuses the enrollment before anything is made.
-  const { caFileFor, readTrustAnchor } = await import("../../lib/wire_trust.ts");
-  const caFile = caFileFor(undefined);
-  const ca = caFile === undefined ? undefined : await readTrustAnchor(caFile);
+  const { DEFAULT_CA_FILE, isLoopback, trustAnchorFor } = await import("../../lib/wire_trust.ts");
+  const ca = await trustAnchorFor(undefined);
   const kept = await readPublicBroker(sql);
   const from = given !== undefined
     ? "given with --public-broker or MESH_PUBLIC_BROKER_URL"
@@ -298,7 +295,7 @@ async function nodeAddress(
     : "--broker: no public broker address was ever given";
   const members = (given ?? kept ?? ends.members).map(addressOf)
     .map((m) => ca === undefined ? m : tlsAddressOf(m));
-  const withCa = ca === undefined ? {} : { ca, nodeCa: NODE_CA_FILE };
+  const withCa = ca === undefined ? {} : { ca, nodeCa: DEFAULT_CA_FILE };
   const nothing = "; nothing was recorded";
   const accountVhost = vhostOf(ends.amqp);
   for (const m of members) {
