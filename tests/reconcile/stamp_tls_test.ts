@@ -10,6 +10,7 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { freePort, reconcileCli, ROOT } from "../support/mod.ts";
 import { type CertFiles, makeBadCerts, makeTestPki, type TestPki } from "../support/tls.ts";
+import { type StampServe, startStampServe } from "../support/stamp_serve.ts";
 
 /** A stamp line as `run` writes it, dated `agoMs` before now. */
 function stampLine(agoMs: number): string {
@@ -75,49 +76,9 @@ async function refusal(
   };
 }
 
-/** A running `stamp serve`: its port, and how to stop it (its stderr then). */
-interface Serve {
-  port: number;
-  stop(): Promise<{ code: number; stderr: string }>;
-}
-
 /** `stamp serve --listen 127.0.0.1:PORT --stamp STAMP ARGS`, once it accepts connections. */
-async function startServe(stamp: string, args: string[]): Promise<Serve> {
-  const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      `${ROOT}reconcile/main.ts`,
-      "stamp",
-      "serve",
-      "--listen",
-      `127.0.0.1:${port}`,
-      "--stamp",
-      stamp,
-      ...args,
-    ],
-    cwd: ROOT,
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const stop = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already gone */ }
-    const o = await child.output();
-    return { code: o.code, stderr: new TextDecoder().decode(o.stderr) };
-  };
-  for (let i = 0; i < 300; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return { port, stop };
-    } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const end = await stop();
-  throw new Error(`stamp serve did not start: ${end.stderr}`);
+function startServe(stamp: string, args: string[]): Promise<StampServe> {
+  return startStampServe(stamp, { args });
 }
 
 /** A temporary directory with a stamp in it and the mesh's test PKI. */
@@ -268,7 +229,7 @@ Deno.test({
         [[], { MESH_ALLOW_PLAIN: "1" }],
       ];
       for (const [args, env] of allowed) {
-        const serve = await startServeOn(`0.0.0.0:${port}`, stamp, args, env);
+        const serve = await startStampServe(stamp, { listen: `0.0.0.0:${port}`, args, env });
         try {
           const j = await watchJson(`http://127.0.0.1:${port}/`, []);
           assertEquals(j.state, "up", j.detail);
@@ -289,39 +250,6 @@ Deno.test({
     }
   },
 });
-
-/** {@linkcode startServe} on `listen` (its port connected to on 127.0.0.1). */
-async function startServeOn(
-  listen: string,
-  stamp: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<Serve> {
-  const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", `${ROOT}reconcile/main.ts`, "stamp", "serve"]
-      .concat(["--listen", listen, "--stamp", stamp, ...args]),
-    env,
-    cwd: ROOT,
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const stop = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already gone */ }
-    const o = await child.output();
-    return { code: o.code, stderr: new TextDecoder().decode(o.stderr) };
-  };
-  for (let i = 0; i < 300; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return { port, stop };
-    } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`stamp serve did not start: ${(await stop()).stderr}`);
-}
 
 Deno.test("a bad key, certificate or CA file is refused with exit 2 naming its path, nothing served", async () => {
   const { dir, stamp, pki } = await setUp();

@@ -7,6 +7,7 @@
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { freePort, reconcileCli, ROOT } from "../support/mod.ts";
+import { type StampServe, startStampServe } from "../support/stamp_serve.ts";
 import { DEFAULT_STAMP_PATH, parseStamp, ServedStamp } from "../../reconcile/stamp.ts";
 import { watch, WatchStateFile, WebhookBody } from "../../reconcile/watch.ts";
 
@@ -78,62 +79,9 @@ async function watchJson(
   return { r, j };
 }
 
-/** A running `mesh-reconcile stamp serve`. */
-interface Serve {
-  url: string;
-  port: number;
-  child: Deno.ChildProcess;
-  /** Sends `signal` and returns how it ended. */
-  stop(signal?: Deno.Signal): Promise<{ code: number; signal: string | null; stderr: string }>;
-}
-
-async function startServe(stamp: string, port = freePort()): Promise<Serve> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--quiet",
-      `${ROOT}reconcile/main.ts`,
-      "stamp",
-      "serve",
-      "--listen",
-      `127.0.0.1:${port}`,
-      "--stamp",
-      stamp,
-    ],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const url = `http://127.0.0.1:${port}/`;
-  let stopped: Promise<{ code: number; signal: string | null; stderr: string }> | undefined;
-  const serve: Serve = {
-    url,
-    port,
-    child,
-    stop(signal: Deno.Signal = "SIGTERM") {
-      if (stopped) return stopped;
-      try {
-        child.kill(signal);
-      } catch { /* already gone */ }
-      stopped = child.output().then((o) => ({
-        code: o.code,
-        signal: o.signal,
-        stderr: new TextDecoder().decode(o.stderr),
-      }));
-      return stopped;
-    },
-  };
-  for (let i = 0; i < 300; i++) {
-    try {
-      const r = await fetch(url);
-      await r.body?.cancel();
-      return serve;
-    } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const end = await serve.stop("SIGKILL");
-  throw new Error(`stamp serve did not start: ${end.stderr}`);
+/** `stamp serve --listen 127.0.0.1:PORT --stamp STAMP` (a free port unless given), listening. */
+function startServe(stamp: string, port?: number): Promise<StampServe> {
+  return startStampServe(stamp, port === undefined ? {} : { listen: `127.0.0.1:${port}` });
 }
 
 /** A webhook receiver: records each body it accepts; answers 503 while failing. */
