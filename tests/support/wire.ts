@@ -52,29 +52,7 @@ function pipeBoth(a: Deno.Conn, b: Deno.Conn, open: Set<Deno.Conn>): void {
  * listener's TLS under a name its certificate is not issued for.
  */
 export function forwarder(toPort: number, hostname = "127.0.0.2"): Front {
-  const listener = Deno.listen({ hostname, port: 0 });
-  const open = new Set<Deno.Conn>();
-  (async () => {
-    for await (const conn of listener) {
-      try {
-        pipeBoth(conn, await Deno.connect({ hostname: "127.0.0.1", port: toPort }), open);
-      } catch {
-        conn.close();
-      }
-    }
-  })().catch(() => {});
-  return {
-    hostname,
-    port: (listener.addr as Deno.NetAddr).port,
-    close: () => {
-      listener.close();
-      for (const c of [...open]) {
-        try {
-          c.close();
-        } catch { /* closed */ }
-      }
-    },
-  };
+  return relay(Deno.listen({ hostname, port: 0 }), hostname, toPort);
 }
 
 /**
@@ -89,6 +67,11 @@ export function terminator(files: { cert: string; key: string }, toPort: number)
     cert: Deno.readTextFileSync(files.cert),
     key: Deno.readTextFileSync(files.key),
   });
+  return relay(listener, "127.0.0.1", toPort);
+}
+
+/** Each connection `listener` accepts, piped both ways to 127.0.0.1:`toPort`, as a front. */
+function relay(listener: Deno.Listener, hostname: string, toPort: number): Front {
   const open = new Set<Deno.Conn>();
   (async () => {
     for await (const conn of listener) {
@@ -100,7 +83,7 @@ export function terminator(files: { cert: string; key: string }, toPort: number)
     }
   })().catch(() => {});
   return {
-    hostname: "127.0.0.1",
+    hostname,
     port: (listener.addr as Deno.NetAddr).port,
     close: () => {
       listener.close();
