@@ -257,6 +257,34 @@ export function subjectAltNames(c: X509Certificate): { dns: string[]; ip: string
   return out;
 }
 
+/** What a presented certificate says of itself, as a probe reports it. */
+export interface CertificateSummary {
+  /** ISO 8601. */
+  notBefore: string;
+  /** ISO 8601. */
+  notAfter: string;
+  subject: string;
+  /** Its subject alternative names, e.g. `DNS:a.example, IP:192.0.2.1`. */
+  subjectAltName: string;
+}
+
+/**
+ * The validity window, subject and subject alternative names of `cert` (`names`: its
+ * {@linkcode subjectAltNames}, when already read).
+ */
+export function summarize(
+  cert: X509Certificate,
+  names: { dns: string[]; ip: string[] } = subjectAltNames(cert),
+): CertificateSummary {
+  return {
+    notBefore: new Date(cert.validFrom).toISOString(),
+    notAfter: new Date(cert.validTo).toISOString(),
+    subject: cert.subject ?? "",
+    subjectAltName: [...names.dns.map((n) => `DNS:${n}`), ...names.ip.map((n) => `IP:${n}`)]
+      .join(", "),
+  };
+}
+
 /** Whether `host` is an IPv4 or IPv6 address literal (then only IP address SANs can cover it). */
 export function isIpAddress(host: string): boolean {
   return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ||

@@ -17,7 +17,7 @@ import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { findProgram } from "../../lib/accounts.ts";
 import type { SourceStatus } from "./source.ts";
-import type { ChainVerdict, TrustStore } from "./cert_path.ts";
+import type { CertificateSummary, ChainVerdict, TrustStore } from "./cert_path.ts";
 import { handlersFor, type ServedHandler } from "./routes.ts";
 
 /** The address a catch-all route (no host matcher) is recorded under. */
@@ -56,13 +56,8 @@ export interface AddressProbe {
   status?: number;
   /** `Location` header, as sent. */
   location?: string;
-  certificate?: {
-    /** Expiry, ISO 8601. */
-    notAfter: string;
-    notBefore: string;
-    subject: string;
-    /** Subject alternative names read from the DER, e.g. `DNS:a.example, IP:192.0.2.1`. */
-    subjectAltName: string;
+  /** Its validity window, subject and SANs (read from the DER), and what was judged of it. */
+  certificate?: CertificateSummary & {
     /**
      * Whether the certificate covers the host name: an IP address against its IP SANs, a DNS
      * name against its DNS SANs (RFC 6125, one leftmost wildcard label; never the subject CN).
@@ -337,13 +332,7 @@ export async function probeAddress(
             const cert = chain[0]!;
             const names = path.subjectAltNames(cert);
             probe.certificate = {
-              notAfter: new Date(cert.validTo).toISOString(),
-              notBefore: new Date(cert.validFrom).toISOString(),
-              subject: cert.subject ?? "",
-              subjectAltName: [
-                ...names.dns.map((n) => `DNS:${n}`),
-                ...names.ip.map((n) => `IP:${n}`),
-              ].join(", "),
+              ...path.summarize(cert, names),
               coversName: path.coversName(names, host),
             };
             if (options.trust !== undefined) {

@@ -18,7 +18,7 @@
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { messageOf } from "../../lib/atomic.ts";
-import type { ChainVerdict, TrustStore } from "./cert_path.ts";
+import type { CertificateSummary, ChainVerdict, TrustStore } from "./cert_path.ts";
 import type { Listener } from "./sockets.ts";
 import { presentedChain } from "./proxy.ts";
 
@@ -41,14 +41,7 @@ export interface TlsProbe extends TlsRequest {
   target: string;
   /** Set when the connection or handshake failed; then `certificate` is absent. */
   error?: string;
-  certificate?: {
-    /** ISO 8601. */
-    notBefore: string;
-    /** ISO 8601. */
-    notAfter: string;
-    subject: string;
-    /** Its subject alternative names, e.g. `DNS:a.example, IP:192.0.2.1`. */
-    subjectAltName: string;
+  certificate?: CertificateSummary & {
     /** The requested names it does not cover, in the registry's order. */
     uncovered: string[];
     /** The served chain judged (absent when no trust store was given). */
@@ -147,13 +140,7 @@ export async function probeTlsPort(
           ...request,
           target,
           certificate: {
-            notBefore: new Date(cert.validFrom).toISOString(),
-            notAfter: new Date(cert.validTo).toISOString(),
-            subject: cert.subject ?? "",
-            subjectAltName: [
-              ...names.dns.map((n) => `DNS:${n}`),
-              ...names.ip.map((n) => `IP:${n}`),
-            ].join(", "),
+            ...path.summarize(cert, names),
             uncovered: request.names.filter((n) => !path.coversName(names, n)),
             ...(options.trust !== undefined
               ? { chain: path.verifyChain(chain, options.trust, options.now ?? Date.now()) }
