@@ -15,7 +15,7 @@ import { EXCHANGE, reportKey } from "../../lib/broker.ts";
 import { makeTestPki } from "../support/tls.ts";
 import { forwarder, TEST_CA_FILE } from "../support/wire.ts";
 import { controlCli, mustControl, reportOf, uniqueNode, waitFor } from "./support.ts";
-import { startTestLink, type TestVhost, withVhost } from "./vhost.ts";
+import { enrollPrinted, startTestLink, type TestVhost, withVhost } from "./vhost.ts";
 import type { TestInventory } from "./support.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -45,19 +45,9 @@ async function enrollTls(
   node: string,
   extra: string[] = [],
 ): Promise<{ url: string; stdout: string }> {
-  vhost.users.push(node);
-  const out = await mustControl(env, [
-    "node",
-    "enroll",
-    node,
-    "--system",
-    "debian",
-    "--node-is-local",
-    ...extra,
-  ]);
-  const url = out.stdout.split("\n").find((l) => l.startsWith("amqps://"));
-  assert(url, `enroll printed no amqps:// URL: ${out.stdout}`);
-  return { url, stdout: out.stdout };
+  const out = await enrollPrinted(vhost, node, { extra, env });
+  assert(out.url.startsWith("amqps://"), `enroll printed no amqps:// URL: ${out.stdout}`);
+  return out;
 }
 
 /** `url` with its `cacertfile` naming `path` (the node's /etc/mesh/ca.crt, in a test directory). */

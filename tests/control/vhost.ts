@@ -110,8 +110,20 @@ export async function enrollIn(
   node: string,
   extra: string[] = [],
 ): Promise<string> {
+  return (await enrollPrinted(vhost, node, { extra })).url;
+}
+
+/**
+ * {@linkcode enrollIn} with mesh-control's environment `env` (default the vhost's): the broker URL
+ * `node enroll` printed and all it printed.
+ */
+export async function enrollPrinted(
+  vhost: TestVhost,
+  node: string,
+  options: { extra?: string[]; env?: Record<string, string> } = {},
+): Promise<{ url: string; stdout: string }> {
   vhost.users.push(node);
-  const out = await mustControl(vhost.env, [
+  const out = await mustControl(options.env ?? vhost.env, [
     "node",
     "enroll",
     node,
@@ -119,11 +131,11 @@ export async function enrollIn(
     "debian",
     // The test's links run on this machine, and the broker listens on its loopback address only.
     "--node-is-local",
-    ...extra,
+    ...(options.extra ?? []),
   ]);
   const url = out.stdout.split("\n").find((l) => /^amqps?:\/\//.test(l));
   assert(url, out.stdout);
-  return url;
+  return { url, stdout: out.stdout };
 }
 
 /**
