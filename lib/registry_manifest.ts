@@ -8,6 +8,7 @@
  */
 
 import { messageOf } from "./atomic.ts";
+import { isLoopback as isLoopbackHost } from "./wire_trust.ts";
 
 /** The manifest media types a registry may answer with, single images and indexes. */
 export const MANIFEST_ACCEPT = [
@@ -46,10 +47,13 @@ export function splitPinned(image: string): PinnedReference | undefined {
   return { registry: "registry-1.docker.io", name, digest: m[2]! };
 }
 
-/** Whether `registry` (`host[:port]`) is on this machine's loopback. */
+/**
+ * Whether `registry` (`host[:port]`, an IPv6 address in brackets) is on this machine's loopback:
+ * its host by lib/wire_trust.ts's one rule (`localhost`, 127.0.0.0/8, `::1`, ...; a name that
+ * merely starts with `127.` is not).
+ */
 export function isLoopback(registry: string): boolean {
-  const host = registry.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
+  return isLoopbackHost(registry.replace(/:\d+$/, ""));
 }
 
 /**

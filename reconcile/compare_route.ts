@@ -22,6 +22,7 @@ import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type RenderedRoute, routeOf } from "./render.ts";
 import type { ServedHandler } from "./observe/routes.ts";
+import { isLoopback } from "../lib/wire_trust.ts";
 
 /** Placeholders in a configured `Location`, as Caddy fills them for `GET /` (what a probe asks). */
 const REQUEST_ROOT: Record<string, string> = {
@@ -79,12 +80,10 @@ function trimSlash(path: string): string {
   return path.length > 1 ? path.replace(/\/+$/, "") : path;
 }
 
-/** Whether a `dial` address is a loopback address on `port`. */
+/** Whether a `dial` address is a loopback address (lib/wire_trust.ts's one rule) on `port`. */
 export function isLoopbackPort(dial: string, port: number): boolean {
-  const m = /^(?:tcp[46]?\/)?(\[[^\]]+\]|[^:]+):(\d+)$/.exec(dial);
-  if (!m || Number(m[2]) !== port) return false;
-  const host = m[1]!.replace(/^\[|\]$/g, "").toLowerCase();
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  const m = /^(?:tcp[46]?\/)?(\[[^\]]+\]|[^:/]+):(\d+)$/.exec(dial);
+  return m !== null && Number(m[2]) === port && isLoopback(m[1]!);
 }
 
 /** A configured `Location` as the answer to `GET /` would carry it, resolved to a full URL. */

@@ -15,7 +15,7 @@ import {
 } from "../support/mod.ts";
 import { handlersFor } from "../../reconcile/observe/routes.ts";
 import { observeProxy } from "../../reconcile/observe/proxy.ts";
-import { compareRoutes } from "../../reconcile/compare_route.ts";
+import { compareRoutes, isLoopbackPort } from "../../reconcile/compare_route.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
 import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
 
@@ -415,4 +415,32 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
+});
+
+Deno.test("a dial address is loopback by the one rule (lib/wire_trust.ts), on the port asked", () => {
+  for (
+    const dial of [
+      "127.0.0.1:8080",
+      "tcp/127.0.0.2:8080",
+      "localhost:8080",
+      "app.localhost:8080",
+      "[::1]:8080",
+      "tcp6/[::1]:8080",
+      "[::ffff:127.0.0.1]:8080",
+    ]
+  ) {
+    assert(isLoopbackPort(dial, 8080), dial);
+  }
+  for (
+    const dial of [
+      "127.0.0.1:8081",
+      "10.0.0.1:8080",
+      "127.0.0.1.example.org:8080",
+      "0.0.0.0:8080",
+      "/run/app.sock:8080",
+      "unix//run/app.sock",
+    ]
+  ) {
+    assert(!isLoopbackPort(dial, 8080), dial);
+  }
 });
