@@ -33,6 +33,7 @@ import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
 import { bundleProgram, fetchRuntime } from "./onefile.ts";
+import { isLoopback } from "../lib/registry_manifest.ts";
 
 const root = new URL("../", import.meta.url).pathname;
 // Podman on these VMs needs the project's containers.conf (runc, no default ulimits).
@@ -575,7 +576,7 @@ if (import.meta.main) {
     );
     Deno.exit(2);
   }
-  const loopback = /^(127\.\d+\.\d+\.\d+|localhost)(:\d+)?$/.test(registry);
+  const loopback = isLoopback(registry);
   const insecure = parsed.values.insecure === true || loopback;
   const lock = parsed.values.lock ?? `${root}bundles/substrate-debian.lock`;
   const work = await Deno.makeTempDir({ prefix: "mesh-substrate-" });
