@@ -14,13 +14,17 @@
  * - the bundle applied again changes nothing; a name added to `public-names` makes the next
  *   apply reissue both certificates and restart both containers, which then serve the new
  *   certificate (the renewal path: a certificate no longer good for every name is due, as one
- *   near its end is).
+ *   near its end is);
+ * - a node on the second machine, enrolled by mesh-control on the first (itself connected over
+ *   TLS, verified), links over `amqps://` verifying the broker against the mesh's CA and reports
+ *   (the board says `not pushed`); verifying against another CA, its link is refused, saying so.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { bootLab, type LabMachine, registryForBridge } from "./mod.ts";
 import { run } from "../../lib/command.ts";
 import { freshSubstrateLock, substrateHost } from "../support/substrate.ts";
+import { oneFileProgram } from "../support/onefile.ts";
 
 interface Applied {
   outcome?: string;
@@ -33,7 +37,10 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const lock = await freshSubstrateLock();
-    const host = await substrateHost(lock.path);
+    const [host, control] = await Promise.all([
+      substrateHost(lock.path),
+      oneFileProgram("control"),
+    ]);
     const tag = crypto.randomUUID().slice(0, 6);
     const network = `mesh-tls-${tag}`;
     const subnet = `10.214.${100 + Math.floor(Math.random() * 150)}`;
@@ -140,7 +147,9 @@ Deno.test({
         );
         const otherCa = await ask(port, { ca: "/root/other.crt", starttls });
         assert(
-          otherCa.code !== 0 && /unable to get local issuer certificate/.test(otherCa.said),
+          otherCa.code !== 0 &&
+            /unable to get local issuer certificate|self-signed certificate in certificate chain/
+              .test(otherCa.said),
           `${port} verified against another CA: ${otherCa.said}`,
         );
       }
@@ -190,6 +199,70 @@ Deno.test({
         assert(r.code === 0 && verified(r.said), `${port} for the added name: ${r.said}`);
       }
       assertEquals(await apply(), [], "the apply after the renewal changed something");
+
+      // A node on the second machine links over AMQPS, verifying the broker against the mesh's CA
+      // (enrolled by mesh-control on the first node, itself over TLS, verified): it reports, so
+      // the board has heard it. With another CA in its place the link is refused, saying so.
+      await first.copyIn(control, "/usr/local/sbin/mesh-control");
+      const mc = (args: string) =>
+        first.exec([
+          "sh",
+          "-c",
+          `store=$(cat /etc/mesh/secrets/store) broker=$(cat /etc/mesh/secrets/broker); ` +
+          `MESH_DATABASE_URL="postgres://postgres:$store@127.0.0.1:5432/inventory?sslmode=verify-full" ` +
+          `MESH_BROKER_URL="amqps://mesh:$broker@127.0.0.1:5671/%2F" ` +
+          `MESH_BROKER_API_URL="https://mesh:$broker@127.0.0.1:15671" mesh-control ${args}`,
+        ], { allowFailure: true, timeoutMs: 300_000 });
+      const enrolled = await mc(
+        `node enroll tls-second --system debian --public-broker amqps://${firstAddress}:5671/%2F`,
+      );
+      assertEquals(enrolled.code, 0, `node enroll: ${enrolled.stdout}\n${enrolled.stderr}`);
+      const url = /amqps:\/\/tls-second:[^\s]+/.exec(enrolled.stdout)?.[0];
+      assert(url, `node enroll printed no amqps:// URL: ${enrolled.stdout}`);
+      await second.copyIn(host.path, "/usr/local/sbin/mesh-host");
+      await second.exec(["sh", "-c", "mkdir -p /etc/mesh && cp /root/ca.crt /etc/mesh/ca.crt"]);
+      const refusedLink = await second.exec([
+        "sh",
+        "-c",
+        `MESH_CA_FILE=/root/other.crt timeout 30 mesh-host link --broker "$1" --every 30s 2>&1`,
+        "sh",
+        url,
+      ], { allowFailure: true, timeoutMs: 120_000 });
+      assert(
+        /certificate/i.test(refusedLink.stdout) && !refusedLink.stdout.includes(url),
+        `a link verifying against another CA: ${refusedLink.stdout}`,
+      );
+      await second.exec([
+        "systemd-run",
+        "--unit",
+        "mesh-link-tls",
+        "/usr/local/sbin/mesh-host",
+        "link",
+        "--broker",
+        url,
+        "--every",
+        "30s",
+      ]);
+      let verdict = "";
+      for (let i = 0; i < 90 && !/not.pushed/.test(verdict); i++) {
+        const board = await mc("board --json");
+        const machines = (JSON.parse(board.stdout || "{}") as {
+          machines?: { name: string; verdict?: string }[];
+        }).machines ?? [];
+        verdict = machines.find((m) => m.name === "tls-second")?.verdict ?? board.stderr;
+        if (!/not.pushed/.test(verdict)) await new Promise((r) => setTimeout(r, 2000));
+      }
+      const journal = await second.exec([
+        "journalctl",
+        "--no-pager",
+        "-n",
+        "30",
+        "-u",
+        "mesh-link-tls",
+      ], {
+        allowFailure: true,
+      });
+      assert(/not.pushed/.test(verdict), `the node over amqps: ${verdict}\n${journal.stdout}`);
     } finally {
       stopForwarder();
       await Promise.all(machines.map((m) => m.destroy()));
