@@ -15,6 +15,8 @@
  */
 
 import { redactUrl } from "../lib/url.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { type HttpTrust, httpTrust, tlsRefusal } from "../lib/wire_trust.ts";
 import type { Channel, ChannelModel } from "amqplib";
 import {
   BUILD_QUEUE,
@@ -736,6 +738,8 @@ interface AmqpTarget {
   vhost: string;
   /** The URL with its password replaced by `***`. */
   shown: string;
+  /** The URL to connect to, as given (its `cacertfile=PATH` kept). */
+  url: URL;
   /** The AMQP URL of the same broker and vhost with another account. */
   urlFor(account: string, password: string): string;
 }
@@ -772,6 +776,7 @@ function parseAmqp(url: string, action: string): AmqpTarget {
     password,
     vhost,
     shown,
+    url: u,
     urlFor: (account, pass) =>
       `${protocol}://${encodeURIComponent(account)}:${encodeURIComponent(pass)}@${host}/${
         encodeURIComponent(vhost)
@@ -791,21 +796,20 @@ async function withChannel<T>(
   options: BrokerOptions,
   fn: (ch: Channel, step: Step) => Promise<T>,
 ): Promise<T> {
-  const { connect } = await import("../lib/amqplib.ts");
+  const { connectAmqp } = await import("../lib/amqp.ts");
+  const { TrustFileError, PlainRefusedError } = await import("../lib/wire_trust.ts");
   const secrets = [target.password];
   let conn: ChannelModel;
   try {
-    conn = await connect({
-      protocol: target.protocol,
-      hostname: target.hostname,
-      port: target.port,
-      username: target.username,
-      password: target.password,
-      // amqplib decodes the vhost of an object once more (querystring.unescape): encode it so
-      // that a vhost with a "%" in its name arrives as written.
-      vhost: encodeURIComponent(target.vhost),
-    }, { timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+    // Through the programs' one way to the broker (lib/amqp.ts): amqps:// verified against the
+    // mesh's CA, clear text only to this machine unless allowed.
+    conn = await connectAmqp(target.url, {
+      timeoutSeconds: (options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000,
+    });
   } catch (error) {
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) {
+      throw new BrokerError(`${action}: ${error.message}`, { cause: error });
+    }
     const text = scrub(messageWithCauses(error), secrets);
     // amqplib reports a refused login as "Handshake terminated by server: 403 (ACCESS-REFUSED)
     // ..." without a code, and a refused vhost only as an unexpected ConnectionClose.
@@ -872,6 +876,11 @@ interface ApiTarget {
   /** `path` appended to the base URL as given, password replaced by `***`. */
   show(path: string): string;
   password: string;
+  /**
+   * What `fetch` is given (lib/wire_trust.ts's {@linkcode httpTrust}: https:// verified against
+   * the mesh's CA, http:// only to this machine unless allowed); made once, on first use.
+   */
+  client(): Promise<HttpTrust>;
 }
 
 function parseApi(url: string, action: string): ApiTarget {
@@ -897,7 +906,10 @@ function parseApi(url: string, action: string): ApiTarget {
     );
   }
   const bytes = new TextEncoder().encode(`${username}:${password}`);
+  let made: Promise<HttpTrust> | undefined;
+  const client = () => made ??= httpTrust(u, `the management API ${shownBase}`);
   return {
+    client,
     base: `${u.origin}${u.pathname.replace(/\/+$/, "")}`,
     authorization: username || password
       ? `Basic ${btoa(String.fromCharCode(...bytes))}`
@@ -930,8 +942,15 @@ async function request(
   Object.assign(headers, how.headers ?? {});
   let response: Response;
   let text: string;
+  let trust: HttpTrust;
+  try {
+    trust = await api.client();
+  } catch (error) {
+    throw new BrokerError(`${how.action}: ${messageOf(error)}`, { cause: error });
+  }
   try {
     response = await fetch(`${api.base}${path}`, {
+      client: trust.client,
       method,
       headers,
       body: how.body === undefined ? undefined : JSON.stringify(how.body),
@@ -942,7 +961,8 @@ async function request(
     const limit = how.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const why = error instanceof DOMException && error.name === "TimeoutError"
       ? `no answer within ${limit} ms`
-      : scrub(messageWithCauses(error), secrets);
+      : tlsRefusal(error, trust) ??
+        scrub(messageWithCauses(error), secrets);
     throw new BrokerError(
       `${how.action}: could not reach the management API (${shown}): ${why}`,
       { cause: error },

@@ -6,7 +6,15 @@
  */
 
 import postgres from "postgres";
+import { isIP } from "node:net";
 import { redactUrl } from "../lib/url.ts";
+import {
+  PlainRefusedError,
+  refusePlain,
+  tlsRefusal,
+  trustAnchorFor,
+  TrustFileError,
+} from "../lib/wire_trust.ts";
 import m0001 from "./migrations/0001_inventory.sql" with { type: "text" };
 import m0002 from "./migrations/0002_catalogue.sql" with { type: "text" };
 import m0003 from "./migrations/0003_fleet_truth.sql" with { type: "text" };
@@ -75,10 +83,11 @@ export interface ConnectOptions {
  *   or (unless `requireMigrated` is false) is not migrated to {@linkcode MIGRATIONS}.
  */
 export async function connectDatabase(url: string, options: ConnectOptions = {}): Promise<Sql> {
-  postgresUrl(url);
+  const target = await postgresTarget(url);
   let sql: Sql;
   try {
-    sql = postgres(url, {
+    sql = postgres(target.href, {
+      ssl: target.ssl,
       max: options.max ?? 4,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
@@ -92,7 +101,11 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
   }
   const cannotConnect = async (error: unknown) => {
     await sql.end({ timeout: 1 }).catch(() => {});
-    return new DatabaseError(`Cannot connect to database "${redactUrl(url)}": ${describe(error)}`);
+    return new DatabaseError(
+      `Cannot connect to database "${redactUrl(url)}": ${
+        await refusedCertificate(error, target) ?? describe(error)
+      }`,
+    );
   };
   if (!(options.requireMigrated ?? true)) {
     try {
@@ -236,14 +249,19 @@ export async function migrate(
  * @throws {DatabaseError} when the server does not answer or refuses.
  */
 export async function createDatabaseIfMissing(url: string): Promise<boolean> {
-  const target = postgresUrl(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ""));
+  const target = await postgresTarget(url);
+  const name = decodeURIComponent(new URL(target.href).pathname.replace(/^\//, ""));
   if (name === "") {
     throw new DatabaseError(`Database URL "${redactUrl(url)}" names no database`);
   }
-  const admin = new URL(url);
+  const admin = new URL(target.href);
   admin.pathname = "/postgres";
-  const sql = postgres(admin.href, { max: 1, connect_timeout: 5, onnotice: () => {} });
+  const sql = postgres(admin.href, {
+    ssl: target.ssl,
+    max: 1,
+    connect_timeout: 5,
+    onnotice: () => {},
+  });
   try {
     const rows = await sql`select 1 from pg_database where datname = ${name}`;
     if (rows.length > 0) return false;
@@ -251,7 +269,9 @@ export async function createDatabaseIfMissing(url: string): Promise<boolean> {
     return true;
   } catch (error) {
     throw new DatabaseError(
-      `Cannot create database "${name}" at "${redactUrl(url)}": ${describe(error)}`,
+      `Cannot create database "${name}" at "${redactUrl(url)}": ${
+        await refusedCertificate(error, target) ?? describe(error)
+      }`,
     );
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {});
@@ -277,6 +297,128 @@ function postgresUrl(url: string): URL {
     );
   }
   return parsed;
+}
+
+/** What postgres.js is given for a database URL: {@linkcode postgresTarget}'s answer. */
+export interface PostgresTarget {
+  /** The URL without `sslmode` and `sslrootcert` (postgres.js would send unknown ones on). */
+  href: string;
+  /** postgres.js's `ssl`: false for clear text, node:tls options for `sslmode=verify-full`. */
+  ssl: false | "prefer" | "require" | "allow" | {
+    ca?: string;
+    host: string;
+    servername?: string;
+    rejectUnauthorized: true;
+  };
+  /** The host name or address (IPv6 without brackets), for {@linkcode tlsRefusal}. */
+  host: string;
+  /** The CA file verified against (undefined: clear text, or the system's roots). */
+  caFile?: string;
+}
+
+/**
+ * The connection to make for the database URL `url`, by the rule for the wire
+ * (lib/wire_trust.ts), with libpq's names: `sslmode=verify-full` verifies the server's
+ * certificate against `sslrootcert=PATH`, else MESH_CA_FILE, else /etc/mesh/ca.crt when it
+ * exists, else the system's roots, and for the URL's host (a name or an address); any other
+ * `sslmode` (absent, `disable`, or an unverified `allow`, `prefer`, `require`, `verify-ca`) is
+ * clear text or unverified, refused to a host that is not this machine unless `MESH_ALLOW_PLAIN=1`.
+ *
+ * Deno's node:tls (what postgres.js upgrades with) checks the name `servername`, else `host`,
+ * else "localhost"; postgres.js gives no `servername` for an address (node refuses an IP as a
+ * server name), so `host` is given too: without it an address was verified as "localhost"
+ * (seen: a certificate for localhost and 127.0.0.1 accepted at 127.0.0.2).
+ *
+ * @throws {DatabaseError} when `url` is not a postgres:// URL, names an unknown `sslmode`, the
+ *   CA file cannot be used (naming its path), or clear text to another machine is not allowed.
+ */
+export async function postgresTarget(url: string): Promise<PostgresTarget> {
+  const parsed = postgresUrl(url);
+  const mode = parsed.searchParams.get("sslmode") ?? "disable";
+  const rootCert = parsed.searchParams.get("sslrootcert") ?? undefined;
+  parsed.searchParams.delete("sslmode");
+  parsed.searchParams.delete("sslrootcert");
+  const host = decodeURIComponent(parsed.hostname.replace(/^\[|\]$/g, "")) ||
+    parsed.searchParams.get("host") || "localhost";
+  const href = parsed.href;
+  const modes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
+  if (!modes.includes(mode)) {
+    throw new DatabaseError(
+      `Cannot use database URL "${redactUrl(url)}": sslmode "${mode}" is not one of ${
+        modes.join(", ")
+      }`,
+    );
+  }
+  try {
+    if (mode === "verify-full") {
+      const anchor = await trustAnchorFor(rootCert);
+      return {
+        href,
+        host,
+        caFile: anchor?.path,
+        ssl: {
+          ca: anchor?.certs.join(""),
+          host,
+          servername: isIP(host) === 0 ? host : undefined,
+          rejectUnauthorized: true,
+        },
+      };
+    }
+    refusePlain(
+      host,
+      `database "${redactUrl(url)}"`,
+      "use sslmode=verify-full, with sslrootcert=PATH or the mesh CA in /etc/mesh/ca.crt",
+    );
+  } catch (error) {
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) {
+      throw new DatabaseError(error.message, { cause: error });
+    }
+    throw error;
+  }
+  const ssl = mode === "disable" || mode === "verify-ca"
+    ? (mode === "disable" ? false : "require")
+    : mode as "allow" | "prefer" | "require";
+  return { href, host, ssl };
+}
+
+/**
+ * The sentence saying why the server's certificate was refused, when `error` is such a refusal
+ * (lib/wire_trust.ts's {@linkcode tlsRefusal}), else undefined. Deno's node:tls gives every
+ * certificate it refuses one code (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`, "unable to verify the first
+ * certificate"), an expired one as another CA's; so for that code the handshake is made once
+ * more, alone, the way libpq opens it (an SSLRequest, then TLS through Deno.startTls with the same
+ * CA and host), and rustls's own reason read from it.
+ */
+async function refusedCertificate(
+  error: unknown,
+  target: PostgresTarget,
+): Promise<string | undefined> {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code !== "UNABLE_TO_VERIFY_LEAF_SIGNATURE" || typeof target.ssl !== "object") {
+    return tlsRefusal(error, target);
+  }
+  const url = new URL(target.href);
+  const port = url.port === "" ? 5432 : Number(url.port);
+  let conn: Deno.Conn | undefined;
+  try {
+    const tcp = await Deno.connect({ hostname: target.host, port });
+    conn = tcp;
+    // SSLRequest: length 8, code 80877103 (PostgreSQL protocol, "SSL Session Encryption").
+    await tcp.write(new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]));
+    const answer = new Uint8Array(1);
+    if (await tcp.read(answer) !== 1 || answer[0] !== 0x53) return tlsRefusal(error, target);
+    const caCerts = target.ssl.ca === undefined ? undefined : [target.ssl.ca];
+    const secure = await Deno.startTls(tcp, { hostname: target.host, caCerts });
+    conn = secure;
+    await secure.handshake();
+  } catch (again) {
+    return tlsRefusal(again, target) ?? tlsRefusal(error, target);
+  } finally {
+    try {
+      conn?.close();
+    } catch { /* closed */ }
+  }
+  return tlsRefusal(error, target);
 }
 
 /** Quotes an SQL identifier. */

@@ -60,6 +60,13 @@ export const NODE_IS_LOCAL_OPTION: OptionSpec = {
     "the node is this machine: its broker URL may name a loopback address (127.0.0.1, ::1, localhost)",
 };
 
+/** `--ca-out` of `node enroll` and `node rotate`: where to write the mesh's CA certificate. */
+const CA_OUT_OPTION: OptionSpec = {
+  flags: "--ca-out <file>",
+  description:
+    "when the mesh has a CA (MESH_CA_FILE or /etc/mesh/ca.crt): write its certificate to this file for the node, instead of printing it",
+};
+
 /** `--json` of the commands that print a table. */
 const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
 
@@ -209,6 +216,7 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
       },
       PUBLIC_BROKER_OPTION,
       NODE_IS_LOCAL_OPTION,
+      CA_OUT_OPTION,
       DATABASE_OPTION,
       BROKER_OPTION,
       BROKER_API_OPTION,
@@ -248,6 +256,7 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
     options: [
       PUBLIC_BROKER_OPTION,
       NODE_IS_LOCAL_OPTION,
+      CA_OUT_OPTION,
       DATABASE_OPTION,
       BROKER_OPTION,
       BROKER_API_OPTION,

@@ -87,6 +87,32 @@ export function addressOf(url: string): string {
   return u.href;
 }
 
+/** Where a node keeps the mesh's CA certificate: what its broker URL's `cacertfile` names. */
+export const NODE_CA_FILE = "/etc/mesh/ca.crt";
+
+/**
+ * The public member `url` as a node of a mesh with a CA reaches it: `amqps://`, on port 5671
+ * when it named AMQP's plain port (5672) or none, any other port kept (a broker whose TLS
+ * listener is elsewhere is given as `amqps://` with its port).
+ */
+export function tlsAddressOf(url: string): string {
+  const u = new URL(url);
+  if (u.protocol === "amqps:") return u.href;
+  const port = u.port === "" || u.port === "5672" ? "5671" : u.port;
+  return new URL(`amqps://${u.host.replace(/:\d+$/, "")}:${port}${u.pathname}`).href;
+}
+
+/**
+ * `url` (a node's broker URL) naming `caFile` as its `cacertfile` (the RabbitMQ URI spec's
+ * name, which lib/amqp.ts verifies the broker against); unchanged for amqp://.
+ */
+export function withCaFile(url: string, caFile: string = NODE_CA_FILE): string {
+  const u = new URL(url);
+  if (u.protocol !== "amqps:") return url;
+  u.searchParams.set("cacertfile", caFile);
+  return u.href;
+}
+
 /** The vhost an AMQP URL names: its decoded path, `/` when it has none. */
 export function vhostOf(url: string): string {
   const path = new URL(url).pathname.replace(/^\//, "");
@@ -96,10 +122,19 @@ export function vhostOf(url: string): string {
 /**
  * The node's broker URLs: each public member with the node's account and password, keeping the
  * member's scheme, host, port and vhost (one URL per member, comma-separated, as `mesh-host link
- * --broker` and `MESH_BROKER_URL` take them).
+ * --broker` and `MESH_BROKER_URL` take them). With `caFile` (the mesh has a CA), each amqps://
+ * URL names it as its `cacertfile`: where the node keeps the CA certificate.
  */
-export function nodeUrl(members: readonly string[], account: string, password: string): string {
-  return members.map((m) => withCredential(m, account, password)).join(",");
+export function nodeUrl(
+  members: readonly string[],
+  account: string,
+  password: string,
+  caFile?: string,
+): string {
+  return members.map((m) => {
+    const url = withCredential(m, account, password);
+    return caFile === undefined ? url : withCaFile(url, caFile);
+  }).join(",");
 }
 
 /** The kept public broker address (its members), or undefined when none was ever given. */

@@ -33,6 +33,7 @@ import {
   REPORTS_QUEUE,
 } from "../lib/broker.ts";
 import { BrokerError } from "./broker_admin.ts";
+import { type HttpTrust, httpTrust, tlsRefusal } from "../lib/wire_trust.ts";
 
 /** The queue types mesh declares: `classic` (one broker) or `quorum` (replicated). */
 export const QUEUE_TYPES = ["classic", "quorum"] as const;
@@ -453,18 +454,28 @@ async function listQueues(
   const base = `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
   const path = `/api/queues/${encodeURIComponent(vhost)}?columns=name,vhost,type`;
   const shown = `${redactUrl(endpoints.api).replace(/\/+$/, "")}${path}`;
+  let trust: HttpTrust;
+  try {
+    trust = await httpTrust(u, `the management API ${redactUrl(endpoints.api)}`);
+  } catch (error) {
+    throw new BrokerError(`${action}: ${messageOf(error)}`, { cause: error });
+  }
   let response: Response;
   try {
     response = await fetch(`${base}${path}`, {
+      client: trust.client,
       headers: { authorization: `Basic ${auth}`, accept: "application/json" },
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
+    trust.client?.close();
     throw new BrokerError(
-      `${action}: could not reach the management API (GET ${shown}): ${messageOf(error)}`,
+      `${action}: could not reach the management API (GET ${shown}): ${
+        tlsRefusal(error, trust) ?? messageOf(error)
+      }`,
     );
   }
-  const text = await response.text();
+  const text = await response.text().finally(() => trust.client?.close());
   if (response.status !== 200) {
     throw new BrokerError(`${action}: GET ${shown} answered ${response.status}`, {
       status: response.status,

@@ -20,6 +20,14 @@ import { type AmqpSocket, amqpTransport, type RefusedBody, takeRefusal } from ".
 import { messageOf } from "./atomic.ts";
 import { redactUrl } from "./url.ts";
 import { BrokerUrlError, brokerUrls } from "./broker_urls.ts";
+import {
+  PlainRefusedError,
+  refusePlain,
+  tlsRefusal,
+  type TrustAnchor,
+  trustAnchorFor,
+  TrustFileError,
+} from "./wire_trust.ts";
 
 export { brokerUrls, collectBrokerUrls, withCredential } from "./broker_urls.ts";
 
@@ -115,8 +123,9 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
       throw new Error(`expected an amqp:// or amqps:// URL, not ${parsed.protocol}`);
     }
     parsed.searchParams.set("heartbeat", String(options.heartbeat ?? 15));
-    connection = await connectThrough(parsed, options);
+    connection = await connectAmqp(parsed, options);
   } catch (error) {
+    if (error instanceof TrustFileError || error instanceof PlainRefusedError) throw error;
     throw new AmqpError(`Cannot connect to broker "${redactUrl(url)}": ${brokerMessage(error)}`, {
       cause: error,
     });
@@ -158,7 +167,40 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
  *   or node's wording for a refused connection or an unknown host (`connect ECONNREFUSED
  *   host:port`, `getaddrinfo ENOTFOUND host`).
  */
-async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelModel> {
+/**
+ * Connects to the broker `url` (amqp:// or amqps://) with amqplib's own `connect` over
+ * {@linkcode amqpTransport}, keeping the project's rule for the wire (lib/wire_trust.ts): amqps://
+ * verifies the broker's certificate against the CA of the URL's `cacertfile=PATH` (the RabbitMQ
+ * URI spec's name; taken off the URL before amqplib sees it), else `MESH_CA_FILE`, else
+ * /etc/mesh/ca.crt when it exists, else the system's roots, and for the URL's host; amqp:// to a
+ * host that is not loopback is refused unless `MESH_ALLOW_PLAIN=1`. For a caller that manages
+ * its own channels (control/broker_admin.ts); the programs' sessions go through
+ * {@linkcode openBroker}.
+ *
+ * @throws {TrustFileError} when the CA file is missing, unreadable, too open or not a certificate.
+ * @throws {PlainRefusedError} for clear text to another machine, not allowed.
+ * @throws {Error} amqplib's or node's wording of a failed connection (as `openBroker`'s cause),
+ *   or, for a refused certificate, what was wrong with it ({@linkcode tlsRefusal}).
+ */
+export async function connectAmqp(
+  url: URL,
+  options: Pick<OpenOptions, "timeoutSeconds" | "maxBodyBytes"> = {},
+): Promise<ChannelModel> {
+  const target = new URL(url.href);
+  const caFile = target.searchParams.get("cacertfile") ?? undefined;
+  target.searchParams.delete("cacertfile");
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  let anchor: TrustAnchor | undefined;
+  if (target.protocol === "amqps:") anchor = await trustAnchorFor(caFile);
+  else refusePlain(host, `broker "${redactUrl(url.href)}"`, "use amqps:// (port 5671)");
+  return await connectThrough(target, options, anchor);
+}
+
+async function connectThrough(
+  url: URL,
+  options: Pick<OpenOptions, "timeoutSeconds" | "maxBodyBytes">,
+  anchor: TrustAnchor | undefined,
+): Promise<ChannelModel> {
   let dialed = false;
   const dialer = (tlsWanted: boolean) =>
   (
@@ -166,7 +208,7 @@ async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelMo
     onConnect: () => void,
   ): AmqpSocket => {
     dialed = true;
-    const socket = amqpTransport(dial(tlsWanted, sockopts.host, sockopts.port), {
+    const socket = amqpTransport(dial(tlsWanted, sockopts.host, sockopts.port, anchor), {
       maxBodyBytes: options.maxBodyBytes,
     });
     socket.once("connect", onConnect);
@@ -191,13 +233,34 @@ async function connectThrough(url: URL, options: OpenOptions): Promise<ChannelMo
   return await pending;
 }
 
-/** A TCP or TLS connection to `host`, with node's wording of why not. */
-async function dial(tlsWanted: boolean, host: string, port: number): Promise<Deno.Conn> {
+/**
+ * A TCP or TLS connection to `host` (TLS verified against `anchor`, else the system's roots, and
+ * for `host`, the handshake done here so that a refused certificate is this call's error), with
+ * node's wording of why not, or the sentence saying what was wrong with the certificate.
+ */
+async function dial(
+  tlsWanted: boolean,
+  host: string,
+  port: number,
+  anchor: TrustAnchor | undefined,
+): Promise<Deno.Conn> {
   try {
-    return tlsWanted
-      ? await Deno.connectTls({ hostname: host, port })
-      : await Deno.connect({ hostname: host, port });
+    if (!tlsWanted) return await Deno.connect({ hostname: host, port });
+    const conn = await Deno.connectTls({ hostname: host, port, caCerts: anchor?.certs });
+    try {
+      await conn.handshake();
+    } catch (error) {
+      try {
+        conn.close();
+      } catch {
+        // Already closed by the failed handshake.
+      }
+      throw error;
+    }
+    return conn;
   } catch (error) {
+    const refused = tlsRefusal(error, { host, caFile: anchor?.path });
+    if (refused !== undefined) throw new Error(refused, { cause: error });
     if (error instanceof Deno.errors.ConnectionRefused) {
       throw new Error(`connect ECONNREFUSED ${host}:${port}`);
     }

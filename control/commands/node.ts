@@ -57,12 +57,13 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     }
     // The node's URL: its own account at the address nodes reach (one URL per member of a
     // cluster, comma-separated, as mesh-host link --broker and MESH_BROKER_URL take them).
-    const url = nodeUrl(address.members, account!.account, account!.password);
+    const url = nodeUrl(address.members, account!.account, account!.password, address.nodeCa);
     out(
       `enrolled ${name} (${opts.system}, ${
         opts.episodic ? "episodic" : "server"
       }); its broker URL, shown this once and kept nowhere else:\n${url}\n${address.said}`,
     );
+    await handOverCa(address, opts, out);
   },
   assign: async (ctx, args, options) => {
     const [name, module] = args as [string, string];
@@ -169,11 +170,17 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     });
     if (incomplete !== undefined) {
       // The new credential is the only one that works now: shown, or it would be lost.
-      const url = nodeUrl(address.members, incomplete.account.account, incomplete.account.password);
+      const url = nodeUrl(
+        address.members,
+        incomplete.account.account,
+        incomplete.account.password,
+        address.nodeCa,
+      );
       out(`the new broker URL of ${name}, shown this once:\n${url}\n${address.said}`);
+      await handOverCa(address, opts, out);
       throw incomplete;
     }
-    const url = nodeUrl(address.members, r!.account, r!.password);
+    const url = nodeUrl(address.members, r!.account, r!.password, address.nodeCa);
     out(
       `rotated the credential of ${name}: the old one is refused, ${
         r!.connections
@@ -181,8 +188,30 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
         r!.connections === 1 ? "" : "s"
       } closed; its new broker URL, shown this once and kept nowhere else:\n${url}\n${address.said}`,
     );
+    await handOverCa(address, opts, out);
   },
 };
+
+/**
+ * Hands the node the mesh's CA certificate its broker URL names (when the mesh has one): written
+ * to `--ca-out FILE` (0644) and said, or printed after the URL, with where the node keeps it.
+ */
+async function handOverCa(
+  address: { ca?: { path: string; certs: string[] }; nodeCa?: string },
+  opts: AddressOptions,
+  out: (text: string) => void,
+): Promise<void> {
+  if (address.ca === undefined || address.nodeCa === undefined) return;
+  const pem = address.ca.certs.join("");
+  const where = `put it at ${address.nodeCa} on the node (mode 0644): its broker URL names it`;
+  if (opts.caOut !== undefined) {
+    const { writeFileAtomic } = await import("../../lib/atomic.ts");
+    await writeFileAtomic(opts.caOut, pem, { mode: 0o644 });
+    out(`wrote the mesh's CA certificate (from ${address.ca.path}) to ${opts.caOut}; ${where}\n`);
+    return;
+  }
+  out(`the mesh's CA certificate (from ${address.ca.path}); ${where}:\n${pem}`);
+}
 
 /** The options of `node enroll` and `node rotate` that choose the address a node is given. */
 interface AddressOptions {
@@ -190,6 +219,22 @@ interface AddressOptions {
   publicBroker?: string[];
   /** `--node-is-local`: the node is this machine (a loopback address may be printed). */
   nodeIsLocal?: boolean;
+  /** `--ca-out FILE`: write the mesh's CA certificate there instead of printing it. */
+  caOut?: string;
+}
+
+/** The address a node is given ({@linkcode nodeAddress}). */
+interface NodeAddress {
+  /** The members, without credential (amqps:// when the mesh has a CA). */
+  members: string[];
+  /** Whether to keep them as the public broker address. */
+  record: boolean;
+  /** What to say about it (empty, or a line). */
+  said: string;
+  /** The mesh's CA (control's MESH_CA_FILE or /etc/mesh/ca.crt), when it has one. */
+  ca?: { path: string; certs: string[] };
+  /** Where the node keeps the CA certificate (its URL's `cacertfile`), when the mesh has one. */
+  nodeCa?: string;
 }
 
 /**
@@ -229,16 +274,31 @@ async function nodeAddress(
   given: string[] | undefined,
   action: string,
   err: (text: string) => void,
-): Promise<{ members: string[]; record: boolean; said: string }> {
-  const { addressOf, isLoopback, probeBroker, PublicBrokerError, readPublicBroker, vhostOf } =
-    await import("../public_broker.ts");
+): Promise<NodeAddress> {
+  const {
+    addressOf,
+    isLoopback,
+    NODE_CA_FILE,
+    probeBroker,
+    PublicBrokerError,
+    readPublicBroker,
+    tlsAddressOf,
+    vhostOf,
+  } = await import("../public_broker.ts");
+  // A mesh with a CA (MESH_CA_FILE, or /etc/mesh/ca.crt here) gives its nodes amqps:// and the
+  // CA certificate; one that cannot be read refuses the enrollment before anything is made.
+  const { caFileFor, readTrustAnchor } = await import("../../lib/wire_trust.ts");
+  const caFile = caFileFor(undefined);
+  const ca = caFile === undefined ? undefined : await readTrustAnchor(caFile);
   const kept = await readPublicBroker(sql);
   const from = given !== undefined
     ? "given with --public-broker or MESH_PUBLIC_BROKER_URL"
     : kept !== undefined
     ? "the public broker address kept by an earlier enroll or rotate"
     : "--broker: no public broker address was ever given";
-  const members = (given ?? kept ?? ends.members).map(addressOf);
+  const members = (given ?? kept ?? ends.members).map(addressOf)
+    .map((m) => ca === undefined ? m : tlsAddressOf(m));
+  const withCa = ca === undefined ? {} : { ca, nodeCa: NODE_CA_FILE };
   const nothing = "; nothing was recorded";
   const accountVhost = vhostOf(ends.amqp);
   for (const m of members) {
@@ -276,8 +336,9 @@ async function nodeAddress(
     }
   }
   const same = kept !== undefined && kept.join(",") === members.join(",");
-  if (given === undefined || same) return { members, record: false, said: "" };
+  if (given === undefined || same) return { members, record: false, said: "", ...withCa };
   return {
+    ...withCa,
     members,
     record: true,
     said: kept === undefined

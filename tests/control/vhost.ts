@@ -121,7 +121,7 @@ export async function enrollIn(
     "--node-is-local",
     ...extra,
   ]);
-  const url = out.stdout.split("\n").find((l) => l.startsWith("amqp://"));
+  const url = out.stdout.split("\n").find((l) => /^amqps?:\/\//.test(l));
   assert(url, out.stdout);
   return url;
 }

@@ -1,0 +1,255 @@
+/**
+ * Trust on the wire, one rule for every program (the host's link, mesh-control, mesh-builder):
+ *
+ * - A TLS connection (`amqps://`, the management API over `https://`, PostgreSQL with
+ *   `sslmode=verify-full`) verifies the server's certificate against the mesh's CA: the file an
+ *   explicit option or URL parameter names (AMQP `cacertfile=PATH`, PostgreSQL `sslrootcert=PATH`),
+ *   else `MESH_CA_FILE`, else {@linkcode DEFAULT_CA_FILE} when it exists, else the system's roots.
+ *   The host name (or address) the URL names must be one the certificate is issued for.
+ * - A connection in clear text (`amqp://`, `http://`, PostgreSQL without TLS) is refused to any
+ *   host that is not this machine (loopback: `localhost`, 127.0.0.0/8, `::1`, a Unix socket),
+ *   unless `MESH_ALLOW_PLAIN=1` is set in the program's environment ({@linkcode PLAIN_ENV}).
+ * - A refused certificate reads as a sentence saying what was wrong (another CA, expired, not
+ *   valid yet, another name): {@linkcode tlsRefusal}.
+ *
+ * @module
+ */
+
+import { messageOf } from "./atomic.ts";
+import { pemBlocks, TrustFileError } from "./trust_file.ts";
+
+/** Where a node and control keep the mesh's CA certificate (public, 0644). */
+export const DEFAULT_CA_FILE = "/etc/mesh/ca.crt";
+/** The environment variable naming the CA certificate file. */
+export const CA_ENV = "MESH_CA_FILE";
+/** The environment variable that, set to `1`, allows clear text to a host that is not loopback. */
+export const PLAIN_ENV = "MESH_ALLOW_PLAIN";
+
+/**
+ * A CA certificate file that cannot be read, is not a certificate, or is too open
+ * (lib/trust_file.ts's class, which every program maps to exit 2).
+ */
+export { TrustFileError } from "./trust_file.ts";
+
+/** A connection in clear text to a host that is not this machine, not allowed. */
+export class PlainRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PlainRefusedError";
+  }
+}
+
+/** The CA a connection verifies against: its file and its certificates (PEM). */
+export interface TrustAnchor {
+  /** The file the certificates were read from. */
+  path: string;
+  /** Each certificate of the file, PEM (`-----BEGIN CERTIFICATE-----` ...). */
+  certs: string[];
+}
+
+/**
+ * The CA certificate file a connection uses: `explicit` (an option or URL parameter), else
+ * `MESH_CA_FILE`, else {@linkcode DEFAULT_CA_FILE} when something is there, else undefined (the
+ * system's roots).
+ */
+export function caFileFor(explicit: string | undefined): string | undefined {
+  if (explicit !== undefined && explicit !== "") return explicit;
+  const env = Deno.env.get(CA_ENV);
+  if (env !== undefined && env !== "") return env;
+  try {
+    Deno.lstatSync(DEFAULT_CA_FILE);
+    return DEFAULT_CA_FILE;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads the CA certificates of `path` (PEM, one or more, each a CA certificate: lib/mesh_ca.ts's
+ * `readCaCert`, through the bounded reader) from a file not writable by group or others (who
+ * could change what this program trusts) and holding no private key.
+ *
+ * @throws {TrustFileError} `Cannot use CA certificate "PATH": ...` or `Cannot read CA certificate
+ *   "PATH": ...` naming what is wrong (missing, unreadable, not a regular file, writable by
+ *   others with its mode, holds a private key, not a certificate or not a CA's).
+ */
+export async function readTrustAnchor(path: string): Promise<TrustAnchor> {
+  let mode: number | null = null;
+  try {
+    mode = (await Deno.stat(path)).mode;
+  } catch {
+    // Missing or unreadable: readCaCert says so in its words.
+  }
+  if (mode !== null && (mode & 0o022) !== 0) {
+    throw new TrustFileError(
+      path,
+      `Cannot use CA certificate "${path}": its mode is ${
+        (mode & 0o7777).toString(8).padStart(4, "0")
+      }; it is writable by ${
+        (mode & 0o002) !== 0 ? "anyone" : "its group"
+      }, who could choose what this program trusts (0644 expected)`,
+    );
+  }
+  const { readCaCert } = await import("./mesh_ca.ts");
+  const text = await readCaCert(path);
+  if (pemBlocks(text).some((b) => /PRIVATE KEY/.test(b.label))) {
+    throw new TrustFileError(
+      path,
+      `Cannot use CA certificate "${path}": it holds a private key; a CA certificate file holds certificates only`,
+    );
+  }
+  const certs = [
+    ...text.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g),
+  ].map((m) => `${m[0]}\n`);
+  return { path, certs };
+}
+
+/**
+ * The CA a TLS connection verifies against ({@linkcode caFileFor} of `explicit`, read by
+ * {@linkcode readTrustAnchor}), or undefined for the system's roots.
+ *
+ * @throws {TrustFileError} as {@linkcode readTrustAnchor}.
+ */
+export async function trustAnchorFor(
+  explicit: string | undefined,
+): Promise<TrustAnchor | undefined> {
+  const path = caFileFor(explicit);
+  return path === undefined ? undefined : await readTrustAnchor(path);
+}
+
+/**
+ * Whether `host` (a URL's host name, brackets of an IPv6 address removed or not, or a Unix socket
+ * directory) is this machine: `localhost`, an address in 127.0.0.0/8, `::1`, or a path.
+ */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  if (h === "localhost" || h.endsWith(".localhost")) return true;
+  if (h.startsWith("/")) return true;
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
+  return h === "::1" || h === "0:0:0:0:0:0:0:1";
+}
+
+/** Whether the environment allows clear text to a host that is not loopback. */
+export function plainAllowed(): boolean {
+  return Deno.env.get(PLAIN_ENV) === "1";
+}
+
+/**
+ * Refuses a connection in clear text to `host` unless it is loopback or
+ * {@linkcode plainAllowed}. `what` names the connection ("broker \"amqp://u:***@h/\"") and
+ * `tls` how to have TLS instead ("use amqps://").
+ *
+ * @throws {PlainRefusedError} `Refusing to connect to WHAT in clear text: HOST is not this
+ *   machine; TLS ... or set MESH_ALLOW_PLAIN=1`.
+ */
+export function refusePlain(host: string, what: string, tls: string): void {
+  if (isLoopback(host) || plainAllowed()) return;
+  throw new PlainRefusedError(
+    `Refusing to connect to ${what} in clear text: ${host} is not this machine (${tls}, ` +
+      `or set ${PLAIN_ENV}=1 to allow clear text)`,
+  );
+}
+
+/** What was wrong with a refused certificate, for {@linkcode tlsRefusal}. */
+export interface RefusalContext {
+  /** The host name or address connected to. */
+  host: string;
+  /** The CA file verified against; undefined for the system's roots. */
+  caFile?: string;
+}
+
+/**
+ * The sentence saying why the server's certificate was refused, when `error` (or one of its
+ * causes) is such a refusal, else undefined. Reads rustls's wording (Deno.connectTls, fetch:
+ * `invalid peer certificate: UnknownIssuer`, `Expired...`, `NotValidYet...`, `NotValidForName`
+ * or `certificate not valid for name "H"`) and node:tls's codes (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`,
+ * `CERT_HAS_EXPIRED`, `ERR_TLS_CERT_ALTNAME_INVALID`, ...). The original wording follows in
+ * parentheses.
+ */
+export function tlsRefusal(error: unknown, context: RefusalContext): string | undefined {
+  const texts: string[] = [];
+  const codes: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    texts.push(messageOf(current));
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") codes.push(code);
+    current = (current as { cause?: unknown }).cause;
+  }
+  const text = texts.join(" ");
+  const said = texts.map((t) => /invalid peer certificate: [^\n]*/.exec(t)?.[0])
+    .find((t) => t !== undefined) ?? texts.find((t) => t !== "") ?? "";
+  const anchor = context.caFile === undefined
+    ? "any CA this system trusts (no mesh CA file: pass one, set MESH_CA_FILE or install /etc/mesh/ca.crt)"
+    : `the mesh CA in "${context.caFile}"`;
+  const has = (re: RegExp, ...names: string[]) =>
+    re.test(text) || codes.some((c) => names.includes(c));
+  let sentence: string | undefined;
+  if (
+    has(
+      /UnknownIssuer|BadSignature|unable to (?:verify|get local issuer)|self[- ]signed/i,
+      "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+      "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+      "DEPTH_ZERO_SELF_SIGNED_CERT",
+      "SELF_SIGNED_CERT_IN_CHAIN",
+      "CERT_SIGNATURE_FAILURE",
+    )
+  ) {
+    sentence = `the server's certificate is not signed by ${anchor}`;
+  } else if (
+    has(
+      /invalid peer certificate: (?:Expired|certificate expired)|certificate has expired/i,
+      "CERT_HAS_EXPIRED",
+    )
+  ) {
+    sentence = `the server's certificate has expired`;
+  } else if (
+    has(
+      /invalid peer certificate: (?:NotValidYet|certificate not valid yet)|certificate is not yet valid/i,
+      "CERT_NOT_YET_VALID",
+    )
+  ) {
+    sentence = `the server's certificate is not valid yet (check this machine's clock)`;
+  } else if (
+    has(
+      /NotValidForName|not valid for name|does not match certificate's altnames/i,
+      "ERR_TLS_CERT_ALTNAME_INVALID",
+    )
+  ) {
+    sentence = `the server's certificate is not issued for "${context.host}"`;
+  } else if (/invalid peer certificate/i.test(text)) {
+    sentence = `the server's certificate was refused`;
+  }
+  return sentence === undefined ? undefined : `${sentence} (${said})`;
+}
+
+/** What `fetch` is given for one HTTP endpoint: {@linkcode httpTrust}'s answer. */
+export interface HttpTrust {
+  /** For https:// with a mesh CA: a client verifying against it; else undefined (defaults). */
+  client?: Deno.HttpClient;
+  /** The CA file the client verifies against; undefined for the system's roots or http://. */
+  caFile?: string;
+  /** The URL's host name (IPv6 without brackets), for {@linkcode tlsRefusal}. */
+  host: string;
+}
+
+/**
+ * How to reach the HTTP endpoint `url` (the broker's management API) by the rule of this module:
+ * https:// verifies against the CA of the URL's `cacertfile=PATH`, else `MESH_CA_FILE`, else
+ * /etc/mesh/ca.crt when it exists (a `Deno.createHttpClient` with those `caCerts`), else the
+ * system's roots; http:// is refused to a host that is not loopback unless allowed. `what` names
+ * the endpoint in a refusal ("the management API http://u:***@h:15672").
+ *
+ * @throws {TrustFileError} when the CA file is missing, unreadable, too open or not a certificate.
+ * @throws {PlainRefusedError} for http:// to another machine, not allowed.
+ */
+export async function httpTrust(url: URL, what: string): Promise<HttpTrust> {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (url.protocol === "http:") {
+    refusePlain(host, what, "use https:// (the management API's TLS port, 15671)");
+    return { host };
+  }
+  const anchor = await trustAnchorFor(url.searchParams.get("cacertfile") ?? undefined);
+  if (anchor === undefined) return { host };
+  return { client: Deno.createHttpClient({ caCerts: anchor.certs }), caFile: anchor.path, host };
+}
