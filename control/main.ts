@@ -20,6 +20,7 @@ import {
   BOARD_OPTIONS,
   BROKER_COMMANDS,
   BUILDER_COMMANDS,
+  CA_COMMANDS,
   INGEST_OPTIONS,
   MIGRATE_OPTIONS,
   MODULE_COMMANDS,
@@ -50,6 +51,11 @@ export const EXIT_CODES: readonly ExitCode[] = [
     commands: ["status"],
   },
   { code: 1, meaning: "the build failed", commands: ["module build"] },
+  {
+    code: 1,
+    meaning: "--check: the certificate is due (said why); nothing written",
+    commands: ["ca renew"],
+  },
   {
     code: 1,
     meaning: "--behind: some behind nodes could not be pushed (each named, the rest were pushed)",
@@ -102,6 +108,13 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     summary: "build machines' accounts",
     declared: BUILDER_COMMANDS,
     load: () => import("./commands/builder.ts"),
+  },
+  {
+    name: "ca",
+    subcommands: ["init", "issue", "renew", "show"],
+    summary: "the mesh's CA and the server certificates it issues",
+    declared: CA_COMMANDS,
+    load: () => import("./commands/ca.ts"),
   },
   {
     name: "push",

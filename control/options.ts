@@ -356,3 +356,69 @@ export const BUILDER_COMMANDS: readonly CommandSpec[] = [
     options: [BROKER_OPTION, BROKER_API_OPTION],
   },
 ];
+
+/** `--dir` of `ca`'s subcommands: where the mesh's trust files are kept. */
+const CA_DIR_OPTION: OptionSpec = {
+  flags: "--dir <dir>",
+  description: "where the CA is kept: DIR/ca.crt, DIR/secrets/ca.key, DIR/tls/NAME.crt",
+  default: "/etc/mesh",
+};
+
+/** The options `ca issue` and `ca renew` share. */
+const CA_CERT_OPTIONS: readonly OptionSpec[] = [
+  {
+    flags: "--name <name>",
+    description:
+      "a DNS name or IP address clients use to reach it; repeat it (or separate with commas) for each",
+    mandatory: true,
+    parse: (value, previous) => [
+      ...((previous as string[] | undefined) ?? []),
+      ...value.split(",").map((v) => v.trim()).filter((v) => v !== ""),
+    ],
+  },
+  CA_DIR_OPTION,
+  { flags: "--cert <path>", description: "write the certificate here (default DIR/tls/NAME.crt)" },
+  {
+    flags: "--key <path>",
+    description:
+      "write its key here (default DIR/secrets/tls/NAME.key, or DIR/tls/NAME.key with --key-group)",
+  },
+  {
+    flags: "--key-group <group>",
+    description:
+      "the group of the server that reads the key (e.g. rabbitmq, postgres): the key is then 0640 root:GROUP, not 0600",
+  },
+];
+
+/** `ca`'s subcommands. */
+export const CA_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "init",
+    summary:
+      "make the mesh's CA once (DIR/ca.crt 0644, DIR/secrets/ca.key 0600); one already there is left as it is",
+    options: [CA_DIR_OPTION],
+  },
+  {
+    name: "issue",
+    summary:
+      "issue a server certificate and key from the mesh's CA for the names and addresses clients use (replacing one there)",
+    arguments: [{ name: "<name>", description: "what it is for (a DNS label): broker, store..." }],
+    options: CA_CERT_OPTIONS,
+  },
+  {
+    name: "renew",
+    summary:
+      "issue it only when it is missing or due: fewer than 30 days left, other names, not from the CA, or its key wrong (says which; idempotent)",
+    arguments: [{ name: "<name>", description: "what it is for (a DNS label): broker, store..." }],
+    options: [
+      ...CA_CERT_OPTIONS,
+      { flags: "--check", description: "say whether it is due and write nothing (exit 1: due)" },
+    ],
+  },
+  {
+    name: "show",
+    summary:
+      "the CA and the certificates in DIR/tls: subject, names, SHA-256 fingerprint, expiry, and which are due",
+    options: [{ flags: "--json", description: "print as JSON" }, CA_DIR_OPTION],
+  },
+];

@@ -32,7 +32,11 @@ export const CONTROL_SERVICE_PERMISSIONS: readonly string[] = [
 /**
  * `mesh-control`'s permissions, every command: {@linkcode CONTROL_SERVICE_PERMISSIONS} and
  *
- * - `--allow-write`: `board --html FILE` writes the file it is named (anywhere the operator says).
+ * - `--allow-write`: `board --html FILE` writes the file it is named (anywhere the operator says);
+ *   `ca init`, `ca issue` and `ca renew` write the CA, certificates and keys under `--dir` (default
+ *   `/etc/mesh`) or where `--cert`/`--key` say, and give a key to `--key-group` (`chown`). The
+ *   substrate image's `mesh-control` has no `--allow-write`: its `ca` commands that write are
+ *   refused by Deno (`ca show` runs).
  * - `--allow-run=git`: `module add` and `module build` ask a module's git source what its branch
  *   points at (`git ls-remote`, control/catalogue.ts); no other command runs anything. Deno
  *   resolves `git` on `PATH` when the program starts, as lib/command.ts runs it by name.

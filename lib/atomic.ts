@@ -14,6 +14,12 @@ export { writeAll } from "./write.ts";
 export interface WriteAtomicOptions {
   /** File mode of the new file (e.g. `0o644`); it is set before the rename. Default `0o644`. */
   mode?: number;
+  /**
+   * `false`: never replace a file already at `path`: the complete temporary file is hard-linked
+   * to `path` (which fails when anything is there) instead of renamed over it, so two writers
+   * racing leave exactly one's content. Default `true`.
+   */
+  replace?: boolean;
 }
 
 /**
@@ -22,7 +28,8 @@ export interface WriteAtomicOptions {
  * @param path the file to replace; its directory must exist.
  * @param data the whole new content (a string is written as UTF-8).
  * @throws {Error} "Cannot write "<path>": ..." when the directory is missing, is not writable,
- *   or any step fails; the temporary file is removed and the target is left as it was.
+ *   or any step fails; the temporary file is removed and the target is left as it was. With
+ *   `replace: false` and something already at `path`, its `cause` is `Deno.errors.AlreadyExists`.
  */
 export async function writeFileAtomic(
   path: string,
@@ -48,7 +55,12 @@ export async function writeFileAtomic(
     await file.sync();
     file.close();
     file = undefined;
-    await Deno.rename(temp, path);
+    if (options.replace === false) {
+      await Deno.link(temp, path);
+      await Deno.remove(temp);
+    } else {
+      await Deno.rename(temp, path);
+    }
   } catch (cause) {
     try {
       file?.close();

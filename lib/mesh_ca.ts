@@ -173,7 +173,7 @@ const hex = (bytes: Uint8Array) =>
  * digits and hyphens, not starting or ending with a hyphen, at most 253 characters; a leading
  * `*.` label allowed, the last label not all digits).
  *
- * @throws {TypeError} `... "x y" is neither a DNS name nor an IP address`.
+ * @throws {Error} `... "x y" is neither a DNS name nor an IP address`.
  */
 function sanName(name: string): SanName {
   const ip = ipBytes(name);
@@ -188,7 +188,7 @@ function sanName(name: string): SanName {
   const ok = dns.length > 0 && dns.length <= 253 && !/^\d+$/.test(labels[labels.length - 1]!) &&
     labels.every((l, i) => label.test(l) || (i === 0 && l === "*" && labels.length > 2));
   if (!ok) {
-    throw new TypeError(
+    throw new Error(
       `Cannot issue a certificate: ${JSON.stringify(name)} is neither a DNS name nor an IP address`,
     );
   }
@@ -215,19 +215,30 @@ function ipv6Text(bytes: Uint8Array): string {
   return `${text(words.slice(0, best))}::${text(words.slice(best + bestLength))}`;
 }
 
+/**
+ * Checks that each of `names` is a DNS name or an IPv4/IPv6 address a certificate can carry
+ * (as {@linkcode issueServerCert} takes them), and that there is at least one.
+ *
+ * @throws {Error} `Cannot issue a certificate: "x y" is neither a DNS name nor an IP address`.
+ */
+export function checkNames(names: readonly string[]): void {
+  if (names.length === 0) throw new Error("Cannot issue a certificate: no name or address given");
+  names.forEach(sanName);
+}
+
 /** The keys names are compared on, sorted and without repeats. */
 function nameKeys(names: readonly string[]): string[] {
   return [...new Set(names.map((n) => sanName(n).key))].sort();
 }
 
-/** `certPem`'s first certificate, parsed. @throws {TypeError} when it holds none. */
+/** `certPem`'s first certificate, parsed. @throws {Error} when it holds none. */
 function parseCert(certPem: string): x509.X509Certificate {
   const block = pemBlocks(certPem).find((b) => b.label === "CERTIFICATE");
-  if (block === undefined) throw new TypeError("it holds no PEM CERTIFICATE block");
+  if (block === undefined) throw new Error("it holds no PEM CERTIFICATE block");
   try {
     return new x509.X509Certificate(block.der);
   } catch (error) {
-    throw new TypeError(`its CERTIFICATE block is not an X.509 certificate: ${messageOf(error)}`);
+    throw new Error(`its CERTIFICATE block is not an X.509 certificate: ${messageOf(error)}`);
   }
 }
 
@@ -247,7 +258,7 @@ const messageOf = (error: unknown) => error instanceof Error ? error.message : S
  * @param options.now when it is issued; default the current time.
  * @param options.commonName the subject's common name; default the first name.
  * @returns the certificate and its key, PEM.
- * @throws {TypeError} when `names` is empty or holds something that is neither a DNS name nor an
+ * @throws {Error} when `names` is empty or holds something that is neither a DNS name nor an
  *   IP address, or `ca` is not a CA certificate with its matching key.
  * @throws {RangeError} when `days` is not between 1 and 36500.
  */
@@ -258,7 +269,7 @@ export async function issueServerCert(
   const days = options.days ?? SERVER_DAYS;
   checkDays(days, "a server certificate");
   if (options.names.length === 0) {
-    throw new TypeError("Cannot issue a certificate: no name or address given");
+    throw new Error("Cannot issue a certificate: no name or address given");
   }
   const sans = options.names.map(sanName).filter((s, i, all) =>
     all.findIndex((o) => o.key === s.key) === i
@@ -267,10 +278,10 @@ export async function issueServerCert(
   try {
     caCert = parseCert(ca.certPem);
   } catch (error) {
-    throw new TypeError(`Cannot issue a certificate: the CA certificate: ${messageOf(error)}`);
+    throw new Error(`Cannot issue a certificate: the CA certificate: ${messageOf(error)}`);
   }
   if (caCert.getExtension(x509.BasicConstraintsExtension)?.ca !== true) {
-    throw new TypeError(
+    throw new Error(
       "Cannot issue a certificate: the CA certificate is not a CA (basicConstraints)",
     );
   }
@@ -311,7 +322,7 @@ async function importCaKey(keyPem: string, caCert: x509.X509Certificate): Promis
     const key = await crypto.subtle.importKey("pkcs8", block.der, SIGNING, true, ["sign"]);
     jwk = await crypto.subtle.exportKey("jwk", key);
   } catch (error) {
-    throw new TypeError(
+    throw new Error(
       `Cannot issue a certificate: the CA key is not a PKCS#8 ECDSA P-256 key: ${messageOf(error)}`,
     );
   }
@@ -320,7 +331,7 @@ async function importCaKey(keyPem: string, caCert: x509.X509Certificate): Promis
     await caCert.publicKey.export(SIGNING, ["verify"]),
   );
   if (pub.x !== jwk.x || pub.y !== jwk.y) {
-    throw new TypeError("Cannot issue a certificate: the CA key is not the CA certificate's key");
+    throw new Error("Cannot issue a certificate: the CA key is not the CA certificate's key");
   }
   delete jwk.key_ops;
   return await crypto.subtle.importKey("jwk", jwk, SIGNING, false, ["sign"]);
@@ -347,7 +358,7 @@ export interface CertDescription {
 /**
  * What the first certificate of `certPem` says.
  *
- * @throws {TypeError} when `certPem` holds no PEM CERTIFICATE block, or it is not a certificate.
+ * @throws {Error} when `certPem` holds no PEM CERTIFICATE block, or it is not a certificate.
  */
 export function describeCert(certPem: string): CertDescription {
   const cert = parseCert(certPem);
@@ -379,7 +390,7 @@ export function describeCert(certPem: string): CertDescription {
  * @param options.beforeDays the days left below which it is due; default
  *   {@linkcode RENEW_BEFORE_DAYS}.
  * @param options.names the names it should carry; not compared when absent.
- * @throws {TypeError} when `certPem` is not a certificate, or `names` holds something that is
+ * @throws {Error} when `certPem` is not a certificate, or `names` holds something that is
  *   neither a DNS name nor an IP address.
  */
 export function renewalReason(
@@ -469,4 +480,48 @@ export async function readCaCert(path: string = CA_CERT_FILE): Promise<string> {
     }
   }
   return text;
+}
+
+/**
+ * Whether the PKCS#8 key `keyPem` is the private half of the first certificate of `certPem`'s
+ * public key (an ECDSA P-256 key compared by its point). False when either cannot be read or the
+ * key is of another kind.
+ */
+export async function keyMatchesCert(certPem: string, keyPem: string): Promise<boolean> {
+  try {
+    const cert = parseCert(certPem);
+    const block = pemBlocks(keyPem).find((b) => b.label === "PRIVATE KEY");
+    if (block === undefined) return false;
+    const key = await crypto.subtle.importKey("pkcs8", block.der, SIGNING, true, ["sign"]);
+    const jwk = await crypto.subtle.exportKey("jwk", key);
+    const pub = await crypto.subtle.exportKey(
+      "jwk",
+      await cert.publicKey.export(SIGNING, ["verify"]),
+    );
+    return pub.x === jwk.x && pub.y === jwk.y;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the first certificate of `certPem` was issued by one of the certificates of `caPem`:
+ * its issuer name is that CA's subject and that CA's key verifies its signature. False when
+ * either cannot be read.
+ */
+export async function issuedBy(certPem: string, caPem: string): Promise<boolean> {
+  let cert: x509.X509Certificate;
+  try {
+    cert = parseCert(certPem);
+  } catch {
+    return false;
+  }
+  for (const b of pemBlocks(caPem).filter((b) => b.label === "CERTIFICATE")) {
+    try {
+      const ca = new x509.X509Certificate(b.der);
+      if (ca.subject !== cert.issuer) continue;
+      if (await cert.verify({ publicKey: ca.publicKey, signatureOnly: true })) return true;
+    } catch { /* not this one */ }
+  }
+  return false;
 }

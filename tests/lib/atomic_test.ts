@@ -1,4 +1,4 @@
-import { assertEquals } from "../support/assert.ts";
+import { assert, assertEquals } from "../support/assert.ts";
 import { writeFileAtomic } from "../../lib/atomic.ts";
 
 Deno.test("P: writeFileAtomic replaces the file (a new inode), never rewrites it in place", async () => {
@@ -16,6 +16,28 @@ Deno.test("P: writeFileAtomic replaces the file (a new inode), never rewrites it
     assertEquals([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["reader", "stamp"]);
   } finally {
     Deno.umask(old);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("writeFileAtomic with replace: false never replaces a file there, says so in its cause, and leaves no temporary file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/ca.key`;
+    await writeFileAtomic(path, "first\n", { mode: 0o600, replace: false });
+    assertEquals(await Deno.readTextFile(path), "first\n");
+    assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+    let caught: unknown;
+    try {
+      await writeFileAtomic(path, "second\n", { replace: false });
+    } catch (error) {
+      caught = error;
+    }
+    assert(caught instanceof Error, "refused");
+    assert(caught.cause instanceof Deno.errors.AlreadyExists, String(caught.cause));
+    assertEquals(await Deno.readTextFile(path), "first\n");
+    assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), ["ca.key"]);
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });

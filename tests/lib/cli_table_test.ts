@@ -478,6 +478,44 @@ const CONTROL_INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][
     plain: [["builder", "revoke", "b1", "--broker-api", "http://x"]],
     misuse: [["builder", "revoke", "b1", "b2"]],
   },
+  "ca init": {
+    plain: [["ca", "init"], ["ca", "init", "--dir", "/d"]],
+    misuse: [["ca", "init", "x"], ["ca", "init", "--dir"]],
+  },
+  "ca issue": {
+    plain: [
+      ["ca", "issue", "broker", "--name", "a.example,127.0.0.1"],
+      ["ca", "issue", "broker", "--name=a", "--dir", "/d", "--cert", "/c", "--key", "/k"],
+      ["ca", "issue", "store", "--key-group", "postgres", "--name", "a"],
+    ],
+    misuse: [
+      ["ca", "issue", "broker"],
+      ["ca", "issue", "--name", "a"],
+      ["ca", "issue", "broker", "--name", "a", "--name", "b"],
+    ],
+  },
+  "ca renew": {
+    plain: [["ca", "renew", "broker", "--name", "a"], [
+      "ca",
+      "renew",
+      "b",
+      "--check",
+      "--name",
+      "a",
+    ]],
+    misuse: [["ca", "renew", "broker", "--check"], [
+      "ca",
+      "renew",
+      "b",
+      "--name",
+      "a",
+      "--check=1",
+    ]],
+  },
+  "ca show": {
+    plain: [["ca", "show"], ["ca", "show", "--json", "--dir", "/d"]],
+    misuse: [["ca", "show", "x"]],
+  },
 };
 
 /** Every command of `table` declared as data, by path, with its own entry (a group's too). */
