@@ -29,6 +29,7 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
+import { CA_CERT_FILE, CA_KEY_FILE, RENEW_BEFORE_DAYS } from "../lib/mesh_ca.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_CA_PERMISSIONS, CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
@@ -389,9 +390,9 @@ export type ImageSizes = Record<string, number>;
 const SECRETS = "/etc/mesh/secrets";
 
 /** The mesh CA's certificate on the first node (public; `mesh-control ca init` makes it). */
-export const CA_CERT = "/etc/mesh/ca.crt";
+export const CA_CERT = CA_CERT_FILE;
 /** The mesh CA's private key (PKCS#8 PEM, 0600 root). */
-export const CA_KEY = `${SECRETS}/ca.key`;
+export const CA_KEY = CA_KEY_FILE;
 /** Where the substrate's server certificates are (`NAME.crt`, public; their keys under `secrets/tls`). */
 export const CERTS = "/etc/mesh/tls";
 /**
@@ -400,8 +401,11 @@ export const CERTS = "/etc/mesh/tls";
  * nodes use that the machine does not hold, e.g. behind NAT); optional.
  */
 export const PUBLIC_NAMES = "/etc/mesh/public-names";
-/** How many days before expiry the substrate reissues a server certificate (lib/mesh_ca.ts's). */
-export const SUBSTRATE_RENEW_BEFORE_DAYS = 30;
+/**
+ * How many days before expiry the substrate reissues a server certificate: when `ca renew`
+ * judges one due (lib/mesh_ca.ts), so that the bundle's check and the renewal agree.
+ */
+export const SUBSTRATE_RENEW_BEFORE_DAYS = RENEW_BEFORE_DAYS;
 
 /** The server certificates the substrate serves, by name: the broker's and the store's. */
 const SERVERS = ["store", "broker"] as const;
