@@ -407,6 +407,18 @@ export const PUBLIC_NAMES = "/etc/mesh/public-names";
  */
 export const SUBSTRATE_RENEW_BEFORE_DAYS = RENEW_BEFORE_DAYS;
 
+/**
+ * Shell (sh) that sets `names` to the names and addresses the substrate's server certificates
+ * carry, one a line, sorted, each once: `localhost` and `127.0.0.1` (the substrate's own steps),
+ * the host's name (`hostname`), its full name (`hostname -f`), every address it holds
+ * (`hostname -I`: all but loopback and IPv6 link-local) and the lines of {@linkcode PUBLIC_NAMES}
+ * (`#` starts a comment). Globbing is off (`set -f`) before the list is split on words.
+ */
+export const SERVER_NAMES_SH =
+  `set -f; names=$({ echo localhost; echo 127.0.0.1; hostname; hostname -f 2>/dev/null; ` +
+  `hostname -I 2>/dev/null; if [ -e ${PUBLIC_NAMES} ]; then sed 's/#.*//' ${PUBLIC_NAMES}; fi; } ` +
+  `| tr -s ' \\t' '\\n\\n' | sed '/^$/d' | sort -u)`;
+
 /** The server certificates the substrate serves, by name: the broker's and the store's. */
 const SERVERS = ["store", "broker"] as const;
 
@@ -454,14 +466,7 @@ export function debianBundle(images: SubstrateImages): unknown {
     `podman run --rm --network none -v /etc/mesh:/etc/mesh --entrypoint /usr/lib/mesh/deno ${images.control} run ${
       CONTROL_CA_PERMISSIONS.join(" ")
     } /usr/lib/mesh/mesh-control/main.js ca ${args}`;
-  // The names and addresses the server certificates carry, one a line, sorted, each once: the
-  // loopback ones (the substrate's own steps), the host's name, its full name, every address it
-  // holds (`hostname -I`: all but loopback and IPv6 link-local) and the lines of PUBLIC_NAMES.
-  // Globbing off (set -f) before the list is split on words.
-  const names =
-    `set -f; names=$({ echo localhost; echo 127.0.0.1; hostname; hostname -f 2>/dev/null; ` +
-    `hostname -I 2>/dev/null; if [ -e ${PUBLIC_NAMES} ]; then sed 's/#.*//' ${PUBLIC_NAMES}; fi; } ` +
-    `| tr -s ' \\t' '\\n\\n' | sed '/^$/d' | sort -u)`;
+  const names = SERVER_NAMES_SH;
   // A server certificate good for the next SUBSTRATE_RENEW_BEFORE_DAYS days for every name: it
   // chains to the mesh's CA, is for a TLS server, carries the name, and its key (0600 root) is
   // its own. What `ca renew` reissues when it is not (fewer days left, or other names).
