@@ -204,15 +204,18 @@ Deno.test({
       // (enrolled by mesh-control on the first node, itself over TLS, verified): it reports, so
       // the board has heard it. With another CA in its place the link is refused, saying so.
       await first.copyIn(control, "/usr/local/sbin/mesh-control");
+      // mesh-control's settings, as docs/operations.md writes them: TLS, verified (the CA at
+      // /etc/mesh/ca.crt, found by default).
+      const settings =
+        `store=$(cat /etc/mesh/secrets/store) broker=$(cat /etc/mesh/secrets/broker); ` +
+        `export MESH_DATABASE_URL="postgres://postgres:$store@127.0.0.1:5432/inventory?sslmode=verify-full" ` +
+        `MESH_BROKER_URL="amqps://mesh:$broker@127.0.0.1:5671/%2F" ` +
+        `MESH_BROKER_API_URL="https://mesh:$broker@127.0.0.1:15671"; `;
       const mc = (args: string) =>
-        first.exec([
-          "sh",
-          "-c",
-          `store=$(cat /etc/mesh/secrets/store) broker=$(cat /etc/mesh/secrets/broker); ` +
-          `MESH_DATABASE_URL="postgres://postgres:$store@127.0.0.1:5432/inventory?sslmode=verify-full" ` +
-          `MESH_BROKER_URL="amqps://mesh:$broker@127.0.0.1:5671/%2F" ` +
-          `MESH_BROKER_API_URL="https://mesh:$broker@127.0.0.1:15671" mesh-control ${args}`,
-        ], { allowFailure: true, timeoutMs: 300_000 });
+        first.exec(["sh", "-c", `${settings}mesh-control ${args}`], {
+          allowFailure: true,
+          timeoutMs: 300_000,
+        });
       const enrolled = await mc(
         `node enroll tls-second --system debian --public-broker amqps://${firstAddress}:5671/%2F`,
       );
@@ -246,6 +249,15 @@ Deno.test({
         url,
         "--every",
         "30s",
+      ]);
+      // Report ingestion, as the control plane runs it.
+      await first.exec([
+        "systemd-run",
+        "--unit",
+        "mesh-ingest-tls",
+        "sh",
+        "-c",
+        `${settings}exec mesh-control ingest`,
       ]);
       let verdict = "";
       for (let i = 0; i < 90 && !/not.pushed/.test(verdict); i++) {
