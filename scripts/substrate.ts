@@ -11,9 +11,12 @@
  *
  * - `mesh-postgres`: `postgresql-15`, with an entrypoint that initialises the data directory (a
  *   named volume) on first start with the password in `/run/secrets/store-password` and serves
- *   scram-sha-256 on every address;
+ *   scram-sha-256 on every address, TLS on with the certificate `/run/mesh/store.crt` and key
+ *   `/run/secrets/store.key`, and from any address but loopback TLS only (`hostssl`);
  * - `mesh-rabbitmq`: `rabbitmq-server` with its management plugin, with an entrypoint whose
- *   administrative account `mesh` takes its password from `/run/secrets/broker-password`;
+ *   administrative account `mesh` takes its password from `/run/secrets/broker-password`, AMQPS
+ *   on 5671 and HTTPS on 15671 with `/run/mesh/broker.crt`, `/run/secrets/broker.key` and
+ *   `/run/mesh/ca.crt`, plain AMQP (5672) and HTTP (15672) on loopback only;
  * - `mesh-control`: the Deno runtime (npm `@deno/linux-x64-glibc`, as `deno task hosts` uses) and
  *   mesh-control bundled into one JavaScript file, for the schema and topology steps.
  *
@@ -443,10 +446,15 @@ events_logfile_max_size = "1m"
 /**
  * The Debian bundle pinning `images`: the mesh layout, the container runtime package and its
  * events configuration ({@linkcode PODMAN_EVENTS_CONF}: events to a bounded file, not the
- * journal), the node's
- * credentials (generated on the node at its first apply, root-only files under
- * `/etc/mesh/secrets`), the store, the inventory database, its schema, the broker and its
- * topology, each verified by asking the thing itself.
+ * journal), the node's credentials (generated on the node at its first apply, root-only files
+ * under `/etc/mesh/secrets`), the mesh's CA (made once, `mesh-control ca init` in the control
+ * image) and the store's and broker's server certificates ({@linkcode CERTS}, for the names of
+ * {@linkcode SERVER_NAMES_SH}; `ca renew` when the check of every apply finds one not good for
+ * every name {@linkcode SUBSTRATE_RENEW_BEFORE_DAYS} days ahead), the store, its TLS (the listener
+ * serves the file's certificate, or the container is restarted), the inventory database, its
+ * schema, the broker, its TLS (likewise, and plain AMQP and HTTP on loopback only) and its
+ * topology, each verified by asking the thing itself. mesh-control's steps connect over TLS,
+ * verified against the CA.
  */
 export function debianBundle(images: SubstrateImages): unknown {
   const migrations = MIGRATIONS.map((m) => m.name).join(",");
