@@ -46,3 +46,26 @@ export const CONTROL_PERMISSIONS: readonly string[] = [
   "--allow-write",
   "--allow-run=git",
 ];
+
+/**
+ * What `mesh-control ca` needs in the substrate's image, where the Debian bundle runs it
+ * (scripts/substrate.ts, with `/etc/mesh` mounted and no network) to make the mesh's CA and issue
+ * and renew the substrate's server certificates: the runtime's flags of the image's entry point
+ * (no config, lock, remote modules or prompt), then
+ *
+ * - `--allow-read`: the CA's certificate and key, the certificates it renews, and the program's
+ *   own modules (code splitting) in the image;
+ * - `--allow-write=/etc/mesh`: the CA's files (`ca.crt`, `secrets/ca.key`), the server
+ *   certificates and their keys, and nothing else;
+ * - `--allow-env`: `MESH_CA_FILE` and the like, as every command reads them.
+ */
+export const CONTROL_CA_PERMISSIONS: readonly string[] = [
+  "--quiet",
+  "--no-config",
+  "--no-lock",
+  "--no-remote",
+  "--no-prompt",
+  "--allow-read",
+  "--allow-write=/etc/mesh",
+  "--allow-env",
+];

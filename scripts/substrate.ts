@@ -11,9 +11,12 @@
  *
  * - `mesh-postgres`: `postgresql-15`, with an entrypoint that initialises the data directory (a
  *   named volume) on first start with the password in `/run/secrets/store-password` and serves
- *   scram-sha-256 on every address;
+ *   scram-sha-256 on every address, TLS on with the certificate `/run/mesh/store.crt` and key
+ *   `/run/secrets/store.key`, and from any address but loopback TLS only (`hostssl`);
  * - `mesh-rabbitmq`: `rabbitmq-server` with its management plugin, with an entrypoint whose
- *   administrative account `mesh` takes its password from `/run/secrets/broker-password`;
+ *   administrative account `mesh` takes its password from `/run/secrets/broker-password`, AMQPS
+ *   on 5671 and HTTPS on 15671 with `/run/mesh/broker.crt`, `/run/secrets/broker.key` and
+ *   `/run/mesh/ca.crt`, plain AMQP (5672) and HTTP (15672) on loopback only;
  * - `mesh-control`: the Deno runtime (npm `@deno/linux-x64-glibc`, as `deno task hosts` uses) and
  *   mesh-control bundled into one JavaScript file, for the schema and topology steps.
  *
@@ -29,8 +32,9 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
+import { CA_CERT_FILE, CA_KEY_FILE, RENEW_BEFORE_DAYS } from "../lib/mesh_ca.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
-import { CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
+import { CONTROL_CA_PERMISSIONS, CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
 import { bundleProgram, fetchRuntime } from "./onefile.ts";
 import { isLoopback } from "../lib/registry_manifest.ts";
@@ -99,19 +103,46 @@ const APT = (packages: string[]) =>
     packages.join(" ")
   } && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/*`;
 
+/**
+ * The store's client authentication (`hba_file`, carried by the image): peer on the socket, any
+ * method over loopback, and from every other address only over TLS (`hostssl`) with
+ * scram-sha-256. A plain connection from the network finds no line and is refused.
+ */
+const POSTGRES_HBA = `# mesh-store (image mesh-postgres): who may connect, and how.
+local   all all                 peer
+host    all all 127.0.0.1/32    scram-sha-256
+host    all all ::1/128         scram-sha-256
+hostssl all all 0.0.0.0/0       scram-sha-256
+hostssl all all ::/0            scram-sha-256
+`;
+
 const POSTGRES_ENTRYPOINT = `#!/bin/sh
 # mesh-store: PostgreSQL 15 with its data in /var/lib/postgresql/data (a named volume). On first
 # start the data directory is initialised with the superuser postgres's password read from
 # /run/secrets/store-password (a root-only file of the node, mounted read-only); the password
 # never reaches an argument or the environment. Then postgres runs as postgres, in the
-# foreground, listening on every address with scram-sha-256.
+# foreground, listening on every address with scram-sha-256, TLS on (ssl = on) with the server
+# certificate /run/mesh/store.crt and its key /run/secrets/store.key (both mounted read-only from
+# the node; the key, root-only there, is copied at every start to a file only postgres reads),
+# and from any address but loopback only over TLS (the image's pg_hba.conf, hostssl).
 set -eu
 data=/var/lib/postgresql/data
 secret=/run/secrets/store-password
+cert=/run/mesh/store.crt
+key=/run/secrets/store.key
 [ -s "$secret" ] || { echo "mesh-store: no password at $secret: mount the node's secret there" >&2; exit 2; }
+[ -s "$cert" ] || { echo "mesh-store: no TLS certificate at $cert: mount the node's store certificate there" >&2; exit 2; }
+[ -s "$key" ] || { echo "mesh-store: no TLS key at $key: mount the node's store key there" >&2; exit 2; }
 mkdir -p "$data" /run/postgresql
 chown postgres:postgres "$data" /run/postgresql
 chmod 0700 "$data"
+# The certificate and key as postgres reads them: the key postgres's own and 0600, as PostgreSQL
+# requires, copied anew at every start (a restart takes a renewed certificate).
+tls=/run/postgresql/tls
+rm -rf "$tls"
+install -d -o postgres -g postgres -m 0700 "$tls"
+install -o postgres -g postgres -m 0644 "$cert" "$tls/server.crt"
+install -o postgres -g postgres -m 0600 "$key" "$tls/server.key"
 if [ ! -s "$data/PG_VERSION" ]; then
   umask 077
   pwfile=$(mktemp)
@@ -121,10 +152,11 @@ if [ ! -s "$data/PG_VERSION" ]; then
     /usr/lib/postgresql/15/bin/initdb -D "$data" -U postgres --pwfile="$pwfile" \\
     --auth-local=peer --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >/dev/null
   rm -f "$pwfile"
-  printf "listen_addresses = '*'\\n" >>"$data/postgresql.conf"
-  printf 'host all all 0.0.0.0/0 scram-sha-256\\nhost all all ::/0 scram-sha-256\\n' >>"$data/pg_hba.conf"
 fi
-exec setpriv --reuid=postgres --regid=postgres --init-groups /usr/lib/postgresql/15/bin/postgres -D "$data"
+exec setpriv --reuid=postgres --regid=postgres --init-groups /usr/lib/postgresql/15/bin/postgres -D "$data" \\
+  -c listen_addresses='*' -c hba_file=/etc/mesh-store/pg_hba.conf \\
+  -c ssl=on -c ssl_cert_file="$tls/server.crt" -c ssl_key_file="$tls/server.key" \\
+  -c ssl_min_protocol_version=TLSv1.2
 `;
 
 const RABBITMQ_ENTRYPOINT = `#!/bin/sh
@@ -133,10 +165,29 @@ const RABBITMQ_ENTRYPOINT = `#!/bin/sh
 # from /run/secrets/broker-password (a root-only file of the node, mounted read-only) into a
 # root-only configuration file; there is no guest account. The password is taken at the first
 # start (when the broker's database is created), as RabbitMQ does.
+#
+# TLS: AMQPS on 5671 and the management API over HTTPS on 15671, on every address, with the
+# server certificate /run/mesh/broker.crt, its key /run/secrets/broker.key and the mesh's CA
+# certificate /run/mesh/ca.crt (mounted read-only from the node; the key, root-only there, is
+# copied at every start to a file only root and the rabbitmq group read, so a restart takes a
+# renewed certificate). Plain AMQP (5672) and plain HTTP (15672) listen on loopback only: the
+# network is offered TLS alone.
 set -eu
 secret=/run/secrets/broker-password
+cert=/run/mesh/broker.crt
+key=/run/secrets/broker.key
+ca=/run/mesh/ca.crt
 [ -s "$secret" ] || { echo "mesh-broker: no password at $secret: mount the node's secret there" >&2; exit 2; }
+[ -s "$cert" ] || { echo "mesh-broker: no TLS certificate at $cert: mount the node's broker certificate there" >&2; exit 2; }
+[ -s "$key" ] || { echo "mesh-broker: no TLS key at $key: mount the node's broker key there" >&2; exit 2; }
+[ -s "$ca" ] || { echo "mesh-broker: no CA certificate at $ca: mount the mesh's CA certificate there" >&2; exit 2; }
 umask 027
+tls=/etc/rabbitmq/tls
+rm -rf "$tls"
+install -d -o root -g rabbitmq -m 0750 "$tls"
+install -o root -g rabbitmq -m 0644 "$cert" "$tls/broker.crt"
+install -o root -g rabbitmq -m 0644 "$ca" "$tls/ca.crt"
+install -o root -g rabbitmq -m 0640 "$key" "$tls/broker.key"
 {
   printf 'default_user = mesh\\n'
   printf 'default_pass = %s\\n' "$(cat "$secret")"
@@ -146,6 +197,13 @@ umask 027
   # No message larger than the largest a mesh program takes (a declaration message, 64 MiB:
   # MAX_DECLARATION_MESSAGE_BYTES of lib/broker_names.ts): the broker refuses its publish.
   printf 'max_message_size = ${MAX_DECLARATION_MESSAGE_BYTES}\\n'
+  printf 'listeners.tcp.1 = 127.0.0.1:5672\\n'
+  printf 'listeners.ssl.default = 5671\\n'
+  printf 'ssl_options.cacertfile = %s/ca.crt\\nssl_options.certfile = %s/broker.crt\\nssl_options.keyfile = %s/broker.key\\n' "$tls" "$tls" "$tls"
+  printf 'ssl_options.verify = verify_none\\nssl_options.fail_if_no_peer_cert = false\\n'
+  printf 'management.tcp.ip = 127.0.0.1\\nmanagement.tcp.port = 15672\\n'
+  printf 'management.ssl.port = 15671\\n'
+  printf 'management.ssl.cacertfile = %s/ca.crt\\nmanagement.ssl.certfile = %s/broker.crt\\nmanagement.ssl.keyfile = %s/broker.key\\n' "$tls" "$tls" "$tls"
 } >/etc/rabbitmq/rabbitmq.conf
 chown root:rabbitmq /etc/rabbitmq/rabbitmq.conf
 chmod 0640 /etc/rabbitmq/rabbitmq.conf
@@ -182,11 +240,12 @@ async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]
   return [
     {
       name: "mesh-postgres",
-      files: { "entrypoint.sh": POSTGRES_ENTRYPOINT },
+      files: { "entrypoint.sh": POSTGRES_ENTRYPOINT, "pg_hba.conf": POSTGRES_HBA },
       containerfile: (base) =>
         `FROM ${base}\n${
           APT(["postgresql-15"])
         }\nCOPY entrypoint.sh /usr/local/sbin/mesh-store\nRUN chmod 0755 /usr/local/sbin/mesh-store\n` +
+        `COPY pg_hba.conf /etc/mesh-store/pg_hba.conf\nRUN chmod 0644 /etc/mesh-store/pg_hba.conf\n` +
         `VOLUME /var/lib/postgresql/data\nEXPOSE 5432\nSTOPSIGNAL SIGINT\nENTRYPOINT ["/usr/local/sbin/mesh-store"]\n`,
       packages: ["postgresql-15"],
     },
@@ -198,7 +257,7 @@ async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]
           APT(["rabbitmq-server"])
         }\nRUN rabbitmq-plugins enable --offline rabbitmq_management >/dev/null\n` +
         `COPY entrypoint.sh /usr/local/sbin/mesh-broker\nRUN chmod 0755 /usr/local/sbin/mesh-broker\n` +
-        `VOLUME /var/lib/rabbitmq\nEXPOSE 5672 15672\nENTRYPOINT ["/usr/local/sbin/mesh-broker"]\n`,
+        `VOLUME /var/lib/rabbitmq\nEXPOSE 5671 15671\nENTRYPOINT ["/usr/local/sbin/mesh-broker"]\n`,
       packages: ["rabbitmq-server", "erlang-base"],
     },
     {
@@ -334,6 +393,39 @@ export type ImageSizes = Record<string, number>;
 
 const SECRETS = "/etc/mesh/secrets";
 
+/** The mesh CA's certificate on the first node (public; `mesh-control ca init` makes it). */
+export const CA_CERT = CA_CERT_FILE;
+/** The mesh CA's private key (PKCS#8 PEM, 0600 root). */
+export const CA_KEY = CA_KEY_FILE;
+/** Where the substrate's server certificates are (`NAME.crt`, public; their keys under `secrets/tls`). */
+export const CERTS = "/etc/mesh/tls";
+/**
+ * Names and addresses, besides the host's own, that the broker's and the store's certificates
+ * carry: one a line, `#` starts a comment. The operator writes it (a DNS name or an address the
+ * nodes use that the machine does not hold, e.g. behind NAT); optional.
+ */
+export const PUBLIC_NAMES = "/etc/mesh/public-names";
+/**
+ * How many days before expiry the substrate reissues a server certificate: when `ca renew`
+ * judges one due (lib/mesh_ca.ts), so that the bundle's check and the renewal agree.
+ */
+export const SUBSTRATE_RENEW_BEFORE_DAYS = RENEW_BEFORE_DAYS;
+
+/**
+ * Shell (sh) that sets `names` to the names and addresses the substrate's server certificates
+ * carry, one a line, sorted, each once: `localhost` and `127.0.0.1` (the substrate's own steps),
+ * the host's name (`hostname`), its full name (`hostname -f`), every address it holds
+ * (`hostname -I`: all but loopback and IPv6 link-local) and the lines of {@linkcode PUBLIC_NAMES}
+ * (`#` starts a comment). Globbing is off (`set -f`) before the list is split on words.
+ */
+export const SERVER_NAMES_SH =
+  `set -f; names=$({ echo localhost; echo 127.0.0.1; hostname; hostname -f 2>/dev/null; ` +
+  `hostname -I 2>/dev/null; if [ -e ${PUBLIC_NAMES} ]; then sed 's/#.*//' ${PUBLIC_NAMES}; fi; } ` +
+  `| tr -s ' \\t' '\\n\\n' | sed '/^$/d' | sort -u)`;
+
+/** The server certificates the substrate serves, by name: the broker's and the store's. */
+const SERVERS = ["store", "broker"] as const;
+
 /** Where the bundle puts podman's events configuration (a containers.conf drop-in). */
 export const PODMAN_EVENTS_CONF = "/etc/containers/containers.conf.d/50-mesh-events.conf";
 
@@ -355,21 +447,75 @@ events_logfile_max_size = "1m"
 /**
  * The Debian bundle pinning `images`: the mesh layout, the container runtime package and its
  * events configuration ({@linkcode PODMAN_EVENTS_CONF}: events to a bounded file, not the
- * journal), the node's
- * credentials (generated on the node at its first apply, root-only files under
- * `/etc/mesh/secrets`), the store, the inventory database, its schema, the broker and its
- * topology, each verified by asking the thing itself.
+ * journal), the node's credentials (generated on the node at its first apply, root-only files
+ * under `/etc/mesh/secrets`), the mesh's CA (made once, `mesh-control ca init` in the control
+ * image) and the store's and broker's server certificates ({@linkcode CERTS}, for the names of
+ * {@linkcode SERVER_NAMES_SH}; `ca renew` when the check of every apply finds one not good for
+ * every name {@linkcode SUBSTRATE_RENEW_BEFORE_DAYS} days ahead), the store, its TLS (the listener
+ * serves the file's certificate, or the container is restarted), the inventory database, its
+ * schema, the broker, its TLS (likewise, and plain AMQP and HTTP on loopback only) and its
+ * topology, each verified by asking the thing itself. mesh-control's steps connect over TLS,
+ * verified against the CA.
  */
 export function debianBundle(images: SubstrateImages): unknown {
   const migrations = MIGRATIONS.map((m) => m.name).join(",");
   // Each credential is read from its file into the environment of the one process that needs
   // it: never an argument (visible in ps), never in this bundle.
+  // Over TLS, verified against the mesh's CA (mounted read-only at the same path), on loopback:
+  // the certificates carry 127.0.0.1.
   const env = `store=$(cat ${SECRETS}/store) && broker=$(cat ${SECRETS}/broker) && ` +
-    `export MESH_DATABASE_URL="postgres://postgres:$store@127.0.0.1:5432/inventory" ` +
-    `MESH_BROKER_URL="amqp://mesh:$broker@127.0.0.1:5672/%2F" ` +
-    `MESH_BROKER_API_URL="http://mesh:$broker@127.0.0.1:15672" && `;
+    `export MESH_DATABASE_URL="postgres://postgres:$store@127.0.0.1:5432/inventory?sslmode=verify-full&sslrootcert=${CA_CERT}" ` +
+    `MESH_BROKER_URL="amqps://mesh:$broker@127.0.0.1:5671/%2F?cacertfile=${CA_CERT}" ` +
+    `MESH_BROKER_API_URL="https://mesh:$broker@127.0.0.1:15671" MESH_CA_FILE=${CA_CERT} && `;
   const control = (args: string) =>
-    `${env}exec podman run --rm --network host -e MESH_DATABASE_URL -e MESH_BROKER_URL -e MESH_BROKER_API_URL ${images.control} ${args}`;
+    `${env}exec podman run --rm --network host -v ${CA_CERT}:${CA_CERT}:ro -e MESH_DATABASE_URL -e MESH_BROKER_URL -e MESH_BROKER_API_URL -e MESH_CA_FILE ${images.control} ${args}`;
+  // mesh-control's CA commands, in its image, with /etc/mesh mounted: no network, and writing
+  // only under /etc/mesh (the image's own entry point writes nothing).
+  const caCommand = (args: string) =>
+    `podman run --rm --network none -v /etc/mesh:/etc/mesh --entrypoint /usr/lib/mesh/deno ${images.control} run ${
+      CONTROL_CA_PERMISSIONS.join(" ")
+    } /usr/lib/mesh/mesh-control/main.js ca ${args}`;
+  const names = SERVER_NAMES_SH;
+  // A server certificate good for the next SUBSTRATE_RENEW_BEFORE_DAYS days for every name: it
+  // chains to the mesh's CA, is for a TLS server, carries the name, and its key (0600 root) is
+  // its own. What `ca renew` reissues when it is not (fewer days left, or other names).
+  const certGood = (name: string) => {
+    const crt = `${CERTS}/${name}.crt`;
+    const key = `${SECRETS}/tls/${name}.key`;
+    return `[ -s ${crt} ] || { echo "${crt} is missing" >&2; exit 1; }; ` +
+      `[ -s ${key} ] || { echo "${key} is missing" >&2; exit 1; }; ` +
+      `m=$(stat -c %a:%u ${key}); [ "$m" = 600:0 ] || { echo "${key} is $m, not 600:0 (mode:owner)" >&2; exit 1; }; ` +
+      `a=$(openssl x509 -in ${crt} -noout -pubkey) && b=$(openssl pkey -in ${key} -pubout) && [ "$a" = "$b" ] || { echo "${key} is not the key of ${crt}" >&2; exit 1; }; ` +
+      `for n in $names; do case $n in *:*) o=-verify_ip;; *[!0-9.]*) o=-verify_hostname;; *) o=-verify_ip;; esac; ` +
+      `said=$(openssl verify -CAfile ${CA_CERT} -purpose sslserver -attime $at $o "$n" ${crt} 2>&1) || ` +
+      `{ echo "${crt} is not good for $n until ${SUBSTRATE_RENEW_BEFORE_DAYS} days from now against ${CA_CERT}: $said" >&2; exit 1; }; done`;
+  };
+  const at = `at=$(($(date +%s) + ${SUBSTRATE_RENEW_BEFORE_DAYS * 86_400}))`;
+  // The certificate a TLS listener serves is the file's, and verifies against the CA for
+  // 127.0.0.1 (openssl s_client; `starttls` for PostgreSQL's own negotiation).
+  const serves = (what: string, connect: string, name: string) =>
+    `said=$(timeout 20 openssl s_client ${connect} -CAfile ${CA_CERT} -verify_return_error -verify_ip 127.0.0.1 </dev/null 2>&1) || ` +
+    `{ echo "${what} does not present a certificate verified against ${CA_CERT} for 127.0.0.1: $(printf '%s\\n' "$said" | tail -n 3)" >&2; exit 1; }; ` +
+    `served=$(printf '%s\\n' "$said" | openssl x509 -noout -fingerprint -sha256) && ` +
+    `file=$(openssl x509 -in ${CERTS}/${name}.crt -noout -fingerprint -sha256) && [ "$served" = "$file" ] || ` +
+    `{ echo "${what} serves a certificate other than ${CERTS}/${name}.crt (a renewed certificate not taken yet)" >&2; exit 1; }`;
+  const storeServes = serves(
+    "the store (PostgreSQL, 127.0.0.1:5432)",
+    "-starttls postgres -connect 127.0.0.1:5432",
+    "store",
+  );
+  const brokerServes = [
+    serves("the broker's AMQPS listener (127.0.0.1:5671)", "-connect 127.0.0.1:5671", "broker"),
+    serves(
+      "the broker's management API (HTTPS, 127.0.0.1:15671)",
+      "-connect 127.0.0.1:15671",
+      "broker",
+    ),
+  ].join("; ");
+  // Plain AMQP and HTTP are not offered on any address of the host but loopback.
+  const brokerPlainLoopbackOnly =
+    `for a in $(hostname -I 2>/dev/null); do for p in 5672 15672; do if timeout 3 bash -c "</dev/tcp/$a/$p" 2>/dev/null; then ` +
+    `echo "the broker offers plain port $p on $a, not only on loopback" >&2; exit 1; fi; done; done`;
   const psql = (
     sql: string,
     database = "postgres",
@@ -396,9 +542,12 @@ export function debianBundle(images: SubstrateImages): unknown {
   // The node is rabbit@localhost (the entrypoint's RABBITMQ_NODENAME, not in an exec's environment).
   const rabbit = (tool: string, args: string, exec = "podman exec") =>
     `${exec} mesh-broker ${tool} -q -n rabbit@localhost ${args}`;
+  // Every port accepts: AMQPS, HTTPS (the management API), and on loopback plain AMQP and HTTP.
+  const brokerPorts =
+    `timeout 5 bash -c "</dev/tcp/127.0.0.1/5671 && </dev/tcp/127.0.0.1/15671 && </dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`;
   const brokerAnswers = [
-    // Both ports accept (AMQP, the management API); each CLI run below starts an Erlang VM.
-    `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
+    // Each CLI run below starts an Erlang VM.
+    brokerPorts,
     // RabbitMQ itself answers and the account authenticates, its password on standard input
     // (rabbitmqctl reads it there when it is not an argument): never an argument, visible in ps.
     `${
@@ -426,7 +575,7 @@ export function debianBundle(images: SubstrateImages): unknown {
     bundle: 1,
     system: "debian",
     says:
-      "The Debian substrate: the mesh layout, the container runtime (podman, its events to a bounded file rather than the journal), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the broker (RabbitMQ with its management API, data in mesh-broker-data) and its topology (mesh-control broker setup). Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
+      "The Debian substrate: the mesh layout, the container runtime (podman, its events to a bounded file rather than the journal), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the mesh's CA (made once here, mesh-control ca init: /etc/mesh/ca.crt, its key root-only under /etc/mesh/secrets) and the store's and the broker's server certificates (for this host's names and addresses and /etc/mesh/public-names; reissued when due, the containers restarted to serve them), the broker (RabbitMQ with its management API, data in mesh-broker-data; AMQPS 5671 and HTTPS 15671 to the network, plain AMQP and HTTP on loopback only) and its topology (mesh-control broker setup), the store offering the network TLS only. mesh-control connects over TLS, verified against the CA. Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
     declaration: {
       version: 1,
       resources: [
@@ -440,10 +589,12 @@ export function debianBundle(images: SubstrateImages): unknown {
           path: "/etc/mesh/README",
           mode: "0644",
           content:
-            "This directory is maintained by mesh-host (bundle substrate-debian).\nState: /var/lib/mesh/host (store.json, known-good, failures). Host binaries: /usr/lib/mesh.\nCredentials: /etc/mesh/secrets (root only): store (PostgreSQL's postgres), broker (RabbitMQ's mesh).\n",
+            "This directory is maintained by mesh-host (bundle substrate-debian).\nState: /var/lib/mesh/host (store.json, known-good, failures). Host binaries: /usr/lib/mesh.\nCredentials: /etc/mesh/secrets (root only): store (PostgreSQL's postgres), broker (RabbitMQ's mesh), ca.key (the mesh CA's key), tls/store.key and tls/broker.key (the server certificates' keys).\nTLS: ca.crt (the mesh's CA certificate, which every node verifies against), tls/store.crt (PostgreSQL) and tls/broker.crt (RabbitMQ's AMQPS and HTTPS), for localhost, 127.0.0.1, this host's names and addresses and the lines of /etc/mesh/public-names (yours to write); renewed by the bundle 30 days before they expire.\n",
         },
         { id: "mesh-secrets", type: "directory", path: SECRETS, mode: "0700" },
         { id: "container-runtime", type: "package", package: "podman" },
+        // openssl: the verifies below read certificates and ask the listeners with it.
+        { id: "tls-tools", type: "package", package: "openssl" },
         {
           id: "container-runtime-config",
           type: "directory",
@@ -474,6 +625,39 @@ export function debianBundle(images: SubstrateImages): unknown {
           ],
         },
         {
+          // The mesh's CA, made once on this node: its key never leaves /etc/mesh/secrets.
+          id: "mesh-ca",
+          type: "action",
+          command: ["sh", "-c", caCommand("init")],
+          verify: [
+            "sh",
+            "-c",
+            `[ -s ${CA_CERT} ] || { echo "${CA_CERT} is missing" >&2; exit 1; }; ` +
+            `[ -s ${CA_KEY} ] || { echo "${CA_KEY} is missing" >&2; exit 1; }; ` +
+            `m=$(stat -c %a:%u ${CA_KEY}); [ "$m" = 600:0 ] || { echo "${CA_KEY} is $m, not 600:0 (mode:owner)" >&2; exit 1; }; ` +
+            `openssl x509 -in ${CA_CERT} -noout -ext basicConstraints | grep -q 'CA:TRUE' || { echo "${CA_CERT} is not a CA certificate" >&2; exit 1; }; ` +
+            `a=$(openssl x509 -in ${CA_CERT} -noout -pubkey) && b=$(openssl pkey -in ${CA_KEY} -pubout) && [ "$a" = "$b" ] || { echo "${CA_KEY} is not the key of ${CA_CERT}" >&2; exit 1; }`,
+          ],
+        },
+        {
+          // The store's and the broker's server certificates, for the names and addresses nodes
+          // use; reissued (ca renew) when fewer than SUBSTRATE_RENEW_BEFORE_DAYS days are left or
+          // the names changed. Each apply asks.
+          id: "server-certificates",
+          type: "action",
+          command: [
+            "sh",
+            "-c",
+            `${names}; set --; for n in $names; do set -- "$@" --name "$n"; done; ` +
+            SERVERS.map((name) => `${caCommand(`renew ${name}`)} "$@"`).join(" && "),
+          ],
+          verify: [
+            "sh",
+            "-c",
+            `${names}; ${at}; ` + SERVERS.map(certGood).join("; "),
+          ],
+        },
+        {
           id: "store",
           type: "container",
           name: "mesh-store",
@@ -481,8 +665,34 @@ export function debianBundle(images: SubstrateImages): unknown {
           volumes: [
             "mesh-store-data:/var/lib/postgresql/data",
             `${SECRETS}/store:/run/secrets/store-password:ro`,
+            `${CERTS}/store.crt:/run/mesh/store.crt:ro`,
+            `${SECRETS}/tls/store.key:/run/secrets/store.key:ro`,
           ],
           args: ["--network", "host"],
+        },
+        {
+          // The store serves the certificate on file: after a renewal the container is
+          // restarted (its entrypoint copies the certificate and key at every start).
+          id: "store-tls",
+          type: "action",
+          command: [
+            "sh",
+            "-c",
+            `${
+              waitFor(
+                "the store (PostgreSQL in mesh-store)",
+                "podman exec -u postgres mesh-store pg_isready",
+              )
+            }; ` +
+            `(${storeServes}) 2>/dev/null && exit 0; podman restart -t 30 mesh-store >/dev/null || exit 1; ` +
+            `${
+              waitFor(
+                "the store (PostgreSQL in mesh-store)",
+                "podman exec -u postgres mesh-store pg_isready",
+              )
+            }`,
+          ],
+          verify: ["sh", "-c", storeServes],
         },
         {
           id: "inventory-database",
@@ -520,6 +730,9 @@ export function debianBundle(images: SubstrateImages): unknown {
           volumes: [
             "mesh-broker-data:/var/lib/rabbitmq",
             `${SECRETS}/broker:/run/secrets/broker-password:ro`,
+            `${CA_CERT}:/run/mesh/ca.crt:ro`,
+            `${CERTS}/broker.crt:/run/mesh/broker.crt:ro`,
+            `${SECRETS}/tls/broker.key:/run/secrets/broker.key:ro`,
           ],
           args: ["--network", "host"],
         },
@@ -531,12 +744,23 @@ export function debianBundle(images: SubstrateImages): unknown {
             "-c",
             // Ports that accept are the cheap wait (each mesh-control run copies its image's root
             // on vfs storage); the verify, run after it, asks the broker itself.
-            waitFor(
-              "the broker (RabbitMQ in mesh-broker)",
-              `timeout 5 bash -c "</dev/tcp/127.0.0.1/5672 && </dev/tcp/127.0.0.1/15672"`,
-            ),
+            waitFor("the broker (RabbitMQ in mesh-broker)", brokerPorts),
           ],
           verify: ["sh", "-c", brokerAnswers],
+        },
+        {
+          // The broker serves the certificate on file on AMQPS and HTTPS, and plain AMQP and
+          // HTTP on loopback only: after a renewal the container is restarted (its entrypoint
+          // copies the certificate and key at every start).
+          id: "broker-tls",
+          type: "action",
+          command: [
+            "sh",
+            "-c",
+            `(${brokerServes}) 2>/dev/null && exit 0; podman restart -t 30 mesh-broker >/dev/null || exit 1; ` +
+            waitFor("the broker (RabbitMQ in mesh-broker)", brokerPorts),
+          ],
+          verify: ["sh", "-c", `${brokerServes}; ${brokerPlainLoopbackOnly}`],
         },
         {
           id: "broker-topology",

@@ -115,7 +115,8 @@ Deno.test({
       });
       assertEquals([silent.code, silent.outcome], [1, "failed"], silent.raw);
       assertEquals(silent.changes.find((c) => c.id === "store")?.change, "created");
-      const why = silent.problems.find((p) => p.id === "inventory-database");
+      // The next step: the store's TLS check, which first waits for it to answer.
+      const why = silent.problems.find((p) => p.id === "store-tls");
       assert(why, silent.raw);
       assertStringIncludes(why.message, "did not answer");
       assertStringIncludes(why.message, "/var/run/postgresql");

@@ -135,9 +135,13 @@ Deno.test({
         WATCH_MAX_AGE: `${RECONCILE_EVERY_S * 4}s`,
       };
       const perNode = ["NODE_NAME", "NODE_ADDRESS", "NODE_BROKER_URL"];
+      // The mesh's CA certificate, as the first node's bundle made it (what `node enroll` hands
+      // over): read once the first node's blocks ran.
+      let caCert: string | undefined;
       const valuesFor = (node: Node | undefined): Record<string, string> =>
-        node === undefined ? common : {
+        node === undefined ? { ...common, ...(caCert ? { MESH_CA_CERT: caCert } : {}) } : {
           ...common,
+          ...(caCert ? { MESH_CA_CERT: caCert } : {}),
           NODE_NAME: node.name,
           NODE_ADDRESS: node.address,
           ...(node.brokerUrl ? { NODE_BROKER_URL: node.brokerUrl } : {}),
@@ -173,9 +177,14 @@ Deno.test({
 
       for (const block of book.blocks) {
         switch (block.target) {
-          case "first":
+          case "first": {
             await runBlock(block, first, undefined);
+            const ca = await first.machine.exec(["cat", "/etc/mesh/ca.crt"], {
+              allowFailure: true,
+            });
+            if (ca.code === 0 && ca.stdout.includes("BEGIN CERTIFICATE")) caCert = ca.stdout.trim();
             break;
+          }
           case "control":
             if (uses(block, perNode)) {
               for (const node of nodes) await runBlock(block, first, node);
