@@ -32,7 +32,8 @@ import { run } from "../lib/command.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
-import { CA_CERT_FILE, CA_KEY_FILE, RENEW_BEFORE_DAYS } from "../lib/mesh_ca.ts";
+import { CA_KEY_FILE, RENEW_BEFORE_DAYS } from "../lib/mesh_ca.ts";
+import { DEFAULT_CA_FILE } from "../lib/wire_trust.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_CA_PERMISSIONS, CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
@@ -394,7 +395,7 @@ export type ImageSizes = Record<string, number>;
 const SECRETS = "/etc/mesh/secrets";
 
 /** The mesh CA's certificate on the first node (public; `mesh-control ca init` makes it). */
-export const CA_CERT = CA_CERT_FILE;
+export const CA_CERT = DEFAULT_CA_FILE;
 /** The mesh CA's private key (PKCS#8 PEM, 0600 root). */
 export const CA_KEY = CA_KEY_FILE;
 /** Where the substrate's server certificates are (`NAME.crt`, public; their keys under `secrets/tls`). */
