@@ -17,6 +17,7 @@ import { MAX_PROBLEM_MESSAGE_LENGTH } from "../../lib/report_rules.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../../lib/broker_names.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "../../scripts/host_flags.ts";
 import { controlKeyFile, makeTestKeys, signed, TEST_KEYS } from "../support/signing.ts";
+import { makeHandoff } from "../../lib/signing.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
@@ -250,6 +251,34 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
           ),
           kept,
         );
+      },
+    );
+
+    await t.step(
+      "a key handoff not signed by the key this node holds is refused, the key file kept",
+      async () => {
+        const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+        const keyFile = await Deno.readTextFile(key.path);
+        // An attacker's handoff from the node's key id to a key of its own, signed by another key
+        // of its own, and a declaration signed by the key it hands over to.
+        const dir2 = await Deno.makeTempDir({ dir });
+        const [signer, next] = [
+          await makeTestKeys(dir2),
+          await makeTestKeys(await Deno.makeTempDir({ dir })),
+        ];
+        const handoff = await makeHandoff({ ...signer.key, keyId: TEST_KEYS.key.keyId }, next.key);
+        await publish(node, [
+          await signed(await declaration(node, 3, [file("handed\n")]), { key: next.key, handoff }),
+        ]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        await refusedUnchanged(
+          run,
+          new RegExp(
+            `^the handoff to key ${next.key.keyId} does not verify with key ${TEST_KEYS.key.keyId}, which this node holds: not the control plane's rotation$`,
+          ),
+          kept,
+        );
+        assertEquals(await Deno.readTextFile(key.path), keyFile);
       },
     );
 
@@ -496,15 +525,29 @@ Deno.test(
   opts,
   async () => {
     const dir = await Deno.makeTempDir({ prefix: "mesh-link-key-" });
-    const start = (key: string, env: Record<string, string> = {}) =>
-      cli("host/debian.ts", [
-        "link",
-        "--broker",
-        "amqp://n1:x@127.0.0.1:1/%2F",
-        "--state-dir",
-        `${dir}/state`,
-        ...(key ? ["--control-key", key] : []),
-      ], env);
+    // A link that starts runs until stopped: bounded, so that one accepting the key fails here.
+    const start = async (key: string, env: Record<string, string> = {}) => {
+      const run = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--quiet",
+          `${ROOT}host/debian.ts`,
+          "link",
+          "--broker",
+          "amqp://n1:x@127.0.0.1:1/%2F",
+          "--state-dir",
+          `${dir}/state`,
+          ...(key ? ["--control-key", key] : []),
+        ],
+        cwd: ROOT,
+        env,
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(30_000),
+      }).output();
+      return { code: run.code, stderr: new TextDecoder().decode(run.stderr) };
+    };
     const refused = async (key: string, problem: RegExp, env: Record<string, string> = {}) => {
       const run = await start(key, env);
       assertEquals(run.code, 2, run.stderr);
