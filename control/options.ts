@@ -92,7 +92,7 @@ export const KEY_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "show",
-    summary: "print the public key nodes keep (/etc/mesh/control.pub) and its id",
+    summary: "print the public key nodes keep as /etc/mesh/control.pub (its id on stderr)",
     options: [SIGNING_KEY_OPTION],
   },
 ];

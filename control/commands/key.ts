@@ -36,6 +36,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const opts = options as unknown as KeyOptions;
     const { readSigningKey, publicKeyPem } = await import("../../lib/signing.ts");
     const key = await readSigningKey(opts.signingKey);
-    ctx.out(`# key ${key.keyId}: /etc/mesh/control.pub on every node\n${publicKeyPem(key.spki)}`);
+    // The PEM alone on stdout, so that `key show > /etc/mesh/control.pub` is the file a node keeps.
+    ctx.out(publicKeyPem(key.spki));
+    ctx.err(`mesh-control: key ${key.keyId}: write it at /etc/mesh/control.pub on every node\n`);
   },
 };
