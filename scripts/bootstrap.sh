@@ -75,6 +75,13 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 	say "starting PostgreSQL"
 	pg_ctlcluster --skip-systemctl-redirect "$cluster_version" main start >&2
 fi
+# RabbitMQ's file handles: Debian's wrapper starts it through su, with the session's soft limit
+# (1,024 here); a broker holding more durable queues than handles hangs at start recovering them
+# (seen with a bench's 1,000 node queues left behind). Its scripts source rabbitmq-env.conf (sh).
+env_conf=/etc/rabbitmq/rabbitmq-env.conf
+if ! grep -q '^ulimit -n' "$env_conf" 2>/dev/null; then
+	echo 'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"' >>"$env_conf"
+fi
 if ! rabbitmqctl -q status >/dev/null 2>&1; then
 	say "starting RabbitMQ"
 	rabbitmq-server -detached >&2
