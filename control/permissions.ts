@@ -48,16 +48,18 @@ export const CONTROL_PERMISSIONS: readonly string[] = [
 ];
 
 /**
- * What `mesh-control ca` needs in the substrate's image, where the Debian bundle runs it
- * (scripts/substrate.ts, with `/etc/mesh` mounted and no network) to make the mesh's CA and issue
- * and renew the substrate's server certificates: the runtime's flags of the image's entry point
+ * What `mesh-control ca` and `mesh-control key` need in the substrate's image, where the Debian
+ * bundle runs them (scripts/substrate.ts, with `/etc/mesh` mounted and no network) to make the
+ * mesh's CA, issue and renew the substrate's server certificates, and make control's signing key
+ * (`key init`) or say its public half (`key show`): the runtime's flags of the image's entry point
  * (no config, lock, remote modules or prompt), then
  *
- * - `--allow-read`: the CA's certificate and key, the certificates it renews, and the program's
- *   own modules (code splitting) in the image;
+ * - `--allow-read`: the CA's certificate and key, the certificates it renews, the signing key, and
+ *   the program's own modules (code splitting) in the image;
  * - `--allow-write=/etc/mesh`: the CA's files (`ca.crt`, `secrets/ca.key`), the server
- *   certificates and their keys, and nothing else;
- * - `--allow-env`: `MESH_CA_FILE` and the like, as every command reads them.
+ *   certificates and their keys, the signing key (`secrets/signing.key`) and its public half
+ *   (`control.pub`), and nothing else;
+ * - `--allow-env`: `MESH_CA_FILE`, `MESH_SIGNING_KEY` and the like, as every command reads them.
  */
 export const CONTROL_CA_PERMISSIONS: readonly string[] = [
   "--quiet",

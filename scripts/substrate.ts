@@ -34,6 +34,7 @@ import { LAB_CACHE, MIRROR, SUITE } from "../tests/lab/mod.ts";
 import { MIGRATIONS } from "../control/db.ts";
 import { CA_KEY_FILE, RENEW_BEFORE_DAYS } from "../lib/mesh_ca.ts";
 import { DEFAULT_CA_FILE } from "../lib/wire_trust.ts";
+import { CONTROL_KEY_PATH, SIGNING_KEY_PATH } from "../lib/signing.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_CA_PERMISSIONS, CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
@@ -398,6 +399,10 @@ const SECRETS = "/etc/mesh/secrets";
 export const CA_CERT = DEFAULT_CA_FILE;
 /** The mesh CA's private key (PKCS#8 PEM, 0600 root). */
 export const CA_KEY = CA_KEY_FILE;
+/** Control's private signing key on the first node (PKCS#8 PEM, Ed25519, 0600 root; `mesh-control key init`). */
+export const SIGNING_KEY = SIGNING_KEY_PATH;
+/** Its public half (SPKI PEM, 0644): what the first node's link and every node verify declarations with. */
+export const CONTROL_PUB = CONTROL_KEY_PATH;
 /** Where the substrate's server certificates are (`NAME.crt`, public; their keys under `secrets/tls`). */
 export const CERTS = "/etc/mesh/tls";
 /**
@@ -450,9 +455,11 @@ events_logfile_max_size = "1m"
  * events configuration ({@linkcode PODMAN_EVENTS_CONF}: events to a bounded file, not the
  * journal), the node's credentials (generated on the node at its first apply, root-only files
  * under `/etc/mesh/secrets`), the mesh's CA (made once, `mesh-control ca init` in the control
- * image) and the store's and broker's server certificates ({@linkcode CERTS}, for the names of
- * {@linkcode SERVER_NAMES_SH}; `ca renew` when the check of every apply finds one not good for
- * every name {@linkcode SUBSTRATE_RENEW_BEFORE_DAYS} days ahead), the store, its TLS (the listener
+ * image), control's signing key (made once, `mesh-control key init` there: its public half at
+ * {@linkcode CONTROL_PUB}, which the nodes verify declarations with) and the store's and broker's
+ * server certificates ({@linkcode CERTS}, for the names of {@linkcode SERVER_NAMES_SH}; `ca renew`
+ * when the check of every apply finds one not good for every name
+ * {@linkcode SUBSTRATE_RENEW_BEFORE_DAYS} days ahead), the store, its TLS (the listener
  * serves the file's certificate, or the container is restarted), the inventory database, its
  * schema, the broker, its TLS (likewise, and plain AMQP and HTTP on loopback only) and its
  * topology, each verified by asking the thing itself. mesh-control's steps connect over TLS,
@@ -472,10 +479,13 @@ export function debianBundle(images: SubstrateImages): unknown {
     `${env}exec podman run --rm --network host -v ${CA_CERT}:${CA_CERT}:ro -e MESH_DATABASE_URL -e MESH_BROKER_URL -e MESH_BROKER_API_URL -e MESH_CA_FILE ${images.control} ${args}`;
   // mesh-control's CA commands, in its image, with /etc/mesh mounted: no network, and writing
   // only under /etc/mesh (the image's own entry point writes nothing).
-  const caCommand = (args: string) =>
+  const meshControl = (args: string) =>
     `podman run --rm --network none -v /etc/mesh:/etc/mesh --entrypoint /usr/lib/mesh/deno ${images.control} run ${
       CONTROL_CA_PERMISSIONS.join(" ")
-    } /usr/lib/mesh/mesh-control/main.js ca ${args}`;
+    } /usr/lib/mesh/mesh-control/main.js ${args}`;
+  const caCommand = (args: string) => meshControl(`ca ${args}`);
+  // The same for the control plane's signing key (`key init`, `key show`): its files are under
+  // /etc/mesh, and MESH_SIGNING_KEY is not set in the container, so the defaults are its places.
   const names = SERVER_NAMES_SH;
   // A server certificate good for the next SUBSTRATE_RENEW_BEFORE_DAYS days for every name: it
   // chains to the mesh's CA, is for a TLS server, carries the name, and its key (0600 root) is
@@ -576,7 +586,7 @@ export function debianBundle(images: SubstrateImages): unknown {
     bundle: 1,
     system: "debian",
     says:
-      "The Debian substrate: the mesh layout, the container runtime (podman, its events to a bounded file rather than the journal), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the mesh's CA (made once here, mesh-control ca init: /etc/mesh/ca.crt, its key root-only under /etc/mesh/secrets) and the store's and the broker's server certificates (for this host's names and addresses and /etc/mesh/public-names; reissued when due, the containers restarted to serve them), the broker (RabbitMQ with its management API, data in mesh-broker-data; AMQPS 5671 and HTTPS 15671 to the network, plain AMQP and HTTP on loopback only) and its topology (mesh-control broker setup), the store offering the network TLS only. mesh-control connects over TLS, verified against the CA. Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
+      "The Debian substrate: the mesh layout, the container runtime (podman, its events to a bounded file rather than the journal), the node's credentials (generated here at the first apply, root-only files under /etc/mesh/secrets, never in this bundle), the store (PostgreSQL, data in the named volume mesh-store-data), the inventory database and its schema (mesh-control migrate), the mesh's CA (made once here, mesh-control ca init: /etc/mesh/ca.crt, its key root-only under /etc/mesh/secrets), control's signing key (made once here, mesh-control key init: its private half root-only at /etc/mesh/secrets/signing.key, its public half /etc/mesh/control.pub, which every node is given) and the store's and the broker's server certificates (for this host's names and addresses and /etc/mesh/public-names; reissued when due, the containers restarted to serve them), the broker (RabbitMQ with its management API, data in mesh-broker-data; AMQPS 5671 and HTTPS 15671 to the network, plain AMQP and HTTP on loopback only) and its topology (mesh-control broker setup), the store offering the network TLS only. mesh-control connects over TLS, verified against the CA. Images were built from Debian's packages by `deno task substrate` and are pinned by digest.",
     declaration: {
       version: 1,
       resources: [
@@ -590,7 +600,7 @@ export function debianBundle(images: SubstrateImages): unknown {
           path: "/etc/mesh/README",
           mode: "0644",
           content:
-            "This directory is maintained by mesh-host (bundle substrate-debian).\nState: /var/lib/mesh/host (store.json, known-good, failures). Host binaries: /usr/lib/mesh.\nCredentials: /etc/mesh/secrets (root only): store (PostgreSQL's postgres), broker (RabbitMQ's mesh), ca.key (the mesh CA's key), tls/store.key and tls/broker.key (the server certificates' keys).\nTLS: ca.crt (the mesh's CA certificate, which every node verifies against), tls/store.crt (PostgreSQL) and tls/broker.crt (RabbitMQ's AMQPS and HTTPS), for localhost, 127.0.0.1, this host's names and addresses and the lines of /etc/mesh/public-names (yours to write); renewed by the bundle 30 days before they expire.\n",
+            "This directory is maintained by mesh-host (bundle substrate-debian).\nState: /var/lib/mesh/host (store.json, known-good, failures). Host binaries: /usr/lib/mesh.\nCredentials: /etc/mesh/secrets (root only): store (PostgreSQL's postgres), broker (RabbitMQ's mesh), ca.key (the mesh CA's key), signing.key (control's key, which signs every declaration), tls/store.key and tls/broker.key (the server certificates' keys).\nSignatures: control.pub (control's public key, which every node verifies declarations with).\nTLS: ca.crt (the mesh's CA certificate, which every node verifies against), tls/store.crt (PostgreSQL) and tls/broker.crt (RabbitMQ's AMQPS and HTTPS), for localhost, 127.0.0.1, this host's names and addresses and the lines of /etc/mesh/public-names (yours to write); renewed by the bundle 30 days before they expire.\n",
         },
         { id: "mesh-secrets", type: "directory", path: SECRETS, mode: "0700" },
         { id: "container-runtime", type: "package", package: "podman" },
@@ -638,6 +648,34 @@ export function debianBundle(images: SubstrateImages): unknown {
             `m=$(stat -c %a:%u ${CA_KEY}); [ "$m" = 600:0 ] || { echo "${CA_KEY} is $m, not 600:0 (mode:owner)" >&2; exit 1; }; ` +
             `openssl x509 -in ${CA_CERT} -noout -ext basicConstraints | grep -q 'CA:TRUE' || { echo "${CA_CERT} is not a CA certificate" >&2; exit 1; }; ` +
             `a=$(openssl x509 -in ${CA_CERT} -noout -pubkey) && b=$(openssl pkey -in ${CA_KEY} -pubout) && [ "$a" = "$b" ] || { echo "${CA_KEY} is not the key of ${CA_CERT}" >&2; exit 1; }`,
+          ],
+        },
+        {
+          // Control's signing key, made once on this node (key init never replaces one): its
+          // private half never leaves /etc/mesh/secrets; its public half (control.pub) is what this
+          // node's link verifies declarations with and what every other node is given. When the
+          // key is there but control.pub is missing or another key's, control.pub is written again
+          // from the key (`key show`, which refuses a key that is not 0600 or not a key).
+          id: "signing-key",
+          type: "action",
+          command: [
+            "sh",
+            "-c",
+            `if [ ! -e ${SIGNING_KEY} ]; then ${meshControl("key init")}; else ` +
+            `umask 022 && ${
+              meshControl("key show")
+            } >${CONTROL_PUB}.tmp && mv ${CONTROL_PUB}.tmp ${CONTROL_PUB} || { rm -f ${CONTROL_PUB}.tmp; exit 1; }; fi`,
+          ],
+          verify: [
+            "sh",
+            "-c",
+            `[ -s ${SIGNING_KEY} ] || { echo "${SIGNING_KEY} is missing" >&2; exit 1; }; ` +
+            `[ -s ${CONTROL_PUB} ] || { echo "${CONTROL_PUB} is missing" >&2; exit 1; }; ` +
+            `m=$(stat -c %a:%u ${SIGNING_KEY}); [ "$m" = 600:0 ] || { echo "${SIGNING_KEY} is $m, not 600:0 (mode:owner)" >&2; exit 1; }; ` +
+            `m=$(stat -c %a:%u ${CONTROL_PUB}); [ "$m" = 644:0 ] || { echo "${CONTROL_PUB} is $m, not 644:0 (mode:owner)" >&2; exit 1; }; ` +
+            `t=$(openssl pkey -in ${SIGNING_KEY} -noout -text_pub 2>&1) && case "$t" in "ED25519 Public-Key:"*) ;; *) false;; esac && ` +
+            `a=$(openssl pkey -in ${SIGNING_KEY} -pubout) || { echo "${SIGNING_KEY} is not an Ed25519 private key: $(printf '%s\\n' "$t" | head -n 1)" >&2; exit 1; }; ` +
+            `b=$(openssl pkey -pubin -in ${CONTROL_PUB} -pubout 2>&1) && [ "$a" = "$b" ] || { echo "${CONTROL_PUB} is not the public half of ${SIGNING_KEY}" >&2; exit 1; }`,
           ],
         },
         {

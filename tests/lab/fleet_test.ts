@@ -138,10 +138,16 @@ Deno.test({
       // The mesh's CA certificate, as the first node's bundle made it (what `node enroll` hands
       // over): read once the first node's blocks ran.
       let caCert: string | undefined;
+      // Control's public key, as the first node's bundle made it (what `node enroll` prints).
+      let controlPub: string | undefined;
+      const fromFirst = (): Record<string, string> => ({
+        ...(caCert ? { MESH_CA_CERT: caCert } : {}),
+        ...(controlPub ? { MESH_CONTROL_PUB: controlPub } : {}),
+      });
       const valuesFor = (node: Node | undefined): Record<string, string> =>
-        node === undefined ? { ...common, ...(caCert ? { MESH_CA_CERT: caCert } : {}) } : {
+        node === undefined ? { ...common, ...fromFirst() } : {
           ...common,
-          ...(caCert ? { MESH_CA_CERT: caCert } : {}),
+          ...fromFirst(),
           NODE_NAME: node.name,
           NODE_ADDRESS: node.address,
           ...(node.brokerUrl ? { NODE_BROKER_URL: node.brokerUrl } : {}),
@@ -183,6 +189,12 @@ Deno.test({
               allowFailure: true,
             });
             if (ca.code === 0 && ca.stdout.includes("BEGIN CERTIFICATE")) caCert = ca.stdout.trim();
+            const pub = await first.machine.exec(["cat", "/etc/mesh/control.pub"], {
+              allowFailure: true,
+            });
+            if (pub.code === 0 && pub.stdout.includes("BEGIN PUBLIC KEY")) {
+              controlPub = pub.stdout.trim();
+            }
             break;
           }
           case "control":

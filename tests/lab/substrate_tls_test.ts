@@ -80,7 +80,7 @@ Deno.test({
         return (result.changes ?? []).filter((c) => c.change !== "unchanged").map((c) => c.id);
       };
       const changedFirst = await apply();
-      for (const id of ["mesh-ca", "server-certificates", "store", "broker"]) {
+      for (const id of ["mesh-ca", "signing-key", "server-certificates", "store", "broker"]) {
         assert(changedFirst.includes(id), `the first apply did not make ${id}: ${changedFirst}`);
       }
 
@@ -92,17 +92,25 @@ Deno.test({
         "/etc/mesh/secrets/ca.key",
         "/etc/mesh/secrets/tls/broker.key",
         "/etc/mesh/secrets/tls/store.key",
+        "/etc/mesh/secrets/signing.key",
+        "/etc/mesh/control.pub",
       ]);
       assertEquals(modes.stdout.trim().split("\n"), [
         "/etc/mesh/ca.crt 644 root",
         "/etc/mesh/secrets/ca.key 600 root",
         "/etc/mesh/secrets/tls/broker.key 600 root",
         "/etc/mesh/secrets/tls/store.key 600 root",
+        "/etc/mesh/secrets/signing.key 600 root",
+        "/etc/mesh/control.pub 644 root",
       ]);
 
       // The second machine holds the mesh's CA certificate (public) and another CA of its own.
       await run(["podman", "cp", `${first.name}:/etc/mesh/ca.crt`, `${tmp}/ca.crt`]);
       await second.copyIn(`${tmp}/ca.crt`, "/root/ca.crt");
+      // Control's public key, as the first node's bundle made it (what `node enroll` hands over):
+      // without it the second's link does not start.
+      await run(["podman", "cp", `${first.name}:/etc/mesh/control.pub`, `${tmp}/control.pub`]);
+      await second.copyIn(`${tmp}/control.pub`, "/root/control.pub");
       await second.exec([
         "sh",
         "-c",
@@ -223,7 +231,11 @@ Deno.test({
       const url = /amqps:\/\/tls-second:[^\s]+/.exec(enrolled.stdout)?.[0];
       assert(url, `node enroll printed no amqps:// URL: ${enrolled.stdout}`);
       await second.copyIn(host.path, "/usr/local/sbin/mesh-host");
-      await second.exec(["sh", "-c", "mkdir -p /etc/mesh && cp /root/ca.crt /etc/mesh/ca.crt"]);
+      await second.exec([
+        "sh",
+        "-c",
+        "mkdir -p /etc/mesh && cp /root/ca.crt /etc/mesh/ca.crt && install -m 0644 /root/control.pub /etc/mesh/control.pub",
+      ]);
       const refusedLink = await second.exec([
         "sh",
         "-c",
