@@ -127,7 +127,10 @@ async function tracePush(): Promise<void> {
   mark("drain mesh.reports (empty)");
   const dry = await push.pushBehind(sql, undefined, { dryRun: true });
   mark("decide, cold (dry run)");
-  const result = await push.pushBehind(sql, one.channel);
+  // Signed by a key of the bench's own (what `push` reads from --signing-key).
+  const { generateSigningKey } = await import("../lib/signing.ts");
+  const { key } = await generateSigningKey();
+  const result = await push.pushBehind(sql, { channel: one.channel, key });
   mark("decide again + publishRendered");
   if (dry.pushed.length !== result.pushed.length) throw new Error("dry run and push differ");
   let text = "";

@@ -174,13 +174,21 @@ async function parent(options: Options) {
     await setupTopology(endpoints);
     const account = await createNodeAccount(endpoints, node);
     const text = declarationOf(`${dir}/tree`);
-    const message: DeclarationMessage = {
-      kind: "declaration",
+    // Signed as the control plane signs it, by a key of the bench's own.
+    const { generateSigningKey, signDeclaration } = await import("../lib/signing.ts");
+    const made = await generateSigningKey();
+    await Deno.writeTextFile(`${dir}/control.pub`, made.publicPem, { mode: 0o644 });
+    const fields = {
       node,
       generation: 1,
       digest: await declarationDigest(text),
       pushedAt: new Date().toISOString(),
+    };
+    const message: DeclarationMessage = {
+      kind: "declaration",
+      ...fields,
       declaration: text,
+      ...await signDeclaration(made.key, fields),
     };
     const session = await openBroker(endpoints.amqp);
     try {
@@ -201,6 +209,7 @@ async function parent(options: Options) {
       broker: account.url,
       node,
       stateDir: `${dir}/state`,
+      controlKey: `${dir}/control.pub`,
       applies: options.applies,
       everyApply: options.everyApply,
       speed: options.speed,

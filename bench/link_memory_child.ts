@@ -12,6 +12,7 @@
  */
 
 import { runLink } from "../host/link.ts";
+import { readControlKey } from "../lib/signing.ts";
 import { debian } from "../systems/debian.ts";
 
 /** Directories in the bench's declaration. */
@@ -90,6 +91,8 @@ async function child(
     broker: string;
     node: string;
     stateDir: string;
+    /** The control plane's public key file the link verifies with. */
+    controlKey: string;
     applies: number;
     every: number;
     everyApply?: boolean;
@@ -134,6 +137,7 @@ async function child(
     system: debian,
     broker: args.broker,
     node: args.node,
+    controlKey: { path: args.controlKey, key: await readControlKey(args.controlKey) },
     stateDir: args.stateDir,
     version: "bench",
     every: 1000,

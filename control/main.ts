@@ -22,6 +22,7 @@ import {
   BUILDER_COMMANDS,
   CA_COMMANDS,
   INGEST_OPTIONS,
+  KEY_COMMANDS,
   MIGRATE_OPTIONS,
   MODULE_COMMANDS,
   NODE_COMMANDS,
@@ -94,6 +95,13 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     summary: "nodes and their modules",
     declared: NODE_COMMANDS,
     load: () => import("./commands/node.ts"),
+  },
+  {
+    name: "key",
+    subcommands: ["init", "rotate", "show"],
+    summary: "the control plane's signing key (declarations are signed with it)",
+    declared: KEY_COMMANDS,
+    load: () => import("./commands/key.ts"),
   },
   {
     name: "module",

@@ -67,6 +67,43 @@ const CA_OUT_OPTION: OptionSpec = {
     "when the mesh has a CA (MESH_CA_FILE or /etc/mesh/ca.crt): write its certificate to this file for the node, instead of printing it",
 };
 
+/** `--signing-key`, or MESH_SIGNING_KEY: the control plane's private signing key (lib/signing.ts). */
+export const SIGNING_KEY_OPTION: OptionSpec = {
+  flags: "--signing-key <file>",
+  description:
+    "the control plane's private signing key (PKCS#8 PEM, mode 0600) that signs every declaration pushed",
+  env: "MESH_SIGNING_KEY",
+  default: "/etc/mesh/secrets/signing.key",
+};
+
+/** `--public-key`: where `key init` and `key rotate` write the public key. */
+const PUBLIC_KEY_OPTION: OptionSpec = {
+  flags: "--public-key <file>",
+  description:
+    "also write the public key here (SPKI PEM, 0644): what the nodes keep as /etc/mesh/control.pub",
+  default: "/etc/mesh/control.pub",
+};
+
+/** `key`'s subcommands. */
+export const KEY_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "init",
+    summary: "make the control plane's signing key (Ed25519), once: never replaces one that exists",
+    options: [SIGNING_KEY_OPTION, PUBLIC_KEY_OPTION],
+  },
+  {
+    name: "rotate",
+    summary:
+      "make a new signing key; every push then hands the nodes its public key, signed by the key it replaces",
+    options: [SIGNING_KEY_OPTION, PUBLIC_KEY_OPTION],
+  },
+  {
+    name: "show",
+    summary: "print the public key nodes keep as /etc/mesh/control.pub (its id on stderr)",
+    options: [SIGNING_KEY_OPTION],
+  },
+];
+
 /** `--json` of the commands that print a table. */
 const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
 
@@ -133,6 +170,7 @@ export const PUSH_OPTIONS: readonly OptionSpec[] = [
     flags: "--dry-run",
     description: "with --behind: say which nodes are behind and why, push nothing",
   },
+  SIGNING_KEY_OPTION,
   DATABASE_OPTION,
   BROKER_OPTION,
 ];
@@ -217,6 +255,7 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
       PUBLIC_BROKER_OPTION,
       NODE_IS_LOCAL_OPTION,
       CA_OUT_OPTION,
+      SIGNING_KEY_OPTION,
       DATABASE_OPTION,
       BROKER_OPTION,
       BROKER_API_OPTION,

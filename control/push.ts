@@ -12,6 +12,7 @@ import { AmqpError, type Outgoing, publishConfirmed } from "../lib/amqp.ts";
 import { formatDuration } from "../lib/duration.ts";
 import { declarationKey, type DeclarationMessage, EXCHANGE, nodeQueue } from "../lib/broker.ts";
 import type { Sql } from "./db.ts";
+import { type Handoff, signDeclaration, type SigningKey } from "../lib/signing.ts";
 import {
   InputError,
   type NodeState,
@@ -22,6 +23,19 @@ import {
   sameSince,
 } from "./inventory.ts";
 import { classify, unknownClaimReason, VERDICT_WORDS } from "./state.ts";
+
+/**
+ * Where a push publishes and what it signs with: every declaration published carries the
+ * control plane's signature (lib/signing.ts; docs/design.md, "Signed declarations"), and the key
+ * handoff of the last rotation when there is one.
+ */
+export interface Publisher {
+  channel: ConfirmChannel;
+  /** The control plane's signing key (control/signer.ts `readSigner`). */
+  key: SigningKey;
+  /** The last rotation's handoff to `key`, signed by the key before it. */
+  handoff?: Handoff;
+}
 
 /** One node pushed to. */
 export interface Pushed {
@@ -38,14 +52,15 @@ export interface Pushed {
 
 /**
  * Pushes the rendered declarations: one transaction recording each node's next generation,
- * committed only after the broker confirmed every message.
+ * committed only after the broker confirmed every message. Each message is signed with
+ * `publisher.key` over its node, epoch, generation, digest and push time.
  *
  * @throws {AmqpError} when any publish is refused, not confirmed or unroutable (nothing is
  *   recorded: the transaction rolls back).
  */
 export async function publishRendered(
   sql: Sql,
-  channel: ConfirmChannel,
+  publisher: Publisher,
   rendered: Rendered[],
 ): Promise<Pushed[]> {
   if (rendered.length === 0) return [];
@@ -70,14 +85,21 @@ export async function publishRendered(
     const pushed: Pushed[] = [];
     for (const r of rendered) {
       const row = byNode.get(r.node)!;
-      const message: DeclarationMessage = {
-        kind: "declaration",
+      const fields = {
         node: r.node,
         generation: row.generation,
         digest: r.digest,
         pushedAt: row.pushed_at.toISOString(),
         epoch: row.epoch,
+      };
+      const signed = await signDeclaration(publisher.key, fields);
+      const message: DeclarationMessage = {
+        kind: "declaration",
+        ...fields,
         declaration: r.text,
+        keyId: signed.keyId,
+        signature: signed.signature,
+        ...(publisher.handoff ? { handoff: publisher.handoff } : {}),
       };
       messages.push({
         exchange: EXCHANGE,
@@ -97,7 +119,7 @@ export async function publishRendered(
         pushedAt: row.pushed_at,
       });
     }
-    await publishConfirmed(channel, messages);
+    await publishConfirmed(publisher.channel, messages);
     return pushed;
   });
 }
@@ -107,10 +129,10 @@ export async function publishRendered(
  *
  * @throws {InputError} when the node is not enrolled or its modules do not render.
  */
-export async function pushNode(sql: Sql, channel: ConfirmChannel, node: string): Promise<Pushed> {
+export async function pushNode(sql: Sql, publisher: Publisher, node: string): Promise<Pushed> {
   await requireNode(sql, node);
   const rendered = await renderDeclarations(sql, [node]);
-  const [pushed] = await publishRendered(sql, channel, rendered);
+  const [pushed] = await publishRendered(sql, publisher, rendered);
   return pushed!;
 }
 
@@ -208,7 +230,7 @@ function firstProblem(node: NodeState): string {
  */
 export async function pushBehind(
   sql: Sql,
-  channel: ConfirmChannel | undefined,
+  publisher: Publisher | undefined,
   options: BehindOptions = {},
 ): Promise<BehindResult> {
   const states = await readNodeStates(sql);
@@ -268,7 +290,7 @@ export async function pushBehind(
   }
   let toPush = behind.map((b) => renders.get(b.node.name)!);
   let pushed: Pushed[];
-  if (options.dryRun || channel === undefined) {
+  if (options.dryRun || publisher === undefined) {
     pushed = toPush.map((r) => ({
       node: r.node,
       generation: 0,
@@ -278,7 +300,7 @@ export async function pushBehind(
     }));
   } else {
     try {
-      pushed = await publishRendered(sql, channel, toPush);
+      pushed = await publishRendered(sql, publisher, toPush);
     } catch (error) {
       if (!(error instanceof AmqpError) || !error.unroutable) throw error;
       // Nothing was recorded (the transaction rolled back). The nodes whose queue is gone are
@@ -293,7 +315,7 @@ export async function pushBehind(
         });
       }
       toPush = toPush.filter((r) => !gone.has(declarationKey(r.node)));
-      pushed = await publishRendered(sql, channel, toPush);
+      pushed = await publishRendered(sql, publisher, toPush);
     }
   }
   const whyOf = new Map(behind.map((b) => [b.node.name, b.why]));

@@ -123,12 +123,23 @@ export function claimPushed(node: NodeState): boolean {
 }
 
 /**
+ * Whether a report is a link's refusal of a message sent to it: `refused` at generation 0, which
+ * no declaration has (generations count from 1). Its link kept what it held (docs/design.md,
+ * "Signed declarations"); its problem says why it refused.
+ */
+export function refusedMessage(report: { outcome: string; generation: number }): boolean {
+  return report.outcome === "refused" && report.generation === 0;
+}
+
+/**
  * Why `node`'s last report is an unknown claim, in words, or undefined when it is not one (it
  * claims what was pushed to it, says it holds no declaration, or the node never spoke).
  */
 export function unknownClaimReason(node: NodeState): string | undefined {
   const { declaration: d, report: r } = node;
-  if (r === undefined || r.outcome === "undeclared" || claimPushed(node)) return undefined;
+  if (r === undefined || r.outcome === "undeclared" || refusedMessage(r) || claimPushed(node)) {
+    return undefined;
+  }
   const claim = `its last report claims generation ${r.generation} with digest ${r.digest}`;
   if (d === undefined) return `${claim}, and nothing was ever pushed to it`;
   if (r.generation > d.generation) {
@@ -155,6 +166,11 @@ export function classify(node: NodeState): Classified {
     return declaration === undefined
       ? { verdict: "not-pushed", applied: 0, total: 0 }
       : { verdict: "outstanding", applied: 0, total: declaration.total };
+  }
+  if (refusedMessage(report)) {
+    // The link refused a message sent to it (unsigned, not the control plane's, a replay,
+    // unreadable): it claims no declaration, applied nothing, and its problem says why.
+    return { verdict: "refused", applied: 0, total: declaration?.total ?? 0 };
   }
   if (declaration === undefined || !claimPushed(node)) {
     return { verdict: "unknown-claim", applied: 0, total: declaration?.total ?? 0 };

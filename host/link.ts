@@ -11,10 +11,12 @@
  *   the other sources (the carried bundle and the local declarations), each on its own
  *   footprint. A push applies the link's declaration alone. Only the link's results are
  *   reported to the control plane (with `source: "link"`); the others are said locally.
- * - A declaration older than the kept one, of the same epoch, is ignored and said (the queue
- *   holds only the latest, so a node that was offline gets what it should be now); one of another
- *   epoch (the node was removed and enrolled again) is taken at once. Reports carry the epoch of
- *   the declaration they are about.
+ * - A declaration is verified before anything else is done with it (lib/signing.ts): signed by the
+ *   control plane's key the node holds (or by a key it handed over to, which then replaces the
+ *   held one), for this node, and newer than the kept one ({@linkcode replayReason}). Anything
+ *   else is refused and reported with why, nothing applied; the kept declaration stays and is
+ *   reconciled at every interval (docs/design.md, "Signed declarations"). Reports carry the epoch
+ *   of the declaration they are about; a refusal, that of the kept one.
  *
  * Observing and acting stay in the appliers; this module only moves declarations and reports.
  *
@@ -39,6 +41,7 @@ import { fitProblems, MAX_REPORT_BYTES } from "../lib/report_rules.ts";
 import { readRegularFile } from "../lib/regular_file.ts";
 import { type BrokerSession, openBroker, publishConfirmed, refusedBody } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
+import { type ControlKey, publicKeyPem, verifyDeclaration } from "../lib/signing.ts";
 import { sleep } from "../lib/wait.ts";
 import {
   type ApplyResult,
@@ -74,6 +77,11 @@ export interface LinkOptions {
   broker: string | readonly string[];
   /** The node's name (its queue and routing key); the URL's account name by default. */
   node: string;
+  /**
+   * The control plane's public key the node verifies every declaration with, and the file it was
+   * read from (`--control-key`): a rotation signed by this key replaces it there, atomically.
+   */
+  controlKey: { path: string; key: ControlKey };
   stateDir: string;
   /** The host's version, in reports and known-good. */
   version: string;
@@ -85,7 +93,7 @@ export interface LinkOptions {
   signal: AbortSignal;
   /** Each finished apply, for the CLI to print. */
   onApplied?: (report: ReportMessage) => void;
-  /** The link's own news (connected, broker away, ignored a stale declaration). */
+  /** The link's own news (connected, broker away, refused a declaration message, a new key). */
   onNews?: (line: string) => void;
   /** Checked at every interval: a reason to stand aside (the binary was replaced), or undefined. */
   replaced?: () => string | undefined;
@@ -152,6 +160,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     heldOnly: ["bundle"],
   };
   let kept = await readKept(join(dir, KEPT_FILE));
+  let controlKey = options.controlKey.key;
   const resultWatch = options.reconcileResult === undefined
     ? undefined
     : new ResultWatch(options.reconcileResult);
@@ -254,7 +263,9 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     if (result === undefined) return;
     const drift = resultWatch &&
       await resultWatch.mark().then(() => readDriftSummary(options.reconcileResult!));
-    const epoch = invalid === undefined ? (message ?? kept)?.epoch : undefined;
+    // A refusal is about the message refused, and carries the epoch of what the node holds, so
+    // that the control plane records it for the node as it is now (control/ingest.ts).
+    const epoch = invalid === undefined ? (message ?? kept)?.epoch : kept?.epoch;
     const report = linkReport(result, {
       node: options.node,
       generation,
@@ -312,6 +323,36 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     }
   };
 
+  /**
+   * Why `message` is not to be applied (unsigned, not signed by the key held or a key it handed
+   * over to, altered, or a replay of what the node holds), or undefined when it is; a rotation it
+   * carries replaces the held key (in the key file, atomically) once the message is taken.
+   */
+  const trustProblem = async (message: DeclarationMessage): Promise<string | undefined> => {
+    const verdict = await verifyDeclaration(message, controlKey);
+    if (!verdict.ok) return verdict.problem;
+    const replay = replayReason(message, kept);
+    if (replay !== undefined) return replay;
+    if (verdict.rotated !== undefined) {
+      try {
+        await writeFileAtomic(options.controlKey.path, publicKeyPem(verdict.rotated.spki), {
+          mode: 0o644,
+        });
+      } catch (error) {
+        throw new StoreError(
+          `Cannot keep the control plane's new key in "${options.controlKey.path}": ${
+            messageOf(error)
+          }`,
+        );
+      }
+      news(
+        `took the control plane's new key ${verdict.rotated.keyId}, handed over by key ${controlKey.keyId}; kept in "${options.controlKey.path}"`,
+      );
+      controlKey = verdict.rotated;
+    }
+    return undefined;
+  };
+
   const onDelivery = (message: ConsumeMessage | null) => {
     if (message === null) {
       news("the broker cancelled the consumer; reconnecting");
@@ -341,26 +382,30 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         if (!(error instanceof MessageError)) throw error;
         invalid = error;
       }
-      const stale = invalid === undefined ? staleReason(declaration!, kept) : undefined;
-      if (stale !== undefined) {
-        news(stale);
-      } else {
-        if (
-          invalid === undefined && kept !== undefined && declaration!.epoch !== undefined &&
-          declaration!.epoch !== kept.epoch
-        ) {
-          news(
-            `took generation ${declaration!.generation} of epoch ${
-              declaration!.epoch
-            } at once: the kept generation ${kept.generation} is of ${
-              kept.epoch === undefined ? "no epoch" : `epoch ${kept.epoch}`
-            } (the node was enrolled anew, or the control plane is new)`,
-          );
+      if (invalid === undefined) {
+        // Verified before anything is done with it: signed by the control plane for this node,
+        // and newer than what the node holds. A refusal is reported like an unreadable message.
+        const refusal = await trustProblem(declaration!);
+        if (refusal !== undefined) {
+          news(`refused a declaration message: ${refusal}`);
+          invalid = new MessageError("the declaration message", [refusal]);
         }
-        const digest = tooLarge?.digest ??
-          (invalid ? await declarationDigest(message.content) : undefined);
-        await apply(invalid ? undefined : declaration, "push", digest, invalid);
       }
+      if (
+        invalid === undefined && kept !== undefined && declaration!.epoch !== undefined &&
+        declaration!.epoch !== kept.epoch
+      ) {
+        news(
+          `took generation ${declaration!.generation} of epoch ${
+            declaration!.epoch
+          }, pushed after the kept generation ${kept.generation} of ${
+            kept.epoch === undefined ? "no epoch" : `epoch ${kept.epoch}`
+          } (the node was enrolled anew, or the control plane is new)`,
+        );
+      }
+      const digest = tooLarge?.digest ??
+        (invalid ? await declarationDigest(message.content) : undefined);
+      await apply(invalid ? undefined : declaration, "push", digest, invalid);
       // Journaled first, acknowledged second: a crash between the two re-applies (a no-op) and
       // reports again, never loses the report.
       try {
@@ -523,22 +568,42 @@ export function linkReport(result: ApplyResult, about: ReportAbout): ReportMessa
 }
 
 /**
- * Why a declaration arriving is ignored, in words, or undefined when it is taken. Generations are
- * compared within one epoch only: an older generation than the kept one, of the kept one's epoch
- * (or a message without an epoch, from a control plane older than epochs), is ignored; a message
- * whose epoch differs from the kept one's is a new node's (the name was removed and enrolled
- * again) and is taken at once, whatever its generation (docs/design.md, "Hostile inputs", rule 6).
+ * Why a declaration arriving, signed and verified, is refused as a replay, in words, or undefined
+ * when it is newer than the kept one (docs/design.md, "Signed declarations"):
+ *
+ * - of the kept one's epoch: a later generation is taken; the same generation with the same digest
+ *   and push time is the same declaration delivered again (taken: applying it again changes
+ *   nothing); the same generation otherwise, or an older one, is refused;
+ * - of another epoch (the node was removed and enrolled again, or the kept one is from before
+ *   epochs): taken only when pushed later than the kept one, whatever its generation, so that a
+ *   removed node's declarations, signed as they were, cannot be replayed onto the name enrolled
+ *   again.
+ *
+ * The epoch, generation and push time compared are signed (lib/signing.ts).
  */
-export function staleReason(
+export function replayReason(
   message: DeclarationMessage,
   kept: DeclarationMessage | undefined,
 ): string | undefined {
   if (kept === undefined) return undefined;
-  if (message.epoch !== undefined && message.epoch !== kept.epoch) return undefined;
-  if (message.generation >= kept.generation) return undefined;
-  return `ignored generation ${message.generation}: generation ${kept.generation} was received already${
-    message.epoch === undefined ? "" : ` (epoch ${message.epoch})`
-  }`;
+  const of = (m: DeclarationMessage) =>
+    `generation ${m.generation}${
+      m.epoch === undefined ? "" : ` of epoch ${m.epoch}`
+    } (pushed ${m.pushedAt})`;
+  if (message.epoch === kept.epoch) {
+    if (message.generation > kept.generation) return undefined;
+    if (message.generation === kept.generation) {
+      if (message.digest === kept.digest && message.pushedAt === kept.pushedAt) return undefined;
+      return `a replay: ${of(message)} is not the ${
+        of(kept)
+      } this node holds (digest ${message.digest}, not ${kept.digest}): one generation is one declaration`;
+    }
+    return `a replay: ${of(message)} is older than the ${of(kept)} this node holds`;
+  }
+  if (Date.parse(message.pushedAt) > Date.parse(kept.pushedAt)) return undefined;
+  return `a replay: ${of(message)} is of another epoch than the ${
+    of(kept)
+  } this node holds, and was not pushed after it`;
 }
 
 /**

@@ -105,6 +105,13 @@ export const LINK_OPTIONS: readonly OptionSpec[] = [
     parse: (v, previous) => collectBrokerUrls(v, previous as string[] | undefined),
   },
   { flags: "--node <name>", description: "the node's name (default: the broker URL's account)" },
+  {
+    flags: "--control-key <file>",
+    description: "the control plane's public key (SPKI PEM) every declaration must be signed " +
+      "with; a key rotation it signs replaces it there (without it the link does not start)",
+    env: "MESH_CONTROL_KEY",
+    default: "/etc/mesh/control.pub",
+  },
   { flags: "--json", description: "print each report as JSON" },
   STATE_DIR_OPTION,
   DECLARATIONS_DIR_OPTION,

@@ -16,6 +16,7 @@ import { formatPath } from "./json_path.ts";
 import { DriftSummary } from "./drift.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
 import { MessageError, NODE_NAME } from "./broker_names.ts";
+import { KEY_ID, PUBLIC_KEY_B64, SIGNATURE } from "./signing.ts";
 import {
   CHANGE_KINDS,
   DIGEST,
@@ -102,6 +103,23 @@ export const DeclarationMessage = z.strictObject({
   epoch: z.string().regex(EPOCH, "expected a UUID (lowercase)").optional(),
   /** The declaration (JSON, version 1), as text. */
   declaration: z.string(),
+  /**
+   * The id of the control plane's key that signed it (lib/signing.ts). Optional in the schema so
+   * that a link reads an unsigned message and refuses it saying so; a link applies none without.
+   */
+  keyId: z.string().regex(KEY_ID, "expected ed25519:<32 hex digits>").optional(),
+  /** The Ed25519 signature over lib/signing.ts `declarationSignedBytes` (base64, 88 characters). */
+  signature: z.string().regex(SIGNATURE, "expected 64 bytes in base64").optional(),
+  /**
+   * A key rotation (lib/signing.ts `Handoff`): the new key, signed by the previous one; carried by
+   * every push after `mesh-control key rotate`.
+   */
+  handoff: z.strictObject({
+    from: z.string().regex(KEY_ID, "expected ed25519:<32 hex digits>"),
+    to: z.string().regex(KEY_ID, "expected ed25519:<32 hex digits>"),
+    key: z.string().regex(PUBLIC_KEY_B64, "expected 44 bytes in base64"),
+    signature: z.string().regex(SIGNATURE, "expected 64 bytes in base64"),
+  }).optional(),
 });
 /** A declaration sent to a node. */
 export type DeclarationMessage = z.infer<typeof DeclarationMessage>;

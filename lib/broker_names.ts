@@ -98,7 +98,8 @@ function utf8Bytes(s: string): number {
 
 /**
  * The most bytes a declaration message carrying `declaration` to `node` can be (any generation,
- * any push time), as the control plane sends it (`JSON.stringify` of the message, as UTF-8).
+ * any push time, with its epoch, signature and a key handoff), as the control plane sends it
+ * (`JSON.stringify` of the message, as UTF-8).
  */
 export function declarationMessageBytes(node: string, declaration: string): number {
   const envelope = JSON.stringify({
@@ -107,7 +108,17 @@ export function declarationMessageBytes(node: string, declaration: string): numb
     generation: Number.MAX_SAFE_INTEGER,
     digest: `sha256:${"0".repeat(64)}`,
     pushedAt: "+275760-09-13T00:00:00.000Z",
+    epoch: "00000000-0000-0000-0000-000000000000",
     declaration: "",
+    // The signature's fields (lib/signing.ts), each at its one length.
+    keyId: `ed25519:${"0".repeat(32)}`,
+    signature: "A".repeat(86) + "==",
+    handoff: {
+      from: `ed25519:${"0".repeat(32)}`,
+      to: `ed25519:${"0".repeat(32)}`,
+      key: "A".repeat(59) + "=",
+      signature: "A".repeat(86) + "==",
+    },
   });
   // The declaration JSON-escaped, its quotes counted in the envelope's "".
   return utf8Bytes(envelope) + utf8Bytes(JSON.stringify(declaration)) - 2;

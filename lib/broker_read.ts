@@ -15,6 +15,7 @@
 
 import type { DeclarationMessage, ReportMessage } from "./broker.ts";
 import { NODE_NAME } from "./broker_names.ts";
+import { KEY_ID, PUBLIC_KEY_B64, SIGNATURE } from "./signing.ts";
 import { duplicateKeys } from "./json_keys.ts";
 import { MAX_INTERVAL_MS } from "./link_interval.ts";
 import {
@@ -81,14 +82,21 @@ function matches(v: unknown, pattern: RegExp): boolean {
 }
 
 const DECLARATION_KEYS = ["kind", "node", "generation", "digest", "pushedAt", "declaration"];
-const DECLARATION_OPTIONAL_KEYS = ["epoch"];
+const DECLARATION_OPTIONAL_KEYS = ["epoch", "keyId", "signature", "handoff"];
+const HANDOFF_KEYS = ["from", "to", "key", "signature"];
 
 /** Whether `v` is a {@linkcode DeclarationMessage} by plain checks (false: let the schema say). */
 export function plainDeclarationMessage(v: unknown): v is DeclarationMessage {
   return isObject(v) && hasKeys(v, DECLARATION_KEYS, DECLARATION_OPTIONAL_KEYS) &&
     v.kind === "declaration" && matches(v.node, NODE_NAME) && isInt(v.generation, 1) &&
     matches(v.digest, DIGEST) && matches(v.pushedAt, DATETIME_OFFSET) &&
-    typeof v.declaration === "string" && (v.epoch === undefined || matches(v.epoch, EPOCH));
+    typeof v.declaration === "string" && (v.epoch === undefined || matches(v.epoch, EPOCH)) &&
+    (v.keyId === undefined || matches(v.keyId, KEY_ID)) &&
+    (v.signature === undefined || matches(v.signature, SIGNATURE)) &&
+    (v.handoff === undefined ||
+      (isObject(v.handoff) && hasKeys(v.handoff, HANDOFF_KEYS) &&
+        matches(v.handoff.from, KEY_ID) && matches(v.handoff.to, KEY_ID) &&
+        matches(v.handoff.key, PUBLIC_KEY_B64) && matches(v.handoff.signature, SIGNATURE)));
 }
 
 // `drift` is not among them: a report carrying one is left to the schema.
@@ -180,6 +188,18 @@ export async function readDeclarationMessage(
       pushedAt: v.pushedAt,
       ...(v.epoch !== undefined ? { epoch: v.epoch } : {}),
       declaration: v.declaration,
+      ...(v.keyId !== undefined ? { keyId: v.keyId } : {}),
+      ...(v.signature !== undefined ? { signature: v.signature } : {}),
+      ...(v.handoff !== undefined
+        ? {
+          handoff: {
+            from: v.handoff.from,
+            to: v.handoff.to,
+            key: v.handoff.key,
+            signature: v.handoff.signature,
+          },
+        }
+        : {}),
     };
   }
   const { decodeMessage, DeclarationMessage } = await import("./broker.ts");

@@ -16,9 +16,13 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const opts = options as unknown as Connections & AddressOptions & {
       system: string;
       episodic?: boolean;
+      signingKey: string;
     };
     const { out, err } = ctx;
     const { database, endpoints } = connect(ctx);
+    // The node verifies every declaration with the control plane's public key: read before
+    // anything is made, so that a key that cannot be used refuses the enrollment (exit 2).
+    const keyText = await controlKeyText(opts.signingKey);
     const { nodeNameProblem } = await import("../../lib/broker.ts");
     const bad = nodeNameProblem(name);
     if (bad !== undefined) throw new Refused(`Cannot enroll node: ${bad}`);
@@ -64,6 +68,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       }); its broker URL, shown this once and kept nowhere else:\n${url}\n${address.said}`,
     );
     await handOverCa(address, opts, out);
+    out(keyText);
   },
   assign: async (ctx, args, options) => {
     const [name, module] = args as [string, string];
@@ -344,4 +349,24 @@ async function nodeAddress(
       } (later enrollments use it unless given another)\n`
       : `replaced the broker address nodes reach: ${members.join(",")} (was ${kept.join(",")})\n`,
   };
+}
+
+/**
+ * What `node enroll` says of the key the node verifies declarations with: the control plane's
+ * public key (PEM) to write at /etc/mesh/control.pub on the node, or that there is none yet.
+ *
+ * @throws {KeyFileError} when the signing key exists and cannot be used.
+ */
+async function controlKeyText(path: string): Promise<string> {
+  const { readSigningKey, publicKeyPem } = await import("../../lib/signing.ts");
+  try {
+    Deno.lstatSync(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return `no signing key yet ("${path}"): make it with mesh-control key init, then write its public key (mesh-control key show) at /etc/mesh/control.pub on the node\n`;
+  }
+  const key = await readSigningKey(path);
+  return `the control plane's public key ${key.keyId}: write it at /etc/mesh/control.pub on the node (mode 0644), its link verifies every declaration with it:\n${
+    publicKeyPem(key.spki)
+  }`;
 }

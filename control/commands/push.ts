@@ -18,6 +18,7 @@ export const action: CommandAction<ControlContext> = async (ctx, args, options) 
     behind?: boolean;
     stuckAfter: number;
     dryRun?: boolean;
+    signingKey: string;
   };
   const { out, err } = ctx;
   const { database, broker } = connect(ctx);
@@ -30,11 +31,15 @@ export const action: CommandAction<ControlContext> = async (ctx, args, options) 
     throw new Refused("push: name a node, or ask for --behind");
   }
   if (opts.dryRun && !opts.behind) throw new Refused("push: --dry-run goes with --behind");
+  // Nothing is published unsigned: the key is read before anything is connected.
+  const signer = opts.dryRun
+    ? undefined
+    : await (await import("../signer.ts")).readSigner(opts.signingKey);
   const sql = await database(opts);
   const push = await import("../push.ts");
   if (name !== undefined) {
     const session = await broker(opts);
-    const p = await push.pushNode(sql, session.channel, name);
+    const p = await push.pushNode(sql, { channel: session.channel, ...signer! }, name);
     out(
       `pushed generation ${p.generation} to ${p.node} (${p.total} resources, ${p.digest})\n`,
     );
@@ -60,10 +65,14 @@ export const action: CommandAction<ControlContext> = async (ctx, args, options) 
           onDrop: (d) => err(`mesh-control: dropped a report (${d.routingKey}): ${d.reason}\n`),
         });
       }
-      result = await push.pushBehind(sql, session?.channel, {
-        stuckAfter: opts.stuckAfter,
-        dryRun: opts.dryRun,
-      });
+      result = await push.pushBehind(
+        sql,
+        session === undefined ? undefined : { channel: session.channel, ...signer! },
+        {
+          stuckAfter: opts.stuckAfter,
+          dryRun: opts.dryRun,
+        },
+      );
     } catch (error) {
       // Only a lost connection is failed over; a refusal or a nack is the answer.
       if (session !== undefined && !closed) await new Promise((r) => setTimeout(r, 200));

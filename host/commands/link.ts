@@ -21,6 +21,7 @@ import { type HostContext, migration, Refused } from "./context.ts";
 interface LinkOptions {
   broker?: string[];
   node?: string;
+  controlKey: string;
   json?: boolean;
   stateDir: string;
   every: number;
@@ -46,11 +47,22 @@ export const action: CommandAction<HostContext> = async (ctx, _args, options) =>
   const node = opts.node ?? account;
   const bad = nodeNameProblem(node);
   if (bad !== undefined) throw new Refused(`Cannot link: ${bad}`);
+  // No key, no link: a node that cannot verify a declaration applies none (exit 2, naming the
+  // file). Local sources (`apply`, `reconcile`) need no key: only the link's are signed.
+  const { readControlKey, KeyFileError } = await import("../../lib/signing.ts");
+  let key;
+  try {
+    key = await readControlKey(opts.controlKey);
+  } catch (error) {
+    if (error instanceof KeyFileError) throw new Refused(`Cannot link: ${error.message}`);
+    throw error;
+  }
   await untilSignalled(async (signal) => {
     const how = await runLink({
       system: build.system,
       broker: brokerUrl,
       node,
+      controlKey: { path: opts.controlKey, key },
       stateDir: opts.stateDir,
       version: VERSION,
       every: opts.every,

@@ -22,6 +22,7 @@ import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory, uniqueNode } from "./support.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
 import { run } from "../../lib/command.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -174,6 +175,8 @@ Deno.test(
         host.link = spawnJsonLines([
           `${ROOT}host/debian.ts`,
           "link",
+          "--control-key",
+          TEST_KEYS.controlKey,
           "--broker",
           url,
           "--state-dir",

@@ -21,7 +21,8 @@ import {
 } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
 import { declarationDigest } from "../../host/declaration.ts";
-import { journaled, LINK_DIR, OUTBOX_DIR, staleReason } from "../../host/link.ts";
+import { journaled, LINK_DIR, OUTBOX_DIR, replayReason } from "../../host/link.ts";
+import { signed } from "../support/signing.ts";
 import { epochProblem } from "../../control/ingest.ts";
 import {
   controlCli,
@@ -136,7 +137,7 @@ Deno.test(
         assertMatch(
           link.stderr(),
           new RegExp(
-            `took generation 1 of epoch ${newEpoch} at once: the kept generation 3 is of epoch ${oldEpoch}`,
+            `took generation 1 of epoch ${newEpoch}, pushed after the kept generation 3 of epoch ${oldEpoch}`,
           ),
         );
         // The host's start report, about the old node's generation 3, was dropped too.
@@ -148,7 +149,7 @@ Deno.test(
           JSON.stringify(recorded),
         );
 
-        // Within the epoch, an older generation is still ignored.
+        // Within the epoch, an older generation, signed as control signs it, is refused: a replay.
         await mustControl(vhost.env, ["push", node]);
         await waitFor("the new node ok at generation 2", async () => {
           const m = await machine(vhost, node, said);
@@ -158,7 +159,7 @@ Deno.test(
           version: 1,
           resources: [{ id: "f", type: "file", path: `${dir}/f`, content: "old\n", mode: "0644" }],
         });
-        const older: DeclarationMessage = {
+        const older = await signed({
           kind: "declaration",
           node,
           generation: 1,
@@ -166,7 +167,7 @@ Deno.test(
           pushedAt: new Date().toISOString(),
           epoch: newEpoch,
           declaration: text,
-        };
+        });
         const s = await openBroker(vhost.amqp);
         await publishConfirmed(s.channel, [{
           exchange: EXCHANGE,
@@ -174,9 +175,9 @@ Deno.test(
           body: new TextEncoder().encode(JSON.stringify(older)),
         }]);
         await s.close();
-        await waitFor("the older generation ignored", () =>
+        await waitFor("the older generation refused", () =>
           link!.stderr().includes(
-            `ignored generation 1: generation 2 was received already (epoch ${newEpoch})`,
+            `refused a declaration message: a replay: generation 1 of epoch ${newEpoch}`,
           ), 30_000);
         assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
 
@@ -207,40 +208,55 @@ Deno.test(
     }),
 );
 
-Deno.test("the link compares generations within one epoch only", async () => {
+Deno.test("the link takes only a newer declaration: a later generation, or another epoch pushed later", async () => {
   const text = '{"version":1,"resources":[]}';
   const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
-  const message = async (generation: number, epoch?: string): Promise<DeclarationMessage> => ({
+  const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+  const message = async (
+    generation: number,
+    epoch?: string,
+    pushedAt = at(generation),
+    content = text,
+  ): Promise<DeclarationMessage> => ({
     kind: "declaration",
     node: "n",
     generation,
-    digest: await declarationDigest(text),
-    pushedAt: new Date().toISOString(),
+    digest: await declarationDigest(content),
+    pushedAt,
     ...(epoch ? { epoch } : {}),
-    declaration: text,
+    declaration: content,
   });
   // Nothing kept: taken.
-  assertEquals(staleReason(await message(1, a), undefined), undefined);
-  // Another epoch: taken at once, whatever the generations.
-  assertEquals(staleReason(await message(1, b), await message(5, a)), undefined);
-  // A kept declaration from before epochs, a message of one: taken at once.
-  assertEquals(staleReason(await message(1, b), await message(5)), undefined);
-  // The same epoch: an older generation ignored, the same or newer taken.
+  assertEquals(replayReason(await message(1, a), undefined), undefined);
+  // Another epoch pushed later: taken at once, whatever the generations.
+  assertEquals(replayReason(await message(1, b, at(10)), await message(5, a)), undefined);
+  // A kept declaration from before epochs, a message of one pushed later: taken at once.
+  assertEquals(replayReason(await message(1, b, at(10)), await message(5)), undefined);
+  // Another epoch pushed before the kept one (a removed node's declaration replayed): refused.
   assertEquals(
-    staleReason(await message(1, a), await message(2, a)),
-    `ignored generation 1: generation 2 was received already (epoch ${a})`,
+    replayReason(await message(9, b, at(1)), await message(5, a)),
+    `a replay: generation 9 of epoch ${b} (pushed ${
+      at(1)
+    }) is of another epoch than the generation 5 of epoch ${a} (pushed ${
+      at(5)
+    }) this node holds, and was not pushed after it`,
   );
-  assertEquals(staleReason(await message(2, a), await message(2, a)), undefined);
-  assertEquals(staleReason(await message(3, a), await message(2, a)), undefined);
-  // A message without an epoch (a control plane older than epochs): generations alone, as before.
+  // The same epoch: an older generation refused, a newer taken, the same one delivered again taken.
   assertEquals(
-    staleReason(await message(1), await message(2, a)),
-    "ignored generation 1: generation 2 was received already",
+    replayReason(await message(1, a), await message(2, a)),
+    `a replay: generation 1 of epoch ${a} (pushed ${
+      at(1)
+    }) is older than the generation 2 of epoch ${a} (pushed ${at(2)}) this node holds`,
   );
-  assertEquals(
-    staleReason(await message(1), await message(2)),
-    "ignored generation 1: generation 2 was received already",
+  assertEquals(replayReason(await message(2, a), await message(2, a)), undefined);
+  assertEquals(replayReason(await message(3, a), await message(2, a)), undefined);
+  // The same generation with other content: refused.
+  assertMatch(
+    replayReason(await message(2, a, at(2), '{"version":1,"resources":[ ]}'), await message(2, a))!,
+    /^a replay: generation 2 of epoch .* is not the generation 2 .* one generation is one declaration$/,
   );
+  // Without epochs: generations alone.
+  assertMatch(replayReason(await message(1), await message(2))!, /^a replay: generation 1 \(/);
 });
 
 Deno.test("ingest records a report only of its node's current epoch", () => {

@@ -27,6 +27,7 @@ import {
   waitFor,
 } from "./support.ts";
 import { enrollIn, freshVhost, type TestVhost } from "./vhost.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 /** The silence rule's grace in these tests: heard for 2 × 1 s + 3 s after the last report. */
@@ -38,6 +39,8 @@ function startLink(url: string, stateDir: string): LinkProcess {
   return spawnJsonLines([
     `${ROOT}host/debian.ts`,
     "link",
+    "--control-key",
+    TEST_KEYS.controlKey,
     "--broker",
     url,
     "--state-dir",

@@ -15,6 +15,7 @@ import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
 import { EXCHANGE, nodeQueue, reportKey, type ReportMessage } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -31,6 +32,8 @@ function startLink(url: string, stateDir: string): JsonLinesProcess<ReportMessag
   return spawnJsonLines([
     `${ROOT}host/debian.ts`,
     "link",
+    "--control-key",
+    TEST_KEYS.controlKey,
     "--broker",
     url,
     "--state-dir",

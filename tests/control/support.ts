@@ -12,6 +12,7 @@ import { connectDatabase, migrate, type Sql } from "../../control/db.ts";
 import { installShipped } from "../../control/shipped.ts";
 import { EXCHANGE, reportKey, type ReportMessage } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 /** The test server (trust auth; docs/testing.md). */
 export const PG_SERVER = "postgres://postgres@127.0.0.1:5432";
@@ -52,6 +53,8 @@ export async function freshInventory(
       MESH_DATABASE_URL: url,
       MESH_BROKER_URL: BROKER_URL,
       MESH_BROKER_API_URL: BROKER_API_URL,
+      // Every test's control plane signs with the test key (tests/support/signing.ts).
+      MESH_SIGNING_KEY: TEST_KEYS.signingKey,
     },
     drop: async () => {
       await sql.end({ timeout: 1 });

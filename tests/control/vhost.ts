@@ -10,6 +10,7 @@
 import { assert } from "../support/assert.ts";
 import { type JsonLinesProcess, ROOT, spawnJsonLines } from "../support/mod.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 import {
   BROKER_API_URL,
   controlCli,
@@ -142,12 +143,14 @@ export async function enrollPrinted(
  * A running `mesh-host link` of a test node against `url`, printing each report as JSON: the
  * host without its carried bundle (never the real bundle on this machine), no local declarations,
  * no mesh-reconcile (its drift is "not checked" rather than an alarm about a result file that will
- * never come), its state in `stateDir`, an interval of `options.every` (default 2s).
+ * never come), its state in `stateDir`, an interval of `options.every` (default 2s), verifying with
+ * `options.controlKey` (default the test key's public half, tests/support/signing.ts; give a file
+ * of the test's own when it rotates).
  */
 export function startTestLink(
   url: string,
   stateDir: string,
-  options: { every?: string; entry?: string } = {},
+  options: { every?: string; entry?: string; controlKey?: string } = {},
 ): JsonLinesProcess<ReportMessage> {
   return spawnJsonLines([
     options.entry ?? `${ROOT}tests/support/host_no_bundle.ts`,
@@ -162,6 +165,8 @@ export function startTestLink(
     options.every ?? "2s",
     "--reconcile-result",
     "none",
+    "--control-key",
+    options.controlKey ?? TEST_KEYS.controlKey,
     "--json",
   ]);
 }

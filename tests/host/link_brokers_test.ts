@@ -12,6 +12,7 @@ import { declarationDigest } from "../../host/declaration.ts";
 import { createNodeAccount, deleteNodeAccount, setupTopology } from "../../control/broker_admin.ts";
 import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
 
+import { signed, TEST_KEYS } from "../support/signing.ts";
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
 
@@ -28,7 +29,7 @@ async function declaration(node: string, path: string, content: string) {
     pushedAt: new Date().toISOString(),
     declaration: text,
   };
-  return message;
+  return await signed(message);
 }
 
 async function runLink(
@@ -39,6 +40,8 @@ async function runLink(
     `${ROOT}host/debian.ts`,
     "link",
     "--json",
+    "--control-key",
+    TEST_KEYS.controlKey,
     ...args,
   ]);
   const deadline = Date.now() + 60_000;

@@ -8,6 +8,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { KEPT_FILE, LINK_DIR, runLink } from "../../host/link.ts";
+import { controlKeyFile } from "../support/signing.ts";
 import { declarationDigest } from "../../host/declaration.ts";
 import type { DeclarationMessage } from "../../lib/broker.ts";
 import { debian } from "../../systems/debian.ts";
@@ -50,6 +51,7 @@ Deno.test(
         system: debian,
         broker: "amqp://n:p@127.0.0.1:1/%2F",
         node: "collect-probe",
+        controlKey: await controlKeyFile(dir),
         stateDir: `${dir}/state`,
         version: "test",
         every: 60_000,

@@ -1,7 +1,9 @@
 /**
  * `mesh-host link` against the real broker: what it refuses, what it keeps, what it ignores, and
  * that it reconciles with no broker at all. Declarations are published here as the control plane
- * would (as the administrative account, with confirms), some of them deliberately wrong.
+ * would (as the administrative account, with confirms, signed with the test key:
+ * tests/support/signing.ts), some of them deliberately wrong: unsigned, signed wrongly, by another
+ * key, for another node, or a replay (docs/design.md, "Signed declarations").
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
@@ -14,10 +16,13 @@ import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
 import { MAX_PROBLEM_MESSAGE_LENGTH } from "../../lib/report_rules.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../../lib/broker_names.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "../../scripts/host_flags.ts";
+import { controlKeyFile, makeTestKeys, signed, TEST_KEYS } from "../support/signing.ts";
+import { makeHandoff } from "../../lib/signing.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 const endpoints = { amqp: BROKER_URL, api: BROKER_API_URL };
 
+/** A declaration message as the control plane sends it, signed by the test key. */
 async function declaration(
   node: string,
   generation: number,
@@ -25,7 +30,7 @@ async function declaration(
   overrides: Partial<DeclarationMessage> = {},
 ): Promise<DeclarationMessage> {
   const text = JSON.stringify({ version: 1, resources });
-  return {
+  return await signed({
     kind: "declaration",
     node,
     generation,
@@ -33,7 +38,7 @@ async function declaration(
     pushedAt: new Date().toISOString(),
     declaration: text,
     ...overrides,
-  };
+  });
 }
 
 async function publish(node: string, bodies: (DeclarationMessage | string)[]) {
@@ -93,8 +98,26 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
     content,
     mode: "0644",
   });
+  const key = await controlKeyFile(dir);
   const link = (until: Parameters<typeof runLink>[1]) =>
-    runLink(["--broker", account.url, "--state-dir", state, "--every", "1h"], until);
+    runLink(
+      ["--broker", account.url, "--state-dir", state, "--every", "1h", "--control-key", key.path],
+      until,
+    );
+  /** The push's report, the file and the kept declaration unchanged. */
+  const refusedUnchanged = async (
+    run: Run,
+    problem: RegExp,
+    kept: string,
+  ): Promise<void> => {
+    const pushed = run.reports.find((r) => r.trigger === "push")!;
+    assert(pushed, run.stderr);
+    assertEquals([pushed.outcome, pushed.generation, pushed.applied], ["refused", 0, 0]);
+    assertMatch((pushed.problems as { message: string }[])[0]!.message, problem);
+    assertMatch(run.stderr, /refused a declaration message: /);
+    assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+    assertEquals(await Deno.readTextFile(`${state}/link/declaration.json`), kept);
+  };
   try {
     await t.step("an action is refused (the link is untrusted input), and not kept", async () => {
       await publish(node, [
@@ -142,13 +165,122 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
       assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
     });
 
-    await t.step("an older generation is ignored and said", async () => {
+    await t.step("an older generation, signed, is refused as a replay and reported", async () => {
+      const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
       await publish(node, [await declaration(node, 1, [file("old\n")])]);
-      const run = await link((r, err) => r.length >= 1 && /ignored generation 1/.test(err));
-      assertMatch(run.stderr, /ignored generation 1: generation 2 was received already/);
-      assertEquals(run.reports.filter((r) => r.trigger === "push").length, 0);
-      assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      await refusedUnchanged(
+        run,
+        /^a replay: generation 1 \(pushed .*\) is older than the generation 2 /,
+        kept,
+      );
     });
+
+    await t.step(
+      "the same generation with other content, signed, is refused as a replay",
+      async () => {
+        const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+        await publish(node, [await declaration(node, 2, [file("other\n")])]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        await refusedUnchanged(run, /^a replay: .* one generation is one declaration$/, kept);
+      },
+    );
+
+    await t.step("an unsigned declaration is refused and reported", async () => {
+      const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+      const { keyId: _, signature: __, ...unsigned } = await declaration(node, 3, [
+        file("unsigned\n"),
+      ]);
+      await publish(node, [unsigned]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      await refusedUnchanged(
+        run,
+        new RegExp(
+          `^the declaration message is not signed: this node applies only what the control plane signs \\(key ${TEST_KEYS.key.keyId}\\)$`,
+        ),
+        kept,
+      );
+    });
+
+    await t.step("a declaration altered after it was signed is refused", async () => {
+      const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+      // The content and its digest changed together: the signature (over the digest) fails.
+      const good = await declaration(node, 3, [file("three\n")]);
+      const text = JSON.stringify({ version: 1, resources: [file("evil\n")] });
+      await publish(node, [{ ...good, declaration: text, digest: await declarationDigest(text) }]);
+      const run = await link((r) => r.some((x) => x.trigger === "push"));
+      await refusedUnchanged(
+        run,
+        new RegExp(`^the signature does not verify with key ${TEST_KEYS.key.keyId}: `),
+        kept,
+      );
+      // Its generation, signed as it was, altered further: a signature over other fields.
+      await publish(node, [{ ...good, generation: 4 }]);
+      const again = await link((r) => r.some((x) => x.trigger === "push"));
+      await refusedUnchanged(again, /^the signature does not verify with key /, kept);
+    });
+
+    await t.step(
+      "a declaration signed by another key, naming this node's key id, is refused",
+      async () => {
+        const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+        const other = await makeTestKeys(await Deno.makeTempDir({ dir }));
+        const forged = await signed(
+          await declaration(node, 3, [file("forged\n")]),
+          { key: { ...other.key, keyId: TEST_KEYS.key.keyId } },
+        );
+        await publish(node, [forged]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        await refusedUnchanged(run, /^the signature does not verify with key /, kept);
+      },
+    );
+
+    await t.step(
+      "a declaration signed by a key this node does not hold says it missed a rotation",
+      async () => {
+        const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+        const other = await makeTestKeys(await Deno.makeTempDir({ dir }));
+        await publish(node, [
+          await signed(await declaration(node, 3, [file("other key\n")]), { key: other.key }),
+        ]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        await refusedUnchanged(
+          run,
+          new RegExp(
+            `^signed by key ${other.key.keyId}, this node holds key ${TEST_KEYS.key.keyId}: it missed a rotation`,
+          ),
+          kept,
+        );
+      },
+    );
+
+    await t.step(
+      "a key handoff not signed by the key this node holds is refused, the key file kept",
+      async () => {
+        const kept = await Deno.readTextFile(`${state}/link/declaration.json`);
+        const keyFile = await Deno.readTextFile(key.path);
+        // An attacker's handoff from the node's key id to a key of its own, signed by another key
+        // of its own, and a declaration signed by the key it hands over to.
+        const dir2 = await Deno.makeTempDir({ dir });
+        const [signer, next] = [
+          await makeTestKeys(dir2),
+          await makeTestKeys(await Deno.makeTempDir({ dir })),
+        ];
+        const handoff = await makeHandoff({ ...signer.key, keyId: TEST_KEYS.key.keyId }, next.key);
+        await publish(node, [
+          await signed(await declaration(node, 3, [file("handed\n")]), { key: next.key, handoff }),
+        ]);
+        const run = await link((r) => r.some((x) => x.trigger === "push"));
+        await refusedUnchanged(
+          run,
+          new RegExp(
+            `^the handoff to key ${next.key.keyId} does not verify with key ${TEST_KEYS.key.keyId}, which this node holds: not the control plane's rotation$`,
+          ),
+          kept,
+        );
+        assertEquals(await Deno.readTextFile(key.path), keyFile);
+      },
+    );
 
     await t.step("a declaration whose digest does not match is refused", async () => {
       const bad = await declaration(node, 3, [file("three\n")]);
@@ -161,7 +293,7 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
       assertEquals(await Deno.readTextFile(`${dir}/f`), "two\n");
     });
 
-    await t.step("a message for another node is refused", async () => {
+    await t.step("a message for another node, signed for it, is refused", async () => {
       await publish(node, [await declaration("someone-else", 4, [file("x\n")])]);
       const run = await link((r) => r.some((x) => x.trigger === "push"));
       const pushed = run.reports.find((r) => r.trigger === "push")!;
@@ -227,6 +359,8 @@ Deno.test("link: what arrives on the node's queue", opts, async (t) => {
           state,
           "--every",
           "1s",
+          "--control-key",
+          key.path,
         ],
         (r) => r.length >= 2,
       );
@@ -289,6 +423,8 @@ Deno.test(
       `${dir}/state`,
       "--every",
       "1h",
+      "--control-key",
+      TEST_KEYS.controlKey,
     ]);
     const until = async (what: string, test: () => boolean) => {
       const deadline = Date.now() + 60_000;
@@ -383,6 +519,80 @@ Deno.test("link: refused before it starts", opts, async () => {
   assertEquals(badName.code, 2);
   assertMatch(badName.stderr, /Cannot link: node name "Web\.1"/);
 });
+
+Deno.test(
+  "link: without a usable control key it does not start (exit 2, naming the file)",
+  opts,
+  async () => {
+    const dir = await Deno.makeTempDir({ prefix: "mesh-link-key-" });
+    // A link that starts runs until stopped: bounded, so that one accepting the key fails here.
+    const start = async (key: string, env: Record<string, string> = {}) => {
+      const run = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--quiet",
+          `${ROOT}host/debian.ts`,
+          "link",
+          "--broker",
+          "amqp://n1:x@127.0.0.1:1/%2F",
+          "--state-dir",
+          `${dir}/state`,
+          ...(key ? ["--control-key", key] : []),
+        ],
+        cwd: ROOT,
+        env,
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(30_000),
+      }).output();
+      return { code: run.code, stderr: new TextDecoder().decode(run.stderr) };
+    };
+    const refused = async (key: string, problem: RegExp, env: Record<string, string> = {}) => {
+      const run = await start(key, env);
+      assertEquals(run.code, 2, run.stderr);
+      assertMatch(run.stderr, problem);
+      // Refused before anything: no state made.
+      assert(!(await exists(`${dir}/state`)), "the link made its state");
+    };
+    try {
+      await refused(
+        `${dir}/none.pub`,
+        new RegExp(`Cannot link: Cannot use the key file "${dir}/none.pub": it does not exist`),
+      );
+      // The environment's key, when no option is given.
+      await refused(
+        "",
+        new RegExp(`Cannot use the key file "${dir}/env.pub": it does not exist`),
+        { MESH_CONTROL_KEY: `${dir}/env.pub` },
+      );
+      await Deno.copyFile(TEST_KEYS.controlKey, `${dir}/open.pub`);
+      await Deno.chmod(`${dir}/open.pub`, 0o666);
+      await refused(
+        `${dir}/open.pub`,
+        new RegExp(
+          `"${dir}/open.pub": its mode is 0666, and a public key file must be not writable by group or others`,
+        ),
+      );
+      await Deno.writeTextFile(`${dir}/garbage.pub`, "not a key\n", { mode: 0o644 });
+      await refused(`${dir}/garbage.pub`, /garbage\.pub": not one PEM block "PUBLIC KEY"/);
+      // The private key where the public one is expected.
+      await Deno.copyFile(TEST_KEYS.signingKey, `${dir}/private.pub`);
+      await refused(`${dir}/private.pub`, /private\.pub": not one PEM block "PUBLIC KEY"/);
+      // A PEM block of the right label that is not an Ed25519 key.
+      await Deno.writeTextFile(
+        `${dir}/short.pub`,
+        "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+        { mode: 0o644 },
+      );
+      await refused(`${dir}/short.pub`, /short\.pub": not an Ed25519 public key \(SPKI\)/);
+      await Deno.mkdir(`${dir}/dir.pub`);
+      await refused(`${dir}/dir.pub`, /dir\.pub": it is a directory, not a regular file/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
 
 async function exists(path: string): Promise<boolean> {
   try {

@@ -6,6 +6,7 @@
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { oneFileHost } from "../support/onefile.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -125,6 +126,8 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
     const child = new Deno.Command(file, {
       args: [
         "link",
+        "--control-key",
+        TEST_KEYS.controlKey,
         "--broker",
         "amqp://n:p@127.0.0.1:1/%2F",
         "--node",
@@ -187,6 +190,8 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       args: [
         "--verbose",
         "link",
+        "--control-key",
+        TEST_KEYS.controlKey,
         "--broker",
         "amqp://n:p@127.0.0.1:1/%2F",
         "--node",
@@ -315,6 +320,8 @@ Deno.test("a one-file host stands aside when the file it was started from is rep
     const child = new Deno.Command("./mesh-host", {
       args: [
         "link",
+        "--control-key",
+        TEST_KEYS.controlKey,
         "--broker",
         "amqp://n:p@127.0.0.1:1/%2F",
         "--node",

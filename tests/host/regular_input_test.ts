@@ -11,6 +11,7 @@ import { ROOT } from "../support/mod.ts";
 import { hostileFiles, sparseFile } from "../support/hostile_files.ts";
 import { MAX_DECLARATION_BYTES } from "../../host/declaration_base.ts";
 import { MAX_STORE_BYTES } from "../../host/store.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 /** A host that carries no bundle (tests/support/host_no_bundle.ts). */
 const HOST = `${ROOT}tests/support/host_no_bundle.ts`;
@@ -169,6 +170,8 @@ Deno.test("link: a FIFO among the local declarations and as the kept declaration
       await Deno.writeTextFile(`${decl}/good.json`, fileDeclaration(`${dir}/good`));
       const link = [
         "link",
+        "--control-key",
+        TEST_KEYS.controlKey,
         "--broker",
         "amqp://nobody:wrong@127.0.0.1:1/%2F", // no broker: the local sources are applied still
         "--declarations",
@@ -224,6 +227,8 @@ Deno.test("link: SIGTERM in the middle of an apply (an action that takes 5 s) en
     );
     const r = await host([
       "link",
+      "--control-key",
+      TEST_KEYS.controlKey,
       "--broker",
       "amqp://nobody:wrong@127.0.0.1:1/%2F",
       "--declarations",

@@ -35,6 +35,17 @@ const DECLARATION = {
   epoch: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
   declaration: '{"version":1,"resources":[]}',
 };
+const KEY = `ed25519:${"0a".repeat(16)}`;
+const SIG = `${"Ab+/".repeat(21)}Zz==`;
+const PUBKEY = `${"K/+9".repeat(14)}K/+=`;
+const HANDOFF = {
+  from: KEY,
+  to: `ed25519:${"1b".repeat(16)}`,
+  key: PUBKEY,
+  signature: SIG,
+};
+/** A declaration as control signs it (lib/signing.ts), with a key handoff. */
+const SIGNED_DECLARATION = { ...DECLARATION, keyId: KEY, signature: SIG, handoff: HANDOFF };
 const REPORT = {
   kind: "report",
   node: "web-1",
@@ -111,6 +122,21 @@ function mutations(base: Record<string, unknown>): [string, unknown][] {
     ".link",
     "l".repeat(64),
     "l".repeat(65),
+    // Signatures (lib/signing.ts): key ids, signatures and keys of their one length.
+    KEY,
+    KEY.toUpperCase(),
+    `${KEY}0`,
+    SIG,
+    SIG.slice(1),
+    `${SIG.slice(0, -2)}A=`,
+    PUBKEY,
+    PUBKEY.slice(0, -1),
+    "K/+9".repeat(15),
+    HANDOFF,
+    { ...HANDOFF, extra: 1 },
+    { ...HANDOFF, to: "x" },
+    { ...HANDOFF, key: SIG },
+    { from: KEY, to: KEY, key: PUBKEY },
     // Epochs (lib/report_rules.ts EPOCH): lowercase with dashes only.
     "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
     "0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9",
@@ -212,7 +238,15 @@ Deno.test("broker_read: the datetime pattern is zod's", () => {
 
 Deno.test("broker_read: a declaration message reads as the schema reads it, valid or not", async () => {
   let plain = 0;
-  for (const [name, value] of mutations(DECLARATION)) {
+  for (
+    const [name, value] of [
+      ...mutations(DECLARATION),
+      ...mutations(SIGNED_DECLARATION).map(([n, v]) => [`signed, ${n}`, v] as [string, unknown]),
+      ...mutations(HANDOFF).map(([n, v]) =>
+        [`handoff ${n}`, { ...SIGNED_DECLARATION, handoff: v }] as [string, unknown]
+      ),
+    ]
+  ) {
     const [schema, read] = await bothSay(DeclarationMessage, readDeclarationMessage, encode(value));
     assertEquals(read, schema, name);
     // Never accepted by the plain checks when the schema refuses.
@@ -222,6 +256,7 @@ Deno.test("broker_read: a declaration message reads as the schema reads it, vali
     }
   }
   assert(plain > 10, `only ${plain} read plainly`);
+  assert(plainDeclarationMessage(SIGNED_DECLARATION), "a signed declaration is not read plainly");
 });
 
 Deno.test("broker_read: a report message reads as the schema reads it, valid or not", async () => {

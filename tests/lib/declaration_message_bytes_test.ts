@@ -27,7 +27,17 @@ Deno.test("declarationMessageBytes: never below the message sent, and equal at t
           generation,
           digest: `sha256:${"a".repeat(64)}`,
           pushedAt,
+          epoch: crypto.randomUUID(),
           declaration: text,
+          // Signed, with a key handoff (lib/signing.ts): each of its one length.
+          keyId: `ed25519:${"0".repeat(32)}`,
+          signature: `${"A".repeat(86)}==`,
+          handoff: {
+            from: `ed25519:${"0".repeat(32)}`,
+            to: `ed25519:${"1".repeat(32)}`,
+            key: "A".repeat(59) + "=",
+            signature: `${"B".repeat(86)}==`,
+          },
         };
         return new TextEncoder().encode(JSON.stringify(message)).length;
       };
