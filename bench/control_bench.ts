@@ -127,10 +127,11 @@ async function tracePush(): Promise<void> {
   mark("drain mesh.reports (empty)");
   const dry = await push.pushBehind(sql, undefined, { dryRun: true });
   mark("decide, cold (dry run)");
-  // Signed by a key of the bench's own (what `push` reads from --signing-key).
-  const { generateSigningKey } = await import("../lib/signing.ts");
-  const { key } = await generateSigningKey();
-  const result = await push.pushBehind(sql, { channel: one.channel, key });
+  // Signed by the bench's key, read as `push` reads --signing-key / MESH_SIGNING_KEY.
+  const { readSigner } = await import("../control/signer.ts");
+  const signer = await readSigner(Deno.env.get("MESH_SIGNING_KEY")!);
+  mark("read signing key");
+  const result = await push.pushBehind(sql, { channel: one.channel, ...signer });
   mark("decide again + publishRendered");
   if (dry.pushed.length !== result.pushed.length) throw new Error("dry run and push differ");
   let text = "";
@@ -267,6 +268,31 @@ const RUN_ID = crypto.randomUUID().replaceAll("-", "").slice(0, 10);
 const VHOST = `meshbench-${RUN_ID}`;
 const AMQP_URL = `amqp://${BROKER_USER}:${BROKER_PASS}@${BROKER_HOSTPORT}/${VHOST}`;
 const API_URL = `http://${BROKER_USER}:${BROKER_PASS}@${BROKER_API.replace(/^http:\/\//, "")}`;
+
+/** The test CA (docs/testing.md, "TLS") the TLS variants verify the broker and PostgreSQL against. */
+const CA_FILE = Deno.env.get("MESH_TEST_CA_FILE") ?? "/etc/mesh-test/ca.crt";
+/** The same vhost over RabbitMQ's AMQPS listener (5671), verified against {@linkcode CA_FILE}. */
+const AMQPS_URL = `amqps://${BROKER_USER}:${BROKER_PASS}@127.0.0.1:5671/${VHOST}?cacertfile=${
+  encodeURIComponent(CA_FILE)
+}`;
+/** The management API over HTTPS (15671). */
+const API_TLS_URL = `https://${BROKER_USER}:${BROKER_PASS}@127.0.0.1:15671`;
+
+/**
+ * The environment of a TLS variant: the same database with `sslmode=verify-full` against the test
+ * CA, the broker over amqps:// and its management API over https://, and MESH_CA_FILE.
+ */
+function tlsEnv(databaseUrl: string): Record<string, string> {
+  const db = new URL(databaseUrl);
+  db.searchParams.set("sslmode", "verify-full");
+  db.searchParams.set("sslrootcert", CA_FILE);
+  return {
+    MESH_DATABASE_URL: db.href,
+    MESH_BROKER_URL: AMQPS_URL,
+    MESH_BROKER_API_URL: API_TLS_URL,
+    MESH_CA_FILE: CA_FILE,
+  };
+}
 
 async function postgresModule() {
   return (await import("postgres")).default;
@@ -1004,7 +1030,14 @@ async function partPush(runs: number, dir: string) {
   log("part 2: push --behind to 1,000 behind nodes");
   await ensureVhost();
   const db = await makeDatabase("push");
-  const env = { MESH_DATABASE_URL: db.url, MESH_BROKER_URL: AMQP_URL };
+  // Control's signing key (push signs every declaration it publishes: lib/signing.ts), the bench's
+  // own, 0600 in the temp dir; the same key signs the in-process "sign" step below.
+  const { generateSigningKey, signDeclaration } = await import("../lib/signing.ts");
+  const signing = await generateSigningKey();
+  const keyFile = `${dir}/signing.key`;
+  await Deno.writeTextFile(keyFile, signing.privatePem, { mode: 0o600 });
+  await Deno.chmod(keyFile, 0o600);
+  const env = { MESH_DATABASE_URL: db.url, MESH_BROKER_URL: AMQP_URL, MESH_SIGNING_KEY: keyFile };
   for (const [name, files] of [["base", 9], ["app", 10]] as const) {
     const file = `${dir}/${name}.json`;
     await Deno.writeTextFile(file, moduleFragment(name, files));
@@ -1118,8 +1151,16 @@ async function partPush(runs: number, dir: string) {
       samplesMs: [],
       peer: "peer publish",
     },
+    {
+      label: "push --behind, TLS",
+      what:
+        "the same over amqps:// (5671, cacertfile), PostgreSQL sslmode=verify-full, MESH_CA_FILE: the test CA",
+      samplesMs: [],
+      peer: "push --behind",
+    },
   ];
   const breakdown: Row[] = [];
+  const coldStepsTls: Row[] = [];
   const step = (label: string, what: string, ms: number) => {
     let row = breakdown.find((r) => r.label === label);
     if (row === undefined) breakdown.push(row = { label, what, samplesMs: [] });
@@ -1135,9 +1176,27 @@ async function partPush(runs: number, dir: string) {
   const renders = await renderDeclarations(sql, nodes);
   const encoder = new TextEncoder();
   class Rollback extends Error {}
+  const envTls = { ...tlsEnv(db.url), MESH_SIGNING_KEY: keyFile };
+  /** One `push --behind` from the same state; checks what it said and recorded. */
+  const pushOnce = async (withEnv: Record<string, string>) => {
+    await reset();
+    const push = await exec(control("push", "--behind"), { env: withEnv });
+    const lines = push.stdout.trim().split("\n");
+    const last = lines[lines.length - 1] ?? "";
+    if (last !== `pushed to ${PUSH_NODES} of ${PUSH_NODES} nodes; 0 not behind`) {
+      throw new Error(`push --behind said: ${last}`);
+    }
+    const [gen] = await sql<{ n: number }[]>`
+      select count(*)::int as n from declarations where generation = 2`;
+    if (gen?.n !== PUSH_NODES) throw new Error(`push --behind recorded ${gen?.n} declarations`);
+    return push;
+  };
   for (let i = 0; i <= runs; i++) {
     // Processes.
     const empty = await exec(deno(emptyFile));
+    // Plain and TLS interleaved (order alternating), so that the machine's load hits both alike.
+    let tlsMs = 0;
+    if (i % 2 === 0) tlsMs = (await pushOnce(envTls)).ms;
     await reset();
     const push = await exec(control("push", "--behind"), { env });
     const lines = push.stdout.trim().split("\n");
@@ -1151,10 +1210,12 @@ async function partPush(runs: number, dir: string) {
     const [gen] = await sql<{ n: number }[]>`
       select count(*)::int as n from declarations where generation = 2`;
     if (gen?.n !== PUSH_NODES) throw new Error(`push --behind recorded ${gen?.n} declarations`);
+    if (i % 2 === 1) tlsMs = (await pushOnce(envTls)).ms;
     const peer = await exec(deno(`${ROOT}bench/control_bench.ts`, "--peer-publish", peerFile), {
       env: { MESH_BENCH_AMQP: AMQP_URL },
     });
     if (peer.stdout.trim() !== `published ${PUSH_NODES}`) throw new Error(`peer: ${peer.stdout}`);
+    await reset();
     await reset();
     const trace = await exec(deno(`${ROOT}bench/control_bench.ts`, "--trace-push"), { env });
     const traced = JSON.parse(trace.stdout) as { pushed: number; marks: Record<string, number> };
@@ -1175,11 +1236,35 @@ async function partPush(runs: number, dir: string) {
       }
       whole.samplesMs.push(trace.ms);
     }
+    // The TLS variant's steps (where TLS's time goes: handshakes or per-message work).
+    await reset();
+    const traceTls = await exec(deno(`${ROOT}bench/control_bench.ts`, "--trace-push"), {
+      env: envTls,
+    });
+    const tracedTls = JSON.parse(traceTls.stdout) as {
+      pushed: number;
+      marks: Record<string, number>;
+    };
+    if (tracedTls.pushed !== PUSH_NODES) throw new Error(`TLS trace pushed ${tracedTls.pushed}`);
+    if (i > 0) {
+      const sum = Object.values(tracedTls.marks).reduce((a, b) => a + b, 0);
+      const steps = {
+        "Deno start-up (wall − steps)": traceTls.ms - sum,
+        ...tracedTls.marks,
+        whole: traceTls.ms,
+      };
+      for (const [step, ms] of Object.entries(steps)) {
+        let row = coldStepsTls.find((r) => r.label === step);
+        if (row === undefined) coldStepsTls.push(row = { label: step, what: "", samplesMs: [] });
+        row.samplesMs.push(ms);
+      }
+    }
 
     if (i > 0) {
       rows[0]!.samplesMs.push(empty.ms);
       rows[1]!.samplesMs.push(peer.ms);
       rows[2]!.samplesMs.push(push.ms);
+      rows[3]!.samplesMs.push(tlsMs);
     }
 
     // In-process, warm: the same work in parts.
@@ -1263,7 +1348,25 @@ async function partPush(runs: number, dir: string) {
           if (!(error instanceof Rollback)) throw error;
         }),
     );
-    const messages = renders.map((r) => ({
+    const signatures = await timed(
+      "sign",
+      "signDeclaration of the 1,000 declarations one after another (Ed25519, WebCrypto), as publishRendered does",
+      async () => {
+        const out = [];
+        for (const r of renders) {
+          out.push(
+            await signDeclaration(signing.key, {
+              node: r.node,
+              generation: 2,
+              digest: r.digest,
+              pushedAt: pushedAt.toISOString(),
+            }),
+          );
+        }
+        return out;
+      },
+    );
+    const messages = renders.map((r, k) => ({
       exchange: EXCHANGE,
       routingKey: declarationKey(r.node),
       body: encoder.encode(JSON.stringify({
@@ -1273,6 +1376,7 @@ async function partPush(runs: number, dir: string) {
         digest: r.digest,
         pushedAt: pushedAt.toISOString(),
         declaration: r.text,
+        ...signatures[k],
       })),
       options: {
         type: "declaration",
@@ -1282,7 +1386,7 @@ async function partPush(runs: number, dir: string) {
     }));
     await timed(
       "publish",
-      "publishConfirmed of the 1,000 bodies on an open channel",
+      "publishConfirmed of the 1,000 (signed) bodies on an open channel",
       () => publishConfirmed(session.channel, messages),
     );
     log(`part 2: ${i === 0 ? "warm-up" : `run ${i}/${runs}`} done`);
@@ -1291,7 +1395,7 @@ async function partPush(runs: number, dir: string) {
   facts.nodeQueueDepth = String(depth.messageCount);
   // The whole row last.
   coldSteps.push(...coldSteps.splice(coldSteps.findIndex((r) => r.label === "whole"), 1));
-  return { rows, breakdown, coldSteps, facts };
+  return { rows, breakdown, coldSteps, coldStepsTls, facts };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1480,6 +1584,14 @@ async function partIngest(runs: number) {
       peer: "raw insert",
     },
     {
+      label: "ingest --drain, TLS",
+      what:
+        "the same over amqps:// (5671, cacertfile) and PostgreSQL sslmode=verify-full (the test CA), interleaved with the plain runs",
+      samplesMs: [],
+      items: INGEST_REPORTS,
+      peer: "ingest --drain",
+    },
+    {
       label: "ingest --drain vs broker",
       what: "the same runs, against the raw consume",
       samplesMs: [],
@@ -1518,18 +1630,37 @@ async function partIngest(runs: number) {
     if (await count() - before !== WARMUP_REPORTS) throw new Error("warm-up: rows missing");
     await queueEmpty("ingest warm-up");
   }
-  for (let i = 1; i <= runs; i++) {
-    // The CLI.
-    byLabel("publish").samplesMs.push(await publish(INGEST_REPORTS));
-    let before = await count();
-    const out = await exec(control("ingest", "--drain"), { env });
+  const envTls = tlsEnv(db.url);
+  /** One `ingest --drain` of a fresh round of INGEST_REPORTS; checks what it said and recorded. */
+  const drainOnce = async (withEnv: Record<string, string>, what: string) => {
+    const publishMs = await publish(INGEST_REPORTS);
+    const before = await count();
+    const out = await exec(control("ingest", "--drain"), { env: withEnv });
     if (out.stdout.trim() !== `ingested ${INGEST_REPORTS} reports`) {
-      throw new Error(`ingest --drain said: ${out.stdout.trim()} ${out.stderr.trim()}`);
+      throw new Error(`${what} said: ${out.stdout.trim()} ${out.stderr.trim()}`);
     }
-    if (await count() - before !== INGEST_REPORTS) throw new Error("ingest --drain: rows missing");
-    await queueEmpty("ingest --drain");
-    byLabel("ingest --drain").samplesMs.push(out.ms);
-    byLabel("ingest --drain vs broker").samplesMs.push(out.ms);
+    if (await count() - before !== INGEST_REPORTS) throw new Error(`${what}: rows missing`);
+    await queueEmpty(what);
+    return { publishMs, ms: out.ms };
+  };
+  // A warm-up of the TLS variant too (its own code paths: TLS handshakes, certificate reading).
+  await drainOnce(envTls, "ingest --drain (TLS warm-up)");
+  for (let i = 1; i <= runs; i++) {
+    // The CLI, plain and over TLS interleaved (order alternating) so that load hits both alike.
+    const order = i % 2 === 1 ? ["plain", "tls"] : ["tls", "plain"];
+    for (const variant of order) {
+      if (variant === "tls") {
+        byLabel("ingest --drain, TLS").samplesMs.push(
+          (await drainOnce(envTls, "ingest --drain (TLS)")).ms,
+        );
+      } else {
+        const out = await drainOnce(env, "ingest --drain");
+        byLabel("publish").samplesMs.push(out.publishMs);
+        byLabel("ingest --drain").samplesMs.push(out.ms);
+        byLabel("ingest --drain vs broker").samplesMs.push(out.ms);
+      }
+    }
+    let before: number;
 
     // The CLI's fixed cost, and a longer drain over which it and the warm-up are spread.
     const empty = await exec(control("ingest", "--drain"), { env });
@@ -1844,6 +1975,16 @@ function parseArgs(args: string[]): Args {
   return out;
 }
 
+/** A row of the "TLS and signing" table: `variant` against `plain`, run for run (paired by index). */
+function ratioLine(what: string, plain: Row, variant: Row): string {
+  const pairs = variant.samplesMs.map((ms, k) => ms / plain.samplesMs[k]!);
+  const p = median(plain.samplesMs);
+  const v = median(variant.samplesMs);
+  return `| ${what}: ${variant.label} | ${fmtMs(p)} | ${fmtMs(v)} | ${(v / p).toFixed(3)} | ${
+    median(pairs).toFixed(3)
+  } | ${pairs.length} |`;
+}
+
 async function machineFacts(): Promise<string> {
   const postgres = await postgresModule();
   const admin = postgres(`${PG_SERVER}/postgres`, { max: 1, onnotice: () => {} });
@@ -1884,6 +2025,8 @@ async function main() {
   undos.push({ what: `${dir} removed`, run: () => Deno.remove(dir, { recursive: true }) });
 
   const sections: string[] = [];
+  /** Rows of the "TLS and signing" table (ratioLine). */
+  const trust: string[] = [];
   const json: Record<string, unknown> = { started: started.toISOString(), machine, runId: RUN_ID };
   if (args.only.has("status")) {
     const p = await partStatus(args.runs, dir);
@@ -1963,8 +2106,33 @@ async function main() {
       "The CLI's steps timed one by one in a fresh process (`--trace-push`: the same calls, cold code):",
       "",
       table(p.coldSteps),
+      "",
+      "The same steps over TLS (`--trace-push` with the TLS variant's environment):",
+      "",
+      table(p.coldStepsTls),
     ].join("\n"));
     json.push = p;
+    const plain = p.rows.find((r) => r.label === "push --behind")!;
+    const tls = p.rows.find((r) => r.label === "push --behind, TLS")!;
+    trust.push(ratioLine(`push --behind of ${PUSH_NODES} nodes (ms)`, plain, tls));
+    // push always signs: the unsigned figure is estimated as push --behind less the sum of its
+    // 1,000 sign calls (timed in-process, warm; the CLI's are colder, so this understates them).
+    const sign = p.breakdown.find((r) => r.label === "sign")!;
+    const unsigned: Row = {
+      label: "push --behind less its signing (estimate)",
+      what: "",
+      samplesMs: plain.samplesMs.map((ms, k) => ms - sign.samplesMs[k]!),
+    };
+    trust.push(ratioLine(
+      `push --behind (signs) against itself less the in-process sum of its ${PUSH_NODES} sign calls (ms)`,
+      unsigned,
+      plain,
+    ));
+    trust.push(ratioLine(
+      `push --behind over TLS and signing against the unsigned plain estimate (ms)`,
+      unsigned,
+      tls,
+    ));
   }
   if (args.only.has("ingest")) {
     const p = await partIngest(args.ingestRuns);
@@ -1983,6 +2151,22 @@ async function main() {
       table(p.check, { rates: true }),
     ].join("\n"));
     json.ingest = p;
+    const plain = p.rows.find((r) => r.label === "ingest --drain")!;
+    const tls = p.rows.find((r) => r.label === "ingest --drain, TLS")!;
+    trust.push(ratioLine(`ingest --drain of ${INGEST_REPORTS} reports (ms)`, plain, tls));
+  }
+
+  if (trust.length > 0) {
+    sections.push([
+      "## TLS and signing against plain (issue 27: within 1.15×)",
+      "",
+      "Medians of the same run; the pairs were run interleaved (order alternating). Ratio of " +
+      "medians, and the median of the per-pair ratios (time over plain time; below 1.15 holds).",
+      "",
+      "| what | plain median | variant median | ratio of medians | median pair ratio | runs |",
+      "|---|---:|---:|---:|---:|---:|",
+      ...trust,
+    ].join("\n"));
   }
 
   const loadAfter = await loadavg();
