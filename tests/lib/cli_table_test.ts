@@ -516,6 +516,18 @@ const CONTROL_INVOCATIONS: Record<string, { plain: string[][]; misuse: string[][
     plain: [["ca", "show"], ["ca", "show", "--json", "--dir", "/d"]],
     misuse: [["ca", "show", "x"]],
   },
+  "key init": {
+    plain: [["key", "init"], ["key", "init", "--signing-key", "/s", "--public-key=/p"]],
+    misuse: [["key", "init", "x"], ["key", "init", "--signing-key"]],
+  },
+  "key rotate": {
+    plain: [["key", "rotate"], ["key", "rotate", "--signing-key=/s", "--public-key", "/p"]],
+    misuse: [["key", "rotate", "x"], ["key", "rotate", "--public-key"]],
+  },
+  "key show": {
+    plain: [["key", "show"], ["key", "show", "--signing-key", "/s"]],
+    misuse: [["key", "show", "x"], ["key", "show", "--public-key", "/p"]],
+  },
 };
 
 /** Every command of `table` declared as data, by path, with its own entry (a group's too). */
