@@ -18,8 +18,7 @@
 
 import * as x509 from "@peculiar/x509";
 import { createHash } from "node:crypto";
-import { pemBlocks, readTrustText, TrustFileError } from "./trust_file.ts";
-import { DEFAULT_CA_FILE } from "./wire_trust.ts";
+import { DEFAULT_CA_FILE, pemBlocks, readTrustText, TrustFileError } from "./trust_file.ts";
 
 export {
   MAX_TRUST_FILE_BYTES,

@@ -10,6 +10,12 @@
 import { messageOf } from "./atomic.ts";
 import { readRegularTextFile, statRegular } from "./regular_file.ts";
 
+/**
+ * Where a node and control keep the mesh's CA certificate (public, 0644). Said here, in the module
+ * both lib/mesh_ca.ts and lib/wire_trust.ts import, so that neither imports the other for it.
+ */
+export const DEFAULT_CA_FILE = "/etc/mesh/ca.crt";
+
 /** The largest key or certificate file read, in bytes (a PEM key is under 1 KiB). */
 export const MAX_TRUST_FILE_BYTES = 64 * 1024;
 

@@ -17,10 +17,9 @@
 
 import { messageOf } from "./atomic.ts";
 import { printable } from "./printable.ts";
-import { pemBlocks, TrustFileError } from "./trust_file.ts";
+import { DEFAULT_CA_FILE, pemBlocks, TrustFileError } from "./trust_file.ts";
 
-/** Where a node and control keep the mesh's CA certificate (public, 0644). */
-export const DEFAULT_CA_FILE = "/etc/mesh/ca.crt";
+export { DEFAULT_CA_FILE };
 /** The environment variable naming the CA certificate file. */
 export const CA_ENV = "MESH_CA_FILE";
 /** The environment variable that, set to `1`, allows clear text to a host that is not loopback. */
