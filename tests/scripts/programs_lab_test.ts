@@ -320,6 +320,19 @@ systemctl daemon-reload`,
           const check = await control(["broker", "check", "--topology"]);
           assertStringIncludes(check.stdout, 'authenticated as "guest"');
           await control(["broker", "convert", "--queue-type", "classic"]);
+          // The mesh's CA in a directory of its own (the default /etc/mesh/ca.crt would turn this
+          // machine's connections to TLS), and control's signing key where push reads it.
+          await m.exec(["mkdir", "-p", "/root/meshca"]);
+          await control(["ca", "init", "--dir", "/root/meshca"]);
+          const ca = ["--name", "127.0.0.1", "--dir", "/root/meshca"];
+          await control(["ca", "issue", "broker", ...ca]);
+          await control(["ca", "renew", "broker", ...ca]);
+          assertStringIncludes(
+            (await control(["ca", "show", "--dir", "/root/meshca"])).stdout,
+            "broker",
+          );
+          await control(["key", "init"]);
+          assertStringIncludes((await control(["key", "show"])).stdout, "BEGIN PUBLIC KEY");
 
           const node = `lab-${id}`;
           brokerUsers.push(node);
@@ -341,6 +354,9 @@ systemctl daemon-reload`,
           ]);
           await control(["module", "add", "/root/fragment.json", "--name", "probe"]);
           await control(["node", "assign", node, "probe"]);
+          await control(["push", node]);
+          // A rotation: the next push is signed by the new key and hands it over.
+          await control(["key", "rotate"]);
           await control(["push", node]);
           await control(["node", "kind", node, "episodic"]);
           // A node that never spoke: status says so (1).
