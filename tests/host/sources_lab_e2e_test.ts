@@ -15,6 +15,7 @@ import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { controlCli, freshInventory, type TestInventory, uniqueNode } from "../control/support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
 import { classify } from "../../control/state.ts";
+import { TEST_KEYS } from "../support/signing.ts";
 
 /** The Debian host carrying the layout part of its bundle (directories and files). */
 const HOST = "tests/launcher/layout_host.ts";
@@ -168,6 +169,9 @@ Deno.test({
       await mustControl(inv, ["module", "add", "--name", `app-${node}`, module]);
       await Deno.remove(module);
       await mustControl(inv, ["node", "assign", node, `app-${node}`]);
+      // Control's public key where the link reads it (/etc/mesh/control.pub): the suite's test
+      // key, which signs every push (tests/support/signing.ts).
+      await writeIn(m, "/etc/mesh/control.pub", await Deno.readTextFile(TEST_KEYS.controlKey));
       link = m.exec([
         "sh",
         "-c",
