@@ -582,6 +582,11 @@ export function debianBundle(images: SubstrateImages): unknown {
   // Waits, bounded, for a thing that was just started to answer; the verify then asks it.
   const waitFor = (what: string, probe: string) =>
     `i=0; until said=$(${probe} 2>&1); do i=$((i+1)); if [ $i -ge 120 ]; then echo "${what} did not answer within 120 s: $said" >&2; exit 1; fi; sleep 1; done`;
+  // The store answers (PostgreSQL in mesh-store): waited for before each step that asks it.
+  const storeReady = waitFor(
+    "the store (PostgreSQL in mesh-store)",
+    "podman exec -u postgres mesh-store pg_isready",
+  );
   return {
     bundle: 1,
     system: "debian",
@@ -717,19 +722,9 @@ export function debianBundle(images: SubstrateImages): unknown {
           command: [
             "sh",
             "-c",
-            `${
-              waitFor(
-                "the store (PostgreSQL in mesh-store)",
-                "podman exec -u postgres mesh-store pg_isready",
-              )
-            }; ` +
+            `${storeReady}; ` +
             `(${storeServes}) 2>/dev/null && exit 0; podman restart -t 30 mesh-store >/dev/null || exit 1; ` +
-            `${
-              waitFor(
-                "the store (PostgreSQL in mesh-store)",
-                "podman exec -u postgres mesh-store pg_isready",
-              )
-            }`,
+            `${storeReady}`,
           ],
           verify: ["sh", "-c", storeServes],
         },
@@ -739,12 +734,7 @@ export function debianBundle(images: SubstrateImages): unknown {
           command: [
             "sh",
             "-c",
-            `${
-              waitFor(
-                "the store (PostgreSQL in mesh-store)",
-                "podman exec -u postgres mesh-store pg_isready",
-              )
-            }; ` +
+            `${storeReady}; ` +
             `podman exec -u postgres mesh-store psql -X -q -At -d postgres -c "select 1 from pg_database where datname = 'inventory'" | grep -q 1 || ` +
             `podman exec -u postgres mesh-store createdb inventory`,
           ],
