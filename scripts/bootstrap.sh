@@ -10,6 +10,22 @@ PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git ip
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
+# Starts RabbitMQ and waits for it: `rabbitmqctl await_startup` fails at once ("node 'rabbit' not
+# running at all") until the new node has registered with epmd, so wait for that first.
+start_rabbit() {
+	rabbitmq-server -detached >&2
+	n=0
+	until rabbitmqctl -q ping >/dev/null 2>&1; do
+		n=$((n + 1))
+		if [ "$n" -gt 120 ]; then
+			say "RabbitMQ did not start within 120 s (its log: /var/log/rabbitmq/)"
+			exit 1
+		fi
+		sleep 1
+	done
+	timeout 120 rabbitmqctl -q await_startup >&2
+}
+
 if [ "$(id -u)" != 0 ]; then
 	say "must run as root (it installs Debian packages)"
 	exit 1
@@ -84,8 +100,7 @@ if ! grep -q '^ulimit -n' "$env_conf" 2>/dev/null; then
 fi
 if ! rabbitmqctl -q status >/dev/null 2>&1; then
 	say "starting RabbitMQ"
-	rabbitmq-server -detached >&2
-	timeout 120 rabbitmqctl -q await_startup >&2
+	start_rabbit
 fi
 if ! rabbitmq-plugins -q is_enabled rabbitmq_management >/dev/null 2>&1; then
 	say "enabling RabbitMQ's management plugin"
@@ -138,9 +153,7 @@ management.ssl.certfile = $TLS_DIR/rabbitmq/server.crt
 management.ssl.keyfile = $TLS_DIR/rabbitmq/server.key
 EOF_RABBIT
 	rabbitmqctl -q stop >&2 || true
-	rabbitmq-server -detached >&2
-	sleep 3
-	timeout 120 rabbitmqctl -q await_startup >&2
+	start_rabbit
 elif [ "$tls_state" = changed ]; then
 	say "RabbitMQ reads its new certificates"
 	rabbitmqctl -q eval 'ssl:clear_pem_cache().' >/dev/null
