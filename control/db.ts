@@ -6,7 +6,7 @@
  */
 
 import postgres from "postgres";
-import { isIP } from "node:net";
+import { connect as netConnect, isIP, type Socket } from "node:net";
 import { redactUrl } from "../lib/url.ts";
 import {
   PlainRefusedError,
@@ -88,6 +88,8 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
   try {
     sql = postgres(target.href, {
       ssl: target.ssl,
+      // postgres.js 3.4.9's `socket` (src/connection.js), absent from its types.
+      ...noDelaySocket(target, options.connectTimeout ?? 5),
       max: options.max ?? 4,
       connect_timeout: options.connectTimeout ?? 5,
       onnotice: () => {},
@@ -258,6 +260,7 @@ export async function createDatabaseIfMissing(url: string): Promise<boolean> {
   admin.pathname = "/postgres";
   const sql = postgres(admin.href, {
     ssl: target.ssl,
+    ...noDelaySocket(target, 5),
     max: 1,
     connect_timeout: 5,
     onnotice: () => {},
@@ -379,6 +382,45 @@ export async function postgresTarget(url: string): Promise<PostgresTarget> {
     ? (mode === "disable" ? false : "require")
     : mode as "allow" | "prefer" | "require";
   return { href, host, ssl };
+}
+
+/**
+ * postgres.js's `socket` option for a TLS connection (none for clear text or a Unix socket, which
+ * postgres.js opens itself): a TCP connection to the target's host and port, connected, with
+ * TCP_NODELAY set before postgres.js sends its SSLRequest and starts TLS on it. With Nagle's
+ * algorithm on, each TLS handshake stalled on a delayed ACK, ~40 ms a connection on loopback
+ * (bench/README.md, issue 27); postgres.js sets no TCP_NODELAY of its own.
+ *
+ * The answer rejects with node's error for a refused connection or an unknown host, or
+ * `connect ETIMEDOUT host:port` after `timeoutSeconds` (postgres.js's `connect_timeout` starts
+ * only once it has the socket).
+ */
+function noDelaySocket(
+  target: PostgresTarget,
+  timeoutSeconds: number,
+): { socket?: () => Promise<Socket> } {
+  if (target.ssl === false || target.host.startsWith("/")) return {};
+  const url = new URL(target.href);
+  const port = url.port === "" ? 5432 : Number(url.port);
+  const dial = () =>
+    new Promise<Socket>((resolve, reject) => {
+      const socket = netConnect({ host: target.host, port });
+      socket.setNoDelay(true);
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`connect ETIMEDOUT ${target.host}:${port}`));
+      }, timeoutSeconds * 1000);
+      socket.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        socket.removeAllListeners("error");
+        resolve(socket);
+      });
+    });
+  return { socket: dial };
 }
 
 /**

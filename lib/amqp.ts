@@ -152,21 +152,6 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
 }
 
 /**
- * Connects with amqplib's own `connect` (2.3.1, lib/connect.js: its open fields, credential,
- * vhost, heartbeat, timeout and errors), but over {@linkcode amqpTransport} on a `Deno.Conn`
- * (`Deno.connectTls` for amqps://, verified against the host name, as amqplib's `tls.connect`
- * with `servername` is) instead of a `node:net` socket: a refused body is never copied
- * (bench/README.md, "Refusing costs nothing"). amqplib takes no socket of its own and exports no
- * subpath (lib/connection.js cannot be imported, nor required once the program is bundled), so
- * `net.connect` and `tls.connect` are replaced for the synchronous call of `connect`, in which
- * amqplib calls one of them, and put back before it returns; an amqplib that dialed otherwise is
- * an error here, not a silent `node:net`.
- *
- * @throws {Error} amqplib's (`connect ETIMEDOUT` after `timeoutSeconds`, a refused handshake),
- *   or node's wording for a refused connection or an unknown host (`connect ECONNREFUSED
- *   host:port`, `getaddrinfo ENOTFOUND host`).
- */
-/**
  * Connects to the broker `url` (amqp:// or amqps://) with amqplib's own `connect` over
  * {@linkcode amqpTransport}, keeping the project's rule for the wire (lib/wire_trust.ts): amqps://
  * verifies the broker's certificate against the CA of the URL's `cacertfile=PATH` (the RabbitMQ
@@ -198,6 +183,21 @@ export async function connectAmqp(
   return await connectThrough(target, options, anchor);
 }
 
+/**
+ * Connects with amqplib's own `connect` (2.3.1, lib/connect.js: its open fields, credential,
+ * vhost, heartbeat, timeout and errors), but over {@linkcode amqpTransport} on a `Deno.Conn`
+ * (TCP_NODELAY, then `Deno.startTls` for amqps://, verified against the host name, as
+ * amqplib's `tls.connect` with `servername` is) instead of a `node:net` socket: a refused body is never copied
+ * (bench/README.md, "Refusing costs nothing"). amqplib takes no socket of its own and exports no
+ * subpath (lib/connection.js cannot be imported, nor required once the program is bundled), so
+ * `net.connect` and `tls.connect` are replaced for the synchronous call of `connect`, in which
+ * amqplib calls one of them, and put back before it returns; an amqplib that dialed otherwise is
+ * an error here, not a silent `node:net`.
+ *
+ * @throws {Error} amqplib's (`connect ETIMEDOUT` after `timeoutSeconds`, a refused handshake),
+ *   or node's wording for a refused connection or an unknown host (`connect ECONNREFUSED
+ *   host:port`, `getaddrinfo ENOTFOUND host`).
+ */
 async function connectThrough(
   url: URL,
   options: Pick<OpenOptions, "timeoutSeconds" | "maxBodyBytes">,
@@ -247,8 +247,24 @@ async function dial(
   anchor: TrustAnchor | undefined,
 ): Promise<Deno.Conn> {
   try {
-    if (!tlsWanted) return await Deno.connect({ hostname: host, port });
-    const conn = await Deno.connectTls({ hostname: host, port, caCerts: anchor?.certs });
+    // TCP_NODELAY before the handshake: with Nagle's algorithm on, each TLS handshake (and
+    // AMQP's request/answer frames) stalls on a delayed ACK, ~40 ms each on loopback
+    // (bench/README.md, issue 27). A Deno.TlsConn has no setNoDelay, so TLS is started on the
+    // TCP connection instead of through Deno.connectTls.
+    const tcp = await Deno.connect({ hostname: host, port });
+    tcp.setNoDelay(true);
+    if (!tlsWanted) return tcp;
+    let conn: Deno.TlsConn;
+    try {
+      conn = await Deno.startTls(tcp, { hostname: host, caCerts: anchor?.certs });
+    } catch (error) {
+      try {
+        tcp.close();
+      } catch {
+        // Already closed.
+      }
+      throw error;
+    }
     try {
       await conn.handshake();
     } catch (error) {
