@@ -18,8 +18,9 @@
 
 import * as x509 from "@peculiar/x509";
 import { createHash } from "node:crypto";
-import { DEFAULT_CA_FILE, pemBlocks, readTrustText, TrustFileError } from "./trust_file.ts";
+import { pemBlocks } from "./trust_file.ts";
 
+export { readCaCert, readCertificate } from "./cert_file.ts";
 export {
   MAX_TRUST_FILE_BYTES,
   readSecretKey,
@@ -424,59 +425,6 @@ export function renewalDue(
   options: { now?: Date; beforeDays?: number; names?: readonly string[] } = {},
 ): boolean {
   return renewalReason(certPem, options) !== undefined;
-}
-
-/**
- * Reads a certificate file: its PEM text, when it holds at least one certificate and each
- * CERTIFICATE block in it is one.
- *
- * @param what what the file is, for the message; default `certificate`.
- * @throws {TrustFileError} naming `path` when it is missing, not a regular file, unreadable or
- *   holds no certificate.
- */
-export async function readCertificate(path: string, what = "certificate"): Promise<string> {
-  const text = await readTrustText(path, what);
-  const blocks = pemBlocks(text).filter((b) => b.label === "CERTIFICATE");
-  if (blocks.length === 0) {
-    throw new TrustFileError(`Cannot use ${what} "${path}": it holds no PEM CERTIFICATE block`, {
-      path,
-    });
-  }
-  blocks.forEach((b, i) => {
-    try {
-      new x509.X509Certificate(b.der);
-    } catch (error) {
-      throw new TrustFileError(
-        `Cannot use ${what} "${path}": its certificate ${i + 1} cannot be read: ${
-          messageOf(error)
-        }`,
-        { path },
-      );
-    }
-  });
-  return text;
-}
-
-/**
- * Reads the mesh's CA certificate (`path`, default /etc/mesh/ca.crt, lib/wire_trust.ts's `DEFAULT_CA_FILE`): its PEM text, when
- * every certificate in it is a CA (basicConstraints CA:true). More than one is allowed (an old
- * and a new CA while one replaces the other).
- *
- * @throws {TrustFileError} naming `path` when it is missing, not a regular file, unreadable, holds
- *   no certificate, or holds one that is not a CA certificate.
- */
-export async function readCaCert(path: string = DEFAULT_CA_FILE): Promise<string> {
-  const text = await readCertificate(path, "CA certificate");
-  for (const b of pemBlocks(text).filter((b) => b.label === "CERTIFICATE")) {
-    const cert = new x509.X509Certificate(b.der);
-    if (cert.getExtension(x509.BasicConstraintsExtension)?.ca !== true) {
-      throw new TrustFileError(
-        `Cannot use CA certificate "${path}": "${cert.subject}" in it is not a CA certificate (basicConstraints CA:false or absent)`,
-        { path },
-      );
-    }
-  }
-  return text;
 }
 
 /**

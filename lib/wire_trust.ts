@@ -100,7 +100,7 @@ export async function readTrustAnchor(path: string): Promise<TrustAnchor> {
       { path },
     );
   }
-  const { readCaCert } = await import("./mesh_ca.ts");
+  const { readCaCert } = await import("./cert_file.ts");
   const text = await readCaCert(path);
   if (pemBlocks(text).some((b) => /PRIVATE KEY/.test(b.label))) {
     throw new TrustFileError(

@@ -23,7 +23,7 @@ import {
 import { checkBroker } from "../../control/broker_admin.ts";
 import { connectDatabase, DatabaseError } from "../../control/db.ts";
 import { makeBadCerts, makeTestPki, type TestPki } from "../support/tls.ts";
-import { cli } from "../support/mod.ts";
+import { cli, ROOT } from "../support/mod.ts";
 import {
   AMQPS_BASE,
   API_HTTPS_BASE,
@@ -516,4 +516,20 @@ Deno.test("clear text is allowed by a program's own switch or MESH_ALLOW_PLAIN=1
     if (before === undefined) Deno.env.delete("MESH_ALLOW_PLAIN");
     else Deno.env.set("MESH_ALLOW_PLAIN", before);
   }
+});
+
+Deno.test("the CA file is read without @peculiar/x509: every TLS connection reads it first, and that library costs ~150 ms a start", async () => {
+  // Dynamic imports included: lib/wire_trust.ts loads the certificate reader when a CA is used.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "lib/wire_trust.ts"],
+    cwd: ROOT,
+    stdout: "piped",
+  }).output();
+  assert(out.success);
+  const modules = (JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string }[];
+  }).modules.map((m) => m.specifier);
+  assert(modules.some((m) => m.endsWith("/lib/cert_file.ts")), modules.join("\n"));
+  const heavy = modules.filter((m) => m.includes("@peculiar"));
+  assertEquals(heavy, [], "lib/wire_trust.ts reaches @peculiar/*");
 });
