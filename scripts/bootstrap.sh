@@ -10,19 +10,28 @@ PACKAGES="podman runc uidmap caddy busybox-static openssl ca-certificates git ip
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
-# Starts RabbitMQ and waits for it: `rabbitmqctl await_startup` fails at once ("node 'rabbit' not
-# running at all") until the new node has registered with epmd, so wait for that first.
-start_rabbit() {
-	rabbitmq-server -detached >&2
+# Runs the command until it succeeds, once a second, at most LIMIT times; else says WHAT and
+# stops: wait_for LIMIT WHAT COMMAND...
+wait_for() {
+	limit=$1 what=$2
+	shift 2
 	n=0
-	until rabbitmqctl -q ping >/dev/null 2>&1; do
+	until "$@" >/dev/null 2>&1; do
 		n=$((n + 1))
-		if [ "$n" -gt 120 ]; then
-			say "RabbitMQ did not start within 120 s (its log: /var/log/rabbitmq/)"
+		if [ "$n" -gt "$limit" ]; then
+			say "$what"
 			exit 1
 		fi
 		sleep 1
 	done
+}
+
+# Starts RabbitMQ and waits for it: `rabbitmqctl await_startup` fails at once ("node 'rabbit' not
+# running at all") until the new node has registered with epmd, so wait for that first.
+start_rabbit() {
+	rabbitmq-server -detached >&2
+	wait_for 120 "RabbitMQ did not start within 120 s (its log: /var/log/rabbitmq/)" \
+		rabbitmqctl -q ping
 	timeout 120 rabbitmqctl -q await_startup >&2
 }
 
@@ -106,15 +115,8 @@ if ! rabbitmq-plugins -q is_enabled rabbitmq_management >/dev/null 2>&1; then
 	say "enabling RabbitMQ's management plugin"
 	rabbitmq-plugins -q enable rabbitmq_management >&2
 fi
-i=0
-until curl -sf -u guest:guest http://127.0.0.1:15672/api/overview >/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 60 ]; then
-		say "RabbitMQ's management API on 127.0.0.1:15672 does not answer"
-		exit 1
-	fi
-	sleep 1
-done
+wait_for 60 "RabbitMQ's management API on 127.0.0.1:15672 does not answer" \
+	curl -sf -u guest:guest http://127.0.0.1:15672/api/overview
 pg_isready -q -h 127.0.0.1 -p 5432 || {
 	say "PostgreSQL on 127.0.0.1:5432 does not answer"
 	exit 1
