@@ -48,10 +48,22 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
     assertStringIncludes((await m.exec(["cat", "/var/lib/mesh/host/known-good"])).stdout, ".");
     // It shows the bundle it carries (what reconcile would do), changing nothing.
     // A dry run like any other: exit 4, since applying it would change this bare machine.
+    // The carried lock is the checkout's, pinning the images of the machine that committed it:
+    // where this bare machine can have them, exit 4 (it would apply); where it cannot, the bundle
+    // is refused whole (exit 2) with only such images named. Either way nothing is written.
     const shown = await m.exec(["mesh-host", "bundle"], { allowFailure: true });
-    assertEquals(shown.code, 4, shown.stderr + shown.stdout);
     assertStringIncludes(shown.stdout, "bundle substrate-debian");
-    assertStringIncludes(shown.stdout, "dry run");
+    if (shown.code === 4) {
+      assertStringIncludes(shown.stdout, "dry run");
+    } else {
+      assertEquals(shown.code, 2, shown.stderr + shown.stdout);
+      assertStringIncludes(shown.stdout, "source bundle: refused, none of its");
+      const problems = shown.stdout.split("\nproblems:\n")[1]?.split("\n").filter((l) => l !== "");
+      assert(problems !== undefined && problems.length > 0, shown.stdout);
+      for (const line of problems) assert(/^  \[[a-z-]+\]: Cannot have image /.test(line), line);
+    }
+    const secrets = await m.exec(["test", "-e", "/etc/mesh/secrets"], { allowFailure: true });
+    assert(secrets.code !== 0, "bundle wrote /etc/mesh/secrets");
     // It runs from the cache it unpacked, under /var/lib/mesh.
     const cached = await m.exec([
       "sh",

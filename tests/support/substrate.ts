@@ -17,40 +17,9 @@ import { run } from "../../lib/command.ts";
 import { ensureRegistry, REGISTRY } from "../lab/mod.ts";
 import { ROOT } from "./mod.ts";
 import { NATIVE_ARCH } from "./onefile.ts";
+import { inRegistry, pinnedSubstrateImages } from "./substrate_lock.ts";
 
-/** The image references a lock pins (`HOST:PORT/NAME@sha256:HEX`), sorted, each once. */
-export async function pinnedSubstrateImages(
-  lock = `${ROOT}bundles/substrate-debian.lock`,
-): Promise<string[]> {
-  const text = await Deno.readTextFile(lock);
-  return [...new Set(text.match(/[A-Za-z0-9.:-]+\/[a-z0-9-]+@sha256:[0-9a-f]{64}/g) ?? [])].sort();
-}
-
-/**
- * A lock's text with every image digest (`@sha256:HEX`) replaced by `@sha256:DIGEST`: two locks
- * of the same shape (the same images and steps, in the same order) give the same string.
- */
-export function lockShape(text: string): string {
-  return JSON.stringify(JSON.parse(text), null, 2).replace(
-    /@sha256:[0-9a-f]{64}/g,
-    "@sha256:DIGEST",
-  );
-}
-
-async function inRegistry(ref: string): Promise<boolean> {
-  const [, host, name, digest] = /^([^/]+)\/([^@]+)@(sha256:[0-9a-f]{64})$/.exec(ref)!;
-  const r = await fetch(`http://${host}/v2/${name}/manifests/${digest}`, {
-    method: "HEAD",
-    headers: {
-      accept: [
-        "application/vnd.oci.image.manifest.v1+json",
-        "application/vnd.docker.distribution.manifest.v2+json",
-      ].join(", "),
-    },
-  });
-  await r.body?.cancel();
-  return r.ok;
-}
+export { lockShape, pinnedSubstrateImages } from "./substrate_lock.ts";
 
 const fresh = new Map<string, Promise<FreshLock>>();
 
