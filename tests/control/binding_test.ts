@@ -86,10 +86,10 @@ Deno.test(
         const text = (await must(["module", "list"])).stdout;
         assertMatch(
           text,
-          /^registry v1 .*\n(?:  .*\n)*?  provides: artifact-store at registry\.lan:5000\n/m,
+          /^registry v1 .*\n(?: {2}.*\n)*? {2}provides: artifact-store at registry\.lan:5000\n/m,
         );
-        assertMatch(text, /^builder v1 .*\n(?:  .*\n)*?  requires: artifact-store\n/m);
-        assertMatch(text, /^mirror v1 .*\n(?:  .*\n)*?  provides: mirror at \(no address\)\n/m);
+        assertMatch(text, /^builder v1 .*\n(?: {2}.*\n)*? {2}requires: artifact-store\n/m);
+        assertMatch(text, /^mirror v1 .*\n(?: {2}.*\n)*? {2}provides: mirror at \(no address\)\n/m);
         const json = JSON.parse((await must(["module", "list", "--json"])).stdout) as {
           modules: { name: string; provides: unknown; requires: unknown }[];
         };
