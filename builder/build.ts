@@ -30,7 +30,12 @@ export interface BuildOptions {
   builder: string;
   /** Where work directories are made (default the system's temporary directory). */
   workDir?: string;
-  /** The environment's artifact store (used only when the request carries no binding). */
+  /**
+   * The artifact store of the builder's own binding file (lib/binding.ts, written by the control
+   * plane when the builder is a module): it wins over the request's and the environment's.
+   */
+  boundStore?: string;
+  /** The environment's artifact store (used only when there is no binding and the request carries none). */
   envStore?: string;
   /** Told each step as it starts, for the CLI to print. */
   onStep?: (step: string) => void;
@@ -39,12 +44,18 @@ export interface BuildOptions {
 class BuildFailure extends Error {}
 
 /**
- * The store a request is to be published to: its binding's address, else (a request made by hand,
- * with no binding) the environment's.
+ * The store a request is to be published to: the builder's own binding (`boundStore`, read from
+ * its binding file at start), else the request's binding's address, else (a builder and a request
+ * made by hand) the environment's.
  *
- * @throws {Error} when the binding has no address (never falls back), or there is neither.
+ * @throws {Error} when the request's binding has no address (never falls back), or there is none.
  */
-export function storeFor(request: BuildRequest, envStore: string | undefined): string {
+export function storeFor(
+  request: BuildRequest,
+  envStore: string | undefined,
+  options: { boundStore?: string } = {},
+): string {
+  if (options.boundStore !== undefined) return options.boundStore;
   if (request.artifactStore !== undefined) {
     const address = request.artifactStore.address.trim();
     if (address === "") {
@@ -78,7 +89,7 @@ export async function build(request: BuildRequest, options: BuildOptions): Promi
   let dir: string | undefined;
   let resolved: string | undefined;
   try {
-    const store = storeFor(request, options.envStore);
+    const store = storeFor(request, options.envStore, { boundStore: options.boundStore });
     if (!STORE_ADDRESS.test(store)) {
       throw new BuildFailure(`the artifact store address "${store}" is not host[:port][/path]`);
     }

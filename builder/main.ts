@@ -28,13 +28,16 @@ import {
 } from "../lib/cli_table.ts";
 import { untilSignalled } from "../lib/wait.ts";
 import { STORE_VARIABLE } from "./store_variable.ts";
+import { ARTIFACT_STORE, BINDINGS_DIR, BINDINGS_DIR_VARIABLE } from "../lib/binding_names.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import { jsonText } from "../lib/printable.ts";
 
 const HELP = `
-Where to publish: the artifact store binding the control plane sends with each request wins;
-${STORE_VARIABLE} is used only for a request that carries no binding (one made by hand). A
-binding with no address is refused, never replaced by the variable.`;
+Where to publish: a builder that is a module reads its binding first, the file
+${BINDINGS_DIR}/${ARTIFACT_STORE}.json the control plane writes on push (${BINDINGS_DIR_VARIABLE}
+moves the directory); one that cannot be read or is malformed stops the builder (exit 2). Without
+that file (a builder run by hand), the binding each request carries is used, and ${STORE_VARIABLE}
+only for a request that carries none. A binding with no address is refused, never replaced.`;
 
 /** What each exit code means: the one table help is rendered from. */
 export const EXIT_CODES: readonly ExitCode[] = [
@@ -45,8 +48,8 @@ export const EXIT_CODES: readonly ExitCode[] = [
   },
   {
     code: 2,
-    meaning: "refused at start: bad arguments, a --work-dir that cannot be used, or the broker " +
-      "refused the credential",
+    meaning: "refused at start: bad arguments, a --work-dir that cannot be used, an artifact " +
+      "store binding file that cannot be read or is malformed, or the broker refused the credential",
   },
 ];
 
@@ -173,6 +176,9 @@ async function start(
   }
   // What every build needs is checked now, not found missing by each request in turn.
   if (opts.workDir !== undefined) await assertWorkDir(opts.workDir);
+  // Its own binding first (a builder that is a module): read once, at start; a file that cannot
+  // be read or is malformed stops it, never a fallback to the request's store or the variable.
+  const boundStore = await readStoreBinding();
   const account = decodeURIComponent(new URL(brokerUrl[0]!).username);
   const name = opts.name ?? account;
   const { serve } = await import("./serve.ts");
@@ -181,6 +187,7 @@ async function start(
       broker: brokerUrl,
       name,
       workDir: opts.workDir,
+      ...(boundStore === undefined ? {} : { boundStore }),
       signal,
       say: (line) => err(`mesh-builder: ${line}\n`),
       answered: (answer) => out(jsonText(answer) + "\n"),
@@ -193,6 +200,33 @@ async function start(
 }
 
 class Refused extends Error {}
+
+/**
+ * The address of the builder's artifact store binding file, or undefined when there is none.
+ *
+ * @throws {Refused} "Cannot read binding "PATH": ..." when it cannot be read, is malformed, or
+ *   its address is not an artifact store address (host[:port][/path]).
+ */
+async function readStoreBinding(): Promise<string | undefined> {
+  const { bindingPath, readBinding } = await import("../lib/binding.ts");
+  const { STORE_ADDRESS } = await import("../lib/broker.ts");
+  let binding;
+  try {
+    binding = await readBinding(ARTIFACT_STORE);
+  } catch (error) {
+    throw new Refused(messageOf(error));
+  }
+  if (binding === undefined) return undefined;
+  if (!STORE_ADDRESS.test(binding.address)) {
+    const dir = Deno.env.get(BINDINGS_DIR_VARIABLE) || BINDINGS_DIR;
+    throw new Refused(
+      `Cannot read binding "${
+        bindingPath(ARTIFACT_STORE, dir)
+      }": its address "${binding.address}" is not an artifact store address (host[:port][/path])`,
+    );
+  }
+  return binding.address;
+}
 
 /**
  * Refuses a work directory that is not an existing directory this process can create files in.

@@ -27,6 +27,8 @@ export interface ServeOptions {
   broker: string | readonly string[];
   name: string;
   workDir?: string;
+  /** The artifact store of the builder's binding file, when it has one (it wins). */
+  boundStore?: string;
   signal: AbortSignal;
   /** The builder's news, one line each. */
   say: (line: string) => void;
@@ -106,6 +108,7 @@ async function handle(
   const answer = await build(request, {
     builder: options.name,
     workDir: options.workDir,
+    ...(options.boundStore === undefined ? {} : { boundStore: options.boundStore }),
     envStore: Deno.env.get("MESH_ARTIFACT_STORE"),
     onStep: (step) => options.say(`${request.id}: ${step}`),
   });

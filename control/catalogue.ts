@@ -30,6 +30,7 @@ import { messageOf } from "../lib/atomic.ts";
 import { declarationDigest } from "../host/declaration.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { InputError, MODULE_NAME, readNodeStates } from "./inventory.ts";
+import { parseModule, type Provision } from "./module_file.ts";
 import { classify, type Verdict } from "./state.ts";
 import { jsonText } from "../lib/printable.ts";
 
@@ -405,6 +406,10 @@ export interface CatalogueEntry {
   behind: Behind;
   /** The nodes it is assigned to, with what each is doing. */
   nodes: { name: string; verdict: Verdict }[];
+  /** The provisions it offers (control/module_file.ts), each with its address when it gives one. */
+  provides: Provision[];
+  /** The provisions it requires: bound on push to the module providing each. */
+  requires: string[];
   updatedAt: string;
 }
 
@@ -423,9 +428,11 @@ export async function readCatalogue(sql: Sql): Promise<CatalogueEntry[]> {
       source_branch: string | null;
       source_commit: string | null;
       image: string | null;
+      body: string;
       updated_at: Date;
     }[]
-  >`select name, version, digest, origin, source, source_branch, source_commit, image, updated_at
+  >`select name, version, digest, origin, source, source_branch, source_commit, image, body,
+      updated_at
     from modules order by name`;
   const states = await readNodeStates(sql);
   const runs = new Map<string, { name: string; verdict: Verdict }[]>();
@@ -469,6 +476,15 @@ export async function readCatalogue(sql: Sql): Promise<CatalogueEntry[]> {
         };
       }
     }
+    let provisions: { provides: Provision[]; requires: string[] };
+    try {
+      const { provides, requires } = parseModule(row.body);
+      provisions = { provides, requires };
+    } catch {
+      // Every body was read when it was added; one that no longer reads offers nothing here
+      // (rendering a node that runs it says why).
+      provisions = { provides: [], requires: [] };
+    }
     return {
       name: row.name,
       version: row.version,
@@ -485,6 +501,7 @@ export async function readCatalogue(sql: Sql): Promise<CatalogueEntry[]> {
       ...(row.image !== null ? { image: row.image } : {}),
       behind,
       nodes: runs.get(row.name) ?? [],
+      ...provisions,
       updatedAt: row.updated_at.toISOString(),
     };
   }));
@@ -520,6 +537,14 @@ export function catalogueText(entries: CatalogueEntry[]): string {
       `  ${e.behind.state === "no-source" ? "" : `${e.behind.state}: `}${e.behind.detail}`,
     ];
     if (e.image) lines.push(`  image ${e.image}`);
+    if (e.provides.length > 0) {
+      lines.push(
+        `  provides: ${
+          e.provides.map((p) => `${p.name} at ${p.address ?? "(no address)"}`).join(", ")
+        }`,
+      );
+    }
+    if (e.requires.length > 0) lines.push(`  requires: ${e.requires.join(", ")}`);
     lines.push(
       `  runs on: ${
         e.nodes.length === 0

@@ -19,6 +19,8 @@ import {
   type Resource,
 } from "../host/declaration.ts";
 import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
+import { type ModuleFile, parseModule } from "./module_file.ts";
+import { BINDING_MODE, bindingPath, bindingText } from "../lib/binding.ts";
 import { NODE_KINDS, type NodeKind } from "./state.ts";
 
 /** The systems a node can be enrolled as (one host build each). */
@@ -128,7 +130,7 @@ export async function addModule(sql: Sql, name: string, body: string): Promise<M
   }
   let declaration: Declaration;
   try {
-    declaration = parse(body);
+    declaration = parseModule(body).declaration;
   } catch (error) {
     if (error instanceof DeclarationError) {
       throw new InputError(`Cannot add module "${name}": ${error.message}`);
@@ -261,8 +263,13 @@ export interface Rendered {
  * parses each as the node will (actions refused).
  *
  * @returns one rendering per node, in the order asked.
+ * A node whose modules require provisions is given one binding file resource per provision
+ * (lib/binding.ts), from the one module of the catalogue providing it.
+ *
  * @throws {InputError} when two modules of a node declare the same id, or the result does not
- *   parse, naming the node, the modules and every problem.
+ *   parse, naming the node, the modules and every problem; or a provision required has no
+ *   provider, two, or a provider with no address (naming the node, the provision and the module
+ *   requiring it).
  */
 export async function renderDeclarations(sql: Sql, nodes: string[]): Promise<Rendered[]> {
   // Which modules each node runs, then each module's body once (a fleet shares a few modules).
@@ -281,7 +288,11 @@ export async function renderDeclarations(sql: Sql, nodes: string[]): Promise<Ren
     (await sql<{ name: string; version: number; body: string }[]>`
       select name, version, body from modules where name = any(${names})`).map((m) => [m.name, m]),
   );
-  const parsedModules = new Map<string, Declaration>();
+  const parsedModules = new Map<string, ModuleFile>();
+  // Providers are looked for only when a module assigned requires something: a module's body
+  // names its provisions, and only bodies that mention "provides" are read for them.
+  let providers: Map<string, Provider[]> | undefined;
+  const providersOnce = async () => providers ??= await readProviders(sql);
   // Nodes running the same modules render the same declaration: once per distinct list.
   const renderings = new Map<string, Omit<Rendered, "node">>();
   const out: Rendered[] = [];
@@ -290,10 +301,85 @@ export async function renderDeclarations(sql: Sql, nodes: string[]): Promise<Ren
     const key = modules.join("\0");
     let rendering = renderings.get(key);
     if (rendering === undefined) {
-      rendering = await renderFrom(node, modules, bodies, parsedModules);
+      rendering = await renderFrom(node, modules, bodies, { parsedModules, providersOnce });
       renderings.set(key, rendering);
     }
     out.push({ node, ...rendering });
+  }
+  return out;
+}
+
+/** A module of the catalogue offering a provision, with its address when it gives one. */
+interface Provider {
+  module: string;
+  address?: string;
+}
+
+/**
+ * Every provision offered in the catalogue, by name, with the modules offering it. A body that
+ * no longer reads is passed over here (rendering a node that runs it says why).
+ */
+async function readProviders(sql: Sql): Promise<Map<string, Provider[]>> {
+  const rows = await sql<{ name: string; body: string }[]>`
+    select name, body from modules where strpos(body, '"provides"') > 0 order by name`;
+  const out = new Map<string, Provider[]>();
+  for (const row of rows) {
+    let file: ModuleFile;
+    try {
+      file = parseModule(row.body);
+    } catch {
+      continue;
+    }
+    for (const p of file.provides) {
+      const list = out.get(p.name) ?? [];
+      list.push({ module: row.name, ...(p.address === undefined ? {} : { address: p.address }) });
+      out.set(p.name, list);
+    }
+  }
+  return out;
+}
+
+/**
+ * The binding file resources of a node whose modules require provisions: one per provision
+ * required (in the order first required), each from the one module of the catalogue providing it.
+ *
+ * @throws {InputError} naming the provision, the module requiring it and the node when no module
+ *   provides it, more than one does, or its provider gives no address. Never a fallback.
+ */
+function bindingResources(
+  node: string,
+  required: { module: string; name: string }[],
+  providers: Map<string, Provider[]>,
+): Resource[] {
+  const out: Resource[] = [];
+  const seen = new Set<string>();
+  for (const { module, name } of required) {
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const cannot = (why: string) =>
+      new InputError(
+        `Cannot bind node "${node}": module "${module}" requires provision "${name}", ${why}`,
+      );
+    const found = providers.get(name) ?? [];
+    if (found.length === 0) throw cannot("and no module in the catalogue provides it");
+    if (found.length > 1) {
+      throw cannot(
+        `and modules ${
+          found.map((p) => `"${p.module}"`).join(" and ")
+        } both provide it (one provider is allowed)`,
+      );
+    }
+    const provider = found[0]!;
+    if (provider.address === undefined) {
+      throw cannot(`and module "${provider.module}", which provides it, gives it no address`);
+    }
+    out.push({
+      id: `mesh-binding.${name}`,
+      type: "file",
+      path: bindingPath(name),
+      mode: BINDING_MODE,
+      content: bindingText({ name, address: provider.address, module: provider.module }),
+    });
   }
   return out;
 }
@@ -302,15 +388,20 @@ async function renderFrom(
   node: string,
   modules: string[],
   bodies: Map<string, { name: string; version: number; body: string }>,
-  parsedModules: Map<string, Declaration>,
+  cache: {
+    parsedModules: Map<string, ModuleFile>;
+    providersOnce: () => Promise<Map<string, Provider[]>>;
+  },
 ): Promise<Omit<Rendered, "node">> {
+  const { parsedModules } = cache;
   const resources: Resource[] = [];
   const from = new Map<string, string>();
+  const required: { module: string; name: string }[] = [];
   for (const name of modules) {
     let declaration = parsedModules.get(name);
     if (declaration === undefined) {
       try {
-        declaration = parse(bodies.get(name)!.body);
+        declaration = parseModule(bodies.get(name)!.body);
       } catch (error) {
         throw new InputError(
           `Cannot render node "${node}": module "${name}" does not parse: ${
@@ -320,7 +411,7 @@ async function renderFrom(
       }
       parsedModules.set(name, declaration);
     }
-    for (const r of declaration.resources) {
+    for (const r of declaration.declaration.resources) {
       const other = from.get(r.id);
       if (other !== undefined) {
         throw new InputError(
@@ -328,6 +419,19 @@ async function renderFrom(
         );
       }
       from.set(r.id, name);
+      resources.push(r);
+    }
+    for (const want of declaration.requires) required.push({ module: name, name: want });
+  }
+  if (required.length > 0) {
+    for (const r of bindingResources(node, required, await cache.providersOnce())) {
+      const other = from.get(r.id);
+      if (other !== undefined) {
+        throw new InputError(
+          `Cannot render node "${node}": resource id "${r.id}" is declared by module "${other}" and by the binding of the same name`,
+        );
+      }
+      from.set(r.id, "binding");
       resources.push(r);
     }
   }

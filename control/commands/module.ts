@@ -33,9 +33,9 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const { addModule } = await import("../inventory.ts");
     // Parsed before the database is asked: a fragment that does not parse is refused even
     // when the database is away.
-    const { parse } = await import("../../host/declaration.ts");
+    const { parseModule } = await import("../module_file.ts");
     try {
-      parse(body);
+      parseModule(body);
     } catch (error) {
       throw new Refused(`Cannot add module "${name}" from "${file}": ${messageOf(error)}`);
     }

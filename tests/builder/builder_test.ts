@@ -620,3 +620,98 @@ Deno.test("mesh-builder refuses at start, exit 2, without a broker or with one t
   assertMatch(said, /--broker: Cannot use the broker URLs: broker 1 \(.*\) is not an amqp:\/\//);
   assert(!said.includes("secret"), said);
 });
+
+Deno.test(
+  "a builder that is a module publishes to its binding file's store, before the request's and the variable's",
+  opts,
+  async () => {
+    await withBuildWorld(async ({ dir, source, start }) => {
+      const bindings = `${dir}/bindings`;
+      await Deno.mkdir(bindings);
+      await Deno.writeTextFile(
+        `${bindings}/artifact-store.json`,
+        JSON.stringify({ name: "artifact-store", address: REGISTRY, module: "registry" }),
+      );
+      // The variable names a store where nothing listens: the binding must win over it.
+      await start(uniqueNode("bb"), {
+        MESH_BINDINGS_DIR: bindings,
+        MESH_ARTIFACT_STORE: "127.0.0.1:1",
+      });
+      const good = await source.commit({ Containerfile: containerfile(), hello: "b\n" }, "one");
+      const asker = uniqueNode("ask");
+      const answer = await askByHand({
+        kind: "build-request",
+        id: crypto.randomUUID(),
+        module: "boundstore",
+        source: source.origin,
+        commit: good,
+        // And so must the request's own store.
+        artifactStore: { address: "127.0.0.1:1" },
+        replyTo: buildReplyKey(asker),
+        requestedAt: new Date().toISOString(),
+      }, asker);
+      assertEquals(answer.outcome, "built", answer.reason);
+      assertMatch(answer.image!, new RegExp(`^${REGISTRY}/mesh/boundstore@sha256:`));
+    });
+  },
+);
+
+Deno.test("a binding file that cannot be read or is malformed stops mesh-builder, exit 2, naming it", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-bindings-" });
+  const path = `${dir}/artifact-store.json`;
+  const builder = async (content: string | "directory") => {
+    await Deno.remove(path, { recursive: true }).catch(() => {});
+    if (content === "directory") await Deno.mkdir(path);
+    else await Deno.writeTextFile(path, content);
+    // A broker where nothing listens: the binding is read before any connection.
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--quiet",
+        `${ROOT}builder/main.ts`,
+        "--broker",
+        "amqp://b:p@127.0.0.1:1/",
+      ],
+      env: { MESH_BINDINGS_DIR: dir, MESH_ARTIFACT_STORE: REGISTRY, MESH_BROKER_URL: "" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+  };
+  const said = (why: string) =>
+    new RegExp(`^mesh-builder: Cannot read binding "${path.replaceAll("/", "\\/")}": ${why}`);
+  try {
+    await t.step("not JSON", async () => {
+      const out = await builder("{ not json");
+      assertEquals(out.code, 2, out.stderr);
+      assertMatch(out.stderr, said("it is not JSON"));
+    });
+    await t.step("no address", async () => {
+      const out = await builder(JSON.stringify({ name: "artifact-store", module: "registry" }));
+      assertEquals(out.code, 2, out.stderr);
+      assertMatch(out.stderr, said(`address: Missing required field "address"`));
+    });
+    await t.step("another provision's binding", async () => {
+      const out = await builder(
+        JSON.stringify({ name: "cache", address: "registry.lan:5000", module: "registry" }),
+      );
+      assertEquals(out.code, 2, out.stderr);
+      assertMatch(out.stderr, said(`it binds provision "cache", not "artifact-store"`));
+    });
+    await t.step("an address that is not a store's", async () => {
+      const out = await builder(
+        JSON.stringify({ name: "artifact-store", address: "http://x/", module: "registry" }),
+      );
+      assertEquals(out.code, 2, out.stderr);
+      assertMatch(out.stderr, said(`its address "http://x/" is not an artifact store address`));
+    });
+    await t.step("unreadable (a directory)", async () => {
+      const out = await builder("directory");
+      assertEquals(out.code, 2, out.stderr);
+      assertMatch(out.stderr, said("it is a directory"));
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
