@@ -306,3 +306,30 @@ Deno.test("the registry's backup is checked: maxAge a duration with its unit, pa
     assert(out.stderr.includes(`${file}:3:`), out.stderr);
   }
 });
+
+Deno.test("render backup --files-from: one form at a time, and a path with a line break refused", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mesh-backup-render-" });
+  try {
+    const file = `${dir}/r.yaml`;
+    await Deno.writeTextFile(
+      file,
+      `version: 1\naccounts: [root]\nservices:\n  x: { kind: daemon, state: ["/srv/a\\nb"] }\n`,
+    );
+    const both = await reconcileCli([
+      "render",
+      "backup",
+      "--registry",
+      file,
+      "--json",
+      "--files-from",
+    ]);
+    assertEquals(both.code, 2, both.stderr);
+    assertStringIncludes(both.stderr, "--json and --files-from are two forms");
+    const broken = await reconcileCli(["render", "backup", "--registry", file, "--files-from"]);
+    assertEquals(broken.code, 2, broken.stderr);
+    assertStringIncludes(broken.stderr, "holds a line break");
+    assertEquals(broken.stdout, "");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
