@@ -18,6 +18,7 @@ export const CHECKS = [
   "repo",
   "timer",
   "boot",
+  "backup",
 ] as const;
 
 /** The anti-join directions (mesh-reconcile's `Direction`). */

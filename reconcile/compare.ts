@@ -20,6 +20,7 @@ import { compareTimers } from "./compare_timers.ts";
 import { compareBoot } from "./compare_boot.ts";
 import { compareRoutes } from "./compare_route.ts";
 import { compareRepoCheck } from "./compare_repo.ts";
+import { compareBackup } from "./compare_backup.ts";
 
 export type { Check, CompareOptions, Direction, Finding, Observation } from "./finding.ts";
 
@@ -131,6 +132,15 @@ export const CHECKS: readonly CheckRow[] = [
       rogue: "an uncommitted edit in the checkout; a local commit the upstream lacks",
     },
     compare: compareRepoCheck,
+  },
+  {
+    check: "backup",
+    observes: ["backup"],
+    findings: {
+      missing: "a declared state directory in no snapshot of the registry's backup taken here " +
+        "(missing), or whose newest snapshot is older than its maxAge (stale)",
+    },
+    compare: compareBackup,
   },
 ];
 

@@ -14,6 +14,7 @@ import type { SourceStatus } from "./observe/source.ts";
 import type { ObservedTimer } from "./observe/timers.ts";
 import type { BootObservation } from "./observe/boot.ts";
 import type { RepoObservation } from "./observe/repo.ts";
+import type { BackupObservation } from "./observe/backup.ts";
 import type { SeenByRepo } from "./repo_seen.ts";
 
 /** The checks a finding can come from, one row each in the table of `./compare.ts`. */
@@ -27,7 +28,8 @@ export type Check =
   | "route"
   | "repo"
   | "timer"
-  | "boot";
+  | "boot"
+  | "backup";
 
 /** Which side of the anti-join a finding is on. */
 export type Direction = "missing" | "rogue";
@@ -66,6 +68,8 @@ export interface Observation {
   boot?: BootObservation;
   /** The deployment repository, with `run --repo`; absent: the repository is not compared. */
   repo?: RepoObservation;
+  /** The snapshots of the registry's `backup`, when it names one and they were read. */
+  backup?: BackupObservation;
 }
 
 /** Options every comparison receives. */

@@ -16,6 +16,8 @@
  * @module
  */
 
+import { parseDuration } from "../lib/duration.ts";
+
 /** An entry's name, also the key of the `services` map. */
 export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** Linux account names as `useradd` accepts them (lowercase, digits, `_`, `-`, optional `$`). */
@@ -307,7 +309,11 @@ export function validRegistry(data: unknown): Raw | undefined {
   if (!isObject(data) || data.version !== 1) return undefined;
   const keys = Object.keys(data);
   const roots = data.roots;
-  if (keys.length !== (roots === undefined ? 3 : 4)) return undefined;
+  const backup = data.backup === undefined ? undefined : validBackup(data.backup);
+  if (data.backup !== undefined && backup === undefined) return undefined;
+  if (keys.length !== 3 + (roots === undefined ? 0 : 1) + (backup === undefined ? 0 : 1)) {
+    return undefined;
+  }
   if (!("accounts" in data) || !("services" in data)) return undefined;
   if (
     roots !== undefined &&
@@ -331,6 +337,24 @@ export function validRegistry(data: unknown): Raw | undefined {
     version: 1,
     accounts: [...accounts],
     ...(roots !== undefined ? { roots: [...roots] } : {}),
+    ...(backup !== undefined ? { backup } : {}),
     services,
   };
+}
+
+/** A valid `backup` (`{restic: {repository, passwordFile}, maxAge}`) in the schema's order, or undefined. */
+function validBackup(raw: unknown): Raw | undefined {
+  if (!isObject(raw) || Object.keys(raw).length !== 2 || !isObject(raw.restic)) return undefined;
+  const { restic, maxAge } = raw;
+  if (Object.keys(restic).length !== 2) return undefined;
+  const { repository, passwordFile } = restic;
+  if (typeof repository !== "string" || repository.length < 1) return undefined;
+  if (typeof passwordFile !== "string" || !isAbsolutePath(passwordFile)) return undefined;
+  if (typeof maxAge !== "string") return undefined;
+  try {
+    if (!(parseDuration(maxAge) > 0)) return undefined;
+  } catch {
+    return undefined;
+  }
+  return { restic: { repository, passwordFile }, maxAge };
 }

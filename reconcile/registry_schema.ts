@@ -12,6 +12,7 @@
 import { z } from "zod";
 
 import { formatPath } from "../lib/json_path.ts";
+import { parseDuration } from "../lib/duration.ts";
 import { quickLoad } from "./registry_fast.ts";
 import {
   ACCOUNT,
@@ -169,6 +170,32 @@ export const Entry = z.discriminatedUnion("kind", [
       : undefined,
 });
 
+/**
+ * The backup that should hold the declared state (`backup`): a restic repository and how old its
+ * newest snapshot of each state directory may be (`run`'s `backup` check).
+ */
+export const Backup = z.strictObject({
+  restic: z.strictObject({
+    /** `restic -r`: a repository path or URL. */
+    repository: z.string().min(1, "Name the restic repository (a path or URL)"),
+    /** `restic --password-file`: the file holding the repository's password. */
+    passwordFile: AbsolutePath,
+  }),
+  /** A duration with its unit (`26h`): a directory whose newest snapshot is older is stale. */
+  maxAge: z.string({
+    error: (issue) =>
+      typeof issue.input === "number"
+        ? `Must be a duration with its unit, e.g. ${issue.input}h`
+        : "Must be a duration with its unit, e.g. 26h",
+  }).refine((v) => {
+    try {
+      return parseDuration(v) > 0;
+    } catch {
+      return false;
+    }
+  }, "Must be a duration with its unit, e.g. 26h"),
+});
+
 const RegistryShape = z.strictObject({
   version: z.literal(1, { error: "Unsupported registry version; this program reads version 1" }),
   accounts: z.array(AccountName).min(
@@ -178,6 +205,8 @@ const RegistryShape = z.strictObject({
   /** PEM files of private CAs' roots, trusted besides the system's store (`certificate`). */
   roots: z.array(AbsolutePath).min(1, "List at least one root file, or leave roots out")
     .optional(),
+  /** The backup that should hold every declared state directory (`backup`). */
+  backup: Backup.optional(),
   // Names are checked with the other cross-entry checks: a bad name must not hide the
   // problems of its entry (a record's key failing stops zod from checking its value).
   services: z.record(z.string(), Entry),

@@ -195,6 +195,26 @@ export function renderBackup(registry: Registry, file: string): BackupPlan {
   };
 }
 
+/**
+ * The backup plan's state directories, one a line, as `restic backup --files-from FILE` reads
+ * them (restic(1): one path a line; blank lines and lines starting with `#` are skipped). A
+ * path holding a line break cannot be said in that format and is refused.
+ *
+ * @throws {Error} naming the path when it holds a line break.
+ */
+export function backupFiles(plan: BackupPlan): string {
+  for (const s of plan.state) {
+    if (/[\r\n]/.test(s.path)) {
+      throw new Error(
+        `Cannot render backup for --files-from: state directory ${
+          printable(s.path)
+        } holds a line break`,
+      );
+    }
+  }
+  return plan.state.map((s) => s.path + "\n").join("");
+}
+
 /** The backup plan as text for people (the JSON form is the plan itself). */
 export function backupText(plan: BackupPlan): string {
   const lines = [

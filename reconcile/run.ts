@@ -22,6 +22,7 @@ import type { SeenByRepo } from "./repo_seen.ts";
 import { observeRepo } from "./observe/repo.ts";
 import { observeTimers, type TimerRequest, timerRequests } from "./observe/timers.ts";
 import { type BootRequest, bootRequest, observeBoot } from "./observe/boot.ts";
+import type { BackupRequest } from "./observe/backup.ts";
 
 import { BOOT_VIEWS, type BootView, NO_PROXY } from "./options.ts";
 
@@ -60,6 +61,8 @@ export interface ObserveOptions {
   boot?: BootRequest | "none";
   /** The deployment repository's checkout (`run --repo`); not observed when absent. */
   repoDir?: string;
+  /** The registry's backup, whose snapshots are read (`backup`); not observed when absent. */
+  backup?: BackupRequest;
   /**
    * The accounts and containers, already being asked ({@linkcode startObserving}, for the same
    * accounts, `timeoutMs` and `runtimes`); started here when absent.
@@ -91,6 +94,11 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
   const repo = options.repoDir === undefined
     ? undefined
     : observeRepo(options.repoDir, { timeoutMs: options.timeoutMs });
+  // So are the backup's snapshots (restic only; never throws).
+  const backupAsked = options.backup;
+  const backup = backupAsked === undefined
+    ? undefined
+    : import("./observe/backup.ts").then((m) => m.observeBackup(backupAsked, { timeoutMs }));
   let passwd;
   try {
     passwd = await started.passwd;
@@ -102,6 +110,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       detail: messageOf(error),
     }];
     const repoObserved = await repo;
+    const backupObserved = await backup;
     return {
       time,
       containers: [],
@@ -112,8 +121,10 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
         ...sources,
         ...(options.boot === "none" ? [{ ...NO_BOOT_SOURCE }] : []),
         ...repoObserved?.sources ?? [],
+        ...backupObserved?.sources ?? [],
       ],
       ...(repoObserved ? { repo: repoObserved } : {}),
+      ...(backupObserved?.backup ? { backup: backupObserved.backup } : {}),
     };
   }
   const bootAsked = options.boot === "none" ? undefined : options.boot;
@@ -175,6 +186,7 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
     bootObserved,
   ]);
   const repoObserved = await repo;
+  const backupObserved = await backup;
   return {
     time,
     containers: containers.containers,
@@ -192,10 +204,12 @@ export async function observe(accounts: string[], options: ObserveOptions): Prom
       ...boot?.sources ?? [],
       ...(options.boot === "none" ? [{ ...NO_BOOT_SOURCE }] : []),
       ...repoObserved?.sources ?? [],
+      ...backupObserved?.sources ?? [],
     ],
     ...(timers ? { timers: timers.timers } : {}),
     ...(boot ? { boot: boot.boot } : {}),
     ...(repoObserved ? { repo: repoObserved } : {}),
+    ...(backupObserved?.backup ? { backup: backupObserved.backup } : {}),
   };
 }
 
@@ -209,6 +223,17 @@ export function tlsRequests(registry: Registry): TlsRequest[] {
       ...(t.starttls !== undefined ? { starttls: t.starttls } : {}),
     }))
   );
+}
+
+/** The backup `registry` names (`backup.restic`) with every declared state directory, if any. */
+export function backupRequest(registry: Registry): BackupRequest | undefined {
+  if (registry.backup === undefined) return undefined;
+  const state = new Set(Object.values(registry.services).flatMap((e) => e.state ?? []));
+  return {
+    repository: registry.backup.restic.repository,
+    passwordFile: registry.backup.restic.passwordFile,
+    state: [...state].sort(),
+  };
 }
 
 /** The verdict of a run. */
@@ -270,6 +295,7 @@ export async function reconcile(
     timers: timerRequests(registry),
     boot: bootView === "none" ? "none" : bootRequest(registry),
     ...(options.repo ? { repoDir: options.repo.dir } : {}),
+    ...(registry.backup ? { backup: backupRequest(registry) } : {}),
   });
   const compareOptions: CompareOptions = {
     certWarnMs: options.certWarnMs ?? 14 * 86_400_000,

@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import type { CommandEntry } from "../../lib/cli_table.ts";
 import { loadRegistry } from "../registry_load.ts";
-import { type ReconcileContext } from "./context.ts";
+import { type ReconcileContext, UsageError } from "./context.ts";
 import { jsonText } from "../../lib/printable.ts";
 
 /** Defines `render` on `parent`. */
@@ -35,9 +35,22 @@ export function define(
     .description("list the state directories and databases the registry declares, to back up")
     .requiredOption("--registry <file>", "the registry (YAML, version 1)")
     .option("--json", "print the list as JSON")
-    .action(async (opts: { registry: string; json?: boolean }) => {
-      const { backupText, renderBackup } = await import("../render.ts");
+    .option(
+      "--files-from",
+      "print only the state directories, one a line, for restic backup --files-from",
+    )
+    .action(async (opts: { registry: string; json?: boolean; filesFrom?: boolean }) => {
+      const { backupFiles, backupText, renderBackup } = await import("../render.ts");
+      if (opts.json && opts.filesFrom) {
+        throw new UsageError("Cannot render backup: --json and --files-from are two forms");
+      }
       const plan = renderBackup(await loadRegistry(opts.registry), opts.registry);
-      ctx.out(opts.json ? jsonText(plan, 2) + "\n" : backupText(plan));
+      ctx.out(
+        opts.json
+          ? jsonText(plan, 2) + "\n"
+          : opts.filesFrom
+          ? backupFiles(plan)
+          : backupText(plan),
+      );
     });
 }

@@ -22,6 +22,7 @@ const EVERY: Record<Check, true> = {
   repo: true,
   timer: true,
   boot: true,
+  backup: true,
 };
 
 Deno.test("the table has every check once, each saying what it observes and can find", () => {

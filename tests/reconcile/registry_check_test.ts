@@ -186,6 +186,23 @@ Deno.test("a registry checked without zod is the schema's own: same values, same
         "/x/../ca.pem",
       ], [1]][(n / 5 | 0) % 7];
     }
+    // The registry's backup, on every fifth input besides: valid, or each shape the rule refuses.
+    if (n % 5 === 2) {
+      const restic = { repository: "/srv/restic", passwordFile: "/etc/restic.pw" };
+      d.backup = [
+        { restic, maxAge: "26h" },
+        { maxAge: "1h30m", restic: { passwordFile: "/p", repository: "sftp:h:/r" } },
+        { restic, maxAge: "26" },
+        { restic, maxAge: "0s" },
+        { restic, maxAge: 26 },
+        { restic: { ...restic, passwordFile: "p" }, maxAge: "1d" },
+        { restic: { ...restic, repository: "" }, maxAge: "1d" },
+        { restic: { ...restic, extra: 1 }, maxAge: "1d" },
+        { restic, maxAge: "1d", extra: 1 },
+        { restic },
+        "/srv/restic",
+      ][(n / 5 | 0) % 11];
+    }
     const mutations = n % 4 === 0 ? 0 : 1 + r.int(3);
     for (let m = 0; m < mutations; m++) mutate(r, d);
     // Through JSON, as plain data: an own "__proto__" key survives it (JSON.parse defines it).
@@ -252,6 +269,10 @@ Deno.test("a valid registry of every kind is checked without zod; a redirect is 
     JSON.stringify(rooted),
     JSON.stringify(Registry.parse({ ...d, roots: ["/etc/mesh/ca.pem"] })),
   );
+  const backup = { maxAge: "26h", restic: { passwordFile: "/p", repository: "/srv/restic" } };
+  const backed = validRegistry({ ...d, backup }) as Registry | undefined;
+  assertEquals(Object.keys(backed!), ["version", "accounts", "backup", "services"]);
+  assertEquals(JSON.stringify(backed), JSON.stringify(Registry.parse({ ...d, backup })));
   assertEquals(Object.keys(got!.services.web!), ["kind", "container", "user", "port", "web"]);
   assertEquals(got!.services.web!.port, [8080]);
   const redirect = {
