@@ -183,7 +183,7 @@ Deno.test("`bundle` shows the carried bundle and what it would do, changing noth
       for (const ref of missing) assertStringIncludes(shown.stdout, `Cannot have image ${ref}`);
       const problems = shown.stdout.split("\nproblems:\n")[1]?.split("\n").filter((l) => l !== "");
       assert(problems !== undefined && problems.length > 0, shown.stdout);
-      for (const line of problems) assert(/^  \[[a-z-]+\]: Cannot have image /.test(line), line);
+      for (const line of problems) assert(/^ {2}\[[a-z-]+\]: Cannot have image /.test(line), line);
     }
     assertEquals(
       await Deno.stat(`${dir}/state`).then(() => true, () => false),

@@ -60,7 +60,7 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
       assertStringIncludes(shown.stdout, "source bundle: refused, none of its");
       const problems = shown.stdout.split("\nproblems:\n")[1]?.split("\n").filter((l) => l !== "");
       assert(problems !== undefined && problems.length > 0, shown.stdout);
-      for (const line of problems) assert(/^  \[[a-z-]+\]: Cannot have image /.test(line), line);
+      for (const line of problems) assert(/^ {2}\[[a-z-]+\]: Cannot have image /.test(line), line);
     }
     const secrets = await m.exec(["test", "-e", "/etc/mesh/secrets"], { allowFailure: true });
     assert(secrets.code !== 0, "bundle wrote /etc/mesh/secrets");
