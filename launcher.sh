@@ -29,6 +29,13 @@ lib=${MESH_LIB:-/usr/lib/mesh}
 max=${MESH_MAX_FAILURES:-3}
 delay=${MESH_RESTART_DELAY:-1}
 current="$lib/mesh-host"
+# The host is told the path it was started from (MESH_EXECUTABLE, absolute), not left to find
+# its own: a compiled host reads its file from the kernel with the symlink resolved, and would
+# miss $current being repointed to a new version. It watches this path, following the symlink.
+case $current in
+/*) installed=$current ;;
+*) installed=$PWD/$current ;;
+esac
 counter_file="$state_dir/failures"
 known_file="$state_dir/known-good"
 
@@ -156,7 +163,7 @@ read_counter
 [ "$failures" -ge "$max" ] && roll_back
 
 while :; do
-  "$current" "$@" &
+  MESH_EXECUTABLE=$installed "$current" "$@" &
   child=$!
   wait_child
   if [ -n "$stopping" ]; then

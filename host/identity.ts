@@ -1,6 +1,7 @@
 /**
  * The identity of the running executable, captured at start, so the host can tell that its
- * binary was replaced on disk (overwritten in place, or a new file renamed onto the path) and
+ * binary was replaced on disk (overwritten in place, a new file renamed onto the path, or the
+ * installed symlink repointed to another version) and
  * stand aside for the new one. No procfs: `/proc/self/exe` marked deleted catches unlink only,
  * and a rename onto the same path is exactly what a package manager does.
  *
@@ -17,17 +18,37 @@ export interface FileIdentity {
   mtime: number;
 }
 
+/** What {@linkcode executablePath} decides from; each defaults to this process's own. */
+export interface ExecutableFacts {
+  /** `Deno.build.standalone`: a compiled binary. */
+  standalone: boolean;
+  /** `MESH_EXECUTABLE`, or `undefined` when unset. */
+  named: string | undefined;
+  /** `Deno.execPath()`: for a compiled binary the file it runs from, symlinks resolved. */
+  execPath: string;
+  /** `Deno.mainModule`, a URL. */
+  mainModule: string;
+}
+
 /**
- * The file this process runs from: the compiled binary (`Deno.execPath()`); for a one-file
- * executable (scripts/onefile.ts) the file it was started from, which its launcher script passes
- * in `MESH_EXECUTABLE` (an absolute path); or for `deno run` the main module's file.
+ * The file this process runs from, as installed: `MESH_EXECUTABLE` when it is an absolute path
+ * (the launcher sets it to the path it starts, `$MESH_LIB/mesh-host`, usually a symlink; a
+ * one-file executable's script (scripts/onefile.ts) sets it to the file it was started from);
+ * else the compiled binary (`Deno.execPath()`); else, for `deno run`, the main module's file.
+ *
+ * The named path wins even for a compiled binary: `Deno.execPath()` is read from the kernel with
+ * symlinks resolved (`/usr/lib/mesh/mesh-host-0.1.0`), so a symlink repointed to a new version
+ * (`ln -sfn mesh-host-0.2.0 mesh-host`) would leave the file it names unchanged and go unnoticed.
+ * {@linkcode executableIdentity} stats the path following symlinks, so a repointed symlink is a
+ * new file at the path, exactly as a copied file renamed onto it is.
  */
-export function executablePath(): string {
-  if (Deno.build.standalone) return Deno.execPath();
-  const packed = Deno.env.get("MESH_EXECUTABLE");
-  if (packed !== undefined && packed.startsWith("/")) return packed;
-  const main = new URL(Deno.mainModule);
-  return main.protocol === "file:" ? decodeURIComponent(main.pathname) : Deno.execPath();
+export function executablePath(facts: Partial<ExecutableFacts> = {}): string {
+  const named = "named" in facts ? facts.named : Deno.env.get("MESH_EXECUTABLE");
+  if (named !== undefined && named.startsWith("/")) return named;
+  const execPath = facts.execPath ?? Deno.execPath();
+  if (facts.standalone ?? Deno.build.standalone) return execPath;
+  const main = new URL(facts.mainModule ?? Deno.mainModule);
+  return main.protocol === "file:" ? decodeURIComponent(main.pathname) : execPath;
 }
 
 /**

@@ -26,7 +26,9 @@
  *   files found on disk, which nothing reads, are named in its detail.
  *
  * Only systemd is read. On a machine not booted with it (sd_booted(3)) the `boot-units` sources
- * are `failed`, not `absent`: another init may start things at boot, and it is not read.
+ * are `failed`, not `absent`: another init may start things at boot, and it is not read. Where
+ * that init is OpenRC (`/run/openrc`, its RC_SVCDIR, is a directory) the detail says so first,
+ * "boot view: not checked (OpenRC)": its runlevels are not compared with the registry.
  * - `/proc/PID/cgroup` (cgroups(7)) of the processes holding a daemon's ports.
  *
  * @module
@@ -49,6 +51,8 @@ import {
   isOneOf,
   type Manager,
   managerOf,
+  type OtherInit,
+  otherInit,
   parseExecProperty,
   parseProcCgroup,
   parseShow,
@@ -355,15 +359,27 @@ function resolveSpecifiers(value: string, unit: string): string | undefined {
   return unresolved ? undefined : out;
 }
 
+/** The words a result carries when OpenRC runs and its boot view is not read. */
+export const OPENRC_NOT_CHECKED = "boot view: not checked (OpenRC)";
+
 /**
  * The `boot-units` detail on a machine not booted with systemd (sd_booted(3)): what a reboot would
  * produce there is up to another init (OpenRC runlevels, sysvinit, a daemon it starts), which this
- * program does not read. Names the way to run without the boot view.
+ * program does not read. Where OpenRC runs ({@linkcode otherInit}) it begins with
+ * {@linkcode OPENRC_NOT_CHECKED}: its runlevels `boot` and `default` are not compared with the
+ * registry. Names the way to run without the boot view.
  */
-export function notBootedDetail(booted: { reason: string }): string {
-  return `${booted.reason}; mesh-reconcile reads what a reboot would produce from systemd only ` +
-    `(another init, such as OpenRC or sysvinit, is not read): pass --boot none to run without ` +
-    `the boot view`;
+export function notBootedDetail(
+  booted: { reason: string },
+  init: OtherInit = { reason: "" },
+): string {
+  const openrc = init.init === "openrc"
+    ? `${OPENRC_NOT_CHECKED}: ${init.reason}, and the services its runlevels boot and default ` +
+      `would start are not compared with the registry; `
+    : "";
+  return `${openrc}${booted.reason}; mesh-reconcile reads what a reboot would produce from ` +
+    `systemd only (another init, such as OpenRC or sysvinit, is not read): pass --boot none to ` +
+    `run without the boot view`;
 }
 
 /**
@@ -391,6 +407,7 @@ export async function observeBoot(
     unitFiles: {},
   };
   const booted = sdBooted(options.root);
+  const init = booted.booted ? undefined : otherInit(options.root);
 
   // Each account's containers first: asking needs nothing else, and it is the slow part (a
   // podman subprocess), so it runs while the daemons' units are found.
@@ -457,6 +474,7 @@ export async function observeBoot(
     const manager = managerOf(account);
     const units = await askManager(manager, {
       booted,
+      init,
       root,
       timeoutMs,
       labelled: boot.containers.filter((c) => c.account === name).flatMap((c) =>
@@ -638,6 +656,8 @@ async function askManager(
   manager: Manager,
   ask: {
     booted: ReturnType<typeof sdBooted>;
+    /** The other init, on a machine not booted with systemd. */
+    init?: OtherInit;
     root: string;
     timeoutMs: number;
     labelled: string[];
@@ -660,7 +680,9 @@ async function askManager(
   });
   // Another init (OpenRC, sysvinit) may well start things at boot; it cannot be read here, so
   // this is not "nothing comes back" (absent) but "could not be asked" (failed).
-  if (!ask.booted.booted) return none("failed", ask.booted.method, notBootedDetail(ask.booted));
+  if (!ask.booted.booted) {
+    return none("failed", ask.booted.method, notBootedDetail(ask.booted, ask.init));
+  }
   if (manager.user) {
     const user = userManagerState(manager, ask.root);
     if (!user.lingers) {

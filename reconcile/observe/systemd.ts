@@ -132,6 +132,29 @@ export function sdBooted(root = ""): Booted {
   }
 }
 
+/** Which other init a machine not booted with systemd runs, when it can be told. */
+export interface OtherInit {
+  /** `openrc`, or `undefined` when no known init was recognised. */
+  init?: "openrc";
+  /** How that was found, in one clause. */
+  reason: string;
+}
+
+/**
+ * Recognises OpenRC: it keeps its state in its service directory `RC_SVCDIR`, `/run/openrc`
+ * (OpenRC's librc, `rc.h`; the `softlevel` file there names the running runlevel), created at
+ * its first start in each boot. `root` prefixes the path (for tests).
+ */
+export function otherInit(root = ""): OtherInit {
+  const path = `${root}/run/openrc`;
+  try {
+    if (Deno.statSync(path).isDirectory) {
+      return { init: "openrc", reason: `${path} is a directory (OpenRC's RC_SVCDIR)` };
+    }
+  } catch { /* not OpenRC */ }
+  return { reason: `${path} is not a directory: no OpenRC` };
+}
+
 /** The manager of `account`: the system manager for root, the account's user manager otherwise. */
 export function managerOf(account: Account): Manager {
   return { account: account.name, user: account.uid !== 0, uid: account.uid, home: account.home };

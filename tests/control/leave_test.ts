@@ -451,3 +451,54 @@ Deno.test(
     }
   },
 );
+
+// Issue 32, item 4: `module list` says which nodes run each module. The catalogue's tests saw only
+// a module no node runs; here two nodes are assigned it, then one is unassigned, then the other
+// removed, and the list follows each step (text and JSON).
+Deno.test(
+  "module list: the nodes a module runs on, after assign, unassign and node remove",
+  opts,
+  async () => {
+    await withVhost(async (_inv, vhost) => {
+      const [a, b] = [uniqueNode("la"), uniqueNode("lb")].sort();
+      await enrollIn(vhost, a!);
+      await enrollIn(vhost, b!);
+      const module = `list-${a}`;
+      const dir = await Deno.makeTempDir({ prefix: "mesh-leave-" });
+      try {
+        await Deno.writeTextFile(`${dir}/m.json`, JSON.stringify({ version: 1, resources: [] }));
+        await mustControl(vhost.env, ["module", "add", `${dir}/m.json`, "--name", module]);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+      /** The nodes `module list --json` names for the module, and its text's `runs on` line. */
+      const runsOn = async () => {
+        const json = JSON.parse(
+          (await mustControl(vhost.env, ["module", "list", "--json"])).stdout,
+        );
+        const entry = (json.modules as { name: string; nodes: { name: string }[] }[])
+          .find((m) => m.name === module);
+        assert(entry !== undefined, `${module} is not in the catalogue`);
+        const text = (await mustControl(vhost.env, ["module", "list"])).stdout.split("\n");
+        const at = text.findIndex((l) => l.startsWith(`${module} v1 `));
+        const line = text.slice(at + 1).find((l) => l.startsWith("  runs on: "));
+        return { nodes: entry.nodes.map((n) => n.name), text: line };
+      };
+
+      assertEquals(await runsOn(), { nodes: [], text: "  runs on: no node" });
+      await mustControl(vhost.env, ["node", "assign", a!, module]);
+      await mustControl(vhost.env, ["node", "assign", b!, module]);
+      const both = await runsOn();
+      assertEquals(both.nodes, [a, b]);
+      assertMatch(both.text ?? "", new RegExp(`^  runs on: ${a} \\([^)]+\\), ${b} \\([^)]+\\)$`));
+
+      await mustControl(vhost.env, ["node", "unassign", a!, module]);
+      const one = await runsOn();
+      assertEquals(one.nodes, [b]);
+      assertMatch(one.text ?? "", new RegExp(`^  runs on: ${b} \\([^)]+\\)$`));
+
+      await mustControl(vhost.env, ["node", "remove", b!]);
+      assertEquals(await runsOn(), { nodes: [], text: "  runs on: no node" });
+    });
+  },
+);

@@ -6,7 +6,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "../su
 import { cli, ROOT } from "../support/mod.ts";
 import { applyBytes, applyDeclaration } from "../../host/apply.ts";
 import { EmptyBundleError, loadBundle, NoBundleError } from "../../host/bundle.ts";
-import { executableIdentity, replacedSince } from "../../host/identity.ts";
+import { executableIdentity, executablePath, replacedSince } from "../../host/identity.ts";
 import { android } from "../../systems/android.ts";
 import { arch } from "../../systems/arch.ts";
 import { debian } from "../../systems/debian.ts";
@@ -211,6 +211,45 @@ Deno.test("the executable's identity tells an overwrite and a rename from the sa
     assertStringIncludes(replacedSince(second)!, "overwritten in place");
     await Deno.remove(path);
     assertStringIncludes(replacedSince(second)!, "was removed");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// Field case (issue 32): /usr/lib/mesh/mesh-host is a symlink, repointed with `ln -sfn` to a new
+// version. A compiled host's Deno.execPath() is the symlink's target, which does not change; the
+// path the launcher names (MESH_EXECUTABLE) is watched instead, following the symlink.
+Deno.test("a compiled host watches the installed path it was started from, not the symlink's target", () => {
+  const facts = {
+    standalone: true,
+    execPath: "/usr/lib/mesh/mesh-host-0.1.0",
+    mainModule: "file:///ignored.ts",
+  };
+  assertEquals(
+    executablePath({ ...facts, named: "/usr/lib/mesh/mesh-host" }),
+    "/usr/lib/mesh/mesh-host",
+  );
+  assertEquals(executablePath({ ...facts, named: undefined }), "/usr/lib/mesh/mesh-host-0.1.0");
+  assertEquals(executablePath({ ...facts, named: "relative/mesh-host" }), facts.execPath);
+  assertEquals(
+    executablePath({ ...facts, standalone: false, named: undefined }),
+    "/ignored.ts",
+  );
+});
+
+Deno.test("a symlink repointed to another version is a replaced executable", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/mesh-host-0.1.0`, "version 1");
+    await Deno.writeTextFile(`${dir}/mesh-host-0.2.0`, "version 1");
+    await Deno.symlink("mesh-host-0.1.0", `${dir}/mesh-host`);
+    const start = executableIdentity(`${dir}/mesh-host`);
+    assertEquals(replacedSince(start), undefined);
+    const ln = await new Deno.Command("ln", {
+      args: ["-sfn", "mesh-host-0.2.0", `${dir}/mesh-host`],
+    }).output();
+    assertEquals(ln.code, 0);
+    assertStringIncludes(replacedSince(start)!, `"${dir}/mesh-host" was replaced`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

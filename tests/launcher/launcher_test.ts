@@ -43,6 +43,7 @@ n=$((n + 1))
 echo "$n" >"$d/n.$v"
 f=$(cat "$MESH_STATE_DIR/failures" 2>/dev/null) || f=-
 echo "start $v $n failures=$f pid=$$ args=$*" >>"$d/log"
+echo "exe $v \${MESH_EXECUTABLE-unset}" >>"$d/log"
 set -- ${plan.join(" ")}
 i=1
 for step do [ "$i" -ge "$n" ] && break; i=$((i + 1)); done
@@ -131,9 +132,10 @@ interface Running {
 }
 
 /** Starts the launcher in its own process group (setsid), with the lab's layout. */
-function start(l: Lab, env: Record<string, string> = {}): Running {
+function start(l: Lab, env: Record<string, string> = {}, cwd?: string): Running {
   const child = new Deno.Command("setsid", {
     args: ["sh", LAUNCHER],
+    ...(cwd !== undefined ? { cwd } : {}),
     env: {
       MESH_LIB: l.lib,
       MESH_STATE_DIR: l.state,
@@ -605,6 +607,29 @@ test("a host killed by a signal it was not sent is a failure and is restarted", 
   await waitFor(l, "ready 0.2.0 ", r);
   const o = await stop(r);
   assertEquals(await l.failuresFile(), "1\n", says(o));
+});
+
+// Field case (issue 32, item 3): mesh-host is a symlink repointed to a new version. A compiled
+// host finds its own file with the symlink resolved and would never see the repoint; the
+// launcher names the path it starts, absolute, so the host watches that (tests/launcher/
+// repoint_test.ts runs the real host through the repoint).
+test("the host is told the installed path it was started from (MESH_EXECUTABLE, absolute)", async (l) => {
+  await l.host("0.2.0", ["sleep0"]);
+  await l.point("0.2.0");
+  let r = start(l);
+  await waitFor(l, "ready 0.2.0", r);
+  await stop(r);
+  assertEquals((await l.log()).filter((x) => x.startsWith("exe ")), [
+    `exe 0.2.0 ${l.lib}/mesh-host`,
+  ]);
+  // A relative MESH_LIB is made absolute: the host honours only an absolute path.
+  await Deno.writeTextFile(`${l.dir}/log`, "");
+  r = start(l, { MESH_LIB: "lib" }, l.dir);
+  await waitFor(l, "ready 0.2.0 ", r);
+  await stop(r);
+  assertEquals((await l.log()).filter((x) => x.startsWith("exe ")), [
+    `exe 0.2.0 ${Deno.realPathSync(l.dir)}/lib/mesh-host`,
+  ]);
 });
 
 test("the host's arguments: MESH_HOST_ARGS, else reconcile --every 15m --state-dir", async (l) => {

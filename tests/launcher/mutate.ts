@@ -39,9 +39,20 @@ export const MUTATIONS: Mutation[] = [
     edits: [['if [ "$status" -eq 0 ]; then', "if false; then"]],
   },
   {
+    name: "the host not told its installed path (a repointed symlink goes unnoticed)",
+    edits: [['  MESH_EXECUTABLE=$installed "$current"', '  "$current"']],
+  },
+  {
+    name: "a relative MESH_LIB passed on relative (the host ignores it)",
+    edits: [["*) installed=$PWD/$current ;;", "*) installed=$current ;;"]],
+  },
+  {
     name: "count before the start",
     edits: [
-      ['  "$current" "$@" &\n', '  failures=$((failures + 1))\n  "$current" "$@" &\n'],
+      [
+        '  MESH_EXECUTABLE=$installed "$current" "$@" &\n',
+        '  failures=$((failures + 1))\n  MESH_EXECUTABLE=$installed "$current" "$@" &\n',
+      ],
       ["    failures=$((failures + 1))\n", ""],
     ],
   },

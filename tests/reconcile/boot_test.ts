@@ -519,6 +519,28 @@ async function vmRun(dir: string, args: string[]): Promise<VmRun> {
   return { ...r, code: r.code ?? -1, json, podman: calls };
 }
 
+// Issue 32, item 5: under OpenRC the boot view is not read, and the result says so in those words
+// rather than only "not booted with systemd". /run/openrc is OpenRC's RC_SVCDIR.
+Deno.test("under OpenRC the result says: boot view: not checked (OpenRC)", async () => {
+  const root = await Deno.makeTempDir({ prefix: "mesh-boot-" });
+  try {
+    const request = { accounts: ["root"], daemons: [] };
+    const plain = await observeBoot(request, { passwd: PASSWD, listeners: [], runtimes: [], root });
+    assertEquals(plain.sources.map((s) => [s.source, s.state]), [["boot-units", "failed"]]);
+    assert(!plain.sources[0]!.detail.includes("OpenRC)"), plain.sources[0]!.detail);
+    await Deno.mkdir(`${root}/run/openrc`, { recursive: true });
+    const seen = await observeBoot(request, { passwd: PASSWD, listeners: [], runtimes: [], root });
+    assertEquals(seen.sources.map((s) => [s.source, s.state]), [["boot-units", "failed"]]);
+    const detail = seen.sources[0]!.detail;
+    assert(detail.startsWith("boot view: not checked (OpenRC): "), detail);
+    assertStringIncludes(detail, `${root}/run/openrc is a directory`);
+    assertStringIncludes(detail, "runlevels boot and default");
+    assertStringIncludes(detail, "pass --boot none to run without the boot view");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
 const BOOT_SOURCES = ["boot", "boot-units", "boot-podman", "boot-docker", "quadlet"];
 
 Deno.test({

@@ -321,6 +321,8 @@ rc-service mesh-reconcile-watch start`,
       const units = json.sources.find((s) => s.source === "boot-units");
       assertEquals(units?.state, "failed", once.stdout);
       assertStringIncludes(units!.detail, "pass --boot none");
+      // The result names OpenRC: its runlevels are not read (issue 32, item 5).
+      assertStringIncludes(units!.detail, "boot view: not checked (OpenRC)");
       assertEquals(json.findings.filter((f) => f.check === "boot"), []);
       for (const s of ["mesh-reconcile", "mesh-reconcile-stamp", "mesh-reconcile-watch"]) {
         const st = await m.exec(["rc-service", s, "status"], { allowFailure: true });
