@@ -36,8 +36,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
+import { SYSTEM_LIBC, SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
+import { run } from "../lib/command.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
 import { loadBundle } from "../host/bundle.ts";
 import { MAX_DECLARATION_BYTES } from "../host/declaration_base.ts";
@@ -48,6 +49,7 @@ import {
   splitPinned,
 } from "../lib/registry_manifest.ts";
 import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
+import { type CarriedLibc, fetchCarriedLibc } from "./carried_libc.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "./host_flags.ts";
 import { HOST_PERMISSIONS } from "../host/permissions.ts";
 
@@ -283,6 +285,13 @@ interface Built {
   bytes: number;
   runtime?: { source: string; integrity: string; sha256: string; bytes: number };
   program?: { sha256: string; bytes: number };
+  /**
+   * The C library the file starts its runtime with: the machine's glibc, or the glibc it
+   * carries (Debian's packages, pinned in scripts/carried_libc.lock.json) for a system without.
+   */
+  libc?: { carried: false } | { carried: true; packages: string[]; files: string[] };
+  /** Bytes the file unpacks to in its cache (runtime, carried libraries, program). */
+  unpackedBytes?: number;
   /** The bundle it carries, when built with `--bundle`. */
   bundle?: Carried;
   probed: boolean;
@@ -381,11 +390,24 @@ for (const arch of arches) {
     );
     Deno.exit(1);
   }
+  let libc: CarriedLibc | undefined;
   for (const system of systems) {
     const output = `${out}/mesh-host-${system}-${arch}`;
+    const carries = SYSTEM_LIBC[system as SystemName] !== "glibc";
     let file;
     try {
+      if (carries && libc === undefined) {
+        const binary = `${out}/.cache/deno-${Deno.version.deno}-${arch}`;
+        await run(["sh", "-c", 'gzip -dc "$1" >"$2"', "sh", runtime.gzPath, binary]);
+        try {
+          libc = await fetchCarriedLibc(arch, `${out}/.cache`, { runtime: binary });
+        } finally {
+          await Deno.remove(binary).catch(() => {});
+        }
+      }
       file = await buildOneFile(entries.get(system)!, output, {
+        system,
+        ...(carries ? { libc: libc! } : {}),
         name: `mesh-host-${system}-${arch}`,
         runtime,
         permissions: [...HOST_PERMISSIONS, ...HOST_V8_FLAGS],
@@ -410,13 +432,19 @@ for (const arch of arches) {
         bytes: runtime.size,
       },
       program: { sha256: file.programSha256, bytes: file.programSize },
+      libc: carries
+        ? { carried: true, packages: libc!.packages, files: Object.keys(libc!.files) }
+        : { carried: false },
+      unpackedBytes: file.unpackedBytes,
       ...(given === undefined ? {} : { bundle: given.carried }),
       probed: arch === native,
     });
     console.log(
-      `built ${output} (one-file, ${(file.size / 1e6).toFixed(1)} MB: runtime ${
-        (runtime.size / 1e6).toFixed(1)
-      } MB and program ${(file.programSize / 1e6).toFixed(2)} MB before compression${
+      `built ${output} (one-file, ${(file.size / 1e6).toFixed(1)} MB, ${
+        (file.unpackedBytes / 1e6).toFixed(1)
+      } MB unpacked: runtime ${(runtime.size / 1e6).toFixed(1)} MB${
+        carries ? `, glibc carried (${libc!.packages.join(", ")})` : ""
+      } and program ${(file.programSize / 1e6).toFixed(2)} MB before compression${
         arch === native ? "" : "; not run here, another architecture"
       }${carrying})`,
     );

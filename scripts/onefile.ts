@@ -29,6 +29,7 @@
  */
 
 import { run } from "../lib/command.ts";
+import type { CarriedLibc } from "./carried_libc.ts";
 
 /** The architectures a one-file build can target, with their npm package names. */
 export const ONEFILE_ARCHES = {
@@ -118,6 +119,10 @@ export interface OneFile {
   /** Size of the bundled JavaScript, all its files together, bytes. */
   programSize: number;
   runtime: Runtime;
+  /** The runtime segment embedded (with the carried glibc, if any). */
+  segment: RuntimeSegment;
+  /** Bytes the file unpacks to in the cache: runtime, carried libraries and program. */
+  unpackedBytes: number;
 }
 
 /** Options for {@linkcode buildOneFile}. */
@@ -136,6 +141,109 @@ export interface OneFileOptions {
   commandFlags?: Record<string, string[]>;
   /** The deno.json whose imports the bundle resolves (default: the project's). */
   config?: string;
+  /**
+   * The glibc to carry (scripts/carried_libc.ts), for a system whose libc is not glibc: the
+   * runtime segment is then a tar of `deno`, `lib/` and `SHA256SUMS`, xz-compressed, and the
+   * runtime is started through the carried loader.
+   */
+  libc?: CarriedLibc;
+  /** The system the file is for (`alpine`), named in its refusals; none for a program. */
+  system?: string;
+}
+
+/** The runtime segment a one-file build embeds (see {@linkcode runtimeSegment}). */
+export interface RuntimeSegment {
+  /** The compressed segment. */
+  path: string;
+  form: "file" | "tar";
+  compression: "gzip" | "xz";
+  /** The digest the cache entry is named by: the runtime's (`file`), its SHA256SUMS' (`tar`). */
+  sha256: string;
+  /** Bytes unpacked: the runtime, and the carried libraries with it. */
+  unpackedBytes: number;
+}
+
+/**
+ * The runtime segment for `runtime`: as fetched (gzip of `deno`) when the machine's glibc is
+ * used; with `libc`, a tar of `deno`, `lib/<soname>` for each carried file and `SHA256SUMS`
+ * (owner and time fixed), compressed with `xz -6` (every system that needs the carried glibc
+ * has xz: busybox and toybox), kept beside the runtime in its cache so it is made once.
+ *
+ * @throws {CommandError} when gzip, tar or xz fail.
+ */
+export async function runtimeSegment(
+  runtime: Runtime,
+  libc?: CarriedLibc,
+): Promise<RuntimeSegment> {
+  if (libc === undefined) {
+    return {
+      path: runtime.gzPath,
+      form: "file",
+      compression: "gzip",
+      sha256: runtime.sha256,
+      unpackedBytes: runtime.size,
+    };
+  }
+  if (libc.arch !== runtime.arch) {
+    throw new Error(`Cannot carry ${libc.arch}'s glibc with the ${runtime.arch} runtime`);
+  }
+  const base = `${runtime.gzPath.replace(/\.gz$/, "")}-libc-${libc.sha256.slice(0, 16)}`;
+  const metaPath = `${base}.json`;
+  try {
+    const meta = JSON.parse(await Deno.readTextFile(metaPath)) as RuntimeSegment;
+    if ((await Deno.stat(meta.path)).isFile) return meta;
+  } catch { /* not made yet */ }
+  const work = await Deno.makeTempDir({ prefix: "mesh-runtime-segment-" });
+  try {
+    const dir = `${work}/runtime`;
+    await Deno.mkdir(`${dir}/lib`, { recursive: true });
+    await run(["sh", "-c", 'gzip -dc "$1" >"$2"', "sh", runtime.gzPath, `${dir}/deno`]);
+    await Deno.chmod(`${dir}/deno`, 0o755);
+    const names = ["deno", ...Object.keys(libc.files).sort().map((n) => `lib/${n}`)];
+    for (const [soname, path] of Object.entries(libc.files)) {
+      await Deno.copyFile(path, `${dir}/lib/${soname}`);
+      await Deno.chmod(`${dir}/lib/${soname}`, soname === libc.loader ? 0o755 : 0o644);
+    }
+    let unpackedBytes = 0;
+    const sums: string[] = [];
+    for (const name of names) {
+      const data = await Deno.readFile(`${dir}/${name}`);
+      unpackedBytes += data.length;
+      sums.push(`${await sha256Hex(data)}  ${name}\n`);
+    }
+    const list = new TextEncoder().encode(sums.join(""));
+    await Deno.writeFile(`${dir}/SHA256SUMS`, list, { mode: 0o644 });
+    await run([
+      "tar",
+      "--create",
+      "--file",
+      `${work}/runtime.tar`,
+      "--owner=0",
+      "--group=0",
+      "--numeric-owner",
+      "--mtime=@0",
+      "--format=ustar",
+      "-C",
+      dir,
+      "--",
+      ...names,
+      "SHA256SUMS",
+    ]);
+    await run(["xz", "-6", "-T2", `${work}/runtime.tar`], { timeoutMs: 10 * 60_000 });
+    const path = `${base}.tar.xz`;
+    await Deno.rename(`${work}/runtime.tar.xz`, path);
+    const meta: RuntimeSegment = {
+      path,
+      form: "tar",
+      compression: "xz",
+      sha256: await sha256Hex(list),
+      unpackedBytes,
+    };
+    await Deno.writeTextFile(metaPath, JSON.stringify(meta, null, 2) + "\n");
+    return meta;
+  } finally {
+    await Deno.remove(work, { recursive: true }).catch(() => {});
+  }
 }
 
 const shQuote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
@@ -202,20 +310,53 @@ export function oneFileHeader(values: {
   programSha256: string;
   programOffset: number;
   programLength: number;
+  /** `file`: the runtime segment is the gzip of `deno`; `tar`: a tar of `deno`, `lib/` and `SHA256SUMS`. */
+  runtimeForm?: "file" | "tar";
+  /** How the runtime segment is compressed (the program's is always gzip). */
+  runtimeCompression?: "gzip" | "xz";
+  /** The carried loader's file name under the runtime's `lib/`, or none: the machine's glibc. */
+  loader?: string;
+  /** The system the file is for (`alpine`), or none for a program that is for any. */
+  system?: string;
+  /** Length of the whole file, bytes. */
+  fileLength: number;
+  /** sha256 of everything after the header (the runtime and program segments). */
+  payloadSha256: string;
   permissions: string[];
   /** See {@linkcode OneFileOptions}. */
   commandFlags?: Record<string, string[]>;
 }): string {
   const n = (v: number) => String(v).padEnd(14);
+  const loader = values.loader ?? "";
+  if (loader !== "" && !/^ld-linux-[a-z0-9_-]+\.so\.\d+$/.test(loader)) {
+    throw new Error(`Cannot write a one-file header: "${loader}" is not a loader's file name`);
+  }
+  const system = values.system ?? "";
+  if (system !== "" && !/^[a-z]+$/.test(system)) {
+    throw new Error(`Cannot write a one-file header: "${system}" is not a system's name`);
+  }
+  const form = values.runtimeForm ?? "file";
+  const compression = values.runtimeCompression ?? "gzip";
   return `#!/bin/sh
 # ${values.name}: one self-contained executable (built by \`deno task hosts\`, one-file form).
 # After this script come two gzip segments: the Deno runtime (${values.source}) and the program
 # (a tar of its bundled modules, split, and their SHA256SUMS). It unpacks both, once, into a
 # content-addressed cache (MESH_RUNTIME_CACHE, default /var/lib/mesh/runtime), checks them against
 # the sha256 recorded here, and execs the runtime on the program, so argv, exit status and
-# signals are the program's own. Exit 3 when it cannot unpack, with a sentence saying why.
+# signals are the program's own.${
+    loader === "" ? "" : `
+# The runtime segment also carries glibc (its loader and the libraries the runtime links, from
+# Debian's packages) for a machine without glibc: the runtime is started through that loader.`
+  }
+# Exit 2 on a machine it is not built for; exit 3 when it cannot unpack or is not whole, with a
+# sentence saying why.
 name=${shQuote(values.name)}
 arch=${shQuote(values.arch)}
+system=${shQuote(system)}
+loader=${shQuote(loader)}
+runtime_form=${form}
+file_len=${n(values.fileLength)}
+payload_sha=${values.payloadSha256}
 runtime_sha=${values.runtimeSha256}
 runtime_size=${n(values.runtimeSize)}
 runtime_off=${n(values.runtimeOffset)}
@@ -230,13 +371,28 @@ fail() {
   exit 3
 }
 
+# refuse SENTENCE: this is not a machine the file is built for (exit 2).
+refuse() {
+  printf '%s: %s\\n' "$name" "$*" >&2
+  exit 2
+}
+
 case $0 in
 /*) self=$0 ;;
 *) self=$PWD/$0 ;;
 esac
 [ -f "$self" ] && [ -r "$self" ] || fail "cannot read this executable \\"$self\\" to unpack it"
 machine=$(uname -m)
-[ "$machine" = "$arch" ] || fail "this file is built for $arch, and this machine is $machine"
+built_for=\${system:+$system on }$arch
+[ "$machine" = "$arch" ] || refuse "this file is built for $built_for, and this machine is $machine"
+if [ -z "$loader" ]; then
+  # The runtime links the machine's glibc: without its loader the kernel cannot start it.
+  case $arch in
+  aarch64) glibc_loader=/lib/ld-linux-aarch64.so.1 ;;
+  *) glibc_loader=/lib64/ld-linux-x86-64.so.2 ;;
+  esac
+  [ -e "$glibc_loader" ] || refuse "this file is built for $built_for with glibc, and this machine has no glibc (no $glibc_loader), as on Alpine or Android\${system:+: copy mesh-host-alpine-$arch or mesh-host-android-$arch, which carry their own}"
+fi
 case $cache in
 /*) ;;
 *) fail "MESH_RUNTIME_CACHE must be an absolute path, not \\"$cache\\"" ;;
@@ -247,9 +403,29 @@ mkdir -p "$cache" 2>/dev/null
 if [ -d "$cache" ]; then
   cache=$(cd "$cache" && pwd -P) || fail "cannot enter the runtime cache \\"$cache\\""
 fi
-for tool in tail head gzip tar sha256sum mkdir mv rm chmod wc; do
+for tool in tail head gzip tar sha256sum mkdir mv rm chmod stat; do
   command -v "$tool" >/dev/null 2>&1 || fail "cannot unpack: this machine has no \\"$tool\\""
 done
+${
+    compression === "xz"
+      ? `# xz_dc: decompresses xz from stdin (busybox and Debian's xz-utils have xz; toybox has xzcat).
+if command -v xz >/dev/null 2>&1; then
+  xz_dc() { xz -dc; }
+elif command -v xzcat >/dev/null 2>&1; then
+  xz_dc() { xzcat; }
+else
+  fail "cannot unpack: this machine has neither \\"xz\\" nor \\"xzcat\\""
+fi
+`
+      : ""
+  }
+# The file is whole: as long as it was built (a copy cut short by an interrupted upgrade or a
+# full disk is refused at every start, even when what it carries is already unpacked).
+ident=$(stat -L -c '%d %i %s %Y %Z' "$self" 2>/dev/null) || fail "cannot read the size of this executable \\"$self\\""
+read -r _ _ self_len _ _ <<EOF
+$ident
+EOF
+[ "$self_len" -eq "$file_len" ] || fail "\\"$self\\" has $self_len bytes and was built with $file_len: it is truncated or altered; copy it again"
 
 # matches FILE SHA256: the file exists and has that digest.
 matches() {
@@ -265,16 +441,19 @@ program_ok() {
 }
 
 # unpack WHAT OFFSET LENGTH SHA256 DIR FILE MODE: segment to DIR/FILE, through DIR.tmp.PID; the
-# program's segment is a tar of its files, unpacked into DIR (FILE and MODE unused).
+# program's segment is a tar of its files, unpacked into DIR (FILE and MODE unused), and so is the
+# runtime's when it carries glibc (runtime_form=tar: deno, lib/ and SHA256SUMS).
 unpack() {
   parent=\${5%/*}
   mkdir -p "$parent" 2>/dev/null || fail "cannot unpack the $1: cannot create the cache directory \\"$parent\\" (set MESH_RUNTIME_CACHE to a writable directory)"
   tmp=$5.tmp.$$
   rm -rf "$tmp"
   mkdir "$tmp" 2>/dev/null || fail "cannot unpack the $1: cannot create \\"$tmp\\" (set MESH_RUNTIME_CACHE to a writable directory)"
-  if [ "$1" = program ]; then
-    # gzip's status is checked on its own: in a pipe into tar only tar's would be seen.
-    if ! tail -c +"$2" "$self" 2>/dev/null | head -c "$3" 2>/dev/null | gzip -dc >"$tmp.tar" 2>/dev/null ||
+  if [ "$1" = program ] || [ "$runtime_form" = tar ]; then
+    decompress='gzip -dc'
+    [ "$1" = program ] || decompress='${compression === "xz" ? "xz_dc" : "gzip -dc"}'
+    # The decompressor's status is checked on its own: in a pipe into tar only tar's would be seen.
+    if ! tail -c +"$2" "$self" 2>/dev/null | head -c "$3" 2>/dev/null | $decompress >"$tmp.tar" 2>/dev/null ||
       ! tar -xf "$tmp.tar" -C "$tmp" 2>/dev/null; then
       rm -rf "$tmp" "$tmp.tar"
       fail "cannot unpack the $1 from \\"$self\\" into \\"$tmp\\": the file is damaged or truncated, or the disk is full"
@@ -296,7 +475,7 @@ unpack() {
     rm -rf "$tmp"
     fail "the $1 unpacked from \\"$self\\" does not have the sha256 $4 recorded in it: the file is damaged"
   fi
-  if [ "$1" != program ]; then
+  if [ "$1" != program ] && [ "$runtime_form" != tar ]; then
     chmod "$7" "$tmp/$6" || fail "cannot unpack the $1: cannot set the mode of \\"$tmp/$6\\""
   fi
   # Another start may have put a good copy there meanwhile: keep it and drop ours.
@@ -314,6 +493,29 @@ unpack() {
 
 runtime_dir=$cache/runtime/$runtime_sha
 program_dir=$cache/program/$program_sha
+# What is exec'd: the runtime, or the carried loader that starts it.
+start=$runtime_dir/deno
+[ -z "$loader" ] || start=$runtime_dir/lib/$loader
+
+# The file is what was built: the sha256 of all it carries is checked whenever this file (its
+# device, inode, size, mtime and ctime) is new to the cache, even when what it carries is
+# already unpacked (an altered copy put where the old one was); a file seen whole before is not
+# read again, so a warm start stays a stat. Recorded beside the program's entry, once checked.
+seen=$program_dir.seen
+record="$payload_sha $ident"
+known=
+if [ -f "$seen" ]; then
+  while IFS= read -r line; do
+    if [ "$line" = "$record" ]; then
+      known=1
+      break
+    fi
+  done <"$seen"
+fi
+if [ -z "$known" ]; then
+  sum=$(tail -c +"$runtime_off" "$self" 2>/dev/null | sha256sum 2>/dev/null) || sum=
+  [ "\${sum%% *}" = "$payload_sha" ] || fail "\\"$self\\" is damaged: what it carries does not have the sha256 $payload_sha recorded in it; copy it again"
+fi
 
 # Each entry of the cache has a lock file beside it (ENTRY.lock). From here until this process
 # has exec'd the runtime (then /proc/PID/cmdline names both entries it runs) or died, a process of
@@ -343,7 +545,7 @@ if command -v flock >/dev/null 2>&1 && command -v grep >/dev/null 2>&1 &&
         if [ "$runtime_dir.lock" -ef /dev/fd/8 ] && [ "$program_dir.lock" -ef /dev/fd/9 ]; then
           echo held >&3
           exec 3>&-
-          while [ -d "/proc/$pid" ] && ! [ "/proc/$pid/exe" -ef "$runtime_dir/deno" ]; do
+          while [ -d "/proc/$pid" ] && ! [ "/proc/$pid/exe" -ef "$start" ]; do
             sleep 0.05 2>/dev/null || sleep 1
           done
           exit 0
@@ -367,7 +569,7 @@ drop() {
     # -z: a command line's arguments are NUL-separated, and busybox's grep (Alpine's) reads a
     # line only up to its first NUL, which is the runtime's path, never the program's.
     if ! grep -qszF -f "$cache/.prune.$$" /proc/[0-9]*/cmdline; then
-      rm -rf "$1" && rm -f "$1.name" "$1.lock"
+      rm -rf "$1" && rm -f "$1.name" "$1.seen" "$1.lock"
     fi
   ) 2>/dev/null
 }
@@ -410,7 +612,7 @@ prune() {
       esac
       continue
       ;;
-    *.lock | *.name) continue ;;
+    *.lock | *.name | *.seen) continue ;;
     esac
     [ -d "$entry" ] || continue
     case $entry in
@@ -436,7 +638,8 @@ prune() {
 }
 
 fresh=
-if [ ! -x "$runtime_dir/deno" ] || [ "$(($(wc -c <"$runtime_dir/deno")))" -ne "$runtime_size" ]; then
+if [ ! -x "$runtime_dir/deno" ] || [ "$(stat -c %s "$runtime_dir/deno" 2>/dev/null)" != "$((runtime_size))" ] ||
+  [ ! -f "$start" ]; then
   unpack runtime "$runtime_off" "$runtime_len" "$runtime_sha" "$runtime_dir" deno 0755
   fresh=1
 fi
@@ -452,14 +655,26 @@ fi
 if [ -n "$held" ] && [ -n "$fresh" ]; then
   prune
 fi
+if [ -z "$known" ]; then
+  { printf '%s\\n' "$record" >>"$seen"; } 2>/dev/null
+fi
 
 ${commandFlagsScript(values.commandFlags ?? {})}
 # \$run_flags unquoted: split on blanks into its flags (none has a blank), or nothing.
 # shellcheck disable=SC2086
-MESH_EXECUTABLE=$self DENO_DIR=$cache/deno-dir DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 \\
+${
+    loader === ""
+      ? `MESH_EXECUTABLE=$self DENO_DIR=$cache/deno-dir DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 \\
   exec "$runtime_dir/deno" run --quiet --no-config --no-lock --no-remote --no-prompt $run_flags \\
-  ${values.permissions.join(" ")} "$program_dir/main.js" "$@"
-fail "cannot start the runtime \\"$runtime_dir/deno\\""
+  ${values.permissions.join(" ")} "$program_dir/main.js" "$@"`
+      : `# Through the carried loader, with the carried libraries only (--library-path, not the
+# environment, so what the program runs uses the machine's own); argv[0] names the runtime.
+MESH_EXECUTABLE=$self DENO_DIR=$cache/deno-dir DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 \\
+  exec "$start" --library-path "$runtime_dir/lib" --argv0 "$runtime_dir/deno" "$runtime_dir/deno" \\
+  run --quiet --no-config --no-lock --no-remote --no-prompt $run_flags \\
+  ${values.permissions.join(" ")} "$program_dir/main.js" "$@"`
+  }
+fail "cannot start the runtime \\"$start\\""
 # The payload follows; nothing below this line is read by sh.
 `;
 }
@@ -614,18 +829,30 @@ export async function buildOneFile(
     ]);
     await run(["gzip", "-9", "-n", `${work}/program.tar`]);
     const programGz = await Deno.readFile(`${work}/program.tar.gz`);
-    const runtimeLength = (await Deno.stat(options.runtime.gzPath)).size;
+    const segment = await runtimeSegment(options.runtime, options.libc);
+    const runtimeBytes = await Deno.readFile(segment.path);
+    const runtimeLength = runtimeBytes.length;
+    const payload = new Uint8Array(runtimeLength + programGz.length);
+    payload.set(runtimeBytes, 0);
+    payload.set(programGz, runtimeLength);
     const values = {
       name: options.name,
       arch: options.runtime.arch,
-      source: options.runtime.source,
-      runtimeSha256: options.runtime.sha256,
+      source: options.runtime.source +
+        (options.libc ? ` with ${options.libc.packages.join(", ")} from Debian` : ""),
+      runtimeSha256: segment.sha256,
       runtimeSize: options.runtime.size,
       runtimeOffset: 0,
       runtimeLength,
       programSha256,
       programOffset: 0,
       programLength: programGz.length,
+      runtimeForm: segment.form,
+      runtimeCompression: segment.compression,
+      ...(options.libc ? { loader: options.libc.loader } : {}),
+      ...(options.system ? { system: options.system } : {}),
+      fileLength: 0,
+      payloadSha256: await sha256Hex(payload),
       permissions: options.permissions,
       ...(options.commandFlags ? { commandFlags: options.commandFlags } : {}),
     };
@@ -633,6 +860,7 @@ export async function buildOneFile(
     // tail -c +N counts from 1.
     values.runtimeOffset = headerLength + 1;
     values.programOffset = headerLength + runtimeLength + 1;
+    values.fileLength = headerLength + payload.length;
     const header = new TextEncoder().encode(oneFileHeader(values));
     if (header.length !== headerLength) {
       throw new Error(`The one-file header of ${options.name} changed length when filled in`);
@@ -641,7 +869,7 @@ export async function buildOneFile(
     try {
       const file = await Deno.open(tmp, { write: true, create: true, truncate: true, mode: 0o755 });
       try {
-        for (const part of [header, await Deno.readFile(options.runtime.gzPath), programGz]) {
+        for (const part of [header, payload]) {
           let written = 0;
           while (written < part.length) written += await file.write(part.subarray(written));
         }
@@ -661,6 +889,8 @@ export async function buildOneFile(
       programSha256,
       programSize: program.bytes,
       runtime: options.runtime,
+      segment,
+      unpackedBytes: segment.unpackedBytes + program.bytes,
     };
   } finally {
     await Deno.remove(work, { recursive: true }).catch(() => {});

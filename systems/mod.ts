@@ -15,6 +15,18 @@ export type SystemName = "debian" | "arch" | "alpine" | "android";
 /** Every system a host exists for, in the order `host/main.ts` names them. */
 export const SYSTEM_NAMES: readonly SystemName[] = ["arch", "alpine", "android", "debian"];
 
+/**
+ * The C library each system's machines have. A one-file host for a system without glibc carries
+ * the glibc its Deno runtime links and starts the runtime through it (scripts/carried_libc.ts);
+ * the others use the machine's own.
+ */
+export const SYSTEM_LIBC: Readonly<Record<SystemName, "glibc" | "musl" | "bionic">> = {
+  arch: "glibc",
+  alpine: "musl",
+  android: "bionic",
+  debian: "glibc",
+};
+
 /** `/etc/os-release` as read (format: os-release(5), `KEY=value` lines, values optionally quoted). */
 export type OsRelease = Record<string, string>;
 

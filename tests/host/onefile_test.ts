@@ -5,7 +5,7 @@
  */
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { oneFileHost } from "../support/onefile.ts";
+import { NATIVE_ARCH, oneFileHost } from "../support/onefile.ts";
 import { TEST_KEYS } from "../support/signing.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -238,7 +238,7 @@ Deno.test("a one-file host that cannot unpack refuses with exit 3, naming why, a
     assertEquals(relative.code, 3);
     assertStringIncludes(relative.stderr, "must be an absolute path");
 
-    // A truncated file: the program segment is cut short.
+    // A truncated file: the program segment is cut short. Refused before anything is unpacked.
     const bytes = await Deno.readFile(file);
     await Deno.writeFile(`${dir}/truncated`, bytes.subarray(0, bytes.length - 1000), {
       mode: 0o755,
@@ -247,8 +247,12 @@ Deno.test("a one-file host that cannot unpack refuses with exit 3, naming why, a
       MESH_RUNTIME_CACHE: `${dir}/cache`,
     });
     assertEquals(truncated.code, 3, truncated.stderr);
-    assertStringIncludes(truncated.stderr, "cannot unpack the program");
-    assertStringIncludes(truncated.stderr, "damaged or truncated");
+    assertStringIncludes(
+      truncated.stderr,
+      `"${dir}/truncated" has ${bytes.length - 1000} bytes and was built with ${bytes.length}: ` +
+        "it is truncated or altered",
+    );
+    assertEquals(truncated.stdout, "");
 
     // A damaged file whose gzip still decodes: the digest catches it. The last bytes of the
     // program segment are gzip's CRC and size; flipping a byte of the deflate stream in a stored
@@ -358,6 +362,87 @@ Deno.test("a one-file host stands aside when the file it was started from is rep
     assertEquals([status.code, status.signal], [0, null], said);
     assertMatch(said, /the executable "[^"]*\/mesh-host" was replaced/);
     assertStringIncludes(said, `the executable "${dir}/`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a one-file host that is not whole never runs, even when what it carries is already unpacked", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  const env = { MESH_RUNTIME_CACHE: `${dir}/cache` };
+  try {
+    const bytes = await Deno.readFile(file);
+    await Deno.writeFile(`${dir}/mesh-host`, bytes, { mode: 0o755 });
+    assertEquals((await runFile(`${dir}/mesh-host`, ["--version"], env)).code, 0);
+    // The runtime and the program are unpacked: an interrupted upgrade leaves a copy cut short
+    // (here, in the middle of the runtime's segment) where the whole one was.
+    const text = decode(bytes.subarray(0, 4096));
+    const runtimeOff = Number(/^runtime_off=(\d+)/m.exec(text)![1]);
+    await Deno.writeFile(`${dir}/mesh-host`, bytes.subarray(0, runtimeOff + 5_000_000), {
+      mode: 0o755,
+    });
+    const cut = await runFile(`${dir}/mesh-host`, ["--version"], env);
+    assertEquals(cut.code, 3, cut.stderr + cut.stdout);
+    assertStringIncludes(cut.stderr, "it is truncated or altered; copy it again");
+    assertEquals(cut.stdout, "");
+    // Altered, its length kept: a byte of the runtime's segment changed. New to the cache (a
+    // new inode and ctime), its payload is hashed, and it is refused.
+    const altered = bytes.slice();
+    altered[runtimeOff + 1_000_000] = altered[runtimeOff + 1_000_000]! ^ 0xff;
+    await Deno.remove(`${dir}/mesh-host`);
+    await Deno.writeFile(`${dir}/mesh-host`, altered, { mode: 0o755 });
+    const bad = await runFile(`${dir}/mesh-host`, ["--version"], env);
+    assertEquals(bad.code, 3, bad.stderr + bad.stdout);
+    assertStringIncludes(bad.stderr, "is damaged: what it carries does not have the sha256");
+    assertEquals(bad.stdout, "");
+    // The whole file again: hashed once, then known (its identity recorded beside the program's
+    // entry), so a warm start reads no payload: the sha256sum shim below logs each call made
+    // without a file argument, which is only the payload's hash.
+    await Deno.remove(`${dir}/mesh-host`);
+    await Deno.writeFile(`${dir}/mesh-host`, bytes, { mode: 0o755 });
+    await Deno.mkdir(`${dir}/bin`);
+    const real = new TextDecoder().decode(
+      (await new Deno.Command("sh", { args: ["-c", "command -v sha256sum"], stdout: "piped" })
+        .output()).stdout,
+    ).trim();
+    await Deno.writeTextFile(
+      `${dir}/bin/sha256sum`,
+      `#!/bin/sh\n[ $# -gt 0 ] || echo payload >>"${dir}/hashed"\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const shimmed = { ...env, PATH: `${dir}/bin:/usr/bin:/bin` };
+    for (let i = 0; i < 3; i++) {
+      const ok = await runFile(`${dir}/mesh-host`, ["--version"], shimmed);
+      assertEquals(ok.code, 0, ok.stderr);
+    }
+    assertEquals(
+      await Deno.readTextFile(`${dir}/hashed`),
+      "payload\n",
+      "hashed once, not at every start",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a one-file host on another architecture refuses with exit 2, saying what it is built for", async () => {
+  const file = await oneFileHost("debian");
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    const other = NATIVE_ARCH === "x86_64" ? "aarch64" : "x86_64";
+    await Deno.writeTextFile(`${dir}/bin/uname`, `#!/bin/sh\necho ${other}\n`, { mode: 0o755 });
+    const r = await runFile(file, ["--version"], {
+      MESH_RUNTIME_CACHE: `${dir}/cache`,
+      PATH: `${dir}/bin:/usr/bin:/bin`,
+    });
+    assertEquals(r.code, 2, r.stderr);
+    assertStringIncludes(
+      r.stderr,
+      `this file is built for debian on ${NATIVE_ARCH}, and this machine is ${other}`,
+    );
+    assertEquals(r.stdout, "");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
