@@ -14,12 +14,14 @@ const built = new Map<string, Promise<string>>();
 export const NATIVE_ARCH = Deno.build.arch;
 
 /**
- * Builds (once per process) the one-file host of `system` for this machine and returns its path.
+ * Builds (once per process) the one-file host of `system` for `arch` (default this machine's)
+ * and returns its path.
  *
  * @throws {CommandError} when the build fails.
  */
-export function oneFileHost(system = "debian"): Promise<string> {
-  let path = built.get(system);
+export function oneFileHost(system = "debian", arch: string = NATIVE_ARCH): Promise<string> {
+  const key = `${system}-${arch}`;
+  let path = built.get(key);
   if (path === undefined) {
     path = (async () => {
       const out = `${ROOT}dist/test`;
@@ -32,16 +34,16 @@ export function oneFileHost(system = "debian"): Promise<string> {
         "--system",
         system,
         "--arch",
-        NATIVE_ARCH,
+        arch,
         "--out",
         out,
         // The checkout's lock pins the digests of the machine that committed it, which this
         // machine's registry need not hold: these tests are about the one file, not its images.
         "--skip-image-check",
       ], { timeoutMs: 15 * 60_000 });
-      return `${out}/mesh-host-${system}-${NATIVE_ARCH}`;
+      return `${out}/mesh-host-${system}-${arch}`;
     })();
-    built.set(system, path);
+    built.set(key, path);
   }
   return path;
 }
