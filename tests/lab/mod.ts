@@ -31,6 +31,7 @@ import {
   noglibcCommand,
   noglibcImage,
   type NoglibcKind,
+  noglibcRunOptions,
 } from "./noglibc.ts";
 
 export * from "./noglibc.ts";
@@ -390,6 +391,7 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
     "--label",
     LAB_LABEL,
     ...(kind === "systemd" ? ["--systemd=always"] : []),
+    ...(isNoglibcKind(kind) ? noglibcRunOptions(kind) : []),
     // Privileged for podman inside; the VM's network, so 127.0.0.1:5000 is the lab registry.
     "--privileged",
     "--network",

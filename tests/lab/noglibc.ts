@@ -11,8 +11,8 @@
  * - `android`: laid out like Android: `/system/bin/sh` (busybox at `/system/bin/busybox`, applet
  *   symlinks in /system/bin), `/system/build.prop`, `/etc` a link to `/system/etc`, `/data/local/tmp`
  *   writable, no `/etc/os-release`, no `/tmp`, no service manager: the container's command is a
- *   shell sleeping forever. `PATH`, `ANDROID_ROOT` and `ANDROID_DATA` are set as an Android
- *   shell has them.
+ *   shell sleeping forever. `PATH`, `ANDROID_ROOT`, `ANDROID_DATA` and `TMPDIR` (`/data/local/tmp`)
+ *   are set as an Android shell has them; there is no /etc/passwd (as on Android).
  *
  * Both are assembled in seconds from Debian bookworm packages fetched from Debian's archive,
  * pinned with their SHA-256 in {@linkcode NOGLIBC_DEBS} (no debootstrap, no apk: no Alpine
@@ -197,12 +197,17 @@ export const BUSYBOX_APPLETS: readonly string[] = (
 /** Applets not linked: package managers neither Alpine nor Android has. */
 export const BUSYBOX_LEFT_OUT: readonly string[] = ["dpkg", "dpkg-deb", "rpm", "rpm2cpio"];
 
-/** Android's shell PATH (what `adb shell` has), and where Android keeps its system and data. */
+/**
+ * Android's shell environment (what `adb shell` has): PATH, where Android keeps its system and
+ * data, and TMPDIR (there is no /tmp: busybox `mktemp` fails without TMPDIR).
+ */
 export const ANDROID_ENV: Record<string, string> = {
   PATH: "/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:" +
     "/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin",
   ANDROID_ROOT: "/system",
   ANDROID_DATA: "/data",
+  // Android has no /tmp; its shell's temporary directory is this one.
+  TMPDIR: "/data/local/tmp",
 };
 
 /** Alpine's /etc/inittab, console and tty lines left out (a container has neither). */
@@ -340,6 +345,19 @@ export function noglibcCommand(kind: NoglibcKind): string[] {
   return kind === "musl"
     ? ["/sbin/init"]
     : ["/system/bin/sh", "-c", "exec /system/bin/sleep 2147483647"];
+}
+
+/**
+ * The `podman run` options a machine of `kind` needs. `musl`: podman takes a command
+ * `/sbin/init` for systemd (its systemd mode: stop signal SIGRTMIN+3, which busybox init ignores,
+ * so a stop or restart waited its whole timeout; and tmpfs on /tmp and /run), so systemd mode is
+ * off and the stop signal is SIGTERM (busybox init: run the `shutdown` actions, reboot, which in
+ * a container ends it). `android`: its PID 1 is `sleep`, which SIGTERM does not stop; SIGKILL.
+ */
+export function noglibcRunOptions(kind: NoglibcKind): string[] {
+  return kind === "musl"
+    ? ["--systemd=false", "--stop-signal", "SIGTERM"]
+    : ["--stop-signal", "SIGKILL"];
 }
 
 /**

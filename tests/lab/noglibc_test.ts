@@ -125,6 +125,7 @@ grep '^ro.product.cpu.abi=' /system/build.prop
 readlink /etc
 echo hi > /data/local/tmp/x && cat /data/local/tmp/x
 echo "$PATH" | tr : '\\n' | grep -x /system/bin
+dirname "$(mktemp -d)"
 tr '\\0' ' ' </proc/1/cmdline`,
     ]);
     assertEquals(layout.stdout.split("\n"), [
@@ -134,6 +135,7 @@ tr '\\0' ' ' </proc/1/cmdline`,
       "/system/etc",
       "hi",
       "/system/bin",
+      "/data/local/tmp",
       "/system/bin/sleep 2147483647 ",
     ]);
   } finally {
