@@ -37,11 +37,17 @@
  *
  * Busybox is Debian's `busybox-static` (statically linked, needs no loader). Its applets are
  * listed in {@linkcode BUSYBOX_APPLETS}; note that it has no `flock`, `install`, `nohup`,
- * `pgrep`/`pkill` or `mountpoint`. Its `dpkg`, `dpkg-deb`, `rpm` and `rpm2cpio` applets are not
- * linked (neither Alpine nor Android has them, and they would make the machine look like Debian),
- * nor, on `musl`, its `start-stop-daemon` (dpkg's is there).
+ * `pgrep`/`pkill` or `mountpoint`, and that its `xz` only decompresses (`xz -d`, `unxz`,
+ * `xzcat`). Its `dpkg`, `dpkg-deb`, `rpm` and `rpm2cpio` applets are not linked (neither
+ * Alpine nor Android has them, and they would make the machine look like Debian),
+ * nor, on `musl`, its `start-stop-daemon` (dpkg's is there) and `/linuxrc`. Debian builds it with
+ * the standalone shell: `sh` runs its own applets before anything in PATH (`PATH=/nowhere
+ * sha256sum` works; `command -v tar` says `tar`), which Alpine's busybox does not do.
  *
- * The machines are always bare (no Deno, no checkout mounted: Deno could not run there).
+ * The machines are always bare (no Deno, no checkout mounted: Deno could not run there). Measured
+ * here: an image builds in about 3 s (`musl`) and 0.6 s (`android`), packages fetched once into
+ * `<LAB_CACHE>/debs`; a machine boots in about 0.5 s (`musl` to OpenRC's default runlevel) and
+ * restarts (`rebootLab`) in 2.7 s and 0.6 s.
  *
  * @module
  */
@@ -531,7 +537,8 @@ async function assembleMusl(root: string, scratch: string, debs: Map<string, str
   await unpack(debs, "busybox-static", `${scratch}/busybox`);
   await installBusybox(root, `${scratch}/busybox`, "bin/busybox", undefined, [
     ...BUSYBOX_LEFT_OUT,
-    "start-stop-daemon",
+    "start-stop-daemon", // dpkg's is there, as Debian's OpenRC wants
+    "linuxrc", // /linuxrc: Alpine has none
   ]);
   await unpack(debs, "openrc", root);
   await unpack(debs, "dpkg", `${scratch}/dpkg`);
