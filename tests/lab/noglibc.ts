@@ -531,6 +531,12 @@ async function elfFiles(dir: string): Promise<string[]> {
 }
 
 async function assembleMusl(root: string, scratch: string, debs: Map<string, string>) {
+  await run(["patchelf", "--version"]).catch((error) => {
+    throw new Error(
+      `Cannot build the musl lab image: patchelf does not run on this machine ` +
+        `(apt-get install patchelf): ${error instanceof Error ? error.message : error}`,
+    );
+  });
   await unpack(debs, "musl", root);
   // Alpine's name for musl's libc, next to its loader.
   await Deno.symlink("ld-musl-x86_64.so.1", `${root}/lib/libc.musl-x86_64.so.1`);
