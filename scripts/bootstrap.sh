@@ -6,7 +6,7 @@
 set -eu
 
 DENO_VERSION=2.9.6
-PACKAGES="podman runc uidmap caddy restic busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap patchelf docker-registry pacman-package-manager nftables chromium"
+PACKAGES="podman runc uidmap caddy restic busybox-static openssl ca-certificates git iproute2 procps docker.io time debootstrap docker-registry pacman-package-manager nftables chromium"
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
