@@ -427,7 +427,8 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
       );
     },
     async destroy() {
-      await run(["podman", "rm", "-f", "-t", "0", name], { allowFailure: true });
+      // -v: with the anonymous volumes it has (android's /data).
+      await run(["podman", "rm", "-f", "-v", "-t", "0", name], { allowFailure: true });
     },
   };
   try {

@@ -9,8 +9,9 @@
  *   `/etc/inittab` (sysinit, boot, default runlevels, so `/run/openrc/softlevel` says `default`
  *   as on the `openrc` kind).
  * - `android`: laid out like Android: `/system/bin/sh` (busybox at `/system/bin/busybox`, applet
- *   symlinks in /system/bin), `/system/build.prop`, `/etc` a link to `/system/etc`, `/data/local/tmp`
- *   writable, no `/etc/os-release`, no `/tmp`, no service manager: the container's command is a
+ *   symlinks in /system/bin), `/system/build.prop`, `/etc` a link to `/system/etc`, a read-only
+ *   root where only /data is writable (`/data/local/tmp` for anyone), no `/etc/os-release`, no
+ *   `/tmp`, no `/var`, no service manager: the container's command is a
  *   shell sleeping forever. `PATH`, `ANDROID_ROOT`, `ANDROID_DATA` and `TMPDIR` (`/data/local/tmp`)
  *   are set as an Android shell has them; there is no /etc/passwd (as on Android).
  *
@@ -358,12 +359,15 @@ export function noglibcCommand(kind: NoglibcKind): string[] {
  * `/sbin/init` for systemd (its systemd mode: stop signal SIGRTMIN+3, which busybox init ignores,
  * so a stop or restart waited its whole timeout; and tmpfs on /tmp and /run), so systemd mode is
  * off and the stop signal is SIGTERM (busybox init: run the `shutdown` actions, reboot, which in
- * a container ends it). `android`: its PID 1 is `sleep`, which SIGTERM does not stop; SIGKILL.
+ * a container ends it). `android`: its PID 1 is `sleep`, which SIGTERM does not stop: SIGKILL;
+ * and as on Android, the root filesystem is read-only (no tmpfs put on /tmp, /run or /var/tmp
+ * either) and only /data is writable: an anonymous volume, filled from the image's /data, kept
+ * across restarts, removed with the container (`podman rm -v`).
  */
 export function noglibcRunOptions(kind: NoglibcKind): string[] {
   return kind === "musl"
     ? ["--systemd=false", "--stop-signal", "SIGTERM"]
-    : ["--stop-signal", "SIGKILL"];
+    : ["--stop-signal", "SIGKILL", "--read-only", "--read-only-tmpfs=false", "-v", "/data"];
 }
 
 /**

@@ -2,7 +2,8 @@
  * The lab kinds without glibc (tests/lab/noglibc.ts): `musl` (Alpine-like, OpenRC carrying a
  * private glibc) and `android` (Android-like, no init) have nothing at glibc's standard paths, a
  * glibc program copied in does not start, busybox does; OpenRC boots `musl` to its default
- * runlevel and starts, reports and stops an init script; `android` has its layout.
+ * runlevel and starts, reports and stops an init script; `android` has its layout, and its root
+ * is read-only but for /data.
  *
  * Each `podman exec` costs about 0.4 s here, so each machine is checked with few shell scripts
  * whose whole transcript is compared.
@@ -123,6 +124,7 @@ Deno.test("android lab machine: Android-like, no glibc, no init", async () => {
 grep '^ro.build.version.release=' /system/build.prop
 grep '^ro.product.cpu.abi=' /system/build.prop
 readlink /etc
+touch /x 2>/dev/null || echo "/ is read-only"
 echo hi > /data/local/tmp/x && cat /data/local/tmp/x
 echo "$PATH" | tr : '\\n' | grep -x /system/bin
 dirname "$(mktemp -d)"
@@ -133,6 +135,7 @@ tr '\\0' ' ' </proc/1/cmdline`,
       "ro.build.version.release=14",
       "ro.product.cpu.abi=x86_64",
       "/system/etc",
+      "/ is read-only",
       "hi",
       "/system/bin",
       "/data/local/tmp",
