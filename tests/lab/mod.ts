@@ -46,6 +46,8 @@ export const MIRROR = "http://deb.debian.org/debian";
 export type DebianKind = "systemd" | "openrc";
 /** The kinds of lab machine. */
 export type LabKind = DebianKind | NoglibcKind;
+/** Every kind of lab machine, the Debian ones first. */
+export const LAB_KINDS: readonly LabKind[] = ["systemd", "openrc", "musl", "android"];
 
 const BUILD: Record<DebianKind, { include: string[]; then: string[] }> = {
   // dbus for systemctl; podman and crun so the container applier runs inside the machine.
