@@ -112,7 +112,7 @@ switch (command) {
   }
   case "down": {
     for (const name of await runningLabs()) {
-      await run(["podman", "rm", "-f", "-t", "0", name]);
+      await run(["podman", "rm", "-f", "-v", "-t", "0", name]); // -v: android's /data volume
       console.log(`removed ${name}`);
     }
     await stopRegistry();
