@@ -1,9 +1,10 @@
 /**
  * `deno task lab up|down|status|help`: the lab for people (tests boot their own machines).
  *
- * - `up [--bare] [systemd|openrc]`: builds what is missing (saying each stage on stderr as it
- *   goes), starts the registry and boots one machine of each kind (or the one named), printing
- *   how to enter them; `--bare`: machines with neither Deno nor the checkout.
+ * - `up [--bare] [systemd|openrc|musl|android]`: builds what is missing (saying each stage on
+ *   stderr as it goes), starts the registry and boots one machine of each Debian kind (or the one
+ *   named: `musl` and `android`, the kinds without glibc, only when named), printing how to enter
+ *   them; `--bare`: machines with neither Deno nor the checkout (`musl` and `android` always are).
  * - `down`: removes every lab machine and stops the registry.
  * - `status`: lab machines running, images cached, registry answering.
  * - `prove-bootstrap`: the quick start on a fresh Debian machine. Boots a systemd lab machine on
@@ -23,7 +24,9 @@ import {
   bootLab,
   ensureLabImage,
   ensureRegistry,
+  isNoglibcKind,
   LAB_CACHE,
+  LAB_KINDS,
   labImage,
   type LabKind,
   REGISTRY,
@@ -34,10 +37,13 @@ import {
 /** What `deno task lab --help` prints; an unknown command prints it on stderr and exits 2. */
 export const USAGE = `usage: deno task lab COMMAND
 
-  up [--bare] [systemd|openrc]  build what is missing (saying each stage on stderr), start the
-                                registry, boot one machine of each kind (or the one named) and
-                                print how to enter it; --bare: with neither Deno nor the checkout
-                                (copy a built file in, see docs/lab.md), named mesh-lab-KIND-bare
+  up [--bare] [systemd|openrc|musl|android]
+                                build what is missing (saying each stage on stderr), start the
+                                registry, boot a systemd and an openrc machine (or the kind named:
+                                musl, Alpine-like, and android have no glibc and are always bare)
+                                and print how to enter it; --bare: with neither Deno nor the
+                                checkout (copy a built file in, see docs/lab.md), named
+                                mesh-lab-KIND-bare
   down                          remove every lab machine, stop the registry
   status                        machines running, images built, registry answering (the default)
   prove-bootstrap               run the README's quick start on a fresh lab machine (downloads)
@@ -61,12 +67,12 @@ switch (command) {
     }
     const bare = rest.includes("--bare");
     const named = rest.filter((a) => a !== "--bare");
-    const bad = named.filter((a) => a !== "systemd" && a !== "openrc");
+    const bad = named.filter((a) => !(LAB_KINDS as readonly string[]).includes(a));
     if (bad.length > 0 || named.length > 1) {
       console.error(
         `lab up: ${
           bad.length > 0
-            ? `"${bad[0]}" is not a machine kind (systemd or openrc)`
+            ? `"${bad[0]}" is not a machine kind (${LAB_KINDS.join(", ")})`
             : "name one kind at most"
         }\n\n${USAGE.trimEnd()}`,
       );
@@ -75,21 +81,29 @@ switch (command) {
     const kinds: LabKind[] = named.length === 1 ? [named[0] as LabKind] : ["systemd", "openrc"];
     await ensureRegistry();
     for (const kind of kinds) {
-      const name = `mesh-lab-${kind}${bare ? "-bare" : ""}`;
-      const m = await bootLab(kind, { name, bare, progress }).catch((error) => {
+      const bareKind = bare || isNoglibcKind(kind);
+      const name = `mesh-lab-${kind}${bareKind ? "-bare" : ""}`;
+      // bash on the Debian kinds; busybox sh on the others (/system/bin/sh on android, in PATH).
+      const shell = isNoglibcKind(kind) ? "sh" : "bash";
+      const m = await bootLab(kind, { name, bare: bareKind, progress }).catch((error) => {
         if (String(error).includes("already in use")) return undefined;
         throw error;
       });
       console.log(
         m
           ? `${kind}: up as ${name}${
-            bare ? " (bare: no Deno, no checkout)" : ""
-          }; enter with: podman exec -it ${name} bash`
-          : `${kind}: ${name} already up; enter with: podman exec -it ${name} bash`,
+            bareKind ? " (bare: no Deno, no checkout)" : ""
+          }; enter with: podman exec -it ${name} ${shell}`
+          : `${kind}: ${name} already up; enter with: podman exec -it ${name} ${shell}`,
       );
-      if (m && bare) {
+      if (m && bareKind) {
+        const [system, dest] = kind === "musl"
+          ? ["alpine", "/usr/local/sbin/mesh-host"]
+          : kind === "android"
+          ? ["android", "/data/local/tmp/mesh-host"]
+          : ["debian", "/usr/local/sbin/mesh-host"];
         console.log(
-          `  copy a built file in: podman cp dist/mesh-host-debian-x86_64 ${name}:/usr/local/sbin/mesh-host`,
+          `  copy a built file in: podman cp dist/mesh-host-${system}-x86_64 ${name}:${dest}`,
         );
       }
     }
@@ -98,7 +112,7 @@ switch (command) {
   }
   case "down": {
     for (const name of await runningLabs()) {
-      await run(["podman", "rm", "-f", "-t", "0", name]);
+      await run(["podman", "rm", "-f", "-v", "-t", "0", name]); // -v: android's /data volume
       console.log(`removed ${name}`);
     }
     await stopRegistry();
@@ -107,7 +121,7 @@ switch (command) {
   }
   case "status": {
     console.log(`machines: ${(await runningLabs()).join(", ") || "none"}`);
-    for (const kind of ["systemd", "openrc"] as const) {
+    for (const kind of LAB_KINDS) {
       const image = await labImage(kind);
       const has =
         (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;

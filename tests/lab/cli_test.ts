@@ -30,7 +30,7 @@ Deno.test("deno task lab --help, -h and help print the usage and exit 0", async 
     const r = await lab(args);
     assertEquals(r.code, 0, `lab ${args.join(" ")}: ${r.stderr}`);
     assertStringIncludes(r.stdout, "usage: deno task lab COMMAND");
-    assertStringIncludes(r.stdout, "up [--bare] [systemd|openrc]");
+    assertStringIncludes(r.stdout, "up [--bare] [systemd|openrc|musl|android]");
     assertEquals(r.stderr, "", `lab ${args.join(" ")} wrote on stderr`);
   }
 });
@@ -43,7 +43,10 @@ Deno.test("deno task lab refuses an unknown command or machine kind with the usa
   assertEquals(unknown.stdout, "");
   const kind = await lab(["up", "--bare", "gentoo"]);
   assertEquals(kind.code, 2, kind.stderr);
-  assertStringIncludes(kind.stderr, '"gentoo" is not a machine kind (systemd or openrc)');
+  assertStringIncludes(
+    kind.stderr,
+    '"gentoo" is not a machine kind (systemd, openrc, musl, android)',
+  );
   assertStringIncludes(kind.stderr, "usage: deno task lab COMMAND");
   // Refused before anything started: no machine of that name, nothing on stdout.
   assertEquals(kind.stdout, "");

@@ -6,6 +6,14 @@
  * - `systemd`: Debian with systemd, run with `--systemd=always /sbin/init`;
  * - `openrc`: Debian with sysvinit-core and OpenRC, run with `/sbin/init`.
  *
+ * And two kinds without glibc, assembled from Debian packages in seconds (see ./noglibc.ts):
+ *
+ * - `musl`: laid out like Alpine (musl's loader, busybox, OpenRC carrying a private glibc
+ *   outside glibc's standard paths), run with busybox's `/sbin/init`;
+ * - `android`: laid out like Android (`/system/bin/sh` is busybox, `/system/build.prop`), no init.
+ *
+ * These two are always bare.
+ *
  * Root filesystems are cached under {@linkcode LAB_CACHE} between runs (rebuilt only when
  * missing or incomplete). Deno and the checkout are bind-mounted in, so the host under test is
  * this project's own code running on that machine; a `bare` machine has neither (no Deno, no
@@ -17,6 +25,16 @@
 
 import { run } from "../../lib/command.ts";
 import { ensureImage, IMAGE, ROOT } from "../support/mod.ts";
+import {
+  ensureNoglibcImage,
+  isNoglibcKind,
+  noglibcCommand,
+  noglibcImage,
+  type NoglibcKind,
+  noglibcRunOptions,
+} from "./noglibc.ts";
+
+export * from "./noglibc.ts";
 
 /** Where root filesystems and the registry's storage are kept between runs. */
 export const LAB_CACHE = "/var/cache/mesh-lab";
@@ -24,10 +42,14 @@ export const LAB_CACHE = "/var/cache/mesh-lab";
 export const SUITE = "bookworm";
 export const MIRROR = "http://deb.debian.org/debian";
 
+/** The kinds of lab machine debootstrapped from Debian. */
+export type DebianKind = "systemd" | "openrc";
 /** The kinds of lab machine. */
-export type LabKind = "systemd" | "openrc";
+export type LabKind = DebianKind | NoglibcKind;
+/** Every kind of lab machine, the Debian ones first. */
+export const LAB_KINDS: readonly LabKind[] = ["systemd", "openrc", "musl", "android"];
 
-const BUILD: Record<LabKind, { include: string[]; then: string[] }> = {
+const BUILD: Record<DebianKind, { include: string[]; then: string[] }> = {
   // dbus for systemctl; podman and crun so the container applier runs inside the machine.
   systemd: {
     include: ["systemd", "systemd-sysv", "dbus", "procps", "ca-certificates"],
@@ -111,7 +133,7 @@ const LAB_FILES: Record<string, string> = {
 };
 
 /** A short digest of the recipe, so a changed recipe builds a new root instead of reusing one. */
-async function recipeTag(kind: LabKind): Promise<string> {
+async function recipeTag(kind: DebianKind): Promise<string> {
   const text = JSON.stringify({ suite: SUITE, build: BUILD[kind], files: LAB_FILES });
   const hash = new Uint8Array(
     await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
@@ -121,6 +143,7 @@ async function recipeTag(kind: LabKind): Promise<string> {
 
 /** The image a lab kind runs, built from its cached root filesystem (tagged by recipe). */
 export async function labImage(kind: LabKind): Promise<string> {
+  if (isNoglibcKind(kind)) return await noglibcImage(kind);
   return `localhost/mesh-lab-${kind}:${SUITE}-${await recipeTag(kind)}`;
 }
 
@@ -154,6 +177,7 @@ export async function ensureLabImage(
   kind: LabKind,
   options: LabImageOptions = {},
 ): Promise<string> {
+  if (isNoglibcKind(kind)) return await ensureNoglibcImage(kind, options);
   const image = await labImage(kind);
   const built = async () =>
     (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
@@ -217,7 +241,7 @@ export async function withLabLock<T>(kind: LabKind, fn: () => Promise<T>): Promi
   }
 }
 
-async function buildLabImage(kind: LabKind, image: string, say: LabProgress): Promise<void> {
+async function buildLabImage(kind: DebianKind, image: string, say: LabProgress): Promise<void> {
   const tag = await recipeTag(kind);
   const root = `${LAB_CACHE}/${kind}-${tag}-root`;
   const done = `${LAB_CACHE}/${kind}-${tag}-root.complete`;
@@ -317,7 +341,10 @@ export const LAB_LABEL = "mesh.lab=1";
 export interface BootOptions {
   /** The container's name (default: `mesh-lab-<kind>-<random>`). */
   name?: string;
-  /** No Deno, no checkout and no Deno cache mounted in: the machine has only its Debian. */
+  /**
+   * No Deno, no checkout and no Deno cache mounted in: the machine has only its Debian. The
+   * `musl` and `android` kinds are bare whatever this says.
+   */
   bare?: boolean;
   /**
    * The podman network (default `host`: the VM's, where the lab registry is 127.0.0.1:5000). A
@@ -332,13 +359,15 @@ export interface BootOptions {
 
 /**
  * Boots a lab machine of `kind` and waits until its init says it is up (systemd: `running` or
- * `degraded` from `is-system-running --wait`; OpenRC: the `default` runlevel reached).
+ * `degraded` from `is-system-running --wait`; OpenRC, on `openrc` and `musl`: the `default`
+ * runlevel reached; `android`, which has no init: the container runs a command).
  */
 export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise<LabMachine> {
   const image = await ensureLabImage(kind, options.progress ? { progress: options.progress } : {});
   await mountCgroupHierarchies();
   const name = options.name ?? `mesh-lab-${kind}-${crypto.randomUUID().slice(0, 6)}`;
-  const checkout = options.bare ? undefined : "/mesh";
+  // The kinds without glibc are always bare: Deno could not run there.
+  const checkout = options.bare || isNoglibcKind(kind) ? undefined : "/mesh";
   const mounts: string[] = [];
   if (checkout !== undefined) {
     const deno = await Deno.realPath(Deno.execPath());
@@ -364,6 +393,7 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
     "--label",
     LAB_LABEL,
     ...(kind === "systemd" ? ["--systemd=always"] : []),
+    ...(isNoglibcKind(kind) ? noglibcRunOptions(kind) : []),
     // Privileged for podman inside; the VM's network, so 127.0.0.1:5000 is the lab registry.
     "--privileged",
     "--network",
@@ -371,7 +401,7 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
     ...(options.ip ? ["--ip", options.ip] : []),
     ...mounts,
     image,
-    "/sbin/init",
+    ...(isNoglibcKind(kind) ? noglibcCommand(kind) : ["/sbin/init"]),
   ]);
   const machine: LabMachine = {
     kind,
@@ -399,7 +429,8 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
       );
     },
     async destroy() {
-      await run(["podman", "rm", "-f", "-t", "0", name], { allowFailure: true });
+      // -v: with the anonymous volumes it has (android's /data).
+      await run(["podman", "rm", "-f", "-v", "-t", "0", name], { allowFailure: true });
     },
   };
   try {
@@ -414,7 +445,8 @@ export async function bootLab(kind: LabKind, options: BootOptions = {}): Promise
 
 /**
  * Waits until the machine's init says it is up (systemd: `running` or `degraded` from
- * `is-system-running --wait`; OpenRC: the `default` runlevel reached), at most a minute.
+ * `is-system-running --wait`; OpenRC, on `openrc` and `musl`: the `default` runlevel reached;
+ * `android`, which has no init: `podman exec` runs `true` in it), at most a minute.
  *
  * @throws {Error} "Lab machine NAME did not come up: ..." after a minute.
  */
@@ -426,10 +458,13 @@ export async function waitForInit(machine: LabMachine): Promise<void> {
         allowFailure: true,
         timeoutMs: 60_000,
       })
+      : machine.kind === "android"
+      ? await machine.exec(["true"], { allowFailure: true })
       : await machine.exec(["cat", "/run/openrc/softlevel"], { allowFailure: true });
     const said = probe.stdout.trim();
     if (machine.kind === "systemd" && (said === "running" || said === "degraded")) return;
-    if (machine.kind === "openrc" && said === "default") return;
+    if ((machine.kind === "openrc" || machine.kind === "musl") && said === "default") return;
+    if (machine.kind === "android" && probe.code === 0) return;
     if (Date.now() - started > 60_000) {
       throw new Error(
         `Lab machine ${machine.name} did not come up: ${said || probe.stderr.trim()}`,
