@@ -149,7 +149,12 @@ export interface ApplyOptions extends RunOptions {
  */
 export function refusal(system: System, type: ResourceType): string | undefined {
   const named = system.refuses[type];
-  if (named !== undefined) return `${system.name} refuses ${type} resources: ${named}`;
+  if (named !== undefined) {
+    const can = Object.keys(system.appliers).filter((t) =>
+      system.refuses[t as ResourceType] === undefined
+    );
+    return `${system.name} refuses ${type} resources: ${named} (it applies ${can.join(", ")})`;
+  }
   if (system.appliers[type] === undefined) {
     const can = Object.keys(system.appliers).join(", ");
     return `this ${system.name} host has no ${type} applier yet (it applies: ${can})`;
@@ -332,8 +337,13 @@ export async function applySources(
       }
       inputs.unshift(...gone);
     }
-    const accounts = await readAccounts();
-    const ids = { users: new Map<string, number>(), groups: await readGroups() };
+    // A machine without /etc/passwd or /etc/group (Android) has no account a declaration can
+    // name: an owner named there is then "does not exist", and a declaration naming none applies.
+    const accounts = await readAccounts(undefined, { missingIsEmpty: true });
+    const ids = {
+      users: new Map<string, number>(),
+      groups: await readGroups(undefined, { missingIsEmpty: true }),
+    };
     for (const a of accounts.values()) ids.users.set(a.name, a.uid);
 
     // Who holds each subject now, and what each source of this run declares.

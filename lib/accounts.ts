@@ -12,24 +12,38 @@ export interface Account {
   home: string;
 }
 
+/** Options of {@linkcode readAccounts} and {@linkcode readGroups}. */
+export interface AccountsOptions {
+  /**
+   * A file that does not exist is no accounts (Android has no /etc/passwd: bionic's ids are
+   * built in), so a name looked up there is not found; any other failure still throws.
+   */
+  missingIsEmpty?: boolean;
+}
+
 /**
  * Reads the accounts of `/etc/passwd` (or `path`), keyed by name.
  *
- * @throws {Error} "Cannot read accounts ..." when the file cannot be read.
+ * @throws {Error} "Cannot read accounts ..." when the file cannot be read (a missing file too,
+ *   unless `missingIsEmpty`).
  */
-export function readAccounts(path = "/etc/passwd"): Promise<Map<string, Account>> {
+export function readAccounts(
+  path = "/etc/passwd",
+  options: AccountsOptions = {},
+): Promise<Map<string, Account>> {
   // Synchronous underneath: one small local file, and no thread of the pool taken for it.
   try {
-    return Promise.resolve(parsePasswd(readText(path, "accounts")));
+    return Promise.resolve(parsePasswd(readText(path, "accounts", options)));
   } catch (error) {
     return Promise.reject(error);
   }
 }
 
-function readText(path: string, what: string): string {
+function readText(path: string, what: string, options: AccountsOptions = {}): string {
   try {
     return Deno.readTextFileSync(path);
   } catch (cause) {
+    if (options.missingIsEmpty && cause instanceof Deno.errors.NotFound) return "";
     throw new Error(`Cannot read ${what} "${path}": ${(cause as Error).message}`, { cause });
   }
 }
@@ -64,9 +78,12 @@ export function findProgram(name: string, path = Deno.env.get("PATH") ?? ""): st
  *
  * @throws {Error} "Cannot read groups ..." when the file cannot be read.
  */
-export function readGroups(path = "/etc/group"): Promise<Map<string, number>> {
+export function readGroups(
+  path = "/etc/group",
+  options: AccountsOptions = {},
+): Promise<Map<string, number>> {
   try {
-    return Promise.resolve(parseGroups(readText(path, "groups")));
+    return Promise.resolve(parseGroups(readText(path, "groups", options)));
   } catch (error) {
     return Promise.reject(error);
   }

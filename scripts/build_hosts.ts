@@ -36,7 +36,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { SYSTEM_LIBC, SYSTEM_NAMES, type SystemName } from "../systems/mod.ts";
+import { SYSTEM_NAMES, SYSTEM_ONEFILE, type SystemName } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { run } from "../lib/command.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
@@ -303,8 +303,11 @@ async function probe(path: string, system: string): Promise<void> {
   const cache = await Deno.makeTempDir({ prefix: "mesh-hosts-probe-" });
   temporary.add(cache);
   try {
-    const r = await new Deno.Command(path, {
-      args: ["--help"],
+    // A file whose shell this machine lacks (android's /system/bin/sh) is run by this one's sh.
+    const shell = SYSTEM_ONEFILE[system as SystemName]?.shell ?? "/bin/sh";
+    const direct = await Deno.stat(shell).then(() => true, () => false);
+    const r = await new Deno.Command(direct ? path : "sh", {
+      args: direct ? ["--help"] : [path, "--help"],
       env: { MESH_RUNTIME_CACHE: cache },
       stdout: "piped",
       stderr: "piped",
@@ -393,7 +396,7 @@ for (const arch of arches) {
   let libc: CarriedLibc | undefined;
   for (const system of systems) {
     const output = `${out}/mesh-host-${system}-${arch}`;
-    const carries = SYSTEM_LIBC[system as SystemName] !== "glibc";
+    const carries = SYSTEM_ONEFILE[system as SystemName].libc !== "glibc";
     let file;
     try {
       if (carries && libc === undefined) {
@@ -407,6 +410,7 @@ for (const arch of arches) {
       }
       file = await buildOneFile(entries.get(system)!, output, {
         system,
+        shell: SYSTEM_ONEFILE[system as SystemName].shell,
         ...(carries ? { libc: libc! } : {}),
         name: `mesh-host-${system}-${arch}`,
         runtime,

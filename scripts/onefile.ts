@@ -149,6 +149,8 @@ export interface OneFileOptions {
   libc?: CarriedLibc;
   /** The system the file is for (`alpine`), named in its refusals; none for a program. */
   system?: string;
+  /** The POSIX shell the file's first line names (default `/bin/sh`; Android's `/system/bin/sh`). */
+  shell?: string;
 }
 
 /** The runtime segment a one-file build embeds (see {@linkcode runtimeSegment}). */
@@ -318,6 +320,8 @@ export function oneFileHeader(values: {
   loader?: string;
   /** The system the file is for (`alpine`), or none for a program that is for any. */
   system?: string;
+  /** The shell of the first line (default `/bin/sh`). */
+  shell?: string;
   /** Length of the whole file, bytes. */
   fileLength: number;
   /** sha256 of everything after the header (the runtime and program segments). */
@@ -335,9 +339,13 @@ export function oneFileHeader(values: {
   if (system !== "" && !/^[a-z]+$/.test(system)) {
     throw new Error(`Cannot write a one-file header: "${system}" is not a system's name`);
   }
+  const shell = values.shell ?? "/bin/sh";
+  if (!/^(\/[a-z0-9_.-]+)+$/.test(shell)) {
+    throw new Error(`Cannot write a one-file header: "${shell}" is not a shell's absolute path`);
+  }
   const form = values.runtimeForm ?? "file";
   const compression = values.runtimeCompression ?? "gzip";
-  return `#!/bin/sh
+  return `#!${shell}
 # ${values.name}: one self-contained executable (built by \`deno task hosts\`, one-file form).
 # After this script come two gzip segments: the Deno runtime (${values.source}) and the program
 # (a tar of its bundled modules, split, and their SHA256SUMS). It unpacks both, once, into a
@@ -851,6 +859,7 @@ export async function buildOneFile(
       runtimeCompression: segment.compression,
       ...(options.libc ? { loader: options.libc.loader } : {}),
       ...(options.system ? { system: options.system } : {}),
+      ...(options.shell ? { shell: options.shell } : {}),
       fileLength: 0,
       payloadSha256: await sha256Hex(payload),
       permissions: options.permissions,

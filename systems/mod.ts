@@ -16,15 +16,18 @@ export type SystemName = "debian" | "arch" | "alpine" | "android";
 export const SYSTEM_NAMES: readonly SystemName[] = ["arch", "alpine", "android", "debian"];
 
 /**
- * The C library each system's machines have. A one-file host for a system without glibc carries
- * the glibc its Deno runtime links and starts the runtime through it (scripts/carried_libc.ts);
- * the others use the machine's own.
+ * What a one-file host (scripts/onefile.ts) must know of each system's machines: their C library
+ * (a host for a system without glibc carries the glibc its Deno runtime links and starts the
+ * runtime through it, scripts/carried_libc.ts; the others use the machine's own), and the POSIX
+ * shell its first line names (Android has no /bin/sh: its shell is /system/bin/sh).
  */
-export const SYSTEM_LIBC: Readonly<Record<SystemName, "glibc" | "musl" | "bionic">> = {
-  arch: "glibc",
-  alpine: "musl",
-  android: "bionic",
-  debian: "glibc",
+export const SYSTEM_ONEFILE: Readonly<
+  Record<SystemName, { libc: "glibc" | "musl" | "bionic"; shell: string }>
+> = {
+  arch: { libc: "glibc", shell: "/bin/sh" },
+  alpine: { libc: "musl", shell: "/bin/sh" },
+  android: { libc: "bionic", shell: "/system/bin/sh" },
+  debian: { libc: "glibc", shell: "/bin/sh" },
 };
 
 /** `/etc/os-release` as read (format: os-release(5), `KEY=value` lines, values optionally quoted). */

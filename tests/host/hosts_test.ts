@@ -108,7 +108,11 @@ Deno.test("android refuses service, package and container by name, before anythi
     });
     assertEquals([r.outcome, r.applied], ["refused", 0]);
     assertEquals(r.problems.map((p) => p.id), ["s", "p", "c"]);
-    for (const p of r.problems) assertStringIncludes(p.message, "android refuses");
+    for (const p of r.problems) {
+      assertStringIncludes(p.message, "android refuses");
+      // Naming what it does apply.
+      assertStringIncludes(p.message, "(it applies directory, file, action)");
+    }
     assertEquals(await Deno.stat(`${dir}/d`).then(() => true, () => false), false);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -55,8 +55,13 @@ Deno.test("the aarch64 alpine and android hosts carry aarch64 glibc, and their r
       // Nothing of the build machine in what the header says.
       assert(!decode(bytes.subarray(0, 16384)).includes(ROOT), `${file} names ${ROOT}`);
       // On this x86_64 machine it refuses, saying what it is for.
-      const wrong = await new Deno.Command(file, {
-        args: ["--version"],
+      // The android file's first line names Android's /system/bin/sh: run by this machine's sh.
+      assertEquals(
+        decode(bytes.subarray(0, 20)).split("\n")[0],
+        file.includes("android") ? "#!/system/bin/sh" : "#!/bin/sh",
+      );
+      const wrong = await new Deno.Command("sh", {
+        args: [file, "--version"],
         env: { MESH_RUNTIME_CACHE: `${dir}/cache` },
         stdout: "piped",
         stderr: "piped",
