@@ -31,7 +31,13 @@
 
 import type { DeclarationMessage } from "../lib/broker.ts";
 import { DIRS, FILES_PER_DIR, type Sample, SPEED } from "./link_memory_child.ts";
-import { buildOneFile, bundleProgram, fetchRuntime, type OneFileArch } from "../scripts/onefile.ts";
+import {
+  buildCacheDir,
+  buildOneFile,
+  bundleProgram,
+  fetchRuntime,
+  type OneFileArch,
+} from "../scripts/onefile.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "../scripts/host_flags.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -229,7 +235,7 @@ async function parent(options: Options) {
       const arch = Deno.build.arch as OneFileArch;
       const file = await buildOneFile(`${ROOT}bench/link_memory_child.ts`, `${dir}/link-child`, {
         name: `mesh-link-memory-child-${arch}`,
-        runtime: await fetchRuntime(arch, `${ROOT}dist/.cache`),
+        runtime: await fetchRuntime(arch, buildCacheDir()),
         // All, not the host's: the child reads its own /proc/self/status, which Deno allows
         // only with every permission.
         permissions: ["--allow-all", ...v8],

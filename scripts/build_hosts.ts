@@ -27,7 +27,8 @@
  * - `one-file` otherwise (these machines: `deno compile` would download `denort`, which they
  *   cannot reach, and npm carries no `denort`): the Deno runtime from the npm package
  *   `@deno/linux-<arch>-glibc` and the program bundled with its dependencies, in one executable
- *   file (scripts/onefile.ts). Runtimes are cached under `DIR/.cache`.
+ *   file (scripts/onefile.ts). Runtimes are cached in {@linkcode buildCacheDir} (`MESH_BUILD_CACHE`,
+ *   default `~/.cache/mesh/build`).
  *
  * Each native build is run once (`--help`, which names it) before it is reported built; one that does not run is
  * removed. A manifest of what was built, its form and its size is written to
@@ -48,7 +49,13 @@ import {
   pinnedReferences,
   splitPinned,
 } from "../lib/registry_manifest.ts";
-import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
+import {
+  buildCacheDir,
+  buildOneFile,
+  fetchRuntime,
+  ONEFILE_ARCHES,
+  type OneFileArch,
+} from "./onefile.ts";
 import { type CarriedLibc, fetchCarriedLibc } from "./carried_libc.ts";
 import { HOST_COMMAND_FLAGS, HOST_V8_FLAGS } from "./host_flags.ts";
 import { HOST_PERMISSIONS } from "../host/permissions.ts";
@@ -384,7 +391,7 @@ for (const arch of arches) {
   }
   let runtime;
   try {
-    runtime = await fetchRuntime(arch, `${out}/.cache`);
+    runtime = await fetchRuntime(arch, buildCacheDir());
   } catch (error) {
     console.error(
       `deno task hosts: cannot fetch the Deno runtime for ${arch} from npm (${
@@ -400,10 +407,10 @@ for (const arch of arches) {
     let file;
     try {
       if (carries && libc === undefined) {
-        const binary = `${out}/.cache/deno-${Deno.version.deno}-${arch}`;
+        const binary = `${buildCacheDir()}/deno-${Deno.version.deno}-${arch}.${Deno.pid}`;
         await run(["sh", "-c", 'gzip -dc "$1" >"$2"', "sh", runtime.gzPath, binary]);
         try {
-          libc = await fetchCarriedLibc(arch, `${out}/.cache`, { runtime: binary });
+          libc = await fetchCarriedLibc(arch, buildCacheDir(), { runtime: binary });
         } finally {
           await Deno.remove(binary).catch(() => {});
         }

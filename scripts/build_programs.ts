@@ -18,7 +18,13 @@
 
 import { parseArgs } from "node:util";
 import { messageOf } from "../lib/atomic.ts";
-import { buildOneFile, fetchRuntime, ONEFILE_ARCHES, type OneFileArch } from "./onefile.ts";
+import {
+  buildCacheDir,
+  buildOneFile,
+  fetchRuntime,
+  ONEFILE_ARCHES,
+  type OneFileArch,
+} from "./onefile.ts";
 import { RECONCILE_PERMISSIONS } from "../reconcile/permissions.ts";
 import { CONTROL_PERMISSIONS } from "../control/permissions.ts";
 import { BUILDER_PERMISSIONS } from "../builder/permissions.ts";
@@ -181,7 +187,7 @@ for (const arch of arches) {
   }
   let runtime;
   try {
-    runtime = await fetchRuntime(arch, `${out}/.cache`);
+    runtime = await fetchRuntime(arch, buildCacheDir());
   } catch (error) {
     fail(
       `cannot fetch the Deno runtime for ${arch} from npm (${

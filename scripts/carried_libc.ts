@@ -175,13 +175,22 @@ export async function fetchCarriedLibc(
   ).slice(0, 16);
   const root = `${cacheDir}/libc-${arch}-${key}`;
   if (!(await Deno.stat(`${root}/.complete`).then(() => true, () => false))) {
-    await Deno.remove(root, { recursive: true }).catch(() => {});
-    await Deno.mkdir(root, { recursive: true });
-    for (const pkg of pinned.packages) {
-      const deb = await fetchDeb(lock.mirror, pkg, debs);
-      await run(["dpkg-deb", "-x", deb, root]);
+    // Unpacked aside and renamed into place: builds sharing the cache may run at once.
+    const work = await Deno.makeTempDir({ dir: cacheDir, prefix: `.libc-${arch}-` });
+    try {
+      for (const pkg of pinned.packages) {
+        const deb = await fetchDeb(lock.mirror, pkg, debs);
+        await run(["dpkg-deb", "-x", deb, work]);
+      }
+      await Deno.writeTextFile(`${work}/.complete`, "");
+      if (!(await Deno.stat(`${root}/.complete`).then(() => true, () => false))) {
+        await Deno.remove(root, { recursive: true }).catch(() => {});
+        // Another build may rename its copy first: then it is used and this one dropped.
+        await Deno.rename(work, root).catch(() => {});
+      }
+    } finally {
+      await Deno.remove(work, { recursive: true }).catch(() => {});
     }
-    await Deno.writeTextFile(`${root}/.complete`, "");
   }
   const dirs = [`${root}/lib/${pinned.triplet}`, `${root}/usr/lib/${pinned.triplet}`];
   const files: Record<string, string> = {};

@@ -31,6 +31,20 @@
 import { run } from "../lib/command.ts";
 import type { CarriedLibc } from "./carried_libc.ts";
 
+/**
+ * Where builds keep what they fetch and make once (Deno runtimes from npm, the carried glibc's
+ * packages, compressed runtime segments): `MESH_BUILD_CACHE`, else `$XDG_CACHE_HOME/mesh/build`,
+ * else `$HOME/.cache/mesh/build`, as Deno keeps its own cache in `~/.cache/deno`. Entries are
+ * named by version and digest and checked when reused, so one cache serves every checkout and
+ * output directory of the machine (a clean clone need not fetch the runtime again).
+ */
+export function buildCacheDir(): string {
+  const named = Deno.env.get("MESH_BUILD_CACHE");
+  if (named) return named;
+  const xdg = Deno.env.get("XDG_CACHE_HOME");
+  return `${xdg || `${Deno.env.get("HOME") ?? "/root"}/.cache`}/mesh/build`;
+}
+
 /** The architectures a one-file build can target, with their npm package names. */
 export const ONEFILE_ARCHES = {
   x86_64: "@deno/linux-x64-glibc",

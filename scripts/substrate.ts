@@ -38,7 +38,7 @@ import { CONTROL_KEY_PATH, SIGNING_KEY_PATH } from "../lib/signing.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
 import { CONTROL_CA_PERMISSIONS, CONTROL_SERVICE_PERMISSIONS } from "../control/permissions.ts";
 import { BUILD_QUEUE, EXCHANGE, REPORTS_QUEUE } from "../lib/broker_names.ts";
-import { bundleProgram, fetchRuntime } from "./onefile.ts";
+import { buildCacheDir, bundleProgram, fetchRuntime } from "./onefile.ts";
 import { isLoopback } from "../lib/registry_manifest.ts";
 
 const root = new URL("../", import.meta.url).pathname;
@@ -227,7 +227,7 @@ interface Recipe {
 async function recipes(work: string, log: (s: string) => void): Promise<Recipe[]> {
   // mesh-control: the runtime from npm (as `deno task hosts` uses) and the bundled program.
   const arch = Deno.build.arch === "aarch64" ? "aarch64" : "x86_64";
-  const runtime = await fetchRuntime(arch, `${root}dist/.cache`);
+  const runtime = await fetchRuntime(arch, buildCacheDir());
   log(`bundling mesh-control`);
   // As the one-file programs carry it (code splitting: a command loads only its own modules), the
   // files checked against their SHA256SUMS when the image is built.

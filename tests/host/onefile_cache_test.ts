@@ -14,7 +14,12 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 import { NATIVE_ARCH } from "../support/onefile.ts";
-import { buildOneFile, fetchRuntime, type OneFileArch } from "../../scripts/onefile.ts";
+import {
+  buildCacheDir,
+  buildOneFile,
+  fetchRuntime,
+  type OneFileArch,
+} from "../../scripts/onefile.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 const NAME = `mesh-cachetest-${NATIVE_ARCH}`;
@@ -50,7 +55,7 @@ if (mode === "hold") {
 }
 `,
   );
-  const runtime = await fetchRuntime(NATIVE_ARCH as OneFileArch, `${ROOT}dist/test/.cache`);
+  const runtime = await fetchRuntime(NATIVE_ARCH as OneFileArch, buildCacheDir());
   const out = `${dir}/${NAME}-v${version}`;
   await buildOneFile(`${src}/main.ts`, out, {
     name: NAME,
