@@ -15,7 +15,9 @@
  * `deno task programs --out DIR`) the one-file executables of this machine's architecture found
  * there are measured too, as installed: `<file> --help`, started directly (the sh header, its
  * digest checks, then the runtime on the bundled program), their cache (`MESH_RUNTIME_CACHE`, a
- * temporary directory) unpacked by the unmeasured first start.
+ * temporary directory) unpacked by the unmeasured first start. With `--shipped-before DIR` too
+ * (the same files built from an earlier tree), those are measured in the same rounds, each tree's
+ * files with a cache of their own (one cache would have each version prune the other).
  *
  * @module
  */
@@ -29,6 +31,7 @@ const parsed = parseArgs({
     runs: { type: "string", default: "30" },
     before: { type: "string" },
     shipped: { type: "string" },
+    "shipped-before": { type: "string" },
   },
 });
 const runs = Number(parsed.values.runs);
@@ -70,14 +73,14 @@ function casesOf(tree: string, dir: string): Case[] {
 }
 
 /** The one-file executables of this architecture in `dir`, each with `--help`. */
-function shippedCases(dir: string): Case[] {
+function shippedCases(dir: string, tree = "shipped"): Case[] {
   const arch = Deno.build.arch;
   return [...Deno.readDirSync(dir)]
     .filter((e) => e.isFile && e.name.startsWith("mesh-") && e.name.endsWith(`-${arch}`))
     .map((e) => e.name)
     .sort()
     .map((name) => ({
-      tree: "shipped",
+      tree,
       label: `${name} --help`,
       args: [],
       argv: [`${dir.replace(/\/$/, "")}/${name}`, "--help"],
@@ -87,11 +90,17 @@ function shippedCases(dir: string): Case[] {
 const shippedCache = parsed.values.shipped
   ? await Deno.makeTempDir({ prefix: "mesh-startup-cache-" })
   : undefined;
+const shippedBeforeCache = parsed.values["shipped-before"]
+  ? await Deno.makeTempDir({ prefix: "mesh-startup-cache-before-" })
+  : undefined;
 const cases: Case[] = [
   { tree: "floor", label: "deno run empty script", args: [empty] },
   ...casesOf("now", root),
   ...(parsed.values.before ? casesOf("before", parsed.values.before.replace(/\/?$/, "/")) : []),
   ...(parsed.values.shipped ? shippedCases(parsed.values.shipped) : []),
+  ...(parsed.values["shipped-before"]
+    ? shippedCases(parsed.values["shipped-before"], "shipped-before")
+    : []),
 ];
 if (parsed.values.shipped && !cases.some((c) => c.tree === "shipped")) {
   throw new Error(`--shipped: no mesh-*-${Deno.build.arch} file in "${parsed.values.shipped}"`);
@@ -111,7 +120,11 @@ async function once(c: Case): Promise<{ wall: number; cpu: number }> {
         ...(c.argv ?? [Deno.execPath(), "run", "-A", "--quiet", ...c.args]),
       ],
       cwd: c.tree === "before" ? parsed.values.before : root,
-      env: shippedCache ? { MESH_RUNTIME_CACHE: shippedCache } : {},
+      env: c.tree === "shipped-before" && shippedBeforeCache
+        ? { MESH_RUNTIME_CACHE: shippedBeforeCache }
+        : shippedCache
+        ? { MESH_RUNTIME_CACHE: shippedCache }
+        : {},
       stdout: "null",
       stderr: "piped",
     }).output();
@@ -172,4 +185,5 @@ try {
 } finally {
   await Deno.remove(empty);
   if (shippedCache) await Deno.remove(shippedCache, { recursive: true });
+  if (shippedBeforeCache) await Deno.remove(shippedBeforeCache, { recursive: true });
 }
