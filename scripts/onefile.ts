@@ -443,10 +443,20 @@ fi
   }
 # The file is whole: as long as it was built (a copy cut short by an interrupted upgrade or a
 # full disk is refused at every start, even when what it carries is already unpacked).
-ident=$(stat -L -c '%d %i %s %Y %Z' "$self" 2>/dev/null) || fail "cannot read the size of this executable \\"$self\\""
+# One stat for this file and the unpacked runtime (a fork is a good part of a warm start):
+# the runtime's line is missing when it is not unpacked.
+runtime_dir=$cache/runtime/$runtime_sha
+stats=$(stat -L -c '%d %i %s %Y %Z' "$self" "$runtime_dir/deno" 2>/dev/null)
+{
+  read -r ident || ident=
+  read -r _ _ runtime_len_now _ _ || runtime_len_now=
+} <<EOF
+$stats
+EOF
 read -r _ _ self_len _ _ <<EOF
 $ident
 EOF
+[ -n "$ident" ] || fail "cannot read the size of this executable \\"$self\\""
 [ "$self_len" -eq "$file_len" ] || fail "\\"$self\\" has $self_len bytes and was built with $file_len: it is truncated or altered; copy it again"
 
 # matches FILE SHA256: the file exists and has that digest.
@@ -513,7 +523,6 @@ unpack() {
   "$good" "$kept" "$4" || fail "cannot unpack the $1: \\"$5\\" does not hold it whole after the rename (another start may be unpacking it: start again)"
 }
 
-runtime_dir=$cache/runtime/$runtime_sha
 program_dir=$cache/program/$program_sha
 # What is exec'd: the runtime, or the carried loader that starts it.
 start=$runtime_dir/deno
@@ -660,7 +669,7 @@ prune() {
 }
 
 fresh=
-if [ ! -x "$runtime_dir/deno" ] || [ "$(stat -c %s "$runtime_dir/deno" 2>/dev/null)" != "$((runtime_size))" ] ||
+if [ ! -x "$runtime_dir/deno" ] || [ "$runtime_len_now" != "$((runtime_size))" ] ||
   [ ! -f "$start" ]; then
   unpack runtime "$runtime_off" "$runtime_len" "$runtime_sha" "$runtime_dir" deno 0755
   fresh=1
