@@ -113,7 +113,8 @@ Deno.test("one file copied onto a bare Debian machine is the whole install", asy
         "%f\n",
       ]))
         .stdout.trim().split("\n").sort(),
-      [current, `${current}.lock`, `${current}.name`],
+      // .seen: the identities of the files checked whole that carry this program.
+      [current, `${current}.lock`, `${current}.name`, `${current}.seen`],
       "the older version's entry was not pruned",
     );
   } finally {
