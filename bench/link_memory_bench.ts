@@ -1,5 +1,6 @@
 /**
- * The link's resident memory over many interval applies (bench/README.md, "link_memory_bench.ts").
+ * The link's resident memory over many interval applies (its figures: bench/README.md, the
+ * standing table).
  *
  * Run from the repository root: `deno run -A bench/link_memory_bench.ts [--applies N]
  * [--v8-flags FLAGS] [--every-apply] [--no-link-flags] [--onefile] [--speed X] [--oversized K]`. It makes a private vhost on the real broker (127.0.0.1:5672, management on

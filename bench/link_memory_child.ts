@@ -46,7 +46,7 @@ const encoder = new TextEncoder();
  * Writes a line to stderr. Not `console`: Deno keeps every message given to `console` (V8's
  * inspector stores the last 1,000 with their stack traces, ~1.5 KiB of heap and malloc each), which
  * the link itself never does (it writes its reports with `Deno.stdout`), and which made the
- * samples grow by ~1.6 MiB over 1,000 applies (bench/README.md, "Session 8, the link").
+ * samples grow by ~1.6 MiB over 1,000 applies (heap snapshots of the child, 2026-12-02).
  */
 function log(line: string) {
   writeLine(Deno.stderr, `link_memory_bench: ${line}`);

@@ -1,5 +1,5 @@
 /**
- * The figures behind the sizing model in bench/README.md ("Sizing to 100,000 nodes"), measured on
+ * The figures behind sizing a fleet of 100,000 nodes (docs/mesh-control.md, "Sizing"), measured on
  * a three-member RabbitMQ cluster started on this machine for the run (tests/support/
  * rabbit_cluster.ts; the machine's own broker is not touched) and a database of its own on the
  * local PostgreSQL:

@@ -389,7 +389,8 @@ export async function postgresTarget(url: string): Promise<PostgresTarget> {
  * postgres.js opens itself): a TCP connection to the target's host and port, connected, with
  * TCP_NODELAY set before postgres.js sends its SSLRequest and starts TLS on it. With Nagle's
  * algorithm on, each TLS handshake stalled on a delayed ACK, ~40 ms a connection on loopback
- * (bench/README.md, issue 27); postgres.js sets no TCP_NODELAY of its own.
+ * (probed 2026-12-06: 46-50 ms to PostgreSQL's SSLRequest, 5-6 ms with TCP_NODELAY); postgres.js
+ * sets no TCP_NODELAY of its own.
  *
  * The answer rejects with node's error for a refused connection or an unknown host, or
  * `connect ETIMEDOUT host:port` after `timeoutSeconds` (postgres.js's `connect_timeout` starts

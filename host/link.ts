@@ -128,9 +128,10 @@ export type LinkStop =
  * host starts its link with `--v8-flags=--expose-gc`, scripts/host_flags.ts); else nothing. Called
  * when an apply's report is journaled: an apply of 1,100 resources passes ~17 MiB through the
  * heap, which V8 collects only as the heap grows again, so without it the garbage of the last
- * apply stays resident through the idle interval (2-7 MiB; bench/README.md, "Session 8, the
- * link"). A collection of the link's ~8 MiB live heap takes 10-30 ms an interval (wall, on a
- * loaded 2-core VM), and saves the larger collections the garbage would have needed.
+ * apply stays resident through the idle interval (2-7 MiB; over 1,000 applies the link's median
+ * is 60.3 MiB with its flags, 63.5 without: bench/README.md, the standing table). A collection of
+ * the link's ~8 MiB live heap takes 10-30 ms an interval (wall, on a loaded 2-core VM), and saves
+ * the larger collections the garbage would have needed.
  */
 export function collect(): void {
   (globalThis as { gc?: () => void }).gc?.();

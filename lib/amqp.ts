@@ -188,7 +188,7 @@ export async function connectAmqp(
  * vhost, heartbeat, timeout and errors), but over {@linkcode amqpTransport} on a `Deno.Conn`
  * (TCP_NODELAY, then `Deno.startTls` for amqps://, verified against the host name, as
  * amqplib's `tls.connect` with `servername` is) instead of a `node:net` socket: a refused body is never copied
- * (bench/README.md, "Refusing costs nothing"). amqplib takes no socket of its own and exports no
+ * (docs/design.md, "Refusing costs nothing"). amqplib takes no socket of its own and exports no
  * subpath (lib/connection.js cannot be imported, nor required once the program is bundled), so
  * `net.connect` and `tls.connect` are replaced for the synchronous call of `connect`, in which
  * amqplib calls one of them, and put back before it returns; an amqplib that dialed otherwise is
@@ -249,7 +249,7 @@ async function dial(
   try {
     // TCP_NODELAY before the handshake: with Nagle's algorithm on, each TLS handshake (and
     // AMQP's request/answer frames) stalls on a delayed ACK, ~40 ms each on loopback
-    // (bench/README.md, issue 27). A Deno.TlsConn has no setNoDelay, so TLS is started on the
+    // (probed 2026-12-06). A Deno.TlsConn has no setNoDelay, so TLS is started on the
     // TCP connection instead of through Deno.connectTls.
     const tcp = await Deno.connect({ hostname: host, port });
     tcp.setNoDelay(true);

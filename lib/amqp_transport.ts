@@ -7,7 +7,7 @@
  * delivers the message with an empty `content`, and {@linkcode takeRefusal} tells what was
  * refused. A 100 MB body so costs the process no memory: read through `node:net` (what
  * amqplib's own `connect` uses) the same bytes left Deno some 110 MiB resident after GC
- * (bench/README.md, "Refusing costs nothing").
+ * (2026-12-05; docs/design.md, "Refusing costs nothing").
  *
  * Frames (AMQP 0-9-1, section 4.2.3): type (1 byte: 1 method, 2 content header, 3 body, 8
  * heartbeat), channel (uint16), payload size (uint32), the payload, frame-end 0xCE. The server's

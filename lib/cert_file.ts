@@ -2,7 +2,7 @@
  * Reading certificate files (PEM, RFC 7468): a server certificate, the mesh's CA certificate. The
  * certificates are parsed by node:crypto's `X509Certificate` (Deno's own, in Rust), not by
  * `@peculiar/x509`: every program that connects over TLS reads its CA file here before it
- * connects, and importing `@peculiar/x509` costs ~150 ms a start (bench/README.md, issue 27),
+ * connects, and importing `@peculiar/x509` costs 150-160 ms a process (measured 2026-12-06),
  * `node:crypto` ~35 ms when nothing has loaded it yet (postgres.js has).
  *
  * @module

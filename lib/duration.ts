@@ -56,8 +56,7 @@ const FORMAT_SECONDS = [86400, 3600, 60, 1] as const;
 /**
  * Renders milliseconds for people, e.g. `13d 4h`, `5m 2s`, `0s`: the two largest units present,
  * rounded to the second. Built without an array or iterator a call (`status` writes thousands of
- * them, in code that runs once: 5 us a call when it built them, bench/README.md, "Session 9,
- * statusq").
+ * them, in code that runs once: 5 us a call when it built them, measured 2026-12-02).
  */
 export function formatDuration(ms: number): string {
   const neg = ms < 0;

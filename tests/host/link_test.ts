@@ -396,7 +396,7 @@ async function rssMiB(pid: number): Promise<number> {
  * refused one (MiB). Measured on the 2-core VM: a 100 MB message took the link from 62 to 398 MiB
  * and it stayed there; refused from its header in amqplib's channel (the bytes read through
  * `node:net`), 62 to 88-102; refused in the transport under amqplib (lib/amqp_transport.ts: read
- * into one buffer, hashed and dropped), 71.0 to 72.2 (bench/README.md, "Refusing costs nothing").
+ * into one buffer, hashed and dropped), 71.0 to 72.2 (this file's oversized case, 2026-12-05).
  */
 const REFUSAL_MARGIN_MIB = 8;
 
