@@ -4,8 +4,10 @@
  * reach only the npm registry and Debian's archive, and npm carries the full `deno` binary, not
  * `denort`).
  *
- * The file is a POSIX sh script followed by two gzip segments: the Deno runtime (the `deno`
- * binary of the npm package `@deno/linux-<arch>-glibc`, at this Deno's version) and the program
+ * The file is a POSIX sh script followed by two compressed segments: the Deno runtime (the `deno`
+ * binary of the npm package `@deno/linux-<arch>-glibc`, at this Deno's version, gzip; for a system
+ * without glibc a tar of it, the glibc it links and their `SHA256SUMS`, xz: see
+ * {@linkcode runtimeSegment}) and the program
  * (`deno bundle` of its entry point with code splitting, npm dependencies inlined: `main.js`, a
  * JavaScript file for each part the program imports only when it needs it, and `SHA256SUMS`
  * listing them, as a tar; see {@linkcode bundleProgram}). On start the script unpacks each
@@ -361,8 +363,10 @@ export function oneFileHeader(values: {
   const compression = values.runtimeCompression ?? "gzip";
   return `#!${shell}
 # ${values.name}: one self-contained executable (built by \`deno task hosts\`, one-file form).
-# After this script come two gzip segments: the Deno runtime (${values.source}) and the program
-# (a tar of its bundled modules, split, and their SHA256SUMS). It unpacks both, once, into a
+# After this script come two segments: the Deno runtime (${values.source}; ${
+    form === "tar" ? `a tar, ${compression}` : compression
+  }) and the program
+# (a tar of its bundled modules, split, and their SHA256SUMS; gzip). It unpacks both, once, into a
 # content-addressed cache (MESH_RUNTIME_CACHE, default /var/lib/mesh/runtime), checks them against
 # the sha256 recorded here, and execs the runtime on the program, so argv, exit status and
 # signals are the program's own.${
