@@ -169,6 +169,30 @@ export interface OneFileOptions {
   shell?: string;
 }
 
+/**
+ * Writes the tar `file` of `names` in `dir`, in that order, owner and time fixed (ustar), so the
+ * same files give the same bytes.
+ *
+ * @throws {CommandError} when tar fails.
+ */
+async function reproducibleTar(file: string, dir: string, names: string[]): Promise<void> {
+  await run([
+    "tar",
+    "--create",
+    "--file",
+    file,
+    "--owner=0",
+    "--group=0",
+    "--numeric-owner",
+    "--mtime=@0",
+    "--format=ustar",
+    "-C",
+    dir,
+    "--",
+    ...names,
+  ]);
+}
+
 /** The runtime segment a one-file build embeds (see {@linkcode runtimeSegment}). */
 export interface RuntimeSegment {
   /** The compressed segment. */
@@ -231,22 +255,7 @@ export async function runtimeSegment(
     }
     const list = new TextEncoder().encode(sums.join(""));
     await Deno.writeFile(`${dir}/SHA256SUMS`, list, { mode: 0o644 });
-    await run([
-      "tar",
-      "--create",
-      "--file",
-      `${work}/runtime.tar`,
-      "--owner=0",
-      "--group=0",
-      "--numeric-owner",
-      "--mtime=@0",
-      "--format=ustar",
-      "-C",
-      dir,
-      "--",
-      ...names,
-      "SHA256SUMS",
-    ]);
+    await reproducibleTar(`${work}/runtime.tar`, dir, [...names, "SHA256SUMS"]);
     await run(["xz", "-6", "-T2", `${work}/runtime.tar`], { timeoutMs: 10 * 60_000 });
     const path = `${base}.tar.xz`;
     await Deno.rename(`${work}/runtime.tar.xz`, path);
@@ -846,22 +855,7 @@ export async function buildOneFile(
       ...(options.config ? { config: options.config } : {}),
     });
     const programSha256 = program.sha256;
-    await run([
-      "tar",
-      "--create",
-      "--file",
-      `${work}/program.tar`,
-      "--owner=0",
-      "--group=0",
-      "--numeric-owner",
-      "--mtime=@0",
-      "--format=ustar",
-      "-C",
-      program.dir,
-      "--",
-      ...program.files,
-      "SHA256SUMS",
-    ]);
+    await reproducibleTar(`${work}/program.tar`, program.dir, [...program.files, "SHA256SUMS"]);
     await run(["gzip", "-9", "-n", `${work}/program.tar`]);
     const programGz = await Deno.readFile(`${work}/program.tar.gz`);
     const segment = await runtimeSegment(options.runtime, options.libc);
