@@ -26,7 +26,7 @@
 import { run } from "../../lib/command.ts";
 import { ensureImage, IMAGE, ROOT } from "../support/mod.ts";
 import {
-  ensureNoglibcImage,
+  buildNoglibcImage,
   isNoglibcKind,
   noglibcCommand,
   noglibcImage,
@@ -177,8 +177,7 @@ export async function ensureLabImage(
   kind: LabKind,
   options: LabImageOptions = {},
 ): Promise<string> {
-  if (isNoglibcKind(kind)) return await ensureNoglibcImage(kind, options);
-  const image = await labImage(kind);
+  const image = isNoglibcKind(kind) ? await noglibcImage(kind) : await labImage(kind);
   const built = async () =>
     (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
   if (await built()) return image;
@@ -186,8 +185,10 @@ export async function ensureLabImage(
   say(`${kind}: image ${image} is not built; waiting for the build lock ${LAB_CACHE}/${kind}.lock`);
   return await withLabLock(kind, async () => {
     // Another process may have built it while this one waited for the lock.
-    if (!(await built())) await buildLabImage(kind, image, say);
-    else say(`${kind}: image ${image} was built by another process meanwhile`);
+    if (await built()) {
+      say(`${kind}: image ${image} was built by another process meanwhile`);
+    } else if (isNoglibcKind(kind)) await buildNoglibcImage(kind, image, say);
+    else await buildLabImage(kind, image, say);
     return image;
   });
 }

@@ -54,7 +54,7 @@
  */
 
 import { run } from "../../lib/command.ts";
-import { LAB_CACHE, type LabProgress, labStage, withLabLock } from "./mod.ts";
+import { LAB_CACHE, type LabProgress, labStage } from "./mod.ts";
 
 /** The lab kinds without glibc. */
 export type NoglibcKind = "musl" | "android";
@@ -414,63 +414,52 @@ export async function fetchNoglibcDebs(): Promise<Map<string, string>> {
 }
 
 /**
- * Builds (or reuses) the image of a kind without glibc ({@linkcode noglibcImage}): a few
- * seconds the first time, nothing after. Concurrent callers, in any process, build it once.
+ * Builds the image `image` of a kind without glibc ({@linkcode noglibcImage}): a few seconds.
+ * Called by tests/lab/mod.ts `ensureLabImage`, under the kind's build lock, only when the image
+ * is not there.
  *
  * @throws {CommandError} when dpkg-deb, patchelf, tar or podman fails (patchelf missing: install
  *   it on this VM with `apt-get install patchelf`); {@linkcode fetchNoglibcDebs}'s errors.
  */
-export async function ensureNoglibcImage(
+export async function buildNoglibcImage(
   kind: NoglibcKind,
-  options: { progress?: LabProgress } = {},
-): Promise<string> {
-  const image = await noglibcImage(kind);
-  const built = async () =>
-    (await run(["podman", "image", "exists", image], { allowFailure: true })).code === 0;
-  if (await built()) return image;
-  const say = options.progress ?? (() => {});
-  say(`${kind}: image ${image} is not built; waiting for the build lock ${LAB_CACHE}/${kind}.lock`);
-  return await withLabLock(kind, async () => {
-    if (await built()) {
-      say(`${kind}: image ${image} was built by another process meanwhile`);
-      return image;
-    }
-    const work = `${LAB_CACHE}/${kind}-build`;
-    await Deno.remove(work, { recursive: true }).catch(() => {});
-    await Deno.mkdir(work, { recursive: true });
-    try {
-      const debs = await labStage(
-        say,
-        `${kind}: 1/3 fetch ${NOGLIBC_DEBS.length} Debian packages into ${LAB_CACHE}/debs`,
-        fetchNoglibcDebs,
-      );
-      const root = `${work}/root`;
-      await labStage(
-        say,
-        `${kind}: 2/3 assemble the root filesystem in ${root}`,
-        () => (kind === "musl" ? assembleMusl : assembleAndroid)(root, `${work}/unpack`, debs),
-      );
-      await labStage(say, `${kind}: 3/3 podman import as ${image}`, async () => {
-        const tar = `${work}/root.tar`;
-        await run(["tar", "--numeric-owner", "-C", root, "-cf", tar, "."], {
-          timeoutMs: 10 * 60_000,
-        });
-        const env = kind === "android" ? ANDROID_ENV : {};
-        await run([
-          "podman",
-          "import",
-          "--change",
-          `CMD ${JSON.stringify(noglibcCommand(kind))}`,
-          ...Object.entries(env).flatMap(([k, v]) => ["--change", `ENV ${k}=${v}`]),
-          tar,
-          image,
-        ], { timeoutMs: 10 * 60_000 });
+  image: string,
+  say: LabProgress,
+): Promise<void> {
+  const work = `${LAB_CACHE}/${kind}-build`;
+  await Deno.remove(work, { recursive: true }).catch(() => {});
+  await Deno.mkdir(work, { recursive: true });
+  try {
+    const debs = await labStage(
+      say,
+      `${kind}: 1/3 fetch ${NOGLIBC_DEBS.length} Debian packages into ${LAB_CACHE}/debs`,
+      fetchNoglibcDebs,
+    );
+    const root = `${work}/root`;
+    await labStage(
+      say,
+      `${kind}: 2/3 assemble the root filesystem in ${root}`,
+      () => (kind === "musl" ? assembleMusl : assembleAndroid)(root, `${work}/unpack`, debs),
+    );
+    await labStage(say, `${kind}: 3/3 podman import as ${image}`, async () => {
+      const tar = `${work}/root.tar`;
+      await run(["tar", "--numeric-owner", "-C", root, "-cf", tar, "."], {
+        timeoutMs: 10 * 60_000,
       });
-    } finally {
-      await Deno.remove(work, { recursive: true }).catch(() => {});
-    }
-    return image;
-  });
+      const env = kind === "android" ? ANDROID_ENV : {};
+      await run([
+        "podman",
+        "import",
+        "--change",
+        `CMD ${JSON.stringify(noglibcCommand(kind))}`,
+        ...Object.entries(env).flatMap(([k, v]) => ["--change", `ENV ${k}=${v}`]),
+        tar,
+        image,
+      ], { timeoutMs: 10 * 60_000 });
+    });
+  } finally {
+    await Deno.remove(work, { recursive: true }).catch(() => {});
+  }
 }
 
 /** Unpacks `pkg` (`dpkg-deb -x`) into `dir`. */
