@@ -5,9 +5,9 @@
  *
  * In order: `lstat` then `stat` (symlinks followed) refuse anything that is not a regular file,
  * naming what it is ("a FIFO", "a symbolic link to a character device", ...), and a file larger
- * than the bound, before anything is opened (a `stat` never blocks); the open is asynchronous and
- * given up after a second (it can wait only for a FIFO swapped in after the `stat`, which is then
- * released and refused); `fstat` of what was opened must be the same regular file (device and
+ * than the bound, before anything is opened (a `stat` never blocks); the open is asynchronous, and
+ * when it waits longer than a second the path is looked at again (a FIFO swapped in after the
+ * `stat` is released and refused; a regular file on a busy machine is waited for); `fstat` of what was opened must be the same regular file (device and
  * inode); then at most `maxBytes + 1` bytes are read, so a file that grew past the bound is
  * refused without being read whole.
  *
@@ -128,29 +128,41 @@ export async function readRegularTextFile(
 
 /**
  * Opens `path` (found a regular file by its `stat`) for reading. The open is asynchronous, so
- * that the program stays free to answer a signal even if it waits; and it may wait only when the
- * path was replaced by a FIFO after its `stat` (Deno's open takes no `O_NONBLOCK`). Then, after
- * {@linkcode OPEN_WAIT_MS}, the FIFO is opened for writing, which lets the waiting open return,
- * and the path is refused. Exported for its test (a swap between two calls cannot be timed).
+ * that the program stays free to answer a signal even if it waits; and it may wait for two
+ * reasons: the path was replaced by a FIFO after its `stat` (Deno's open takes no `O_NONBLOCK`),
+ * or the machine is slow (every thread of Deno's pool busy with other nodes' or resources'
+ * fsyncs, a file lease being broken, a slow disk). So every {@linkcode OPEN_WAIT_MS} the open has
+ * not returned, the path is looked at again: a regular file is waited for further; a FIFO is
+ * opened for writing, which lets the waiting open return, and refused; anything else is refused.
+ * Exported for its test (a swap between two calls cannot be timed).
  *
- * @throws {NotRegularFileError} "... (put there after its stat)" when it did not open in time.
+ * @throws {NotRegularFileError} "... (put there after its stat)" when, while the open waited,
+ *   the path became something other than a regular file.
  */
 export async function openWithin(path: string): Promise<Deno.FsFile> {
   const opening = Deno.open(path, { read: true });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), OPEN_WAIT_MS);
-  });
-  const file = await Promise.race([opening, late]).finally(() => clearTimeout(timer));
-  if (file !== undefined) return file;
-  opening.then((f) => f.close(), () => {});
-  let kind = "something that did not open";
-  try {
-    const now = Deno.statSync(path);
-    kind = fileKindOf(now);
-    if (now.isFifo) (await Deno.open(path, { write: true })).close();
-  } catch { /* gone, or not ours to release: refused all the same */ }
-  throw new NotRegularFileError(`${kind} (put there after its stat)`);
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), OPEN_WAIT_MS);
+    });
+    const file = await Promise.race([opening, late]).finally(() => clearTimeout(timer));
+    if (file !== undefined) return file;
+    let kind = "something that did not open";
+    let now: Deno.FileInfo | undefined;
+    try {
+      now = Deno.statSync(path);
+    } catch { /* gone: refused all the same */ }
+    // A regular file opens; it is only late. (The descriptor opened is checked against the
+    // first stat by the caller, so a regular file swapped in meanwhile is refused there.)
+    if (now?.isFile) continue;
+    opening.then((f) => f.close(), () => {});
+    try {
+      if (now !== undefined) kind = fileKindOf(now);
+      if (now?.isFifo) (await Deno.open(path, { write: true })).close();
+    } catch { /* not ours to release: refused all the same */ }
+    throw new NotRegularFileError(`${kind} (put there after its stat)`);
+  }
 }
 
 /**

@@ -161,3 +161,52 @@ Deno.test("regular_file: an open that waits (a FIFO swapped in after the stat) i
     assert(file.statSync().isFile);
   });
 });
+
+/**
+ * Holds a write lease (fcntl(2) F_SETLEASE, F_WRLCK) on `path` from another process, so that an
+ * open of that regular file waits until the holder lets it go, `holdMs` after the break was asked:
+ * a regular file whose open is slow, as every open is on a machine whose thread pool is busy.
+ */
+async function leased(path: string, holdMs: number): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `Deno.addSignalListener("SIGIO", () => {
+        setTimeout(() => { libc.symbols.fcntl(fd, 1024, 2); Deno.exit(0); }, ${holdMs});
+      });
+      const libc = Deno.dlopen("libc.so.6", {
+        open: { parameters: ["buffer", "i32"], result: "i32" },
+        fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+      });
+      const fd = libc.symbols.open(new TextEncoder().encode(${JSON.stringify(path)} + "\\0"), 0);
+      console.log(libc.symbols.fcntl(fd, 1024, 1) === 0 ? "held" : "not held");
+      setTimeout(() => {}, 30000);`,
+    ],
+    stdout: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const { value } = await reader.read();
+  reader.releaseLock();
+  assertEquals(value?.trim(), "held", "the lease holder could not take its lease");
+  return child;
+}
+
+Deno.test("regular_file: a regular file whose open is slow (a lease being broken; a busy machine) is read, not refused as swapped", async () => {
+  await inTemp(async (dir) => {
+    const path = `${dir}/store.json`;
+    await Deno.writeTextFile(path, '{"slow":true}');
+    const holder = await leased(path, 1600);
+    const started = Date.now();
+    const bytes = await within(
+      readRegularFile(path, { maxBytes: 100 }),
+      10_000,
+      "the read of a leased regular file",
+    );
+    const ms = Date.now() - started;
+    await holder.status;
+    await holder.stdout.cancel().catch(() => {});
+    assertEquals(new TextDecoder().decode(bytes), '{"slow":true}');
+    // The open did wait past the second after which a FIFO is given up.
+    assert(ms >= 1400, `the open took ${ms} ms: the lease did not hold it`);
+  });
+});
