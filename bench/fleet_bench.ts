@@ -24,7 +24,7 @@
  *
  * What it measures: a first push (warm-up) until all N are `ok`; then R rounds of: the module
  * changed (one file's content), `mesh-control push --behind` as its own process, the time until
- * every node's report of the new generation is in the database (polled every 50 ms), confirmed by
+ * every node's last report is of the new generation, applied (polled every 50 ms), confirmed by
  * `mesh-control status --json` (all N `ok`, none behind). Per round: where the CPU went (this
  * process: the nodes; push; ingest; the broker; PostgreSQL) and the machine's idle share; memory:
  * this process's RSS per simulated node, the broker's RSS and PostgreSQL's PSS. Last line:
@@ -426,6 +426,9 @@ async function main(): Promise<void> {
   log(`${args.nodes} nodes enrolled and assigned in ${fmt((performance.now() - t) / 1000)} s`);
 
   // The ingest, as its own process.
+  // Its stderr to a file (a pipe nobody reads would stop it once full), shown when a round fails.
+  const ingestLog = `${dir}/ingest.log`;
+  const ingestErr = await Deno.open(ingestLog, { write: true, create: true, truncate: true });
   const ingest = new Deno.Command(control("ingest")[0]!, {
     args: control("ingest").slice(1),
     cwd: ROOT,
@@ -434,6 +437,7 @@ async function main(): Promise<void> {
     stdout: "null",
     stderr: "piped",
   }).spawn();
+  const ingestLogged = ingest.stderr.pipeTo(ingestErr.writable).catch(() => {});
   undos.push({
     what: "mesh-control ingest stopped",
     run: async () => {
@@ -442,9 +446,16 @@ async function main(): Promise<void> {
       } catch {
         // already gone
       }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), 10_000));
+      if (await Promise.race([ingest.status, late]) === "late") ingest.kill("SIGKILL");
+      clearTimeout(timer);
       await ingest.status;
+      await ingestLogged;
     },
   });
+  const ingestTail = async () =>
+    (await Deno.readTextFile(ingestLog).catch(() => "")).trim().split("\n").slice(-5).join("\n");
 
   // The nodes: the link's own code, each with its own account, state directory and root.
   const { runLink } = await import("../host/link.ts");
@@ -500,13 +511,25 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 5));
     }
   });
-  while (connected.size < args.nodes) await new Promise((r) => setTimeout(r, 20));
+  const connectBy = performance.now() + 60_000 + args.nodes * 20;
+  while (connected.size < args.nodes) {
+    if (problems.length > 0) throw new Error(`A node failed to start: ${problems.join("; ")}`);
+    if (performance.now() > connectBy) {
+      throw new Error(
+        `Only ${connected.size} of ${args.nodes} links connected; not: ${
+          names.filter((n) => !connected.has(n)).slice(0, 5).join(", ")
+        }`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const memConnected = memory();
   log(`${args.nodes} links connected in ${fmt((performance.now() - t) / 1000)} s`);
 
   const everyReported = async (generation: number): Promise<number> => {
+    // Each node's last report, as ingest's triggers keep it (what status reads).
     const [row] = await sql`
-      select count(distinct node)::int as n from reports
+      select count(*)::int as n from last_reports
       where generation = ${generation} and outcome = 'applied'`;
     return row!.n as number;
   };
@@ -525,12 +548,25 @@ async function main(): Promise<void> {
       env,
     );
     let reportedS = 0;
+    // A round that does not end says where it stands rather than waiting for ever.
+    const deadline = t0 + 60_000 + args.nodes * 30;
     for (;;) {
       if (problems.length > 0) throw new Error(`Nodes said: ${problems.join("; ")}`);
       const n = await everyReported(generation);
       if (n === args.nodes) {
         reportedS = (performance.now() - t0) / 1000;
         break;
+      }
+      if (performance.now() > deadline) {
+        const applied = names.filter((name) => reports.get(name)?.generation === generation);
+        const missing = names.filter((name) => reports.get(name)?.generation !== generation);
+        throw new Error(
+          `Round ${r}: after ${
+            fmt((performance.now() - t0) / 1000)
+          } s, ${n} of ${args.nodes} reports of generation ${generation} are in the database; ${applied.length} nodes applied it; not applied: ${
+            missing.slice(0, 5).map((m) => `${m} (${JSON.stringify(reports.get(m))})`).join(", ")
+          }; ingest's stderr: ${await ingestTail() || "(nothing)"}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
