@@ -42,7 +42,6 @@ import { readRegularFile } from "../lib/regular_file.ts";
 import { type BrokerSession, openBroker, publishConfirmed, refusedBody } from "../lib/amqp.ts";
 import { redactUrl } from "../lib/url.ts";
 import { type ControlKey, publicKeyPem, verifyDeclaration } from "../lib/signing.ts";
-import { sleep } from "../lib/wait.ts";
 import {
   type ApplyResult,
   applySources,
@@ -117,6 +116,14 @@ export interface LinkOptions {
 
 /** How often the link looks whether a new reconcile result appeared (ms). */
 const RESULT_LOOK_EVERY = 2000;
+/**
+ * The longest the link's loop sleeps (ms) when nothing is due sooner. It sleeps until the next
+ * thing due (the interval, a reconnect, a look for a new reconcile result) and is woken at once
+ * when the connection is lost, a push was handled or failed, or it is stopped: an idle link
+ * wakes about once a minute, where it woke five times a second (1,000 links in one process, the
+ * fleet bench, spent 15 % of a core on those wakes).
+ */
+const MAX_NAP_MS = 60_000;
 
 /** Why the link stopped. */
 export type LinkStop =
@@ -168,6 +175,8 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
   let session: BrokerSession | undefined;
   let stopping = false;
   let fatal: unknown;
+  // Ends the loop's sleep at once (see MAX_NAP_MS).
+  let wake: (() => void) | undefined;
 
   // Applies never overlap: a push and an interval take turns.
   let turn: Promise<unknown> = Promise.resolve();
@@ -417,7 +426,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
       await flush();
     }).catch((error) => {
       fatal ??= error;
-    });
+    }).finally(() => wake?.());
   };
 
   // After losing a member, the next connect starts with the member after it.
@@ -443,6 +452,7 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
     session = s;
     s.connection.once("close", (error?: unknown) => {
       if (session === s) session = undefined;
+      wake?.();
       startAt = s.member + 1;
       if (stopping) return;
       // A connection the broker closed on purpose (the node removed, its credential rotated)
@@ -516,7 +526,22 @@ export async function runLink(options: LinkOptions): Promise<LinkStop> {
         });
         nextInterval = Date.now() + options.every;
       }
-      await sleep(Math.max(10, Math.min(200, nextInterval - Date.now())), options.signal);
+      const due = Math.min(
+        nextInterval,
+        session === undefined ? nextConnect : Infinity,
+        resultWatch !== undefined && kept !== undefined ? nextResultLook : Infinity,
+      );
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          options.signal.removeEventListener("abort", done);
+          wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, Math.max(10, Math.min(MAX_NAP_MS, due - Date.now())));
+        options.signal.addEventListener("abort", done, { once: true });
+        wake = done;
+      });
     }
   } finally {
     stopping = true;

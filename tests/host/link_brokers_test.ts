@@ -216,3 +216,88 @@ Deno.test(
     assert(!bad.stderr.includes("pass-word-9"), bad.stderr);
   },
 );
+
+Deno.test(
+  "link: with an interval of an hour, a connection the broker closes is made again at once, and the next push applies",
+  opts,
+  async () => {
+    await setupTopology(endpoints);
+    const node = uniqueNode("closed");
+    const account = await createNodeAccount(endpoints, node);
+    const dir = await Deno.makeTempDir({ prefix: "mesh-brokers-" });
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:15672${path}`, {
+        ...init,
+        headers: { authorization: `Basic ${btoa("guest:guest")}`, "x-reason": "test closes it" },
+      });
+    const link = spawnJsonLines<Record<string, unknown>>([
+      `${ROOT}host/debian.ts`,
+      "link",
+      "--json",
+      "--control-key",
+      TEST_KEYS.controlKey,
+      "--broker",
+      account.url,
+      "--state-dir",
+      `${dir}/state`,
+      "--every",
+      "1h",
+    ]);
+    const until = async (what: string, ok: () => boolean, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!ok()) {
+        if (link.exited() !== undefined || Date.now() > deadline) {
+          throw new Error(`${what} within ${ms / 1000} s; the link said:\n${link.stderr()}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const connections = () => link.stderr().split("connected to ").length - 1;
+    try {
+      await until("no connection", () => connections() === 1, 30_000);
+      // The broker's API lists a connection once its statistics are emitted (every few seconds).
+      let name: string | undefined;
+      for (let i = 0; i < 300 && name === undefined; i++) {
+        const listed = await (await api("/api/connections")).json() as {
+          name: string;
+          user: string;
+        }[];
+        name = listed.find((c) => c.user === node)?.name;
+        if (name === undefined) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert(name !== undefined, "the broker does not list the link's connection");
+      const closed = await api(`/api/connections/${encodeURIComponent(name)}`, {
+        method: "DELETE",
+      });
+      await closed.body?.cancel();
+      assertEquals(closed.status, 204);
+      const at = Date.now();
+      // Its retry is 2 s; the interval (an hour) is not waited for.
+      await until("not connected again", () => connections() === 2, 15_000);
+      assertMatch(link.stderr(), /the broker closed the connection/);
+      assert(Date.now() - at < 15_000);
+      const session = await openBroker(BROKER_URL);
+      try {
+        await publishConfirmed(session.channel, [{
+          exchange: EXCHANGE,
+          routingKey: declarationKey(node),
+          body: new TextEncoder().encode(
+            JSON.stringify(await declaration(node, `${dir}/f`, "after the close\n")),
+          ),
+        }]);
+      } finally {
+        await session.close();
+      }
+      await until(
+        "the push was not applied",
+        () => link.lines.some((r) => r.trigger === "push"),
+        15_000,
+      );
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "after the close\n");
+    } finally {
+      await link.kill();
+      await deleteNodeAccount(endpoints, node).catch(() => {});
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
