@@ -525,6 +525,12 @@ async function main(): Promise<void> {
   }
   const memConnected = memory();
   log(`${args.nodes} links connected in ${fmt((performance.now() - t) / 1000)} s`);
+  // What N idle links cost this process: their loops waking between pushes.
+  await new Promise((r) => setTimeout(r, 2000));
+  const idle0 = { cpu: cpuOf(Deno.pid), at: performance.now() };
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleShare = (cpuOf(Deno.pid) - idle0.cpu) / ((performance.now() - idle0.at) / 1000);
+  log(`${args.nodes} idle links: ${fmt(idleShare * 100, 1)} % of a core`);
 
   const everyReported = async (generation: number): Promise<number> => {
     // Each node's last report, as ingest's triggers keep it (what status reads).
@@ -665,6 +671,10 @@ async function main(): Promise<void> {
     "| --- | --- | --- |",
     ...cpuRows,
     "",
+    `Idle, between pushes, the ${args.nodes} links cost this process ${
+      fmt(idleShare * 100, 1)
+    } % of a core (5 s measured).`,
+    "",
     `Memory: this process ${fmt(memBefore.bench, 1)} MiB before the nodes, ${
       fmt(memConnected.bench, 1)
     } with all connected, ${fmt(memAfter.bench, 1)} after the rounds: ${
@@ -682,7 +692,11 @@ async function main(): Promise<void> {
   await Deno.writeTextFile(`${OUT_DIR}/fleet-${stamp}.md`, md + "\n");
   await Deno.writeTextFile(
     `${OUT_DIR}/fleet-${stamp}.json`,
-    JSON.stringify({ args, load, warm, rounds, memBefore, memConnected, memAfter }, null, 2),
+    JSON.stringify(
+      { args, load, warm, rounds, idleShare, memBefore, memConnected, memAfter },
+      null,
+      2,
+    ),
   );
   console.log(md);
 }
