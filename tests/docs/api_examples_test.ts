@@ -32,9 +32,11 @@ function modExports(text: string): { values: string[]; types: string[] } {
   for (const statement of statements) {
     const m = /^export\s+(type\s+)?\{([^}]*)\}\s*from\s*"[^"]+"$/.exec(statement);
     if (m === null) {
-      throw new Error(`mod.ts: cannot read this export (only "export { ... } from" is read): ${
-        statement.slice(0, 80)
-      }`);
+      throw new Error(
+        `mod.ts: cannot read this export (only "export { ... } from" is read): ${
+          statement.slice(0, 80)
+        }`,
+      );
     }
     for (const item of m[2]!.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
       const name = /^(type\s+)?([A-Za-z_$][\w$]*)$/.exec(item);
@@ -46,7 +48,11 @@ function modExports(text: string): { values: string[]; types: string[] } {
 }
 
 /** Why `tag` is not an example of `name` as a user would write it; undefined when it is one. */
-function exampleProblem(tag: { doc?: string }, name: string, specifier: string): string | undefined {
+function exampleProblem(
+  tag: { doc?: string },
+  name: string,
+  specifier: string,
+): string | undefined {
   const fence = /^```(\S*)([^\n]*)\n([\s\S]*?)^```/m.exec(tag.doc ?? "");
   if (fence === null) return "its @example has no fenced code block";
   if (fence[1] !== "ts") return `its @example's block is \`\`\`${fence[1]}, not \`\`\`ts`;
@@ -149,7 +155,9 @@ Deno.test("deno test --doc type-checks and runs every example of mod.ts's module
     const said = `${out.stdout}${out.stderr}`;
     assertEquals(out.code, 0, `deno test --doc ${files.join(" ")}:\n${said}`);
     // One test per example: each module's examples ran, none was left out.
-    const ran = [...said.matchAll(/^running 1 test from \.\/(\S+)#\d+-\d+\.ts$/gm)].map((m) => m[1]);
+    const ran = [...said.matchAll(/^running 1 test from \.\/(\S+)#\d+-\d+\.ts$/gm)].map((m) =>
+      m[1]
+    );
     for (const file of files) assert(ran.includes(file), `no example of ${file} ran:\n${said}`);
     const passed = /^ok \| (\d+) passed \| 0 failed/m.exec(said);
     assert(passed !== null && Number(passed[1]) >= values.length, said);
