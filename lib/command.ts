@@ -43,6 +43,24 @@ export interface RunOptions {
 /**
  * A command that could not be started, exited non-zero or died of a signal.
  * The message names the argv and the cause and ends with the tail of stderr.
+ *
+ * @example What a failed `systemctl start` says
+ * ```ts
+ * import { CommandError } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new CommandError(["systemctl", "start", "shop.service"], {
+ *   code: 5,
+ *   signal: null,
+ *   stderr: "Failed to start shop.service: Unit shop.service not found.\n",
+ * });
+ * assert.equal(
+ *   error.message,
+ *   "Command systemctl start shop.service exited with code 5: " +
+ *     "Failed to start shop.service: Unit shop.service not found.",
+ * );
+ * assert.equal(error.code, 5);
+ * ```
  */
 export class CommandError extends Error {
   /** The argv that ran, program first. */
@@ -100,6 +118,26 @@ export function spawnCount(): number {
  * @param argv program and arguments; the program is looked up on `PATH`.
  * @throws {CommandError} when the program cannot be started, is killed (including by the
  *   timeout), or exits non-zero without `allowFailure`.
+ *
+ * @example A tool that reports state through its exit code
+ * ```ts
+ * import { CommandError, run } from "../mod.ts";
+ *
+ * // Runs systemctl on this machine: type-checked, not run here.
+ * async function enabledAtBoot(unit: string): Promise<boolean> {
+ *   try {
+ *     const out = await run(["systemctl", "is-enabled", "--", unit], {
+ *       timeoutMs: 10_000,
+ *       allowFailure: true, // it exits 1 for "disabled": a result, not an error
+ *     });
+ *     return out.stdout.trim() === "enabled";
+ *   } catch (error) {
+ *     // Not started, killed by the time limit, or died of a signal.
+ *     if (error instanceof CommandError) throw new Error(`Cannot ask systemd: ${error.message}`);
+ *     throw error;
+ *   }
+ * }
+ * ```
  */
 export async function run(argv: string[], options: RunOptions = {}): Promise<CommandOutput> {
   const [program, ...args] = argv;

@@ -81,6 +81,63 @@ export async function observeContainerListeners(
  *
  * @throws {Error} when the observation has a failed source: adopting half a machine would
  *   write a registry that calls the other half rogue.
+ *
+ * @example A starting registry for a machine running one container and sshd
+ * ```ts
+ * import { adoptRegistry, type Observation, parseRegistry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const observation: Observation = {
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   containers: [{
+ *     account: "root",
+ *     runtime: "podman",
+ *     name: "shop",
+ *     id: "4f1c0d2e",
+ *     image: "localhost/shop:1.4",
+ *     labels: {},
+ *     ports: [{ hostIp: "", hostPort: 8080, containerPort: 80, protocol: "tcp" }],
+ *   }],
+ *   listeners: [{
+ *     family: 4,
+ *     address: "0.0.0.0",
+ *     port: 22,
+ *     uid: 0,
+ *     user: "root",
+ *     inode: 18211,
+ *     processes: [{ pid: 712, command: "sshd", uid: 0, user: "root" }],
+ *   }],
+ *   addresses: [],
+ *   probes: [],
+ *   sources: [
+ *     {
+ *       source: "podman",
+ *       account: "root",
+ *       state: "observed",
+ *       method: "podman ps --all --format json",
+ *       detail: "1 running",
+ *     },
+ *     {
+ *       source: "sockets",
+ *       state: "observed",
+ *       method: "read /proc/net/tcp",
+ *       detail: "1 listening",
+ *     },
+ *     {
+ *       source: "caddy",
+ *       state: "absent",
+ *       method: "--caddy-admin none",
+ *       detail: "this machine runs no reverse proxy",
+ *     },
+ *   ],
+ * };
+ * const text = adoptRegistry(observation, { accounts: ["root"], hostname: "web1" });
+ * assert.match(text, /^# Registry adopted from web1 at 2026-12-06T12:00:00.000Z/);
+ * assert.deepEqual(parseRegistry(text).services, {
+ *   shop: { kind: "service", user: "root", container: "shop", port: [8080], note: "adopted" },
+ *   sshd: { kind: "daemon", user: "root", port: [22], note: "adopted" },
+ * });
+ * ```
  */
 export function adoptRegistry(observation: Observation, options: AdoptOptions): string {
   const failed = observation.sources.filter((s) => s.state === "failed");

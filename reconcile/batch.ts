@@ -85,7 +85,27 @@ export interface BatchDisableOptions {
 
 class Refused extends Error {}
 
-/** Enables and starts `options.timer` and adds entry `name` for it (see the module notes). */
+/**
+ * Enables and starts `options.timer` and adds entry `name` for it (see the module notes).
+ *
+ * @example What `mesh-reconcile batch enable` does
+ * ```ts
+ * import { batchEnable } from "../mod.ts";
+ *
+ * // Runs systemctl on this machine and writes the registry: type-checked, not run here.
+ * async function enableNightlyReport(): Promise<boolean> {
+ *   const result = await batchEnable("nightly-report", {
+ *     registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *     timer: "nightly-report.timer",
+ *     container: "report",
+ *     user: "root",
+ *   });
+ *   console.log(result.message); // what systemd and the registry are now
+ *   for (const step of result.steps) console.log(`  ${step}`);
+ *   return result.outcome === "enabled";
+ * }
+ * ```
+ */
 export async function batchEnable(name: string, options: BatchEnableOptions): Promise<BatchResult> {
   const steps: string[] = [];
   const timeoutMs = options.timeoutMs ?? 60_000;
@@ -151,7 +171,23 @@ export async function batchEnable(name: string, options: BatchEnableOptions): Pr
   }
 }
 
-/** Stops and disables entry `name`'s timer and removes the entry (see the module notes). */
+/**
+ * Stops and disables entry `name`'s timer and removes the entry (see the module notes).
+ *
+ * @example What `mesh-reconcile batch disable` does
+ * ```ts
+ * import { batchDisable } from "../mod.ts";
+ *
+ * // Runs systemctl on this machine and writes the registry: type-checked, not run here.
+ * async function disableNightlyReport(): Promise<void> {
+ *   const result = await batchDisable("nightly-report", {
+ *     registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   });
+ *   // `refused`: nothing was run or written; `failed`: the message says what is left.
+ *   if (result.outcome !== "disabled") throw new Error(result.message);
+ * }
+ * ```
+ */
 export async function batchDisable(
   name: string,
   options: BatchDisableOptions,

@@ -156,6 +156,63 @@ export class CheckDefect extends Error {
  *
  * @throws {CheckDefect} when a row returns a finding of another check or of a direction it does
  *   not declare.
+ *
+ * @example A declared container not running, and one nobody declared holding its port
+ * ```ts
+ * import { compare, type Observation, parseRegistry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const registry = parseRegistry(`version: 1
+ * accounts: [root]
+ * services:
+ *   shop: {kind: service, container: shop, user: root, port: 8080}
+ * `);
+ * const observation: Observation = {
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   containers: [{
+ *     account: "root",
+ *     runtime: "podman",
+ *     name: "shop-old",
+ *     id: "4f1c0d2e",
+ *     image: "localhost/shop:1.4",
+ *     labels: {},
+ *     ports: [{ hostIp: "", hostPort: 8080, containerPort: 80, protocol: "tcp" }],
+ *   }],
+ *   listeners: [],
+ *   addresses: [],
+ *   probes: [],
+ *   sources: [
+ *     {
+ *       source: "podman",
+ *       account: "root",
+ *       state: "observed",
+ *       method: "podman ps --all --format json",
+ *       detail: "1 running",
+ *     },
+ *     {
+ *       source: "sockets",
+ *       state: "observed",
+ *       method: "read /proc/net/tcp",
+ *       detail: "0 listening",
+ *     },
+ *     {
+ *       source: "caddy",
+ *       state: "absent",
+ *       method: "--caddy-admin none",
+ *       detail: "this machine runs no reverse proxy",
+ *     },
+ *   ],
+ * };
+ * const findings = compare(registry, observation, {
+ *   certWarnMs: 14 * 86_400_000,
+ *   now: Date.parse(observation.time),
+ * });
+ * assert.deepEqual(findings.map((f) => [f.direction, f.check, f.subject]), [
+ *   ["missing", "container", "root/shop"],
+ *   ["rogue", "container", "root/shop-old"],
+ *   ["missing", "port", "8080"],
+ * ]);
+ * ```
  */
 export function compare(
   registry: Registry,

@@ -15,12 +15,45 @@ import { type DurationUnit, parseDuration } from "../lib/duration.ts";
 /** Bad input, refused before anything is written (exit 2). */
 export class UsageError extends Error {}
 
-/** The value of `--caddy-admin` that says this machine runs no reverse proxy. */
+/**
+ * The value of `--caddy-admin` that says this machine runs no reverse proxy.
+ *
+ * @example Observing a machine without Caddy
+ * ```ts
+ * import { NO_PROXY, observe } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(NO_PROXY, "none");
+ *
+ * // Observes this machine: type-checked, not run here. The proxy is not asked; its source is
+ * // `absent` ("this machine runs no reverse proxy"), and no address is a finding.
+ * async function withoutProxy() {
+ *   const observation = await observe(["root"], { caddyAdmin: NO_PROXY });
+ *   return observation.sources.find((s) => s.source === "caddy");
+ * }
+ * ```
+ */
 export const NO_PROXY = "none";
 
 /**
  * The values of `--boot`: `systemd` (the default) reads what a reboot would produce from systemd;
  * `none` does not look at it at all, and says so as an `absent` source named `boot`.
+ *
+ * @example A `--boot` value checked before a run
+ * ```ts
+ * import { BOOT_VIEWS, type BootView } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * function bootView(flag: string): BootView {
+ *   const view = BOOT_VIEWS.find((v) => v === flag);
+ *   if (view === undefined) {
+ *     throw new Error(`Unknown boot view "${flag}": one of ${BOOT_VIEWS.join(", ")}`);
+ *   }
+ *   return view;
+ * }
+ * assert.equal(bootView("none"), "none");
+ * assert.throws(() => bootView("openrc"), /one of systemd, none/);
+ * ```
  */
 export const BOOT_VIEWS = ["systemd", "none"] as const;
 /** How what a reboot would produce is read (`--boot`). */

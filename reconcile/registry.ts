@@ -43,6 +43,31 @@ export * from "./registry_schema.ts";
  * ({@linkcode quickLoad}); one it declines or the schema refuses is read with positions.
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
+ *
+ * @example A registry's text, read and checked
+ * ```ts
+ * import { parseRegistry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const registry = parseRegistry(
+ *   `version: 1
+ * accounts: [root]
+ * services:
+ *   shop:
+ *     kind: service
+ *     container: shop
+ *     user: root
+ *     port: 8080
+ *     web: shop.example.org
+ *   sshd: {kind: daemon, user: root, port: 22, unit: ssh.service}
+ * `,
+ *   "/var/lib/mesh/reconcile/registry.yaml",
+ * );
+ * assert.deepEqual(Object.keys(registry.services), ["shop", "sshd"]);
+ * // One port or one address is read as a list of one.
+ * assert.deepEqual(registry.services.shop?.port, [8080]);
+ * assert.deepEqual(registry.services.shop?.web, ["shop.example.org"]);
+ * ```
  */
 export function parseRegistry(text: string, file = "<registry>"): Registry {
   // A valid registry needs no position: read fast, and only a registry the fast read declines or

@@ -185,7 +185,37 @@ export interface RegistryProblem {
   message: string;
 }
 
-/** A registry that could not be read or is invalid; carries every problem at once. */
+/**
+ * A registry that could not be read or is invalid; carries every problem at once.
+ *
+ * @example Every problem, each at its line and column
+ * ```ts
+ * import { parseRegistry, RegistryError } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const text = `version: 1
+ * accounts: [root]
+ * services:
+ *   shop:
+ *     kind: service
+ *     port: 8080
+ * `;
+ * let refused: unknown;
+ * try {
+ *   parseRegistry(text, "registry.yaml");
+ * } catch (error) {
+ *   refused = error;
+ * }
+ * assert(refused instanceof RegistryError);
+ * assert.equal(refused.file, "registry.yaml");
+ * assert.deepEqual(refused.problems, [{
+ *   path: "services.shop.container",
+ *   line: 5,
+ *   column: 5,
+ *   message: 'Missing required field "container"',
+ * }]);
+ * ```
+ */
 export class RegistryError extends Error {
   readonly file: string;
   readonly problems: RegistryProblem[];
@@ -209,7 +239,28 @@ export class RegistryError extends Error {
   }
 }
 
-/** Renders one problem as `file:line:column: path: message`. */
+/**
+ * Renders one problem as `file:line:column: path: message` (the file alone when the problem has
+ * no line).
+ *
+ * @example A problem as mesh-reconcile prints it
+ * ```ts
+ * import { formatProblem } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const line = formatProblem("/var/lib/mesh/reconcile/registry.yaml", {
+ *   path: "services.shop.port",
+ *   line: 9,
+ *   column: 11,
+ *   message: "Must be a port number, 1 to 65535",
+ * });
+ * assert.equal(
+ *   line,
+ *   "/var/lib/mesh/reconcile/registry.yaml:9:11: services.shop.port: " +
+ *     "Must be a port number, 1 to 65535",
+ * );
+ * ```
+ */
 export function formatProblem(file: string, p: RegistryProblem): string {
   const where = p.line > 0 ? `${file}:${p.line}:${p.column}` : file;
   return `${where}: ${p.path ? `${p.path}: ` : ""}${p.message}`;

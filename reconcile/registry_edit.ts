@@ -23,7 +23,31 @@
 import { Document, isMap, isScalar, type Pair, parseDocument, type YAMLMap } from "yaml";
 import { parseRegistry, type Registry } from "./registry.ts";
 
-/** An edit that was refused; nothing was written. The message says why. */
+/**
+ * An edit that was refused; nothing was written. The message says why.
+ *
+ * @example An entry that exists already
+ * ```ts
+ * import { addEntry, RegistryEditError } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const registry = `version: 1
+ * accounts: [root]
+ * services:
+ *   # The shop's front end; its database is on db1.
+ *   shop:
+ *     kind: service
+ *     container: shop
+ *     user: root
+ *     port: 8080
+ * `;
+ * assert.throws(
+ *   () => addEntry(registry, { name: "shop", fields: { kind: "daemon", port: 22 } }),
+ *   (error) =>
+ *     error instanceof RegistryEditError && /already has an entry "shop"/.test(error.message),
+ * );
+ * ```
+ */
 export class RegistryEditError extends Error {
   override name = "RegistryEditError";
 }
@@ -137,6 +161,39 @@ function checkAgainstOracle(
  *   entry's account is not in `accounts`, or its container is claimed already).
  * @throws {RegistryEditError} when the entry exists already, or the file cannot be edited
  *   without changing other lines.
+ *
+ * @example A batch entry added; the comment and the layout of the others kept
+ * ```ts
+ * import { addEntry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const registry = `version: 1
+ * accounts: [root]
+ * services:
+ *   # The shop's front end; its database is on db1.
+ *   shop:
+ *     kind: service
+ *     container: shop
+ *     user: root
+ *     port: 8080
+ * `;
+ * const edited = addEntry(
+ *   registry,
+ *   {
+ *     name: "nightly-report",
+ *     fields: { kind: "batch", timer: "nightly-report.timer", user: "root" },
+ *   },
+ *   { file: "/var/lib/mesh/reconcile/registry.yaml" },
+ * );
+ * assert.equal(
+ *   edited,
+ *   registry + `  nightly-report:
+ *     kind: batch
+ *     timer: nightly-report.timer
+ *     user: root
+ * `,
+ * );
+ * ```
  */
 export function addEntry(
   text: string,
@@ -226,6 +283,34 @@ export function addEntry(
  * @throws {RegistryError} when `text` is not a valid registry.
  * @throws {RegistryEditError} when there is no such entry, it is of another kind, or the file
  *   cannot be edited without changing other lines.
+ *
+ * @example A batch entry removed, and only it
+ * ```ts
+ * import { removeEntry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const registry = `version: 1
+ * accounts: [root]
+ * services:
+ *   # The shop's front end; its database is on db1.
+ *   shop:
+ *     kind: service
+ *     container: shop
+ *     user: root
+ *     port: 8080
+ * `;
+ * const withJob = registry + `  nightly-report:
+ *     kind: batch
+ *     timer: nightly-report.timer
+ *     user: root
+ * `;
+ * assert.equal(removeEntry(withJob, "nightly-report", { kind: "batch" }), registry);
+ * // `kind` guards against removing an entry of another kind.
+ * assert.throws(
+ *   () => removeEntry(withJob, "shop", { kind: "batch" }),
+ *   /of kind service, not batch/,
+ * );
+ * ```
  */
 export function removeEntry(
   text: string,

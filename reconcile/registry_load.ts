@@ -22,6 +22,21 @@ import type { Registry } from "./registry_schema.ts";
  * @throws {RegistryError} when the file is missing, is not a regular file (a directory, a FIFO,
  *   a device: refused before it is opened, so nothing blocks), is larger than
  *   {@linkcode MAX_REGISTRY_BYTES}, is not UTF-8 text, is not valid YAML, or breaks the schema; every problem is listed with its line and column.
+ *
+ * @example A registry file read from disk
+ * ```ts
+ * import { loadRegistry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const file = await Deno.makeTempFile({ suffix: ".yaml" });
+ * await Deno.writeTextFile(
+ *   file,
+ *   "version: 1\naccounts: [root]\nservices:\n  sshd: {kind: daemon, user: root, port: 22}\n",
+ * );
+ * const registry = await loadRegistry(file);
+ * assert.equal(registry.services.sshd?.kind, "daemon");
+ * await Deno.remove(file);
+ * ```
  */
 export async function loadRegistry(file: string): Promise<Registry> {
   let text: string;

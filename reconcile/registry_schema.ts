@@ -216,6 +216,26 @@ const RegistryShape = z.strictObject({
  * The registry file, version 1, with the checks that span entries. {@linkcode parseRegistry}
  * also runs those checks on the raw input when the per-field schema fails, so their problems
  * are reported together with the schema's own.
+ *
+ * @example Data read elsewhere (e.g. JSON), checked against the registry's schema
+ * ```ts
+ * import { Registry } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const checked = Registry.safeParse({
+ *   version: 1,
+ *   accounts: ["root"],
+ *   services: { sshd: { kind: "daemon", user: "root", port: 22, unit: "ssh.service" } },
+ * });
+ * assert(checked.success);
+ * assert.deepEqual(checked.data.services.sshd?.port, [22]);
+ *
+ * const later = Registry.safeParse({ version: 2, accounts: ["root"], services: {} });
+ * assert.equal(
+ *   later.error?.issues[0]?.message,
+ *   "Unsupported registry version; this program reads version 1",
+ * );
+ * ```
  */
 export const Registry: z.ZodType<z.output<typeof RegistryShape>, unknown> = RegistryShape
   .superRefine((registry, ctx) => {
@@ -242,7 +262,19 @@ export function readFast(text: string): Registry | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
-/** The JSON Schema of the registry, for editors (`mesh-reconcile schema`). */
+/**
+ * The JSON Schema of the registry, for editors (`mesh-reconcile schema`).
+ *
+ * @example The schema an editor's YAML language server is given
+ * ```ts
+ * import { registryJsonSchema } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const schema = registryJsonSchema() as { $schema: string; required: string[] };
+ * assert.equal(schema.$schema, "https://json-schema.org/draft/2020-12/schema");
+ * assert.deepEqual(schema.required, ["version", "accounts", "services"]);
+ * ```
+ */
 export function registryJsonSchema(): unknown {
   return z.toJSONSchema(Registry, { io: "input", unrepresentable: "any" });
 }

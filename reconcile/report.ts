@@ -43,7 +43,43 @@ export type ReconcileJson = Pick<
   | "subprocesses"
 >;
 
-/** The JSON form (docs/design.md's reconcile result contract), as a plain object. */
+/**
+ * The JSON form (docs/design.md's reconcile result contract), as a plain object.
+ *
+ * @example What `mesh-reconcile run --json` prints
+ * ```ts
+ * import { type ReconcileResult, toJson } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * const json = JSON.parse(JSON.stringify(toJson(result)));
+ * assert.equal(json.status, "drift");
+ * assert.equal(json.findings[0].subject, "root/shop");
+ * ```
+ */
 export function toJson(result: ReconcileResult): ReconcileJson {
   return {
     clean: result.clean,
@@ -64,12 +100,85 @@ export function toJson(result: ReconcileResult): ReconcileJson {
  * at (`lib/drift.ts`, {@linkcode ResultFile}), for the node's link to summarise.
  *
  * @param intervalSeconds how often the run is repeated (its timer or mesh-every), in seconds.
+ *
+ * @example The file a run every 15 minutes leaves for the link
+ * ```ts
+ * import { type ReconcileResult, ResultFile, toResultFile } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * const file = toResultFile(result, 15 * 60);
+ * assert.equal(file.version, 1);
+ * assert.equal(file.intervalSeconds, 900);
+ * // What the link reads back is checked against the same schema.
+ * assert(ResultFile.safeParse(JSON.parse(JSON.stringify(file))).success);
+ * ```
  */
 export function toResultFile(result: ReconcileResult, intervalSeconds: number): ResultFile {
   return { version: RESULT_FILE_VERSION, intervalSeconds, ...toJson(result) };
 }
 
-/** One line summing the run up, as the stamp and the text form's first line say it. */
+/**
+ * One line summing the run up, as the stamp and the text form's first line say it.
+ *
+ * @example A run that found drift
+ * ```ts
+ * import { type ReconcileResult, summaryLine } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * assert.equal(
+ *   summaryLine(result),
+ *   "drift: 1 finding over 4 entries and 2 containers, 5 ports, 0 addresses",
+ * );
+ * ```
+ */
 export function summaryLine(result: ReconcileResult): string {
   const o = result.observed;
   const seen = `${o.containers} containers, ${o.ports} ports, ${o.addresses} addresses`;
@@ -89,7 +198,52 @@ export function summaryLine(result: ReconcileResult): string {
   }
 }
 
-/** The text form for people. */
+/**
+ * The text form for people.
+ *
+ * @example What `mesh-reconcile run` prints
+ * ```ts
+ * import { type ReconcileResult, toText } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * assert.equal(
+ *   toText(result),
+ *   `mesh-reconcile /var/lib/mesh/reconcile/registry.yaml: drift: 1 finding over 4 entries and \
+ * 2 containers, 5 ports, 0 addresses
+ *
+ * findings:
+ *   missing container  shop: container "shop" of account root is not running
+ *
+ * sources:
+ *   podman@root      observed 2 running (podman ps --all --format json)
+ * `,
+ * );
+ * ```
+ */
 export function toText(result: ReconcileResult): string {
   const lines = [`mesh-reconcile ${result.registry}: ${summaryLine(result)}`];
   const failed = result.sources.filter((s) => s.state === "failed");
@@ -121,7 +275,45 @@ export function toText(result: ReconcileResult): string {
   return lines.join("\n") + "\n";
 }
 
-/** The stamp's content: the run's time and a one-line summary, one line. */
+/**
+ * The stamp's content: the run's time and a one-line summary, one line.
+ *
+ * @example The stamp a watcher reads
+ * ```ts
+ * import { type ReconcileResult, stampLine } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * assert.equal(
+ *   stampLine(result),
+ *   "2026-12-06T12:00:00.000Z drift: 1 finding over 4 entries and 2 containers, 5 ports, " +
+ *     "0 addresses\n",
+ * );
+ * ```
+ */
 export function stampLine(result: ReconcileResult): string {
   return `${result.time} ${summaryLine(result)}\n`;
 }
@@ -142,6 +334,43 @@ export function lastCleanFrom(previous: string | undefined): number | undefined 
  * clean run times, whether it was clean and observable, and findings by check and direction.
  *
  * @param lastClean seconds since the epoch of the last clean run before this one, if any.
+ *
+ * @example node_exporter's textfile after a run with drift
+ * ```ts
+ * import { type ReconcileResult, toTextfile } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const result: ReconcileResult = {
+ *   clean: false,
+ *   status: "drift",
+ *   exitCode: 1,
+ *   time: "2026-12-06T12:00:00.000Z",
+ *   registry: "/var/lib/mesh/reconcile/registry.yaml",
+ *   entries: 4,
+ *   findings: [{
+ *     check: "container",
+ *     direction: "missing",
+ *     service: "shop",
+ *     subject: "root/shop",
+ *     detail: 'container "shop" of account root is not running',
+ *   }],
+ *   sources: [{
+ *     source: "podman",
+ *     account: "root",
+ *     state: "observed",
+ *     method: "podman ps --all --format json",
+ *     detail: "2 running",
+ *   }],
+ *   observed: { containers: 2, listeners: 6, ports: 5, addresses: 0 },
+ *   subprocesses: 2,
+ * };
+ * const textfile = toTextfile(result, Date.parse("2026-12-06T11:45:00.000Z") / 1000);
+ * const lines = textfile.split("\n");
+ * assert(lines.includes("mesh_reconcile_clean 0"));
+ * assert(lines.includes("mesh_reconcile_last_clean_timestamp_seconds 1796557500"));
+ * assert(lines.includes('mesh_reconcile_findings{check="container",direction="missing"} 1'));
+ * assert(lines.includes('mesh_reconcile_findings{check="port",direction="rogue"} 0'));
+ * ```
  */
 export function toTextfile(result: ReconcileResult, lastClean: number | undefined): string {
   const now = Date.parse(result.time) / 1000;

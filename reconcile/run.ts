@@ -28,7 +28,23 @@ import { BOOT_VIEWS, type BootView, NO_PROXY } from "./options.ts";
 
 export { BOOT_VIEWS, type BootView, NO_PROXY, type StartedObservation, startObserving };
 
-/** The source a run with `--boot none` reports, so text and JSON say the boot view was not checked. */
+/**
+ * The source a run with `--boot none` reports, so text and JSON say the boot view was not checked.
+ *
+ * @example Whether a run's sources say the boot view was left out
+ * ```ts
+ * import { NO_BOOT_SOURCE, type SourceStatus } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const bootSkipped = (sources: SourceStatus[]) =>
+ *   sources.some((s) => s.source === NO_BOOT_SOURCE.source && s.method === NO_BOOT_SOURCE.method);
+ * assert(bootSkipped([
+ *   { source: "sockets", state: "observed", method: "read /proc/net/tcp", detail: "4 listening" },
+ *   NO_BOOT_SOURCE,
+ * ]));
+ * assert.equal(NO_BOOT_SOURCE.state, "absent");
+ * ```
+ */
 export const NO_BOOT_SOURCE: SourceStatus = {
   source: "boot",
   state: "absent",
@@ -76,6 +92,24 @@ export interface ObserveOptions {
  * asked for, and the deployment repository with `repoDir`: everything the check table of
  * `./compare.ts` compares. Never throws for a source that cannot be asked; that source is
  * `failed` in `sources`.
+ *
+ * @example The containers running for two accounts
+ * ```ts
+ * import { observe } from "../mod.ts";
+ *
+ * // Observes this machine (podman, docker, /proc, Caddy's admin API): type-checked, not run here.
+ * async function runningContainers(): Promise<string[]> {
+ *   const observation = await observe(["root", "alice"], {
+ *     caddyAdmin: "localhost:2019",
+ *     timeoutMs: 30_000,
+ *   });
+ *   const failed = observation.sources.filter((s) => s.state === "failed");
+ *   if (failed.length > 0) {
+ *     throw new Error(`Cannot observe ${failed.map((s) => s.source).join(", ")}`);
+ *   }
+ *   return observation.containers.map((c) => `${c.account}/${c.name}`);
+ * }
+ * ```
  */
 export async function observe(accounts: string[], options: ObserveOptions): Promise<Observation> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -276,7 +310,27 @@ export interface ReconcileOptions extends ObserveOptions {
   bootView?: BootView;
 }
 
-/** Observes the machine and compares it with `registry`. */
+/**
+ * Observes the machine and compares it with `registry`.
+ *
+ * @example What `mesh-reconcile run` does, as a library call
+ * ```ts
+ * import { loadRegistry, reconcile, toText } from "../mod.ts";
+ *
+ * // Observes this machine (podman, sockets, Caddy, systemd): type-checked, not run here.
+ * async function checkThisMachine(): Promise<0 | 1 | 2> {
+ *   const path = "/var/lib/mesh/reconcile/registry.yaml";
+ *   const registry = await loadRegistry(path);
+ *   const result = await reconcile(registry, {
+ *     registryPath: path,
+ *     caddyAdmin: "localhost:2019",
+ *     bootView: "systemd",
+ *   });
+ *   console.log(toText(result));
+ *   return result.exitCode; // 0 clean, 1 drift, 2 could not observe
+ * }
+ * ```
+ */
 export async function reconcile(
   registry: Registry,
   options: ReconcileOptions,
