@@ -54,10 +54,10 @@ async (
     [states, drift, now] = await read(connected.sql);
   } else {
     // No query of this read sends or reads an array: the driver's type query is a round trip
-    // per connection for nothing. Two connections: the states on one, the migrations check, the
-    // drift and the clock pipelined on the other, both opened at once (the reads are sent with
-    // the check, not after it). Every read is awaited before the command ends: its connections
-    // are closed without waiting for the server to close them.
+    // per connection for nothing. Two connections, opened at once: the migrations check and the
+    // three reads are sent together (not the reads after the check), the states and the drift on
+    // one each, the check and the clock behind them. Every read is awaited before the command
+    // ends: its connections are closed without waiting for the server to close them.
     [, [states, drift, now]] = await databaseWith(opts, {
       max: READ_CONNECTIONS,
       fetchTypes: false,
