@@ -689,14 +689,26 @@ async function partStatus(runs: number, dir: string) {
   const STATE_ROWS = Math.ceil((STATUS_NODES + NEVER_SPOKE) / NODES_PER_ROW);
   const { DEFAULT_GRACE_MS } = await import("../control/state.ts");
   const report = await import("../control/report.ts");
+  const { readDrift } = await import("../control/drift.ts");
+  let driftQuery: string | undefined;
   try {
     await readNodeStates(capture);
+    const states = query;
+    query = undefined;
+    // readDrift's too, for the floor (bench/status_floor.ts).
+    await readDrift(capture);
+    // Set by the capture's debug callback, which the compiler does not follow.
+    driftQuery = query as string | undefined;
+    query = states;
   } finally {
     await capture.end({ timeout: 1 });
   }
   if (query === undefined) throw new Error("no query captured from readNodeStates");
+  if (driftQuery === undefined) throw new Error("no query captured from readDrift");
   const queryFile = `${dir}/read_node_states.sql`;
   await Deno.writeTextFile(queryFile, `${query.trim()};\n`);
+  const driftFile = `${dir}/read_drift.sql`;
+  await Deno.writeTextFile(driftFile, `${driftQuery.trim()};\n`);
   const countFile = `${dir}/count_node_states.sql`;
   await Deno.writeTextFile(countFile, `select count(*) from (${query.trim()}) s;\n`);
   const emptyFile = `${dir}/empty.ts`;
@@ -722,6 +734,13 @@ async function partStatus(runs: number, dir: string) {
     {
       label: "psql query, jit = off",
       what: "the same with `PGOPTIONS='-c jit=off'`",
+      samplesMs: [],
+      peer: "psql query",
+    },
+    {
+      label: "status floor",
+      what:
+        "`bench/status_floor.ts`: start, postgres.js, connect as `status` does, both fleet reads and the clock received raw (nothing decoded)",
       samplesMs: [],
       peer: "psql query",
     },
@@ -778,6 +797,7 @@ async function partStatus(runs: number, dir: string) {
       "-o",
       "/dev/null",
     ],
+    "status floor": deno(`${ROOT}bench/status_floor.ts`, queryFile, driftFile),
     "status": control("status"),
     "board --json": control("board", "--json"),
     "board --html": control("board", "--html", page),
@@ -879,7 +899,6 @@ async function partStatus(runs: number, dir: string) {
       peer: "boardJson",
     },
   ];
-  const { readDrift } = await import("../control/drift.ts");
   const { boardHtml } = await import("../control/board_html.ts");
   const noJit = postgres(db.url, { max: 1, onnotice: () => {}, connection: { jit: "off" } });
   try {
@@ -2035,6 +2054,7 @@ async function main() {
     const psql = median(p.rows.find((r) => r.label === "psql query")!.samplesMs);
     const status = median(p.rows.find((r) => r.label === "status")!.samplesMs);
     const board = median(p.rows.find((r) => r.label === "board --json")!.samplesMs);
+    const floor = median(p.rows.find((r) => r.label === "status floor")!.samplesMs);
     const s = seedFacts.status;
     sections.push([
       `## 1. status and board over ${s?.nodes.toLocaleString("en-US")} nodes, ${
@@ -2056,7 +2076,13 @@ async function main() {
       } %), start-up + loading the CLI's modules (\`--help\`) ${fmtMs(help)} ms (${
         (100 * help / status).toFixed(0)
       } %); the rest, ${fmtMs(status - help)} ms, is connecting, the query and rendering ` +
-      `(psql: ${fmtMs(psql)} ms). \`board --json\`: ${fmtMs(board - help)} ms after \`--help\`'s.`,
+      `(psql: ${fmtMs(psql)} ms). \`board --json\`: ${
+        fmtMs(board - help)
+      } ms after \`--help\`'s. ` +
+      `The floor of any \`status\` on this client (\`status floor\`: the rows received, not ` +
+      `decoded) is ${fmtMs(floor)} ms, ${fmtRatio(floor / psql)} psql's: \`status\` is ` +
+      `${fmtRatio(status / floor)} it and \`board --json\` ${fmtRatio(board / floor)}; ` +
+      `Deno's start alone plus psql's whole time is ${fmtRatio((startup + psql) / psql)} psql's.`,
       "",
       "In-process (the same functions the CLI calls, on an open pool):",
       "",

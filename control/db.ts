@@ -83,6 +83,26 @@ export interface ConnectOptions {
  *   or (unless `requireMigrated` is false) is not migrated to {@linkcode MIGRATIONS}.
  */
 export async function connectDatabase(url: string, options: ConnectOptions = {}): Promise<Sql> {
+  return (await connectDatabaseWith(url, options, () => Promise.resolve()))[0];
+}
+
+/**
+ * {@linkcode connectDatabase}, with `read` sent on the new pool at once, alongside the migrations
+ * check instead of after it: its queries go out while the check's connection opens (with two
+ * connections or more, the second opens beside the first), so a command that only reads waits
+ * for one connection's start-up and round trip, not two in a row (`status` and `board`). The
+ * check still decides: when it fails, its error is thrown whatever `read` did (`read`'s
+ * queries may have failed on tables that are not there yet); `read`'s own failure is thrown
+ * only after the check passed.
+ *
+ * @returns the pool and what `read` returned.
+ * @throws {DatabaseError} as {@linkcode connectDatabase}; whatever `read` throws.
+ */
+export async function connectDatabaseWith<T>(
+  url: string,
+  options: ConnectOptions,
+  read: (sql: Sql) => Promise<T>,
+): Promise<[Sql, T]> {
   const target = await postgresTarget(url);
   let sql: Sql;
   try {
@@ -109,29 +129,33 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
       }`,
     );
   };
-  if (!(options.requireMigrated ?? true)) {
-    try {
-      await sql`select 1`;
-    } catch (error) {
-      throw await cannotConnect(error);
-    }
-    return sql;
-  }
+  const migrated = options.requireMigrated ?? true;
   // The first query proves the connection: one round trip, not a `select 1` before the check.
+  // Sent first, `read` right behind it, neither awaited yet; `read` is settled (never left
+  // rejected unhandled) before anything is thrown.
+  const checking = migrated ? appliedMigrations(sql) : sql`select 1`.then(() => undefined);
+  const reading = (async () => await read(sql))();
+  reading.catch(() => {});
+  const fail = async (error: unknown) => {
+    await reading.catch(() => {});
+    return error;
+  };
   let applied: AppliedMigration[] | undefined;
   try {
-    applied = await appliedMigrations(sql);
+    applied = await checking;
   } catch (error) {
-    throw await cannotConnect(error);
+    throw await fail(await cannotConnect(error));
   }
-  let pending: Migration[];
+  let pending: Migration[] = [];
   try {
-    pending = await pendingOf(applied);
+    if (migrated) pending = await pendingOf(applied);
   } catch (error) {
+    await fail(error);
     await sql.end({ timeout: 1 }).catch(() => {});
     throw error;
   }
   if (pending.length > 0) {
+    await fail(undefined);
     await sql.end({ timeout: 1 }).catch(() => {});
     throw new DatabaseError(
       `The inventory "${
@@ -141,7 +165,12 @@ export async function connectDatabase(url: string, options: ConnectOptions = {})
       }): run mesh-control migrate`,
     );
   }
-  return sql;
+  try {
+    return [sql, await reading];
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw error;
+  }
 }
 
 /**

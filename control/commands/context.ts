@@ -98,6 +98,15 @@ export interface Connect {
       closeWithoutWaiting?: boolean;
     },
   ) => Promise<Sql>;
+  /**
+   * {@linkcode Connect.database} (migrated), with `read` sent alongside the migrations check
+   * (`connectDatabaseWith`): for a command that only reads.
+   */
+  databaseWith: <T>(
+    opts: Connections,
+    tuning: Parameters<Connect["database"]>[2],
+    read: (sql: Sql) => Promise<T>,
+  ) => Promise<[Sql, T]>;
   /** A broker session, from the member `startAt` on. */
   broker: (opts: Connections, startAt?: number) => Promise<BrokerSession>;
   /**
@@ -117,6 +126,14 @@ export function connect(ctx: ControlContext): Connect {
       const sql = await connectDatabase(url, { ...options, requireMigrated });
       ctx.cleanups.push(() => sql.end({ timeout: closeWithoutWaiting ? 0 : 5 }));
       return sql;
+    },
+    databaseWith: async (opts, tuning = {}, read) => {
+      const url = need(opts.database, "database", "--database", "MESH_DATABASE_URL");
+      const { connectDatabaseWith } = await import("../db.ts");
+      const { closeWithoutWaiting = false, ...options } = tuning;
+      const [sql, value] = await connectDatabaseWith(url, options, read);
+      ctx.cleanups.push(() => sql.end({ timeout: closeWithoutWaiting ? 0 : 5 }));
+      return [sql, value];
     },
     broker: async (opts, startAt = 0) => {
       const urls = brokers(opts);

@@ -25,7 +25,7 @@ async (
   },
 ) => {
   const { out } = ctx;
-  const { database } = connect(ctx);
+  const { databaseWith } = connect(ctx);
   if (opts.html !== undefined) {
     // A page that cannot be written is refused before anything is read.
     try {
@@ -34,39 +34,36 @@ async (
       throw new Refused(`--html: ${messageOf(error)}`);
     }
   }
-  // Reads only: from the standby when one is given (every write goes to the primary).
-  let sql: Sql;
-  let source: import("../read_source.ts").ReadSource = { kind: "primary" };
-  let sourceText = "";
-  if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
-    const standby = await import("../read_source.ts");
-    const read = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
-    ctx.cleanups.push(() => read.sql.end({ timeout: 5 }));
-    sql = read.sql;
-    source = read.source;
-    sourceText = standby.sourceText(source);
-  } else {
-    // No query of this read sends or reads an array: the driver's type query is a round trip
-    // per connection for nothing. Two connections: the states and the drift are read at once,
-    // the clock pipelined behind the first. Every read is awaited before the command ends: its
-    // connections are closed without waiting for the server to close them.
-    sql = await database(opts, true, {
-      max: READ_CONNECTIONS,
-      fetchTypes: false,
-      closeWithoutWaiting: true,
-    });
-  }
   const { readClock, readNodeStates } = await import("../node_state.ts");
   const { readDrift } = await import("../drift.ts");
   const report = await import("../report.ts");
   // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
   // database's clock (the one that stamped each report's receipt), read alongside: a clock read
   // a moment before a report's receipt judges that node quiet for 0 s, never silent.
-  const [states, drift, now] = await Promise.all([
-    readNodeStates(sql),
-    readDrift(sql),
-    readClock(sql),
-  ]);
+  const read = (sql: Sql) => Promise.all([readNodeStates(sql), readDrift(sql), readClock(sql)]);
+  // Reads only: from the standby when one is given (every write goes to the primary).
+  let source: import("../read_source.ts").ReadSource = { kind: "primary" };
+  let sourceText = "";
+  let states, drift, now;
+  if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
+    const standby = await import("../read_source.ts");
+    const connected = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
+    ctx.cleanups.push(() => connected.sql.end({ timeout: 5 }));
+    source = connected.source;
+    sourceText = standby.sourceText(source);
+    [states, drift, now] = await read(connected.sql);
+  } else {
+    // No query of this read sends or reads an array: the driver's type query is a round trip
+    // per connection for nothing. Two connections, opened at once: the migrations check and the
+    // three reads are sent together (not the reads after the check), the states and the drift on
+    // one each, the check and the clock behind them. Every read is awaited before the command
+    // ends: its connections are closed without waiting for the server to close them.
+    [, [states, drift, now]] = await databaseWith(opts, {
+      max: READ_CONNECTIONS,
+      fetchTypes: false,
+      closeWithoutWaiting: true,
+    }, read);
+  }
   // status builds only the machines it lists (every node is still judged and counted).
   const board = (kind === "status" ? report.gatherStatus : report.gatherBoard)(
     states,

@@ -10,7 +10,13 @@
 import postgres from "postgres";
 import { SHIPPED } from "../../control/shipped.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
-import { DatabaseError, migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
+import {
+  connectDatabaseWith,
+  DatabaseError,
+  migrate,
+  MIGRATIONS,
+  type Sql,
+} from "../../control/db.ts";
 import { controlCli, freshInventory, PG_SERVER } from "./support.ts";
 
 /** What the schema is: migrations recorded, and every table, column, index and constraint. */
@@ -207,6 +213,71 @@ Deno.test("status and board refuse an unmigrated inventory, saying to migrate", 
     assertEquals(await tables(inv.sql), [], "a read-only command created tables");
   } finally {
     await inv.drop();
+  }
+});
+
+Deno.test("a read sent with the migrations check: it runs while the check waits, and the check decides", async (t) => {
+  const inv = await freshInventory();
+  try {
+    await t.step("the read is answered while the check is still held", async () => {
+      // The check reads schema_migrations; a transaction holding it exclusively holds the check.
+      const holder = postgres(inv.url, { max: 1, onnotice: () => {} });
+      try {
+        let answered!: (n: number) => void;
+        const read = new Promise<number>((resolve) => answered = resolve);
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => release = resolve);
+        const holding = holder.begin(async (tx) => {
+          await tx`lock table schema_migrations in access exclusive mode`;
+          await released;
+        });
+        // The lock is taken before the pool is opened.
+        while (
+          (await inv.sql`select 1 from pg_locks l join pg_class c on c.oid = l.relation
+            where c.relname = 'schema_migrations' and l.mode = 'AccessExclusiveLock'`).length === 0
+        ) await new Promise((r) => setTimeout(r, 10));
+        const connecting = connectDatabaseWith(inv.url, { max: 2 }, async (sql) => {
+          const [row] = await sql<{ n: number }[]>`select count(*)::int as n from nodes`;
+          answered(row!.n);
+          return row!.n;
+        });
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const first = await Promise.race([
+          read.then(() => "read"),
+          new Promise((r) => timer = setTimeout(() => r("timed out"), 5000)),
+        ]);
+        clearTimeout(timer);
+        release();
+        await holding;
+        const [sql, n] = await connecting;
+        await sql.end({ timeout: 1 });
+        assertEquals(first, "read", "the read waited for the migrations check");
+        assertEquals(n, 0);
+      } finally {
+        await holder.end({ timeout: 1 });
+      }
+    });
+    await t.step("a read that fails on a migrated inventory: its error", async () => {
+      const error = await assertRejects(
+        () => connectDatabaseWith(inv.url, {}, async (sql) => await sql`select * from no_such`),
+        Error,
+      );
+      assertStringIncludes(error.message, "no_such");
+    });
+  } finally {
+    await inv.drop();
+  }
+  const bare = await freshInventory({ migrated: false });
+  try {
+    // The read fails on the missing table; the check's error is the one thrown.
+    const error = await assertRejects(
+      () => connectDatabaseWith(bare.url, {}, async (sql) => await sql`select * from nodes`),
+      DatabaseError,
+    );
+    assertStringIncludes(error.message, "not migrated");
+    assertEquals(await tables(bare.sql), []);
+  } finally {
+    await bare.drop();
   }
 });
 
