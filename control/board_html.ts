@@ -140,11 +140,11 @@ details#healthy>summary{cursor:pointer;padding:8px 0;font-size:15px;color:var(--
 details#healthy .kind{color:var(--mute);font-size:13px}
 #problems+details#healthy{margin-top:18px}
 .chunk{content-visibility:auto;contain-intrinsic-size:auto 3200px}
-#problems .chunk table{border-radius:0;border-top:0}
-#problems .chunk:first-child table{border-top:1px solid var(--line);border-radius:10px 10px 0 0}
+#problems .chunk table{border-radius:0}
+#problems .chunk:not([hidden])~.chunk table{border-top:0}
+#problems .chunk:first-child table{border-radius:10px 10px 0 0}
 #problems .chunk:last-child table{border-radius:0 0 10px 10px}
 #problems .chunk:only-child table{border-radius:10px}
-#problems .chunk:not(:last-child) tr:last-child td{border-bottom:1px solid var(--line)}
 #filter input{font:inherit;padding:2px 6px;margin-left:4px;width:14em}
 .pager{margin:4px 0 10px;color:var(--mute)}
 .pager button{font:inherit;padding:2px 10px}
@@ -442,9 +442,10 @@ const TABLE_HEAD =
 <thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>`;
 
 /**
- * Rows of the listed nodes per block: each block its own table in a `.chunk` whose
- * `content-visibility: auto` lets the browser skip style and layout of the blocks off screen (a
- * table is laid out whole, and laying out 1,600 rows was most of the page's cost).
+ * Rows of the listed nodes per block: each block its own table (with its own sticky head, so a
+ * filter that hides the first block hides no head) in a `.chunk` whose `content-visibility: auto`
+ * lets the browser skip style and layout of the blocks off screen (a table is laid out whole, and
+ * laying out 1,600 rows was most of the page's cost).
  */
 export const PROBLEM_CHUNK = 40;
 
@@ -453,7 +454,7 @@ function table(machines: BoardMachine[], generatedAt: string): string {
   const chunks: string[] = [];
   for (let i = 0; i < machines.length; i += PROBLEM_CHUNK) {
     chunks.push(`<div class="chunk"><table>
-${i === 0 ? TABLE_HEAD : TABLE_HEAD.slice(0, TABLE_HEAD.indexOf("\n"))}
+${TABLE_HEAD}
 <tbody>
 ${machines.slice(i, i + PROBLEM_CHUNK).map((m) => nodeRow(m, generatedAt)).join("\n")}
 </tbody>
