@@ -769,7 +769,8 @@ async function partStatus(runs: number, dir: string) {
     },
     {
       label: "chromium, board page",
-      what: "headless `chromium --dump-dom` of the 10,100-node page (parse, script, layout)",
+      what:
+        "headless `chromium --dump-dom` of the 10,100-node page (parse, script, layout, serialising the DOM)",
       samplesMs: [],
       peer: "chromium, empty page",
     },
@@ -853,8 +854,17 @@ async function partStatus(runs: number, dir: string) {
       }
       if (row.label === "board --html") {
         const html = await Deno.readTextFile(page);
+        // The nodes status lists are rows; the rest are carried as data (#healthy-data).
         const rows = html.match(/<tr data-node=/g)?.length ?? 0;
-        if (rows !== STATUS_NODES + NEVER_SPOKE) throw new Error(`board --html: ${rows} rows`);
+        const data = /<script type="application\/json" id="healthy-data">([^]*?)<\/script>/.exec(
+          html,
+        );
+        const healthy = data ? (JSON.parse(data[1]!) as { n: unknown[] }).n.length : 0;
+        if (rows + healthy !== STATUS_NODES + NEVER_SPOKE) {
+          throw new Error(`board --html: ${rows} rows and ${healthy} healthy nodes as data`);
+        }
+        facts.pageRows = String(rows);
+        facts.pageHealthy = String(healthy);
         facts.pageBytes = String(new TextEncoder().encode(html).length);
         const gz = new Blob([html]).stream().pipeThrough(new CompressionStream("gzip"));
         facts.pageGzipBytes = String((await new Response(gz).arrayBuffer()).byteLength);
@@ -2067,7 +2077,8 @@ async function main() {
       `Counts: ${p.facts.counts}. \`status\` prints ${p.facts.statusBytes} bytes ` +
       `(first line: "${p.facts.status}"), \`board --json\` ${p.facts.boardBytes} bytes. ` +
       `Drift counts: ${p.facts.driftCounts}. \`board --html\` writes a page of ${p.facts.pageBytes} ` +
-      `bytes (${p.facts.pageGzipBytes} gzipped); Chromium's DOM of it is ${p.facts.domBytes} bytes.`,
+      `bytes (${p.facts.pageGzipBytes} gzipped; ${p.facts.pageRows} nodes as rows, ${p.facts.pageHealthy} ` +
+      `healthy ones as data); Chromium's DOM of it is ${p.facts.domBytes} bytes.`,
       "",
       table(p.rows),
       "",

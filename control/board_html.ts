@@ -1,19 +1,33 @@
 /**
  * `board --html FILE`: the board as one self-contained HTML page, rendered from the same gathered
  * {@linkcode Board} as `--json` and the text form (no read of its own). No network fetch, no
- * external asset: styles are inline, there is no image or font, and the only script is a small
- * filter by verdict; without JavaScript every node is shown and the page reads the same. Its
+ * external asset: styles are inline, there is no image or font, and the only script is the page's
+ * own (a filter by verdict, a search by name, and the list of the healthy nodes). Its
  * Content-Security-Policy allows that one style element and that one script element by their
- * sha256 hashes and nothing else inline (no `'unsafe-inline'`, no style attribute).
+ * sha256 hashes and nothing else inline (no `'unsafe-inline'`, no style attribute); the healthy
+ * nodes' data is a `<script type="application/json">` data block, which is never run.
  *
- * Layout: the counts first (declaration verdicts, then drift verdicts), then one row per node in
- * the board's order (the machines not doing what they were told first) with both verdicts, last
- * heard, how much applied and the problems. All machine text (names, problems, paths, modules)
- * is escaped, and what could disguise it (bidirectional and other invisible or control
- * characters) is shown as `<U+XXXX>`; a node that never spoke or never reconciled shows no time.
+ * Layout: the counts first (declaration verdicts, then drift verdicts), then one row per node that
+ * `status` lists (not doing what it was told, away, or with a drift alarm: report.ts's
+ * `statusMachines`), in the board's order, with both verdicts, last heard, how much applied and
+ * the problems: rendered here as HTML, so they read without JavaScript. The rest (ok, and clean or
+ * never reconciled) are summarised by count and carried as one compact JSON value
+ * (`#healthy-data`: a table of distinct strings and one array per node); the page's script parses
+ * it only when asked (the section opened, a search, a filter, an address naming one) and renders
+ * one page of {@linkcode HEALTHY_PAGE} rows at a time, with the same markup as a row rendered here.
+ * A fleet of 10,100 nodes is then about 1,600 rows of DOM instead of 10,100 (bench/README.md).
+ *
+ * All machine text (names, problems, paths, modules) is escaped, and what could disguise it
+ * (bidirectional and other invisible or control characters) is shown as `<U+XXXX>`; in the JSON
+ * value the same shown text is written with `<`, `>`, `&` and the line separators as `\uXXXX`
+ * escapes (so no `</script>` or `<!--` can end or bend the data block), and the script only ever
+ * sets it as text (`textContent`, attributes), never as markup. A node that never spoke or never
+ * reconciled shows no time.
  *
  * Stable hooks for tests and scripts: `[data-count="declaration|drift"][data-verdict=V] .n`,
- * `tr[data-node][data-verdict][data-drift]`, `time[datetime]`.
+ * `tr[data-node][data-verdict][data-drift]`, `time[datetime]`, `#healthy[data-healthy=N]`, and
+ * the address: `#FILTER` (`attention`, `verdict:V`, `drift:V`), `find=TEXT` and `page=N`, joined
+ * by `&` (`board.html#drift:clean&find=web&page=2`).
  *
  * @module
  */
@@ -21,7 +35,7 @@
 import { createHash } from "node:crypto";
 import { formatDuration } from "../lib/duration.ts";
 import { printableText } from "../lib/printable.ts";
-import type { Board, BoardMachine } from "./report.ts";
+import { type Board, type BoardMachine, statusMachines } from "./report.ts";
 import { isAlarm, type Verdict, VERDICT_WORDS, VERDICTS } from "./state.ts";
 import {
   countsWords,
@@ -123,39 +137,193 @@ code{font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f6;
 footer{color:var(--mute);font-size:12px;padding:0 28px 24px}
 details#healthy{margin-top:14px}
 details#healthy>summary{cursor:pointer;padding:8px 0;font-size:15px;color:var(--good)}
-table+details#healthy{margin-top:18px}
-@media print{#filter{display:none}th{position:static}}
+details#healthy .kind{color:var(--mute);font-size:13px}
+#problems+details#healthy{margin-top:18px}
+.chunk{content-visibility:auto;contain-intrinsic-size:auto 3200px}
+#problems .chunk table{border-radius:0}
+#problems .chunk:not([hidden])~.chunk table{border-top:0}
+#problems .chunk:first-child table{border-radius:10px 10px 0 0}
+#problems .chunk:last-child table{border-radius:0 0 10px 10px}
+#problems .chunk:only-child table{border-radius:10px}
+#filter input{font:inherit;padding:2px 6px;margin-left:4px;width:14em}
+.pager{margin:4px 0 10px;color:var(--mute)}
+.pager button{font:inherit;padding:2px 10px}
+@media print{#filter,.pager{display:none}th{position:static}}
 `;
 
-/** The filter: shows rows whose verdict matches; with no JavaScript it never appears. */
+/** Rows of healthy nodes the page's script renders at a time (one page of the list). */
+export const HEALTHY_PAGE = 100;
+
+/**
+ * The page's script (with no JavaScript none of it happens, and the page reads the same but for
+ * the healthy nodes' list, which a `<noscript>` note says):
+ * - the filter by verdict and the search by name, applied to the rendered rows (hidden, not
+ *   removed) and to the healthy nodes' data;
+ * - the healthy nodes' list: `#healthy-data` parsed the first time it is needed (the section
+ *   opened, a filter or search given, an address naming one), then one page of rows at a time,
+ *   built with DOM calls (`textContent`, `setAttribute`: machine text is never parsed as markup);
+ * - the state kept in the address (`#drift:clean&find=web&page=2`), so a view can be linked.
+ */
 const SCRIPT = `(function () {
   var f = document.getElementById("filter");
   if (!f) return;
   f.hidden = false;
-  var s = f.querySelector("select"), rows = document.querySelectorAll("tbody tr");
+  var s = f.querySelector("select"), q = document.getElementById("find");
+  var rows = document.querySelectorAll("#problems tbody tr");
+  var d = document.getElementById("healthy"), blob = document.getElementById("healthy-data");
+  var st = { v: "", find: "", page: 1 }, data = null, PAGE = ${HEALTHY_PAGE};
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function txt(e, text) { e.appendChild(document.createTextNode(text)); }
+  function str(i) { return data.s[i]; }
+  function when(e, iso, shown, ago) {
+    var t = el("time", "", shown);
+    t.setAttribute("datetime", iso);
+    e.appendChild(t);
+    if (ago) { txt(e, " "); e.appendChild(el("span", "meta", "\\u00b7 " + ago + " ago")); }
+  }
+  // One node's row, as board_html.ts's nodeRow() writes it, from its entry in #healthy-data
+  // (healthyData): n is [name, heard, heard shown, heard ago, rest], rest (data.t) is [system,
+  // verdict, words, tone, applied, total, meta, drift, drift words, drift tone, finding counts,
+  // ran at, ran shown, ran ago, every, registry, trigger, quiet, [where, message, ...], problems
+  // not shown]; strings are indexes into data.s (0: "", none).
+  function row(n) {
+    var r = data.t[n[4]], tr = el("tr"), c, e, a = r[4], t = r[5], p = r[18], i;
+    var heard = typeof n[1] === "number" ? new Date(data.g - n[1]).toISOString() : n[1];
+    tr.setAttribute("data-node", n[0]);
+    tr.setAttribute("data-verdict", str(r[1]));
+    tr.setAttribute("data-drift", str(r[7]));
+    c = tr.appendChild(el("td"));
+    c.appendChild(el("div", "name", n[0]));
+    c.appendChild(el("div", "sys", str(r[0])));
+    c = tr.appendChild(el("td"));
+    c.appendChild(el("span", "badge " + str(r[3]), str(r[2])));
+    e = c.appendChild(el("div", "applied"));
+    if (t !== 0) {
+      e.appendChild(el("span", a < t ? "bar part" : "bar")).appendChild(el("i", "p" + Math.round((a / t) * 100)));
+    }
+    var sp = e.appendChild(el("span", "", a + " of " + t));
+    sp.setAttribute("data-applied", a);
+    sp.setAttribute("data-total", t);
+    txt(e, " applied");
+    c.appendChild(el("div", "meta", str(r[6])));
+    c = tr.appendChild(el("td"));
+    c.appendChild(el("span", "badge " + str(r[9]), str(r[8])));
+    if (r[10]) c.appendChild(el("div", "", str(r[10])));
+    if (r[11]) {
+      e = c.appendChild(el("div", "meta", "ran "));
+      when(e, str(r[11]), str(r[12]), str(r[13]));
+      txt(e, ", every " + str(r[14]));
+    } else if (str(r[7]) === "not-checked") c.appendChild(el("div", "meta never", "never reconciled"));
+    if (r[15]) {
+      e = c.appendChild(el("div", "meta", "registry "));
+      e.appendChild(el("code", "", str(r[15])));
+    }
+    c = tr.appendChild(el("td"));
+    if (heard) {
+      when(c, heard, str(n[2]), str(n[3]));
+      if (r[16]) c.appendChild(el("div", "meta", str(r[16])));
+      if (r[17]) c.appendChild(el("div", "meta", str(r[17])));
+    } else c.appendChild(el("span", "never", "never spoke"));
+    c = tr.appendChild(el("td"));
+    if (p.length || r[19]) {
+      e = c.appendChild(el("ul", "problems"));
+      for (i = 0; i < p.length; i += 2) {
+        var li = e.appendChild(el("li"));
+        if (p[i]) { li.appendChild(el("code", "", str(p[i]))); txt(li, ": "); }
+        txt(li, str(p[i + 1]));
+      }
+      if (r[19]) e.appendChild(el("li", "meta", "and " + r[19] + " more"));
+    }
+    return tr;
+  }
+  // Whether a node is shown: the filter (by verdict, by drift verdict, or needing attention)
+  // and the search (a part of its name, any case).
+  function wanted(verdict, drift, name, attention) {
+    var v = st.v, k = v.split(":"), w = st.find.toLowerCase();
+    return (v === "" || (k[0] === "attention" ? attention
+      : (k[0] === "verdict" ? verdict : drift) === k[1])) &&
+      (w === "" || name.toLowerCase().indexOf(w) >= 0);
+  }
+  // Renders the page asked of the healthy nodes that match; returns how many match.
+  function render() {
+    if (!d) return 0;
+    if (!d.open) return st.v === "" && st.find === "" ? Number(d.getAttribute("data-healthy")) : 0;
+    if (!data) data = JSON.parse(blob.textContent);
+    var hit = [], i, n;
+    for (i = 0; i < data.n.length; i++) {
+      n = data.n[i];
+      if (wanted(str(data.t[n[4]][1]), str(data.t[n[4]][7]), n[0], false)) hit.push(n);
+    }
+    var pages = Math.max(1, Math.ceil(hit.length / PAGE));
+    st.page = Math.min(Math.max(1, st.page), pages);
+    var body = document.getElementById("healthy-rows"), from = (st.page - 1) * PAGE;
+    var fresh = document.createElement("tbody");
+    fresh.id = "healthy-rows";
+    hit.slice(from, from + PAGE).forEach(function (n) { fresh.appendChild(row(n)); });
+    body.parentNode.replaceChild(fresh, body);
+    document.getElementById("healthy-list").hidden = false;
+    document.getElementById("healthy-table").hidden = hit.length === 0;
+    document.getElementById("healthy-page").textContent = hit.length === 0
+      ? "no healthy node matches"
+      : "nodes " + (from + 1) + "\\u2013" + Math.min(from + PAGE, hit.length) + " of " + hit.length +
+        " \\u00b7 page " + st.page + " of " + pages;
+    document.getElementById("prev").disabled = st.page <= 1;
+    document.getElementById("next").disabled = st.page >= pages;
+    return hit.length;
+  }
   function apply() {
-    var v = s.value, k = v.split(":"), shown = 0, d = document.getElementById("healthy");
-    if (d && v !== "") d.open = true;
+    var shown = 0;
     rows.forEach(function (r) {
-      var ok = v === "" || (k[0] === "attention" ? r.hasAttribute("data-attention")
-        : r.getAttribute("data-" + k[0]) === k[1]);
+      var ok = wanted(r.getAttribute("data-verdict"), r.getAttribute("data-drift"),
+        r.getAttribute("data-node"), r.hasAttribute("data-attention"));
       r.hidden = !ok;
       if (ok) shown++;
     });
+    // A block with no row shown takes no room (not its placeholder height).
+    document.querySelectorAll("#problems .chunk").forEach(function (c) {
+      c.hidden = !c.querySelector("tbody tr:not([hidden])");
+    });
+    if (d && (st.v !== "" || st.find !== "" || st.page > 1)) d.open = true;
+    shown += render();
     document.getElementById("shown").textContent = shown + " shown";
   }
-  s.addEventListener("change", function () {
+  function keep() {
+    var parts = [];
+    if (st.v) parts.push(st.v);
+    if (st.find) parts.push("find=" + encodeURIComponent(st.find));
+    if (st.page > 1) parts.push("page=" + st.page);
     try {
-      history.replaceState(null, "", s.value ? "#" + s.value : location.pathname);
-    } catch (e) { /* a page opened where the address cannot change: the filter still works */ }
-    apply();
-  });
-  // A filtered view can be linked: board.html#drift:stale
-  var want = decodeURIComponent(location.hash.slice(1));
-  if ([].some.call(s.options, function (o) { return o.value !== "" && o.value === want; })) {
-    s.value = want;
-    apply();
+      history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
+    } catch (e) { /* a page opened where the address cannot change: the view still works */ }
   }
+  s.addEventListener("change", function () { st.v = s.value; st.page = 1; apply(); keep(); });
+  q.addEventListener("input", function () { st.find = q.value; st.page = 1; apply(); keep(); });
+  if (d) {
+    d.addEventListener("toggle", function () { if (d.open) render(); });
+    document.getElementById("prev").addEventListener("click", function () { st.page--; render(); keep(); });
+    document.getElementById("next").addEventListener("click", function () { st.page++; render(); keep(); });
+  }
+  // A view can be linked: board.html#drift:stale, #verdict:ok&find=web&page=2
+  var asked = false;
+  location.hash.slice(1).split("&").forEach(function (part) {
+    var w;
+    try { w = decodeURIComponent(part); } catch (e) { return; }
+    if (w.indexOf("find=") === 0) { st.find = w.slice(5); asked = true; }
+    else if (w.indexOf("page=") === 0) { st.page = parseInt(w.slice(5), 10) || 1; asked = true; }
+    else if ([].some.call(s.options, function (o) { return o.value !== "" && o.value === w; })) {
+      st.v = w;
+      s.value = w;
+      asked = true;
+    }
+  });
+  q.value = st.find;
+  if (asked) apply();
+  else if (d && d.open) render();
 })();`;
 
 function tile(
@@ -170,26 +338,26 @@ function tile(
   }"><span class="n">${n}</span><span class="w">${h(words)}</span></div>`;
 }
 
+/** A time's parts as shown: UTC minutes, and how long before the board was gathered ("" if not known). */
+function whenParts(iso: string, generatedAt: string, ageMs?: number): [string, string] {
+  const age = ageMs ?? Date.parse(generatedAt) - Date.parse(iso);
+  const shown = iso.replace("T", " ").replace(/:\d\d(\.\d+)?Z$/, " UTC");
+  return [shown, Number.isFinite(age) ? formatDuration(age) : ""];
+}
+
 /**
  * A time for people: the ISO instant in `datetime`, UTC minutes, and how long before the board
  * was gathered (`ageMs`, or the difference of the two instants when not given).
  */
 function when(iso: string, generatedAt: string, ageMs?: number): string {
-  const age = ageMs ?? Date.parse(generatedAt) - Date.parse(iso);
-  const shown = iso.replace("T", " ").replace(/:\d\d(\.\d+)?Z$/, " UTC");
-  return `<time datetime="${h(iso)}" title="${h(iso)}">${h(shown)}</time>${
-    Number.isFinite(age) ? ` <span class="meta">· ${h(formatDuration(age))} ago</span>` : ""
+  const [shown, ago] = whenParts(iso, generatedAt, ageMs);
+  return `<time datetime="${h(iso)}">${h(shown)}</time>${
+    ago ? ` <span class="meta">· ${h(ago)} ago</span>` : ""
   }`;
 }
 
-function declarationCell(m: BoardMachine): string {
-  const tone = VERDICT_TONE[m.verdict];
-  const pct = m.total === 0 ? 0 : Math.round((m.applied / m.total) * 100);
-  const bar = m.total === 0
-    ? ""
-    : `<span class="bar${
-      m.applied < m.total ? " part" : ""
-    }" role="img" aria-label="${pct}% applied"><i class="p${pct}"></i></span>`;
+/** The declaration's generation and the modules, in words (the meta line under the verdict). */
+function declarationMeta(m: BoardMachine): string {
   const gen = m.generation !== undefined
     ? `generation ${m.generation}${
       m.reportedGeneration !== undefined && m.reportedGeneration !== m.generation
@@ -197,9 +365,29 @@ function declarationCell(m: BoardMachine): string {
         : ""
     }`
     : "never pushed";
-  return `<span class="badge ${tone}">${h(m.words)}</span>
-<div class="applied">${bar}<span data-applied="${m.applied}" data-total="${m.total}">${m.applied} of ${m.total}</span> applied</div>
-<div class="meta">${h(gen)}${m.modules.length ? ` · ${h(m.modules.join(", "))}` : ""}</div>`;
+  return `${gen}${m.modules.length ? ` · ${m.modules.join(", ")}` : ""}`;
+}
+
+/** Why a node that spoke is quiet past its allowance, in words ("" when it is not). */
+function quietWords(m: BoardMachine): string {
+  return m.overdue
+    ? `quiet past ${formatDuration(m.quietAllowedMs ?? 0)} (reports every ${
+      formatDuration(m.intervalMs ?? 0)
+    })`
+    : "";
+}
+
+function declarationCell(m: BoardMachine): string {
+  const tone = VERDICT_TONE[m.verdict];
+  const pct = m.total === 0 ? 0 : Math.round((m.applied / m.total) * 100);
+  const bar = m.total === 0
+    ? ""
+    : `<span class="bar${m.applied < m.total ? " part" : ""}"><i class="p${pct}"></i></span>`;
+  return `<span class="badge ${tone}">${
+    h(m.words)
+  }</span><div class="applied">${bar}<span data-applied="${m.applied}" data-total="${m.total}">${m.applied} of ${m.total}</span> applied</div><div class="meta">${
+    h(declarationMeta(m))
+  }</div>`;
 }
 
 function driftCell(m: BoardMachine, generatedAt: string): string {
@@ -223,7 +411,7 @@ function driftCell(m: BoardMachine, generatedAt: string): string {
   if (d.registry !== undefined) {
     parts.push(`<div class="meta">registry <code>${h(d.registry)}</code></div>`);
   }
-  return parts.join("\n");
+  return parts.join("");
 }
 
 function problemsCell(m: BoardMachine): string {
@@ -246,21 +434,126 @@ function problemsCell(m: BoardMachine): string {
   return items.length ? `<ul class="problems">${items.join("")}</ul>` : "";
 }
 
-/** Healthy nodes are shown open up to this many; more are a closed section. */
+/** The healthy nodes' section is open (its list rendered at once) up to this many of them. */
 const OPEN_HEALTHY = 50;
+
+const TABLE_HEAD =
+  `<colgroup><col class="c-node"><col class="c-decl"><col class="c-drift"><col class="c-heard"><col class="c-prob"></colgroup>
+<thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>`;
+
+/**
+ * Rows of the listed nodes per block: each block its own table (with its own sticky head, so a
+ * filter that hides the first block hides no head) in a `.chunk` whose `content-visibility: auto`
+ * lets the browser skip style and layout of the blocks off screen (a table is laid out whole, and
+ * laying out 1,600 rows was most of the page's cost).
+ */
+export const PROBLEM_CHUNK = 40;
 
 function table(machines: BoardMachine[], generatedAt: string): string {
   if (machines.length === 0) return "";
-  return `<table>
-<colgroup><col class="c-node"><col class="c-decl"><col class="c-drift"><col class="c-heard"><col class="c-prob"></colgroup>
-<thead><tr><th>Node</th><th>Declaration</th><th>Drift</th><th>Last heard</th><th>Problems</th></tr></thead>
+  const chunks: string[] = [];
+  for (let i = 0; i < machines.length; i += PROBLEM_CHUNK) {
+    chunks.push(`<div class="chunk"><table>
+${TABLE_HEAD}
 <tbody>
-${machines.map((m) => row(m, generatedAt)).join("\n")}
+${machines.slice(i, i + PROBLEM_CHUNK).map((m) => nodeRow(m, generatedAt)).join("\n")}
 </tbody>
-</table>`;
+</table></div>`);
+  }
+  return `<div id="problems">
+${chunks.join("\n")}
+</div>`;
 }
 
-function row(m: BoardMachine, generatedAt: string): string {
+/** A JSON text safe inside a `<script>` data block: no `<`, `>`, `&` or line separator raw. */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/**
+ * The healthy nodes' data for the page's script: `{g, s, t, n}`. `g` is when the board was
+ * gathered (ms since the epoch); `s` every distinct piece of text once (as shown: disguising
+ * characters as `<U+XXXX>`; `s[0]` is ""); `t` the distinct rests of a row (most healthy nodes
+ * share one), each an array of indexes into `s` and numbers; `n` one array per node:
+ * `[name, heard, heard shown, heard ago, rest]`, where heard is how many ms before `g` the node
+ * was last heard (its ISO instant when that does not round-trip, "" when it never spoke). The
+ * script's `row` reads them in this order (SCRIPT). The pieces are made by the same functions as
+ * {@linkcode nodeRow}'s. A healthy node's verdict is `ok` and its drift verdict `clean` or
+ * `not-checked`, so it has no claim, no unreadable result and nothing unobserved (the cells that
+ * would show them are not carried). About 30 bytes a node.
+ */
+function healthyData(machines: BoardMachine[], generatedAt: string): string {
+  const strings: string[] = [""];
+  const index = new Map<string, number>([["", 0]]);
+  const s = (text: string | undefined): number => {
+    const shown = printableText(text ?? "");
+    let i = index.get(shown);
+    if (i === undefined) {
+      i = strings.length;
+      strings.push(shown);
+      index.set(shown, i);
+    }
+    return i;
+  };
+  const rests: (number | number[])[][] = [];
+  const restIndex = new Map<string, number>();
+  const g = Date.parse(generatedAt);
+  const nodes = machines.map((m) => {
+    const d = m.drift;
+    const [ranShown, ranAgo] = d.ranAt !== undefined
+      ? whenParts(d.ranAt, generatedAt, (d.ageSeconds ?? 0) * 1000)
+      : ["", ""];
+    const problems = m.problems.slice(0, 3).flatMap((p) => [s(p.id ?? p.path), s(p.message)]);
+    const rest = [
+      s(`${m.system} · ${m.kind}`),
+      s(m.verdict),
+      s(m.words),
+      s(VERDICT_TONE[m.verdict]),
+      m.applied,
+      m.total,
+      s(declarationMeta(m)),
+      s(d.verdict),
+      s(d.words),
+      s(DRIFT_TONE[d.verdict]),
+      s(d.counts.length > 0 ? countsWords(d.counts) : ""),
+      s(d.ranAt),
+      s(ranShown),
+      s(ranAgo),
+      s(d.ranAt !== undefined ? formatDuration((d.intervalSeconds ?? 0) * 1000) : ""),
+      s(d.registry),
+      s(m.trigger),
+      s(quietWords(m)),
+      problems,
+      Math.max(0, m.problems.length - 3),
+    ];
+    const key = JSON.stringify(rest);
+    let r = restIndex.get(key);
+    if (r === undefined) {
+      r = rests.length;
+      rests.push(rest);
+      restIndex.set(key, r);
+    }
+    const at = m.lastReportAt;
+    if (at === undefined) return [printableText(m.name), "", 0, 0, r];
+    const [shown, ago] = whenParts(at, generatedAt);
+    const t = Date.parse(at);
+    const heard = Number.isFinite(t) && Number.isFinite(g) && new Date(t).toISOString() === at
+      ? g - t
+      : printableText(at);
+    return [printableText(m.name), heard, s(shown), s(ago), r];
+  });
+  return scriptJson({ g, s: strings, t: rests, n: nodes });
+}
+
+/**
+ * One node's table row (`<tr data-node data-verdict data-drift>` and its five cells), as the page
+ * shows a node `status` lists; the page's script builds the same markup for a healthy node from
+ * {@linkcode healthyData}'s entry (tests/control/board_html_test.ts holds the two equal).
+ */
+export function nodeRow(m: BoardMachine, generatedAt: string): string {
   const attn = m.verdict === "refused" || m.verdict === "failed" || m.verdict === "silent" ||
     m.verdict === "unknown-claim" ||
     m.drift.verdict === "drift" || m.drift.verdict === "unreadable";
@@ -270,24 +563,18 @@ function row(m: BoardMachine, generatedAt: string): string {
   const heard = m.lastReportAt !== undefined
     ? `${when(m.lastReportAt, generatedAt)}${
       m.trigger ? `<div class="meta">${h(m.trigger)}</div>` : ""
-    }${
-      m.overdue
-        ? `<div class="meta">quiet past ${
-          h(formatDuration(m.quietAllowedMs ?? 0))
-        } (reports every ${h(formatDuration(m.intervalMs ?? 0))})</div>`
-        : ""
-    }`
+    }${m.overdue ? `<div class="meta">${h(quietWords(m))}</div>` : ""}`
     : `<span class="never">never spoke</span>`;
   const attention = m.verdict !== "ok" || isDriftAlarm(m.drift.verdict);
   return `<tr data-node="${h(m.name)}" data-verdict="${h(m.verdict)}" data-drift="${
     h(m.drift.verdict)
-  }"${attention ? " data-attention" : ""}${attn ? ' class="attn"' : soft ? ' class="soft"' : ""}>
-<td><div class="name">${h(m.name)}</div><div class="sys">${h(m.system)} · ${h(m.kind)}</div></td>
-<td>${declarationCell(m)}</td>
-<td>${driftCell(m, generatedAt)}</td>
-<td class="heard">${heard}</td>
-<td>${problemsCell(m)}</td>
-</tr>`;
+  }"${attention ? " data-attention" : ""}${
+    attn ? ' class="attn"' : soft ? ' class="soft"' : ""
+  }><td><div class="name">${h(m.name)}</div><div class="sys">${h(m.system)} · ${
+    h(m.kind)
+  }</div></td><td>${declarationCell(m)}</td><td>${
+    driftCell(m, generatedAt)
+  }</td><td>${heard}</td><td>${problemsCell(m)}</td></tr>`;
 }
 
 /** `'sha256-BASE64'`: a CSP hash source of exactly `text` (UTF-8). */
@@ -337,12 +624,31 @@ export function boardHtml(board: Board): string {
     ),
     ...DRIFT_VERDICTS.map((v) => `<option value="drift:${v}">drift: ${h(DRIFT_WORDS[v])}</option>`),
   ].join("");
-  // The nodes doing what they were told and clean go last, in a section of their own: closed on
-  // a large fleet (a browser then lays out only the rows that need someone), open on a small one.
-  const attention = board.machines.filter((m) =>
-    !(m.verdict === "ok" && m.drift.verdict === "clean")
-  );
-  const healthy = board.machines.filter((m) => m.verdict === "ok" && m.drift.verdict === "clean");
+  // The nodes status lists come first, rendered here (they read without JavaScript); the rest,
+  // doing what they were told with no drift alarm, are counted and carried as data, listed by the
+  // script a page at a time when asked: closed on a large fleet, open on a small one.
+  const problems = statusMachines(board);
+  const listed = new Set(problems);
+  const healthy = board.machines.filter((m) => !listed.has(m));
+  const kinds = new Map<string, { verdict: string; drift: string; words: string; n: number }>();
+  for (const m of healthy) {
+    const key = `${m.verdict} ${m.drift.verdict}`;
+    const k = kinds.get(key);
+    if (k) k.n++;
+    else {
+      kinds.set(key, {
+        verdict: m.verdict,
+        drift: m.drift.verdict,
+        words: `${m.words}, ${m.drift.words}`,
+        n: 1,
+      });
+    }
+  }
+  const healthyCounts = [...kinds.values()].map((k) =>
+    `<span class="kind" data-verdict="${h(k.verdict)}" data-drift="${h(k.drift)}"><b>${k.n}</b> ${
+      h(k.words)
+    }</span>`
+  ).join(" · ");
   const body = board.nodes === 0
     ? `<p class="summary">No nodes enrolled.</p>`
     : `<p class="summary" id="summary"><b class="${
@@ -350,15 +656,25 @@ export function boardHtml(board: Board): string {
     }">${behind}</b> of ${board.nodes} nodes not doing what they were told · <b class="${
       alarms ? "bad" : ""
     }">${alarms}</b> with a drift alarm</p>
-<div id="filter" hidden><label>Show <select>${options}</select></label> <span id="shown">${board.nodes} shown</span></div>
-${table(attention, generatedAt)}
+<div id="filter" hidden><label>Show <select>${options}</select></label> <label>Find <input type="search" id="find" placeholder="part of a name" autocomplete="off"></label> <span id="shown">${board.nodes} shown</span></div>
+${table(problems, generatedAt)}
 ${
       healthy.length === 0
         ? ""
-        : `<details id="healthy"${healthy.length <= OPEN_HEALTHY ? " open" : ""}>
-<summary><b>${healthy.length}</b> doing what they were told, and clean</summary>
-${table(healthy, generatedAt)}
-</details>`
+        : `<details id="healthy" data-healthy="${healthy.length}"${
+          healthy.length <= OPEN_HEALTHY ? " open" : ""
+        }>
+<summary><b>${healthy.length}</b> doing what they were told, no drift alarm: ${healthyCounts}</summary>
+<noscript><p class="meta">Listing these nodes needs JavaScript (the page carries them as data); <code>mesh-control board --json</code> lists every node.</p></noscript>
+<div id="healthy-list" hidden>
+<div class="pager"><button type="button" id="prev">previous</button> <span id="healthy-page"></span> <button type="button" id="next">next</button></div>
+<table id="healthy-table">
+${TABLE_HEAD}
+<tbody id="healthy-rows"></tbody>
+</table>
+</div>
+</details>
+<script type="application/json" id="healthy-data">${healthyData(healthy, generatedAt)}</script>`
     }`;
   return `<!doctype html>
 <html lang="en">
