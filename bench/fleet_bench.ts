@@ -524,7 +524,9 @@ async function main(): Promise<void> {
             // A connect the broker did not answer in time, retried as a node retries: counted.
             retries++;
             if (firstRetry === undefined) firstRetry = line;
-          } else if (/^the broker (went away|closed the connection)/.test(line)) {
+          } else if (
+            /^the broker (went away|closed the connection)|^cannot send reports now/.test(line)
+          ) {
             // Lost and made again by the link itself (its pushes are delivered again): counted.
             lost++;
             if (firstLost === undefined) firstLost = `${name}: ${line}`;
