@@ -87,7 +87,9 @@ export function claimKey(type: string, subject: string, locations?: Locations): 
 
 /**
  * Directories' identities already read in one run (a directory path as written to its identity,
- * see {@linkcode realLocation}): each directory is read once however many paths it holds.
+ * see {@linkcode realLocation}): each directory is read once however many paths it holds. It also
+ * remembers, under keys no path has, each directory's real parent (`..` + identity), each path's
+ * identity (`=` + path) and each answer of {@linkcode isInside} (`<` + directory + NUL + parent).
  */
 export type Locations = Map<string, string>;
 
@@ -108,10 +110,38 @@ export type Locations = Map<string, string>;
  * Reads the file system (one `stat` per directory not in `locations`); never writes.
  */
 export function realLocation(path: string, locations: Locations = new Map()): string {
-  const segments = segmentsOf(path);
-  if (segments.length === 0) return directoryIdentity([], locations);
-  return `${directoryIdentity(segments.slice(0, -1), locations)}/${segments.at(-1)}`;
+  // Each path is worked out once per `locations` (a run names a path several times: its store's
+  // record, its declaration, the aliasing check), remembered under a key no directory has.
+  const memo = `=${path}`;
+  const known = locations.get(memo);
+  if (known !== undefined) return known;
+  let identity: string;
+  const cut = plainCut(path);
+  if (cut !== undefined) {
+    // Written plainly: the directory above is the text before the last `/`, as segmentsOf and
+    // directoryIdentity would spell it, so its remembered identity is looked up without a split.
+    const dir = cut === 0 ? "/" : path.slice(0, cut);
+    const above = locations.get(dir) ?? directoryIdentity(segmentsOf(dir), locations);
+    identity = `${above}/${path.slice(cut + 1)}`;
+  } else {
+    const segments = segmentsOf(path);
+    identity = segments.length === 0
+      ? directoryIdentity([], locations)
+      : `${directoryIdentity(segments.slice(0, -1), locations)}/${segments.at(-1)}`;
+  }
+  locations.set(memo, identity);
+  return identity;
 }
+
+/**
+ * The index of the last `/` of `path` when the path is written plainly (absolute, not `/` itself,
+ * no empty, `.` or `..` name, no trailing `/`), else undefined.
+ */
+function plainCut(path: string): number | undefined {
+  if (path.length < 2 || path.charCodeAt(0) !== 47 || NOT_PLAIN.test(path)) return undefined;
+  return path.lastIndexOf("/");
+}
+const NOT_PLAIN = /\/\/|\/\.\.?(?:\/|$)|\/$/;
 
 /**
  * Whether the absolute `path` lies inside the directory `dir` by real location (see
@@ -121,6 +151,21 @@ export function realLocation(path: string, locations: Locations = new Map()): st
  * each directory's real parent.
  */
 export function isInside(path: string, dir: string, locations: Locations = new Map()): boolean {
+  // The answer depends on the directory above `path` alone: worked out once per directory (the
+  // files of one directory share it), remembered under a key no directory has.
+  const cut = plainCut(path);
+  const memo = cut === undefined ? undefined : `<${dir}\0${path.slice(0, cut)}`;
+  if (memo !== undefined) {
+    const known = locations.get(memo);
+    if (known !== undefined) return known === "1";
+  }
+  const inside = insideByParents(path, dir, locations);
+  if (memo !== undefined) locations.set(memo, inside ? "1" : "0");
+  return inside;
+}
+
+/** {@linkcode isInside} worked out: the real parents of the directory above `path`, walked up. */
+function insideByParents(path: string, dir: string, locations: Locations): boolean {
   const target = directoryIdentity(segmentsOf(dir), locations);
   if (target.includes("/")) return false; // it does not exist: nothing is inside it
   let segments = segmentsOf(path).slice(0, -1);
