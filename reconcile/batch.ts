@@ -43,7 +43,7 @@ import {
   SYSTEMCTL_ENV,
   systemctlArgv,
   type UnitFileState,
-} from "./observe/systemd.ts";
+} from "../lib/systemd.ts";
 
 /**
  * How a batch command ended:

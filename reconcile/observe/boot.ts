@@ -16,7 +16,7 @@
  *   which podman sets from the unit's environment; asked for just these, one JSON object a line,
  *   with `--format` {@linkcode PODMAN_INSPECT_FORMAT}); `docker inspect` (Docker Engine API
  *   ContainerJSON: `Name` with a leading `/`, `State.Status`, `HostConfig.RestartPolicy.Name`).
- * - `systemctl list-unit-files` and `systemctl show` (see ./systemd.ts); `ExecStart=` as `show`
+ * - `systemctl list-unit-files` and `systemctl show` (see lib/systemd.ts); `ExecStart=` as `show`
  *   prints it (`{ path=... ; argv[]=... ; ... }`).
  * - The quadlet generator's dry run (podman >= 4.4, podman-systemd.unit(5); format from podman's
  *   cmd/quadlet/main.go): for each unit it would generate, a line `---/NAME.service---` and the
@@ -63,7 +63,7 @@ import {
   systemctlArgv,
   UNIT_FILE_STATES,
   userManagerState,
-} from "./systemd.ts";
+} from "../../lib/systemd.ts";
 
 /** The properties read for every unit the boot view needs, in one `systemctl show` call. */
 export const BOOT_PROPERTIES = [

@@ -58,7 +58,7 @@ import {
   systemctlArgv,
   UNIT_FILE_STATES,
   userManagerState,
-} from "./systemd.ts";
+} from "../../lib/systemd.ts";
 
 /** The properties asked for every timer, in the one `systemctl show` call per manager. */
 export const TIMER_PROPERTIES = [

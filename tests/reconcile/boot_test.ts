@@ -29,7 +29,7 @@ import {
   parseUnitFiles,
   sdBooted,
   splitCommandLine,
-} from "../../reconcile/observe/systemd.ts";
+} from "../../lib/systemd.ts";
 import type { SourceStatus } from "../../reconcile/observe/source.ts";
 import { installToolLog, lingeringUser, meshCli, sh, writeIn } from "./systemd_lab.ts";
 

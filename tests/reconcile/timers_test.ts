@@ -33,7 +33,7 @@ import {
   sdBooted,
   SystemdFormatError,
   UNIT_FILE_STATES,
-} from "../../reconcile/observe/systemd.ts";
+} from "../../lib/systemd.ts";
 import { installToolLog, lingeringUser, meshCli, sh, userctl, writeIn } from "./systemd_lab.ts";
 
 // --- without a lab ---------------------------------------------------------------------------

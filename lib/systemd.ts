@@ -1,6 +1,8 @@
 /**
  * Asking systemd, read-only: is this machine booted with it, which manager an account's units
- * live in, and the two outputs the timer and boot observers read.
+ * live in, and the outputs read of it. The one reader of these formats for every program:
+ * mesh-reconcile's timer and boot observers and mesh-host's systemd service applier read
+ * `systemctl show` through {@linkcode parseShow}.
  *
  * Formats read, as systemd 252 (Debian bookworm) prints them, recorded in the lab:
  *
@@ -27,7 +29,7 @@
  * @module
  */
 
-import type { Account } from "../../lib/accounts.ts";
+import type { Account } from "./accounts.ts";
 
 /** Every systemctl runs with untranslated messages, without colour and without a pager. */
 export const SYSTEMCTL_ENV: Record<string, string> = {
