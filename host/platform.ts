@@ -4,13 +4,8 @@
  * (service, container, action `in`), `mesh-host inventory` and the builder all ask here, so they
  * cannot disagree.
  *
- * - Service manager, by the tests the managers themselves use: systemd when
- *   `/run/systemd/system` is a directory (sd_booted(3): "checks whether the directory
- *   /run/systemd/system/ exists"; systemd creates it at boot, so a systemctl binary on disk or a
- *   systemd installed but not running does not pass); OpenRC when `/run/openrc/softlevel` exists
- *   (openrc-run.sh refuses to run a service without it: "You are attempting to run an openrc
- *   service on a system which openrc did not boot"; the directory alone proves nothing, since a
- *   plain `rc-status` creates it). systemd is asked first, as sd_booted is the stronger test.
+ * - Service manager: lib/init_system.ts's one rule, which mesh-reconcile reads too (systemd by
+ *   sd_booted(3), OpenRC by its softlevel file).
  * - Container runtime, by asking each one something only a working runtime can answer:
  *   `docker info --format '{{.ServerVersion}}'` and `podman info --format '{{.Version.Version}}'`
  *   (one probe cannot find both: podman has no `ServerVersion`). When both answer, docker is
@@ -23,57 +18,30 @@
  * @module
  */
 
-import { join } from "../lib/path.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { CommandError, run } from "../lib/command.ts";
 import { ResourceError } from "./applier.ts";
+import { InitDetectionError, type ManagerDetection, serviceManagerAt } from "../lib/init_system.ts";
 
-/** The service managers a host can drive. */
-export type ServiceManager = "systemd" | "openrc";
-
-/** Which manager runs the machine, and the evidence. */
-export interface ManagerDetection {
-  /** Undefined when neither runs. */
-  manager: ServiceManager | undefined;
-  /** What was found, in words. */
-  reason: string;
-}
-
-async function kindAt(path: string): Promise<"directory" | "other" | "absent"> {
-  try {
-    return (await Deno.stat(path)).isDirectory ? "directory" : "other";
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
-      return "absent";
-    }
-    throw new ResourceError(`Cannot tell which service manager runs: ${path}: ${messageOf(error)}`);
-  }
-}
+export type { ManagerDetection, ServiceManager } from "../lib/init_system.ts";
 
 /**
  * Detects which service manager runs the machine whose root is `root` (tests point it at a
- * directory). Does not cache: {@linkcode serviceManager} asks once per process.
+ * directory), by lib/init_system.ts's one rule. Does not cache: {@linkcode serviceManager} asks
+ * once per process.
+ *
+ * @throws {ResourceError} when a path can be neither read nor found missing.
  */
-export async function detectServiceManager(root = "/"): Promise<ManagerDetection> {
+export function detectServiceManager(root = "/"): Promise<ManagerDetection> {
   probed.service++;
-  const systemd = join(root, "run/systemd/system");
-  const softlevel = join(root, "run/openrc/softlevel");
-  const sd = await kindAt(systemd);
-  if (sd === "directory") {
-    return { manager: "systemd", reason: `${systemd} is a directory: systemd booted this machine` };
+  try {
+    return Promise.resolve(serviceManagerAt(root));
+  } catch (error) {
+    if (error instanceof InitDetectionError) {
+      return Promise.reject(new ResourceError(error.message, { cause: error }));
+    }
+    throw error;
   }
-  const rc = await kindAt(softlevel);
-  if (rc !== "absent") {
-    return { manager: "openrc", reason: `${softlevel} exists: OpenRC booted this machine` };
-  }
-  return {
-    manager: undefined,
-    reason:
-      `Neither systemd nor OpenRC runs this machine: ${systemd} is ${
-        sd === "absent" ? "absent" : "not a directory"
-      } (systemd's own test, sd_booted) and ${softlevel} does not exist (OpenRC's own test of ` +
-      `having booted), so no service can be applied`,
-  };
 }
 
 let managerDetection: Promise<ManagerDetection> | undefined;

@@ -39,11 +39,11 @@ import { type ObservedTimer, observeTimers, timerAccount } from "./observe/timer
 import {
   type Manager,
   managerOf,
-  sdBooted,
   SYSTEMCTL_ENV,
   systemctlArgv,
   type UnitFileState,
-} from "./observe/systemd.ts";
+} from "../lib/systemd.ts";
+import { sdBooted } from "../lib/init_system.ts";
 
 /**
  * How a batch command ended:

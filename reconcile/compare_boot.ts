@@ -30,7 +30,7 @@
 import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type BootObservation, type BootUnit, containerOf } from "./observe/boot.ts";
-import type { UnitFileState } from "./observe/systemd.ts";
+import type { UnitFileState } from "../lib/systemd.ts";
 import { compareAccountKeys } from "./observe/name_order.ts";
 
 /** Why a unit in each unit file state does or does not start at boot (systemctl(1)). */

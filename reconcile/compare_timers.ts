@@ -15,7 +15,7 @@
 import type { Finding, Observation } from "./finding.ts";
 import type { Registry } from "./registry.ts";
 import { type ObservedTimer, timerAccount } from "./observe/timers.ts";
-import type { ACTIVE_STATES, LOAD_STATES, UnitFileState } from "./observe/systemd.ts";
+import type { ACTIVE_STATES, LOAD_STATES, UnitFileState } from "../lib/systemd.ts";
 
 /**
  * What each unit file state says about starting at boot: `undefined` when the timer starts at

@@ -1,13 +1,7 @@
 /**
  * `service`: delegates to the applier of the service manager that runs this machine, detected
- * once per process by host/platform.ts, by the tests the managers themselves use:
- *
- * - systemd: `/run/systemd/system` is a directory (sd_booted(3): "checks whether the directory
- *   /run/systemd/system/ exists"); systemd creates it at boot, so a systemctl binary on disk or a
- *   systemd installed but not running does not pass;
- * - OpenRC: `/run/openrc/softlevel` exists (openrc-run.sh refuses to run a service without it:
- *   "You are attempting to run an openrc service on a system which openrc did not boot"; the
- *   directory alone proves nothing, since a plain `rc-status` creates it).
+ * once per process by host/platform.ts with lib/init_system.ts's rule (systemd by sd_booted(3),
+ * OpenRC by its softlevel file).
  *
  * systemd is asked first, as sd_booted is the stronger test. When neither passes, every service
  * resource fails saying so and naming both tests; removal needs no manager (a service leaving

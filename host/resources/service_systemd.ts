@@ -65,6 +65,7 @@ import {
 } from "../applier.ts";
 import type { Service } from "../declaration.ts";
 import { aliasOnlyReason, readInstallSection } from "../../lib/unit_install.ts";
+import { parseShow, SystemdFormatError } from "../../lib/systemd.ts";
 
 /** A `service` resource. */
 export type ServiceResource = z.output<typeof Service>;
@@ -249,42 +250,47 @@ export function unitName(unit: string): string {
 }
 
 /**
- * Parses `systemctl show --property=...` of `units`: one block per unit, in order.
+ * The state of each of `units` from `systemctl show --property=...` output (`argv`, named in an
+ * error): one block per unit, in order, read by the one `systemctl show` parser that mesh-reconcile
+ * reads with too ({@linkcode parseShow} of lib/systemd.ts).
  *
- * @throws {ResourceError} when the output does not have one complete block per unit.
+ * @throws {ResourceError} when the output does not have one complete block per unit, or a line
+ *   is not `KEY=VALUE`.
  */
-export function parseShow(stdout: string, units: string[], argv: string[]): Map<string, UnitState> {
-  const blocks = stdout.replace(/\n+$/, "").split(/\n\n/).filter((b) => b.trim() !== "");
+export function unitStates(
+  stdout: string,
+  units: string[],
+  argv: string[],
+): Map<string, UnitState> {
   const fail = (why: string) =>
     new ResourceError(
       `Cannot read ${formatArgv(argv)}: ${why}; it printed ${JSON.stringify(clip(stdout))}`,
     );
-  if (blocks.length !== units.length) {
-    throw fail(`expected ${units.length} block(s), one per unit, got ${blocks.length}`);
+  let blocks: Record<string, string>[];
+  try {
+    blocks = parseShow(stdout, units);
+  } catch (error) {
+    if (error instanceof SystemdFormatError) throw fail(error.message);
+    throw error;
   }
   const states = new Map<string, UnitState>();
-  blocks.forEach((block, i) => {
-    const props = new Map<string, string>();
-    for (const line of block.split("\n")) {
-      const eq = line.indexOf("=");
-      if (eq > 0) props.set(line.slice(0, eq), line.slice(eq + 1));
-    }
-    const missing = SHOW_PROPERTIES.filter((p) => !props.has(p));
+  blocks.forEach((props, i) => {
+    const missing = SHOW_PROPERTIES.filter((p) => props[p] === undefined);
     if (missing.length > 0) throw fail(`block ${i + 1} lacks ${missing.join(", ")}`);
     const unit = units[i]!;
-    const pulls = ["WantedBy", "RequiredBy", "UpheldBy"].filter((p) => props.has(p));
+    const pulls = ["WantedBy", "RequiredBy", "UpheldBy"].filter((p) => props[p] !== undefined);
     states.set(unit, {
       unit,
-      id: props.get("Id")!,
-      load: props.get("LoadState")!,
-      active: props.get("ActiveState")!,
-      sub: props.get("SubState")!,
-      unitFile: props.get("UnitFileState")!,
+      id: props.Id!,
+      load: props.LoadState!,
+      active: props.ActiveState!,
+      sub: props.SubState!,
+      unitFile: props.UnitFileState!,
       ...(pulls.length > 0
-        ? { pulledBy: pulls.flatMap((p) => props.get(p)!.split(/\s+/).filter(Boolean)) }
+        ? { pulledBy: pulls.flatMap((p) => props[p]!.split(/\s+/).filter(Boolean)) }
         : {}),
-      ...(props.has("FragmentPath") ? { fragmentPath: props.get("FragmentPath")! } : {}),
-      ...(props.has("DropInPaths") ? { dropInPaths: props.get("DropInPaths")! } : {}),
+      ...(props.FragmentPath !== undefined ? { fragmentPath: props.FragmentPath } : {}),
+      ...(props.DropInPaths !== undefined ? { dropInPaths: props.DropInPaths } : {}),
     });
   });
   return states;
@@ -316,7 +322,7 @@ async function query(context: ApplyContext): Promise<Map<string, UnitState>> {
     }
     throw error;
   }
-  cache.states = parseShow(out.stdout, units, argv);
+  cache.states = unitStates(out.stdout, units, argv);
   return cache.states;
 }
 

@@ -16,7 +16,7 @@
  *   which podman sets from the unit's environment; asked for just these, one JSON object a line,
  *   with `--format` {@linkcode PODMAN_INSPECT_FORMAT}); `docker inspect` (Docker Engine API
  *   ContainerJSON: `Name` with a leading `/`, `State.Status`, `HostConfig.RestartPolicy.Name`).
- * - `systemctl list-unit-files` and `systemctl show` (see ./systemd.ts); `ExecStart=` as `show`
+ * - `systemctl list-unit-files` and `systemctl show` (see lib/systemd.ts); `ExecStart=` as `show`
  *   prints it (`{ path=... ; argv[]=... ; ... }`).
  * - The quadlet generator's dry run (podman >= 4.4, podman-systemd.unit(5); format from podman's
  *   cmd/quadlet/main.go): for each unit it would generate, a line `---/NAME.service---` and the
@@ -51,19 +51,17 @@ import {
   isOneOf,
   type Manager,
   managerOf,
-  type OtherInit,
-  otherInit,
   parseExecProperty,
   parseProcCgroup,
   parseShow,
   parseUnitFiles,
-  sdBooted,
   splitCommandLine,
   SYSTEMCTL_ENV,
   systemctlArgv,
   UNIT_FILE_STATES,
   userManagerState,
-} from "./systemd.ts";
+} from "../../lib/systemd.ts";
+import { type Booted, openrcBooted, sdBooted } from "../../lib/init_system.ts";
 
 /** The properties read for every unit the boot view needs, in one `systemctl show` call. */
 export const BOOT_PROPERTIES = [
@@ -365,15 +363,15 @@ export const OPENRC_NOT_CHECKED = "boot view: not checked (OpenRC)";
 /**
  * The `boot-units` detail on a machine not booted with systemd (sd_booted(3)): what a reboot would
  * produce there is up to another init (OpenRC runlevels, sysvinit, a daemon it starts), which this
- * program does not read. Where OpenRC runs ({@linkcode otherInit}) it begins with
+ * program does not read. Where OpenRC booted the machine ({@linkcode openrcBooted}) it begins with
  * {@linkcode OPENRC_NOT_CHECKED}: its runlevels `boot` and `default` are not compared with the
  * registry. Names the way to run without the boot view.
  */
 export function notBootedDetail(
   booted: { reason: string },
-  init: OtherInit = { reason: "" },
+  init?: Booted,
 ): string {
-  const openrc = init.init === "openrc"
+  const openrc = init?.booted
     ? `${OPENRC_NOT_CHECKED}: ${init.reason}, and the services its runlevels boot and default ` +
       `would start are not compared with the registry; `
     : "";
@@ -407,7 +405,7 @@ export async function observeBoot(
     unitFiles: {},
   };
   const booted = sdBooted(options.root);
-  const init = booted.booted ? undefined : otherInit(options.root);
+  const init = booted.booted ? undefined : openrcBooted(options.root);
 
   // Each account's containers first: asking needs nothing else, and it is the slow part (a
   // podman subprocess), so it runs while the daemons' units are found.
@@ -655,9 +653,9 @@ async function askContainers(
 async function askManager(
   manager: Manager,
   ask: {
-    booted: ReturnType<typeof sdBooted>;
-    /** The other init, on a machine not booted with systemd. */
-    init?: OtherInit;
+    booted: Booted;
+    /** Whether OpenRC booted it, on a machine not booted with systemd. */
+    init?: Booted;
     root: string;
     timeoutMs: number;
     labelled: string[];
@@ -809,7 +807,7 @@ function quadletDirs(manager: Manager, root: string): string[] {
 async function askQuadlet(
   manager: Manager,
   account: Account,
-  ask: { booted: ReturnType<typeof sdBooted>; root: string; timeoutMs: number },
+  ask: { booted: Booted; root: string; timeoutMs: number },
 ): Promise<{ units: QuadletUnit[]; source: SourceStatus }> {
   const none = (state: SourceStatus["state"], method: string, detail: string) => ({
     units: [],

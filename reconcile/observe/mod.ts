@@ -8,6 +8,7 @@ export * from "./source.ts";
 export * from "./containers.ts";
 export * from "./sockets.ts";
 export * from "./proxy.ts";
-export * from "./systemd.ts";
+export * from "../../lib/systemd.ts";
+export * from "../../lib/init_system.ts";
 export * from "./timers.ts";
 export * from "./boot.ts";

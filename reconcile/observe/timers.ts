@@ -53,12 +53,12 @@ import {
   LOAD_STATES,
   managerOf,
   parseShow,
-  sdBooted,
   SYSTEMCTL_ENV,
   systemctlArgv,
   UNIT_FILE_STATES,
   userManagerState,
-} from "./systemd.ts";
+} from "../../lib/systemd.ts";
+import { sdBooted } from "../../lib/init_system.ts";
 
 /** The properties asked for every timer, in the one `systemctl show` call per manager. */
 export const TIMER_PROPERTIES = [

@@ -20,7 +20,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { bootLab, type LabKind, type LabMachine } from "../lab/mod.ts";
 import { detectServiceManager } from "../../host/resources/service.ts";
-import { parseShow } from "../../host/resources/service_systemd.ts";
+import { unitStates } from "../../host/resources/service_systemd.ts";
 import { parseRunlevel, parseStatus } from "../../host/resources/service_openrc.ts";
 import { ResourceError } from "../../host/applier.ts";
 import type { CommandOutput } from "../../lib/command.ts";
@@ -124,7 +124,7 @@ Deno.test("systemctl show: one block per unit, in order, as recorded in the lab"
   const text = "Id=nosuch.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\n" +
     "UnitFileState=\n\nId=dbus.service\nLoadState=loaded\nActiveState=active\n" +
     "SubState=running\nUnitFileState=static\n";
-  const states = parseShow(text, ["nosuch", "dbus"], argv);
+  const states = unitStates(text, ["nosuch", "dbus"], argv);
   assertEquals(states.get("nosuch"), {
     unit: "nosuch",
     id: "nosuch.service",
@@ -136,12 +136,21 @@ Deno.test("systemctl show: one block per unit, in order, as recorded in the lab"
   assertEquals(states.get("dbus")?.unitFile, "static");
   let error: unknown;
   try {
-    parseShow(text, ["a", "b", "c"], argv);
+    unitStates(text, ["a", "b", "c"], argv);
   } catch (e) {
     error = e;
   }
   assert(error instanceof ResourceError, "a block missing is not a unit missing");
-  assertStringIncludes(error.message, "expected 3 block(s)");
+  assertStringIncludes(error.message, "printed 2 block(s), expected 3");
+  // A line that is not KEY=VALUE is output this parser does not know: refused, never skipped.
+  let garbled: unknown;
+  try {
+    unitStates(text.replace("SubState=dead", "SubState dead"), ["nosuch", "dbus"], argv);
+  } catch (e) {
+    garbled = e;
+  }
+  assert(garbled instanceof ResourceError, "a line that is not KEY=VALUE is refused");
+  assertStringIncludes(garbled.message, 'a line that is not KEY=VALUE: "SubState dead"');
 });
 
 // --- in the lab ----------------------------------------------------------------------------

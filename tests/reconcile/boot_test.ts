@@ -27,9 +27,9 @@ import {
   parseExecProperty,
   parseProcCgroup,
   parseUnitFiles,
-  sdBooted,
   splitCommandLine,
-} from "../../reconcile/observe/systemd.ts";
+} from "../../lib/systemd.ts";
+import { sdBooted } from "../../lib/init_system.ts";
 import type { SourceStatus } from "../../reconcile/observe/source.ts";
 import { installToolLog, lingeringUser, meshCli, sh, writeIn } from "./systemd_lab.ts";
 
@@ -520,20 +520,27 @@ async function vmRun(dir: string, args: string[]): Promise<VmRun> {
 }
 
 // Issue 32, item 5: under OpenRC the boot view is not read, and the result says so in those words
-// rather than only "not booted with systemd". /run/openrc is OpenRC's RC_SVCDIR.
+// rather than only "not booted with systemd". OpenRC booted the machine when its softlevel file
+// exists (lib/init_system.ts, the rule mesh-host's service applier uses too): /run/openrc alone,
+// which a plain rc-status creates, is not OpenRC having booted.
 Deno.test("under OpenRC the result says: boot view: not checked (OpenRC)", async () => {
   const root = await Deno.makeTempDir({ prefix: "mesh-boot-" });
   try {
     const request = { accounts: ["root"], daemons: [] };
-    const plain = await observeBoot(request, { passwd: PASSWD, listeners: [], runtimes: [], root });
+    const observe = () =>
+      observeBoot(request, { passwd: PASSWD, listeners: [], runtimes: [], root });
+    const plain = await observe();
     assertEquals(plain.sources.map((s) => [s.source, s.state]), [["boot-units", "failed"]]);
     assert(!plain.sources[0]!.detail.includes("OpenRC)"), plain.sources[0]!.detail);
     await Deno.mkdir(`${root}/run/openrc`, { recursive: true });
-    const seen = await observeBoot(request, { passwd: PASSWD, listeners: [], runtimes: [], root });
+    const directoryOnly = (await observe()).sources[0]!.detail;
+    assert(!directoryOnly.includes("OpenRC)"), directoryOnly);
+    await Deno.writeTextFile(`${root}/run/openrc/softlevel`, "default\n");
+    const seen = await observe();
     assertEquals(seen.sources.map((s) => [s.source, s.state]), [["boot-units", "failed"]]);
     const detail = seen.sources[0]!.detail;
     assert(detail.startsWith("boot view: not checked (OpenRC): "), detail);
-    assertStringIncludes(detail, `${root}/run/openrc is a directory`);
+    assertStringIncludes(detail, `${root}/run/openrc/softlevel exists`);
     assertStringIncludes(detail, "runlevels boot and default");
     assertStringIncludes(detail, "pass --boot none to run without the boot view");
   } finally {

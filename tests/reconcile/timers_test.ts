@@ -30,10 +30,10 @@ import {
   ACTIVE_STATES,
   LOAD_STATES,
   parseShow,
-  sdBooted,
   SystemdFormatError,
   UNIT_FILE_STATES,
-} from "../../reconcile/observe/systemd.ts";
+} from "../../lib/systemd.ts";
+import { sdBooted } from "../../lib/init_system.ts";
 import { installToolLog, lingeringUser, meshCli, sh, userctl, writeIn } from "./systemd_lab.ts";
 
 // --- without a lab ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 /**
- * Asking systemd, read-only: is this machine booted with it, which manager an account's units
- * live in, and the two outputs the timer and boot observers read.
+ * Asking systemd, read-only: which manager an account's units live in, and the outputs read of
+ * it (whether systemd booted the machine: lib/init_system.ts). The one reader of these formats for every program:
+ * mesh-reconcile's timer and boot observers and mesh-host's systemd service applier read
+ * `systemctl show` through {@linkcode parseShow}.
  *
  * Formats read, as systemd 252 (Debian bookworm) prints them, recorded in the lab:
  *
@@ -27,7 +29,7 @@
  * @module
  */
 
-import type { Account } from "../../lib/accounts.ts";
+import type { Account } from "./accounts.ts";
 
 /** Every systemctl runs with untranslated messages, without colour and without a pager. */
 export const SYSTEMCTL_ENV: Record<string, string> = {
@@ -96,63 +98,6 @@ export interface Manager {
   user: boolean;
   uid: number;
   home: string;
-}
-
-/** Whether this machine runs systemd as its init (sd_booted(3)), and how that was found. */
-export interface Booted {
-  booted: boolean;
-  /** Why, in one sentence. */
-  reason: string;
-  /** How it was asked (for a source's `method`). */
-  method: string;
-}
-
-/**
- * sd_booted(3): the machine runs systemd as its init exactly when `/run/systemd/system` is a
- * directory. `root` prefixes the path (for tests).
- */
-export function sdBooted(root = ""): Booted {
-  const path = `${root}/run/systemd/system`;
-  const method = `stat ${path}`;
-  try {
-    if (Deno.statSync(path).isDirectory) {
-      return { booted: true, reason: `${path} is a directory (sd_booted(3))`, method };
-    }
-    return {
-      booted: false,
-      reason: `this machine is not booted with systemd: ${path} is not a directory (sd_booted(3))`,
-      method,
-    };
-  } catch {
-    return {
-      booted: false,
-      reason: `this machine is not booted with systemd: ${path} does not exist (sd_booted(3))`,
-      method,
-    };
-  }
-}
-
-/** Which other init a machine not booted with systemd runs, when it can be told. */
-export interface OtherInit {
-  /** `openrc`, or `undefined` when no known init was recognised. */
-  init?: "openrc";
-  /** How that was found, in one clause. */
-  reason: string;
-}
-
-/**
- * Recognises OpenRC: it keeps its state in its service directory `RC_SVCDIR`, `/run/openrc`
- * (OpenRC's librc, `rc.h`; the `softlevel` file there names the running runlevel), created at
- * its first start in each boot. `root` prefixes the path (for tests).
- */
-export function otherInit(root = ""): OtherInit {
-  const path = `${root}/run/openrc`;
-  try {
-    if (Deno.statSync(path).isDirectory) {
-      return { init: "openrc", reason: `${path} is a directory (OpenRC's RC_SVCDIR)` };
-    }
-  } catch { /* not OpenRC */ }
-  return { reason: `${path} is not a directory: no OpenRC` };
 }
 
 /** The manager of `account`: the system manager for root, the account's user manager otherwise. */
