@@ -12,7 +12,7 @@
  * for `link` (`HOST_COMMAND_FLAGS`: no code cache, `gc` exposed; `--no-link-flags`: without them,
  * as before session 8). `--onefile` builds the child as a one-file
  * executable and starts it as `FILE link ARGS`, through the header a node runs. The link runs with `--every 1s` on a
- * clock 50 times faster (see `child`), so it applies a few times a second. The child reads its
+ * clock 50 times faster (see `child`), so it applies about once a second. The child reads its
  * own `VmRSS` and `VmHWM` from `/proc/self/status` after the 1st (the converge), 2nd, 10th, 50th,
  * 100th, ... apply (`--every-apply`: after each, and the medians from the 10th on are printed),
  * with its CPU time (user + system) so far, checks every report (`applied`, 1,100 of 1,100; after the first, nothing

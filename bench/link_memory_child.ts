@@ -105,8 +105,9 @@ async function child(
   },
 ) {
   // A report says its interval, which must be 1 s at least (as `--every`): the link runs with 1 s
-  // on a clock that goes `SPEED` times faster, so that its loop (which sleeps 200 ms at most
-  // between looks) applies about five times a second. Only the link's schedule reads Date.now.
+  // on a clock that goes `SPEED` times faster. Its loop sleeps (a real timer) until its next
+  // interval as that clock counts it, so it applies about once a real second, for 1,000 applies
+  // about 18 minutes. Only the link's schedule reads Date.now.
   const realNow = Date.now.bind(Date);
   const origin = realNow();
   const speed = args.speed ?? SPEED;
