@@ -60,10 +60,21 @@ export interface SourceFootprint {
   readOriginal(copy: string): Promise<Uint8Array>;
 }
 
-/** Accounts and groups of the machine, name to id, read once per apply. */
+/**
+ * Accounts and groups of the machine, name to id: read when an apply begins, and read again after
+ * each step that can change them (an `action` or a `package` that changed something), so that an
+ * owner created earlier in the same declaration is found by the paths declared after it.
+ */
 export interface Ids {
   users: Map<string, number>;
   groups: Map<string, number>;
+  /**
+   * A dry run only: the first resource of this run that can change accounts (an `action`, a
+   * `package`) and whose plan would change something. A dry run does not run it, so an owner or
+   * group it would create is not there to read: a path declared after it names it as such
+   * rather than fail.
+   */
+  pending?: { source: SourceName; id: string; type: ResourceType };
 }
 
 /** What every applier is given. */

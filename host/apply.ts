@@ -337,14 +337,8 @@ export async function applySources(
       }
       inputs.unshift(...gone);
     }
-    // A machine without /etc/passwd or /etc/group (Android) has no account a declaration can
-    // name: an owner named there is then "does not exist", and a declaration naming none applies.
-    const accounts = await readAccounts(undefined, { missingIsEmpty: true });
-    const ids = {
-      users: new Map<string, number>(),
-      groups: await readGroups(undefined, { missingIsEmpty: true }),
-    };
-    for (const a of accounts.values()) ids.users.set(a.name, a.uid);
+    // Read again after each action or package that changed something (see readIds).
+    const ids = await readIds({ users: new Map(), groups: new Map() });
 
     // Who holds each subject now, and what each source of this run declares.
     const holders = new Map<string, FootprintEntry>();
@@ -734,6 +728,9 @@ async function applyOne(
       const plan = await applier!.plan(resource, observed, context);
       if (context.dryRun) {
         recordOf(resource, plan.result);
+        if (changesAccounts(resource.type) && plan.result.change !== "unchanged") {
+          context.ids.pending ??= { source, id: resource.id, type: resource.type };
+        }
         continue;
       }
       let prepared = applier!.prepare?.(resource, plan, context);
@@ -762,7 +759,13 @@ async function applyOne(
         }
         continue;
       }
-      recordOf(resource, await applier!.act(resource, plan, context));
+      const done = await applier!.act(resource, plan, context);
+      recordOf(resource, done);
+      // It may have made an account or a group (useradd, a package's postinst): read them
+      // again, so that a path declared after it finds its owner.
+      if (changesAccounts(resource.type) && done.change !== "unchanged") {
+        await readIds(context.ids);
+      }
       // An action or a package may have made or replaced a directory (a symlink, say); a file or
       // directory resource never does (it refuses a symlink at its path, and a directory it makes
       // resolves as the path was written).
@@ -800,6 +803,30 @@ export async function recordKnownGood(stateDir: string, version: string): Promis
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
+}
+
+/** Whether a resource of `type` can create accounts or groups (an action, a package). */
+function changesAccounts(type: ResourceType): boolean {
+  return type === "action" || type === "package";
+}
+
+/**
+ * Reads the machine's accounts and groups into `ids` (its maps replaced in place: every source
+ * of the run shares them). A machine without /etc/passwd or /etc/group (Android) has no account
+ * a declaration can name: an owner named there is then "does not exist", and a declaration
+ * naming none applies.
+ *
+ * @throws {Error} "Cannot read accounts ..." or "Cannot read groups ..." when a file that exists
+ *   cannot be read.
+ */
+async function readIds(ids: Ids): Promise<Ids> {
+  const accounts = await readAccounts(undefined, { missingIsEmpty: true });
+  const groups = await readGroups(undefined, { missingIsEmpty: true });
+  ids.users.clear();
+  for (const a of accounts.values()) ids.users.set(a.name, a.uid);
+  ids.groups.clear();
+  for (const [name, gid] of groups) ids.groups.set(name, gid);
+  return ids;
 }
 
 /**

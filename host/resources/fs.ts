@@ -134,20 +134,37 @@ function tempsIn(dir: string, context: ApplyContext): Set<string> | null {
   return temps;
 }
 
+/**
+ * The id an owner or group is declared as (a number, or a name looked up in `context.ids`).
+ * In a dry run, a name not found while an earlier action or package of the run would change
+ * something ({@linkcode Ids.pending}) may be that step's doing: it is said in `notes` and left
+ * unresolved (undefined) instead.
+ *
+ * @throws {ResourceError} `Owner "name" does not exist on this machine` (or `Group`) otherwise.
+ */
 function resolveId(
   kind: "owner" | "group",
   name: string | undefined,
-  ids: Ids,
+  context: ApplyContext,
+  notes: string[],
 ): number | undefined {
   if (name === undefined) return undefined;
   if (/^\d+$/.test(name)) return Number(name);
+  const ids: Ids = context.ids;
   const id = (kind === "owner" ? ids.users : ids.groups).get(name);
-  if (id === undefined) {
-    throw new ResourceError(
-      `${kind === "owner" ? "Owner" : "Group"} "${name}" does not exist on this machine`,
+  if (id !== undefined) return id;
+  const pending = context.dryRun ? ids.pending : undefined;
+  if (pending !== undefined) {
+    const of = pending.source === context.store.source ? "" : ` of source "${pending.source}"`;
+    notes.push(
+      `${kind} "${name}" does not exist yet: resource "${pending.id}" (${pending.type})${of} ` +
+        `declared before it would run in the apply and may create it`,
     );
+    return undefined;
   }
-  return id;
+  throw new ResourceError(
+    `${kind === "owner" ? "Owner" : "Group"} "${name}" does not exist on this machine`,
+  );
 }
 
 function refuseNonTarget(path: string, state: PathState, want: "file" | "directory"): void {
@@ -197,8 +214,9 @@ async function holdAttributes(
 
 /**
  * What both path appliers start from: the path is not a symlink or the other kind, the
- * attributes wanted (mode, and owner and group resolved to ids when declared), and what the
- * footprint knows of the resource.
+ * attributes wanted (mode, and owner and group resolved to ids when declared), what the
+ * footprint knows of the resource, and (a dry run only) an owner or group not there yet that an
+ * earlier step may create, said in `notes` (one line each).
  */
 function prepare(
   resource: DirectoryResource | FileResource,
@@ -206,12 +224,13 @@ function prepare(
   context: ApplyContext,
 ) {
   refuseNonTarget(resource.path, state, resource.type);
+  const notes: string[] = [];
   const want = {
     mode: parseInt(resource.mode, 8),
-    uid: resolveId("owner", resource.owner, context.ids),
-    gid: resolveId("group", resource.group, context.ids),
+    uid: resolveId("owner", resource.owner, context, notes),
+    gid: resolveId("group", resource.group, context, notes),
   };
-  return { want, known: context.store.find(resource.id, resource.type, resource.path) };
+  return { want, known: context.store.find(resource.id, resource.type, resource.path), notes };
 }
 
 /**
@@ -241,7 +260,7 @@ export function planDirectory(
   state: PathState,
   context: ApplyContext,
 ): { plan: PathPlan; want: Want } {
-  const { want, known } = prepare(resource, state, context);
+  const { want, known, notes } = prepare(resource, state, context);
   if (state.kind === "absent") {
     return {
       want,
@@ -249,7 +268,7 @@ export function planDirectory(
         result: {
           change: "created",
           created: true,
-          detail: `new directory, ${attributesOf(want)}`,
+          detail: [`new directory, ${attributesOf(want)}`, ...notes].join("\n"),
         },
         takeOver: false,
         create: true,
@@ -259,7 +278,8 @@ export function planDirectory(
     };
   }
   const dir = state as Extract<PathState, { kind: "directory" }>;
-  const changes = attributeChanges(dir, want);
+  // An owner not there yet (a dry run's note) is one to set: the path is not owned by it.
+  const changes = [...attributeChanges(dir, want), ...notes];
   return {
     want,
     plan: {
@@ -283,7 +303,7 @@ export async function planFile(
   context: ApplyContext,
 ): Promise<{ plan: PathPlan; want: Want }> {
   const { bytes, ...state } = observed;
-  const { want, known } = prepare(resource, state, context);
+  const { want, known, notes } = prepare(resource, state, context);
   if (state.kind === "absent") {
     return {
       want,
@@ -295,6 +315,7 @@ export async function planFile(
             ? {
               detail: [
                 `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
+                ...notes,
                 contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
               ].join("\n"),
             }
@@ -309,7 +330,7 @@ export async function planFile(
   }
   const file = state as Extract<PathState, { kind: "file" }>;
   const same = file.content !== undefined && equalBytes(file.content, bytes);
-  const changes = attributeChanges(file, want);
+  const changes = [...attributeChanges(file, want), ...notes];
   const base = { takeOver: known === undefined, create: false };
   if (!same) {
     return {
