@@ -41,6 +41,7 @@
 import type { ConfirmChannel } from "amqplib";
 import type { Sql } from "../control/db.ts";
 import { cleanup, log, undos } from "./cleanup.ts";
+import { exec as execWith, type ExecOptions, type Timed } from "./exec.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -153,45 +154,9 @@ async function tracePush(): Promise<void> {
 /** Aborted on SIGINT/SIGTERM: kills the commands in flight and refuses new ones (but cleanup's). */
 const interrupt = new AbortController();
 
-interface Output {
-  ms: number;
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function exec(
-  argv: string[],
-  options: { env?: Record<string, string>; allowFailure?: boolean; cleanup?: boolean } = {},
-): Promise<Output> {
-  const [program, ...args] = argv;
-  if (program === undefined) throw new TypeError("empty command");
-  if (!options.cleanup) interrupt.signal.throwIfAborted();
-  const started = performance.now();
-  const out = await new Deno.Command(program, {
-    args,
-    cwd: ROOT,
-    env: options.env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    ...(options.cleanup ? {} : { signal: interrupt.signal }),
-  }).output();
-  const ms = performance.now() - started;
-  if (!options.cleanup) interrupt.signal.throwIfAborted();
-  const result = {
-    ms,
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-  if (result.code !== 0 && !options.allowFailure) {
-    throw new Error(
-      `${argv.join(" ")} exited with ${result.code}: ${result.stderr.trim().slice(-2000)}`,
-    );
-  }
-  return result;
-}
+/** A command run from the repository root, timed, stopped with the bench (bench/exec.ts). */
+const exec = (argv: string[], options: Omit<ExecOptions, "signal"> = {}): Promise<Timed> =>
+  execWith(argv, { ...options, signal: interrupt.signal });
 
 const deno = (...args: string[]) => [Deno.execPath(), "run", "-A", "--quiet", ...args];
 const control = (...args: string[]) => deno(`${ROOT}control/main.ts`, ...args);

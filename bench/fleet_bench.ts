@@ -38,6 +38,7 @@
 
 import { cleanup, log, undos } from "./cleanup.ts";
 import { FLEET_PREFIX, rootedSystem } from "./fleet_rooted.ts";
+import { exec as execWith, type ExecOptions, type Timed } from "./exec.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -91,39 +92,10 @@ function parseArgs(argv: string[]): Args {
 
 const interrupt = new AbortController();
 
-interface Output {
-  ms: number;
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `argv` to its end; a non-zero exit is an error carrying argv, the code and stderr's tail. */
-async function exec(argv: string[], env: Record<string, string> = {}): Promise<Output> {
-  const [program, ...args] = argv;
-  const started = performance.now();
-  const out = await new Deno.Command(program!, {
-    args,
-    cwd: ROOT,
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    signal: interrupt.signal,
-  }).output();
-  const result = {
-    ms: performance.now() - started,
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-  if (result.code !== 0) {
-    throw new Error(
-      `${argv.join(" ")} exited with ${result.code}: ${result.stderr.trim().slice(-2000)}`,
-    );
-  }
-  return result;
-}
+/** A command run from the repository root, timed, stopped with the bench (bench/exec.ts). */
+const exec = (argv: string[], options: Omit<ExecOptions, "signal"> = {}): Promise<Timed> =>
+  execWith(argv, { ...options, signal: interrupt.signal });
 
 const control = (...args: string[]) => [
   Deno.execPath(),
@@ -389,7 +361,7 @@ async function main(): Promise<void> {
     MESH_BROKER_API_URL: ADMIN_API,
     MESH_SIGNING_KEY: `${dir}/signing.key`,
   };
-  await exec(control("broker", "setup"), env);
+  await exec(control("broker", "setup"), { env });
 
   // Control's key pair: the private key signs every push, the nodes verify with the public one.
   if (!(await Deno.stat("/usr/bin/time").catch(() => undefined))) {
@@ -404,7 +376,7 @@ async function main(): Promise<void> {
 
   const moduleFile = `${dir}/fleet.json`;
   await Deno.writeTextFile(moduleFile, fleetModule(args.files, 0));
-  await exec(control("module", "add", moduleFile), env);
+  await exec(control("module", "add", moduleFile), { env });
 
   // The nodes, enrolled as `node enroll` does.
   const names = Array.from(
@@ -582,7 +554,7 @@ async function main(): Promise<void> {
   const round = async (r: number, generation: number): Promise<Round> => {
     if (r > 0) {
       await Deno.writeTextFile(moduleFile, fleetModule(args.files, r));
-      await exec(control("module", "add", moduleFile), env);
+      await exec(control("module", "add", moduleFile), { env });
     }
     const lost0 = lost;
     const cpu0 = cpuSample(ingest.pid);
@@ -590,7 +562,7 @@ async function main(): Promise<void> {
     // push's CPU from its own rusage (time(1)'s %U %S), as it ends before the round does.
     const push = exec(
       ["/usr/bin/time", "-f", "push-rusage %U %S", ...control("push", "--behind")],
-      env,
+      { env },
     );
     let reportedS = 0;
     // A round that does not end says where it stands rather than waiting for ever.
@@ -622,7 +594,7 @@ async function main(): Promise<void> {
       throw new Error(`push --behind did not push to every node: ${pushedLine}`);
     }
     const cpu1 = cpuSample(ingest.pid);
-    const status = await exec(control("status", "--json"), env).catch((e) => e as Error);
+    const status = await exec(control("status", "--json"), { env }).catch((e) => e as Error);
     // status exits 1 when a node needs attention: its JSON says which.
     const text = status instanceof Error ? "" : status.stdout;
     const statusS = (performance.now() - t0) / 1000;

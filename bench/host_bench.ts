@@ -27,6 +27,7 @@
  */
 
 import { stringify } from "yaml";
+import { exec as execWith, type ExecOptions, type Timed } from "./exec.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUT_DIR = `${ROOT}bench/out`;
@@ -67,43 +68,9 @@ type Scenario = "converge" | "no-op" | "10% changed";
 /** Aborted on SIGINT/SIGTERM: kills the command in flight. */
 const interrupt = new AbortController();
 
-interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function exec(
-  argv: string[],
-  options: { env?: Record<string, string>; allowFailure?: boolean } = {},
-): Promise<Output> {
-  const [program, ...args] = argv;
-  if (program === undefined) throw new TypeError("empty command");
-  interrupt.signal.throwIfAborted();
-  const out = await new Deno.Command(program, {
-    args,
-    cwd: ROOT,
-    env: options.env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    signal: interrupt.signal,
-  }).output();
-  interrupt.signal.throwIfAborted();
-  const result = {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-  if (result.code !== 0 && !options.allowFailure) {
-    throw new Error(
-      `${argv.join(" ")} exited with ${result.code}: ${
-        (result.stderr.trim() || result.stdout.trim()).slice(-2000)
-      }`,
-    );
-  }
-  return result;
-}
+/** A command run from the repository root, timed, stopped with the bench (bench/exec.ts). */
+const exec = (argv: string[], options: Omit<ExecOptions, "signal"> = {}): Promise<Timed> =>
+  execWith(argv, { ...options, signal: interrupt.signal });
 
 /** One timed run. */
 interface Sample {
@@ -122,7 +89,7 @@ async function timed(
   argv: string[],
   timeFile: string,
   env?: Record<string, string>,
-): Promise<Output & { clockMs: number; wallS: number; rssKiB: number }> {
+): Promise<Timed & { clockMs: number; wallS: number; rssKiB: number }> {
   const started = performance.now();
   const out = await exec([TIME, "-f", "%e %M", "-o", timeFile, "--", ...argv], {
     env,
@@ -261,10 +228,10 @@ interface Tool {
    * Checks a run's exit code and the tool's own report; returns the number of resources the tool
    * said it changed (which must be 0 for a no-op and exactly the edited files after the edits).
    */
-  check(out: Output, scenario: Scenario): number;
+  check(out: Timed, scenario: Scenario): number;
 }
 
-function fail(tool: ToolName, scenario: Scenario, why: string, out?: Output): never {
+function fail(tool: ToolName, scenario: Scenario, why: string, out?: Timed): never {
   const tail = out
     ? `\n--- stdout (tail) ---\n${out.stdout.slice(-1500)}\n--- stderr (tail) ---\n${
       out.stderr.slice(-1500)
@@ -278,7 +245,7 @@ function expectReported(
   tool: ToolName,
   scenario: Scenario,
   reported: number,
-  out: Output,
+  out: Timed,
 ): number {
   const want = scenario === "no-op" ? 0 : scenario === "10% changed" ? CHANGED : undefined;
   if (want !== undefined && reported !== want) {

@@ -31,6 +31,7 @@
 import { Document, isMap, parseDocument } from "yaml";
 import { ensureImage, freePort, IMAGE, ROOT } from "../tests/support/mod.ts";
 import { cleanup, log, undos } from "./cleanup.ts";
+import { exec as execWith, type ExecOptions, type Timed } from "./exec.ts";
 
 const CONTAINERS = 50;
 const SOCKETS = 200;
@@ -48,43 +49,12 @@ const OUT_DIR = `${ROOT}bench/out`;
 // ---------------------------------------------------------------------------------------------
 // Running commands
 
-interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** Aborted on SIGINT/SIGTERM: kills the commands in flight and refuses new ones (but cleanup's). */
 const interrupt = new AbortController();
 
-async function exec(
-  argv: string[],
-  options: { allowFailure?: boolean; cleanup?: boolean } = {},
-): Promise<Output> {
-  const [program, ...args] = argv;
-  if (program === undefined) throw new TypeError("empty command");
-  if (!options.cleanup) interrupt.signal.throwIfAborted();
-  const out = await new Deno.Command(program, {
-    args,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    ...(options.cleanup ? {} : { signal: interrupt.signal }),
-  }).output();
-  if (!options.cleanup) interrupt.signal.throwIfAborted();
-  const result = {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-  if (result.code !== 0 && !options.allowFailure) {
-    throw new Error(
-      `${argv.join(" ")} exited with ${result.code}: ${result.stderr.trim().slice(-2000)}`,
-    );
-  }
-  return result;
-}
+/** A command run from the repository root, timed, stopped with the bench (bench/exec.ts). */
+const exec = (argv: string[], options: Omit<ExecOptions, "signal"> = {}): Promise<Timed> =>
+  execWith(argv, { ...options, signal: interrupt.signal });
 
 /** One timed run: `/usr/bin/time`'s wall seconds and peak RSS, and the parent's own clock. */
 interface Sample {

@@ -38,6 +38,8 @@ export interface RunOptions {
    * Used where a tool reports state through its exit code, e.g. `systemctl is-enabled`.
    */
   allowFailure?: boolean;
+  /** Sends the command SIGTERM when aborted (it then fails with that signal). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -151,6 +153,7 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Com
       stdin: options.stdin !== undefined ? "piped" : "null",
       stdout: "piped",
       stderr: "piped",
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
     }).spawn();
   } catch (cause) {
     throw new CommandError(argv, { code: null, signal: null, stderr: "", cause });

@@ -3,7 +3,7 @@
  * stderr, a NUL byte in it written as the text `\0` (a message is never cut short by one).
  */
 
-import { assert, assertEquals, assertRejects } from "../support/assert.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
 import { CommandError, run, STDERR_TAIL_BYTES } from "../../lib/command.ts";
 
 Deno.test("command: a NUL byte in a failed command's stderr is written \\0 in its error", async () => {
@@ -44,4 +44,15 @@ Deno.test("a long stderr is cut at the start of a line, never inside a word, and
   );
   assert(/\[\.\.\. \d+ earlier bytes not shown\] abcdefghi /.test(one.stderrTail), one.stderrTail);
   assert(new TextEncoder().encode(one.stderrTail).length <= STDERR_TAIL_BYTES);
+});
+
+Deno.test("command: an aborted signal stops the command with SIGTERM, and the error says so", async () => {
+  const stop = new AbortController();
+  const started = performance.now();
+  const running = run(["sleep", "30"], { signal: stop.signal });
+  setTimeout(() => stop.abort(), 100);
+  const error = await running.then(() => undefined, (e: unknown) => e);
+  assert(error instanceof CommandError, String(error));
+  assertStringIncludes(error.message, "SIGTERM");
+  assert(performance.now() - started < 10_000, "stopped at the abort, not at its end");
 });
