@@ -48,6 +48,14 @@ export const TARGETS: readonly Target[] = [
       return { isPodmanPs: PodmanPs, isDockerInspect: DockerInspect, isBootInspect: BootInspect };
     },
   },
+  {
+    path: "lib/broker_validators.js",
+    from: "lib/broker.ts",
+    schemas: async () => {
+      const { DeclarationMessage } = await import("../lib/broker.ts");
+      return { isDeclarationMessage: DeclarationMessage };
+    },
+  },
 ];
 
 /**
@@ -58,7 +66,13 @@ export const TARGETS: readonly Target[] = [
  */
 export async function generate(target: Target): Promise<{ code: string; types: string }> {
   const schemas = await target.schemas();
-  const ajv = new Ajv2020({ code: { source: true, esm: true }, strict: true });
+  // zod writes its ISO date-time as a `pattern` (which decides) with `format: "date-time"`
+  // beside it: the format is declared known and left to the pattern.
+  const ajv = new Ajv2020({
+    code: { source: true, esm: true },
+    strict: true,
+    formats: { "date-time": true },
+  });
   const exports: Record<string, string> = {};
   for (const [name, schema] of Object.entries(schemas)) {
     const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "throw" });
