@@ -70,46 +70,44 @@ function softlevelPath(root: string): string {
 }
 
 /**
- * sd_booted(3): whether systemd booted the machine. A path that cannot be looked at counts as
- * not booted, its error said in the reason (an observer reports what it could not read).
+ * Whether the init that `test` recognises booted the machine, by a look at `path`: a path that
+ * cannot be looked at counts as not booted, its error said in the reason (an observer reports
+ * what it could not read).
  */
-export function sdBooted(root = ""): Booted {
-  const path = systemdPath(root);
+function bootedBy(path: string, test: (kind: Kind) => { booted: boolean; reason: string }): Booted {
   const method = `stat ${path}`;
-  let kind: Kind;
   try {
-    kind = kindAt(path);
+    return { ...test(kindAt(path)), method };
   } catch (error) {
     return { booted: false, reason: messageOf(error), method };
   }
-  if (kind === "directory") {
-    return { booted: true, reason: `${path} is a directory (sd_booted(3))`, method };
-  }
-  return {
-    booted: false,
-    reason: `this machine is not booted with systemd: ${path} ${
-      kind === "absent" ? "does not exist" : "is not a directory"
-    } (sd_booted(3))`,
-    method,
-  };
 }
 
-/**
- * Whether OpenRC booted the machine: its `softlevel` file exists. A path that cannot be looked at
- * counts as not booted, its error said in the reason.
- */
+/** sd_booted(3): whether systemd booted the machine. */
+export function sdBooted(root = ""): Booted {
+  const path = systemdPath(root);
+  return bootedBy(
+    path,
+    (kind) =>
+      kind === "directory" ? { booted: true, reason: `${path} is a directory (sd_booted(3))` } : {
+        booted: false,
+        reason: `this machine is not booted with systemd: ${path} ${
+          kind === "absent" ? "does not exist" : "is not a directory"
+        } (sd_booted(3))`,
+      },
+  );
+}
+
+/** Whether OpenRC booted the machine: its `softlevel` file exists. */
 export function openrcBooted(root = ""): Booted {
   const path = softlevelPath(root);
-  const method = `stat ${path}`;
-  let kind: Kind;
-  try {
-    kind = kindAt(path);
-  } catch (error) {
-    return { booted: false, reason: messageOf(error), method };
-  }
-  return kind === "absent"
-    ? { booted: false, reason: `${path} does not exist: OpenRC did not boot this machine`, method }
-    : { booted: true, reason: `${path} exists: OpenRC booted this machine`, method };
+  return bootedBy(
+    path,
+    (kind) =>
+      kind === "absent"
+        ? { booted: false, reason: `${path} does not exist: OpenRC did not boot this machine` }
+        : { booted: true, reason: `${path} exists: OpenRC booted this machine` },
+  );
 }
 
 /**
