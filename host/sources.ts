@@ -28,11 +28,10 @@ import {
   claimKey,
   type Locations,
   type Migration,
-  SOURCE_NAME_MESSAGE,
-  SOURCE_NAME_PATTERN,
   type SourceName,
   type SourceOrigin,
 } from "./store.ts";
+import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
 import type { SystemName } from "../systems/mod.ts";
 
 export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
