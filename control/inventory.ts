@@ -21,12 +21,9 @@ import {
 import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
 import { type ModuleFile, parseModule } from "./module_file.ts";
 import { BINDING_MODE, bindingPath, bindingText } from "../lib/binding.ts";
-import { NODE_KINDS, type NodeKind } from "./state.ts";
+import { NODE_KINDS, type NodeKind, SYSTEMS, type SystemName } from "./node_state.ts";
 
-/** The systems a node can be enrolled as (one host build each). */
-export const SYSTEMS = ["arch", "alpine", "android", "debian"] as const;
-/** A system a node can be enrolled as. */
-export type SystemName = typeof SYSTEMS[number];
+export { SYSTEMS, type SystemName } from "./node_state.ts";
 
 /** A module name: letters, digits, `.`, `_`, `-`; at most 100 characters. */
 export const MODULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
