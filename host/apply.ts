@@ -24,7 +24,7 @@ import {
   type SourceOrigin,
   Store,
 } from "./store.ts";
-import type { System } from "../systems/mod.ts";
+import type { System } from "./system.ts";
 import { observePath, tempPathFor } from "./resources/fs.ts";
 
 /** The file beside the store holding the version that last completed a clean apply. */

@@ -11,7 +11,7 @@
 
 import type { Declaration } from "./declaration.ts";
 import { declarationDigest } from "./declaration_base.ts";
-import type { SystemName } from "../systems/mod.ts";
+import type { SystemName } from "./system.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
 /**

@@ -32,7 +32,7 @@ import {
   type SourceOrigin,
 } from "./store.ts";
 import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
-import type { SystemName } from "../systems/mod.ts";
+import type { SystemName } from "./system.ts";
 
 export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
 

@@ -26,7 +26,6 @@ import type * as schema from "./store_schema.ts";
 import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
 import { SOURCE_NAME_PATTERN } from "./source_name.ts";
 
-
 /** A source's name. */
 export type SourceName = z.output<typeof schema.SourceName>;
 /** What a path was before this host took it over. */

@@ -37,7 +37,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { SYSTEM_NAMES, SYSTEM_ONEFILE, type SystemName } from "../systems/mod.ts";
+import { SYSTEM_NAMES, type SystemName } from "../host/system.ts";
+import { SYSTEM_ONEFILE } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { run } from "../lib/command.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";

@@ -31,7 +31,7 @@ import type {
   SourceFootprint,
 } from "../../host/applier.ts";
 import type { Resource } from "../../host/declaration.ts";
-import type { System } from "../../systems/mod.ts";
+import type { System } from "../../host/system.ts";
 
 /** One resource on one system, and how to see its subject without the applier. */
 export interface ContractCase {
