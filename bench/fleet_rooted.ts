@@ -18,7 +18,7 @@ import {
   ResourceError,
   type SourceFootprint,
 } from "../host/applier.ts";
-import type { Resource } from "../host/declaration.ts";
+import type { Resource } from "../lib/declaration.ts";
 import type { FootprintEntry } from "../host/store.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
 import type { System } from "../host/system.ts";

@@ -95,7 +95,6 @@ export function isAlarm(verdict: Verdict): boolean {
   }
 }
 
-
 /** A node's declaration verdict and how much of its current declaration is known applied. */
 export interface Classified {
   verdict: DeclarationVerdict;

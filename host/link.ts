@@ -49,7 +49,7 @@ import {
   recordKnownGood,
   type SourceInput,
 } from "./apply.ts";
-import { declarationDigest, MAX_KEPT_DECLARATION_BYTES } from "./declaration_base.ts";
+import { declarationDigest, MAX_KEPT_DECLARATION_BYTES } from "../lib/declaration_base.ts";
 import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import { joinedText, recordJoined } from "./joined.ts";

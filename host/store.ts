@@ -23,7 +23,7 @@ import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import type * as schema from "./store_schema.ts";
-import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
+import { isObject, onlyKeys, pick, shaped } from "../lib/json_object.ts";
 import { SOURCE_NAME_PATTERN } from "./source_name.ts";
 
 /** A source's name. */

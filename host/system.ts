@@ -10,7 +10,7 @@
  */
 
 import type { Appliers } from "./applier.ts";
-import type { ResourceType } from "./declaration.ts";
+import type { ResourceType } from "../lib/declaration.ts";
 
 /** The systems hosts are built for. */
 export type SystemName = "debian" | "arch" | "alpine" | "android";

@@ -43,7 +43,7 @@ import { messageOf } from "../lib/atomic.ts";
 import { run } from "../lib/command.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
 import { loadBundle } from "../host/bundle.ts";
-import { MAX_DECLARATION_BYTES } from "../host/declaration_base.ts";
+import { MAX_DECLARATION_BYTES } from "../lib/declaration_base.ts";
 import {
   isLoopback,
   manifestMissing,

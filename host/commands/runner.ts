@@ -16,7 +16,7 @@ import {
 import { messageOf } from "../../lib/atomic.ts";
 import { confirmSystem, WrongSystemError } from "../system.ts";
 import { BundleError, EmptyBundleError, NoBundleError } from "../bundle.ts";
-import { DeclarationError } from "../declaration_base.ts";
+import { DeclarationError } from "../../lib/declaration_base.ts";
 import { executableIdentity } from "../identity.ts";
 import { StoreError } from "../store.ts";
 import { EXIT_CANNOT_RUN, EXIT_REFUSED } from "../exit.ts";
