@@ -4,8 +4,9 @@
  * - no import circle among the production modules (everything outside tests/ and bench/):
  *   static imports, `import type`, re-exports and dynamic `import()` of a string literal all
  *   count, as `deno info --json` reads them;
- * - control/, builder/ and reconcile/ import nothing from host/ (what they share with the host,
- *   the declaration and the container runtime, is in lib/);
+ * - each folder imports only the folders below it ({@linkcode MAY_IMPORT}): lib/ nothing;
+ *   control/, builder/ and reconcile/ only lib/ (what they share with the host, the declaration
+ *   and the container runtime, is in lib/), so never host/;
  * - host/ imports nothing from systems/ but in its entry points, `host/<system>.ts`, each of
  *   which imports its own `systems/<system>.ts` (systems/ holds what differs and imports host/'s
  *   appliers and the system contract, host/system.ts).
@@ -164,16 +165,33 @@ export function circles(edges: Edge[]): string[] {
   });
 }
 
+/**
+ * Which folders each folder's modules may import, besides their own (README.md, "Layout"). host/
+ * imports systems/ only in its entry points (see {@linkcode wrongWay}); scripts/ may import any.
+ */
+export const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
+  "lib": [],
+  "control": ["lib"],
+  "builder": ["lib"],
+  "reconcile": ["lib"],
+  "host": ["lib", "systems"],
+  "systems": ["host", "lib"],
+  "mod.ts": ["lib", "reconcile"],
+};
+
 /** The imports `edges` holds that cross a layer the wrong way, each as "file:line imports file". */
 export function wrongWay(edges: Edge[]): string[] {
   const out: string[] = [];
   for (const e of edges) {
-    const top = e.from.split("/")[0]!;
+    const from = e.from.includes("/") ? e.from.split("/")[0]! : e.from;
+    const to = e.to.includes("/") ? e.to.split("/")[0]! : e.to;
+    const allowed = MAY_IMPORT[from];
+    if (from === to || allowed === undefined) continue;
     const say = `${e.from}:${e.line} imports ${e.to}`;
-    if (["control", "builder", "reconcile"].includes(top) && e.to.startsWith("host/")) {
-      out.push(`${say} (${top}/ must not import host/)`);
-    }
-    if (top === "host" && e.to.startsWith("systems/")) {
+    if (!allowed.includes(to)) {
+      const may = allowed.length === 0 ? "nothing outside itself" : `only ${allowed.join("/, ")}/`;
+      out.push(`${say} (${from === "mod.ts" ? from : `${from}/`} may import ${may})`);
+    } else if (from === "host" && to === "systems") {
       const entry = /^host\/(debian|arch|alpine|android)\.ts$/.exec(e.from);
       if (entry === null || e.to !== `systems/${entry[1]}.ts`) {
         out.push(
@@ -191,7 +209,7 @@ Deno.test("layers: production code has no import circle", () => {
   assertEquals(circles(graph.edges), []);
 });
 
-Deno.test("layers: control/, builder/ and reconcile/ import nothing from host/; host/ imports systems/ only in its entry points", () => {
+Deno.test("layers: each folder imports only the folders below it (control/, builder/ and reconcile/ only lib/; host/ systems/ only in its entry points)", () => {
   assertEquals(wrongWay(graph.edges), []);
 });
 
@@ -202,13 +220,19 @@ Deno.test("layers: the circle finder names a circle and the wrong-way finder an 
     { from: "host/c.ts", to: "host/a.ts", line: 5 },
     { from: "host/c.ts", to: "lib/d.ts", line: 6 },
     { from: "control/x.ts", to: "host/a.ts", line: 7 },
+    { from: "host/cli.ts", to: "systems/mod.ts", line: 8 },
+    { from: "host/arch.ts", to: "systems/arch.ts", line: 9 },
+    { from: "lib/e.ts", to: "control/x.ts", line: 10 },
   ];
   assertEquals(circles(edges), [
     "host/a.ts:3 -> host/b.ts:4 -> host/c.ts:5 -> host/a.ts (a circle of 3 files: host/a.ts, " +
     "host/b.ts, host/c.ts)",
   ]);
   assertEquals(wrongWay(edges), [
-    "control/x.ts:7 imports host/a.ts (control/ must not import host/)",
+    "control/x.ts:7 imports host/a.ts (control/ may import only lib/)",
+    "host/cli.ts:8 imports systems/mod.ts (host/ imports systems/ only in an entry point " +
+    "host/<system>.ts, its own system)",
+    "lib/e.ts:10 imports control/x.ts (lib/ may import nothing outside itself)",
   ]);
   assertEquals(graph.files.includes("mod.ts") && graph.edges.length > 100, true);
 });
