@@ -15,7 +15,7 @@
  */
 
 import { DEFAULT_INTERVAL_MS } from "../lib/link_interval.ts";
-import type { NodeKind, NodeState } from "./node_state.ts";
+import type { NodeState } from "./node_state.ts";
 
 export { NODE_KINDS, type NodeKind } from "./node_state.ts";
 

@@ -10,7 +10,7 @@
 import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from "../lib/cli_table.ts";
 import { writeAll } from "../lib/write.ts";
 import { VERSION_FLAG_HELP } from "../lib/version.ts";
-import type { HostBuild, System } from "./system.ts";
+import type { HostBuild } from "./system.ts";
 import { EXIT_APPLIED, EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED } from "./exit.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
