@@ -21,9 +21,9 @@ import {
 import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
 import { type ModuleFile, parseModule } from "./module_file.ts";
 import { BINDING_MODE, bindingPath, bindingText } from "../lib/binding.ts";
-import { NODE_KINDS, type NodeKind, type SystemName, SYSTEMS } from "./node_state.ts";
+import { NODE_KINDS, type NodeKind, type SystemName, SYSTEMS } from "./node_kind.ts";
 
-export { type SystemName, SYSTEMS } from "./node_state.ts";
+export { type SystemName, SYSTEMS } from "./node_kind.ts";
 
 /** A module name: letters, digits, `.`, `_`, `-`; at most 100 characters. */
 export const MODULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;

@@ -2,27 +2,13 @@
  * What `status` and `board` read of the inventory: every node's state and the database's clock.
  * Kept apart from ./inventory.ts (which re-exports it) so that reading imports no schema: neither
  * zod nor the declaration parser is loaded by `status` (docs/mesh-control.md, "Current state").
- * The names of systems and node kinds are here, below ./inventory.ts and ./state.ts, which
- * re-export them.
  *
  * @module
  */
 
 import { DatabaseError, type Sql } from "./db.ts";
 import { NODES_PER_ROW } from "./read_rows.ts";
-
-/** The systems a node can be enrolled as (one host build each). */
-export const SYSTEMS = ["arch", "alpine", "android", "debian"] as const;
-/** A system a node can be enrolled as. */
-export type SystemName = typeof SYSTEMS[number];
-
-/** What kind of machine a node is. */
-export const NODE_KINDS = ["server", "episodic"] as const;
-/**
- * - `server`: expected to report at every interval; silence is an alarm.
- * - `episodic`: a laptop, a phone: away for hours or days by design; away is no alarm.
- */
-export type NodeKind = typeof NODE_KINDS[number];
+import type { NodeKind, SystemName } from "./node_kind.ts";
 
 /** The current declaration of a node: the last one pushed. */
 export interface CurrentDeclaration {

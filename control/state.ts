@@ -17,7 +17,7 @@
 import { DEFAULT_INTERVAL_MS } from "../lib/link_interval.ts";
 import type { NodeState } from "./node_state.ts";
 
-export { NODE_KINDS, type NodeKind } from "./node_state.ts";
+export { NODE_KINDS, type NodeKind } from "./node_kind.ts";
 
 /**
  * What a node's reports say about its current declaration:
