@@ -118,7 +118,7 @@ async function tracePush(): Promise<void> {
   const { ingestReports } = await import("../control/ingest.ts");
   const { openBroker } = await import("../lib/amqp.ts");
   await import("commander");
-  await import("../host/declaration.ts");
+  await import("../lib/declaration.ts");
   mark("import modules");
   const sql = await connectDatabase(Deno.env.get("MESH_DATABASE_URL")!);
   mark("connect database (+ migration check)");

@@ -18,10 +18,10 @@ import {
   ResourceError,
   type SourceFootprint,
 } from "../host/applier.ts";
-import type { Resource } from "../host/declaration.ts";
+import type { Resource } from "../lib/declaration.ts";
 import type { FootprintEntry } from "../host/store.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
-import type { System } from "../systems/mod.ts";
+import type { System } from "../host/system.ts";
 
 /** Every path a fleet module declares is under this one, which no machine has. */
 export const FLEET_PREFIX = "/mesh-fleet";

@@ -152,7 +152,7 @@ async function parent(options: Options) {
   const { declarationKey, EXCHANGE } = await import("../lib/broker.ts");
   const { openBroker, publishConfirmed } = await import("../lib/amqp.ts");
   const { MAX_DECLARATION_MESSAGE_BYTES } = await import("../lib/broker_names.ts");
-  const { declarationDigest } = await import("../host/declaration.ts");
+  const { declarationDigest } = await import("../lib/declaration.ts");
   const { createNodeAccount, deleteNodeAccount, setupTopology } = await import(
     "../control/broker_admin.ts"
   );

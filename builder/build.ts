@@ -13,7 +13,7 @@ import { messageOf } from "../lib/atomic.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
 import { type BuildAnswer, type BuildRequest, STORE_ADDRESS } from "../lib/broker.ts";
 import { redactUrl } from "../lib/url.ts";
-import { containerRuntime } from "../host/platform.ts";
+import { containerRuntime } from "../lib/container_runtime.ts";
 
 /** How long a git step may take (ms). */
 export const GIT_TIMEOUT_MS = 5 * 60_000;

@@ -9,7 +9,7 @@
 /**
  * - `--allow-run=git,podman,docker`: it clones a request's source (`git`) and builds and pushes
  *   with the machine's container runtime, detected by asking `docker` and `podman`
- *   (host/platform.ts); nothing else. Deno resolves each name on `PATH` when the program starts
+ *   (lib/container_runtime.ts); nothing else. Deno resolves each name on `PATH` when the program starts
  *   (lib/command.ts runs them by name); one that is not installed (docker on a podman machine) is
  *   not found when asked, as without the list (checked on Deno 2.9.6), so the probe says it is
  *   absent, not refused.

@@ -27,7 +27,7 @@ import {
 import { redactUrl } from "../lib/url.ts";
 import { run } from "../lib/command.ts";
 import { messageOf } from "../lib/atomic.ts";
-import { declarationDigest } from "../host/declaration.ts";
+import { declarationDigest } from "../lib/declaration.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { InputError, MODULE_NAME, readNodeStates } from "./inventory.ts";
 import { parseModule, type Provision } from "./module_file.ts";

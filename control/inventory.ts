@@ -17,16 +17,13 @@ import {
   DeclarationError,
   parse,
   type Resource,
-} from "../host/declaration.ts";
+} from "../lib/declaration.ts";
 import { DatabaseError, describe, type Queryable, type Sql } from "./db.ts";
 import { type ModuleFile, parseModule } from "./module_file.ts";
 import { BINDING_MODE, bindingPath, bindingText } from "../lib/binding.ts";
-import { NODE_KINDS, type NodeKind } from "./state.ts";
+import { NODE_KINDS, type NodeKind, type SystemName, SYSTEMS } from "./node_kind.ts";
 
-/** The systems a node can be enrolled as (one host build each). */
-export const SYSTEMS = ["arch", "alpine", "android", "debian"] as const;
-/** A system a node can be enrolled as. */
-export type SystemName = typeof SYSTEMS[number];
+export { type SystemName, SYSTEMS } from "./node_kind.ts";
 
 /** A module name: letters, digits, `.`, `_`, `-`; at most 100 characters. */
 export const MODULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;

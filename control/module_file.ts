@@ -17,8 +17,8 @@
  */
 
 import { z } from "zod";
-import { type Declaration, DeclarationError, parse } from "../host/declaration.ts";
-import type { DeclarationProblem } from "../host/declaration_base.ts";
+import { type Declaration, DeclarationError, parse } from "../lib/declaration.ts";
+import type { DeclarationProblem } from "../lib/declaration_base.ts";
 import { ProvisionAddress, ProvisionName, schemaProblems } from "../lib/binding.ts";
 
 /** A provision a module offers: its name and, when known, its address. */

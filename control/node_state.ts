@@ -7,9 +7,8 @@
  */
 
 import { DatabaseError, type Sql } from "./db.ts";
-import type { SystemName } from "./inventory.ts";
-import type { NodeKind } from "./state.ts";
 import { NODES_PER_ROW } from "./read_rows.ts";
+import type { NodeKind, SystemName } from "./node_kind.ts";
 
 /** The current declaration of a node: the last one pushed. */
 export interface CurrentDeclaration {

@@ -6,7 +6,7 @@
  */
 
 import hostState from "./modules/mesh-host-state.json" with { type: "text" };
-import { declarationDigest, parse } from "../host/declaration.ts";
+import { declarationDigest, parse } from "../lib/declaration.ts";
 import type { Sql } from "./db.ts";
 
 /** A module this control plane carries. */

@@ -15,7 +15,9 @@
  */
 
 import { DEFAULT_INTERVAL_MS } from "../lib/link_interval.ts";
-import type { NodeState } from "./inventory.ts";
+import type { NodeState } from "./node_state.ts";
+
+export { NODE_KINDS, type NodeKind } from "./node_kind.ts";
 
 /**
  * What a node's reports say about its current declaration:
@@ -92,14 +94,6 @@ export function isAlarm(verdict: Verdict): boolean {
       return true;
   }
 }
-
-/** What kind of machine a node is. */
-export const NODE_KINDS = ["server", "episodic"] as const;
-/**
- * - `server`: expected to report at every interval; silence is an alarm.
- * - `episodic`: a laptop, a phone: away for hours or days by design; away is no alarm.
- */
-export type NodeKind = typeof NODE_KINDS[number];
 
 /** A node's declaration verdict and how much of its current declaration is known applied. */
 export interface Classified {

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Declaration, Resource, ResourceType } from "./declaration.ts";
+import type { Declaration, Resource, ResourceType } from "../lib/declaration.ts";
 import type { FootprintEntry, Intent, Original, SourceName } from "./store.ts";
 
 /**

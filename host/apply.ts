@@ -12,8 +12,13 @@ import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
 import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
-import type { Declaration, Resource, ResourceType } from "./declaration.ts";
-import { declarationDigest, DeclarationError, parseValid, subjectOf } from "./declaration_base.ts";
+import type { Declaration, Resource, ResourceType } from "../lib/declaration.ts";
+import {
+  declarationDigest,
+  DeclarationError,
+  parseValid,
+  subjectOf,
+} from "../lib/declaration_base.ts";
 import {
   type FootprintEntry,
   isInside,
@@ -24,7 +29,7 @@ import {
   type SourceOrigin,
   Store,
 } from "./store.ts";
-import type { System } from "../systems/mod.ts";
+import type { System } from "./system.ts";
 import { observePath, tempPathFor } from "./resources/fs.ts";
 
 /** The file beside the store holding the version that last completed a clean apply. */
@@ -939,9 +944,9 @@ export async function readSource(
   }
 }
 
-/** The declaration's zod schema's answer (host/declaration.ts, loaded when first asked). */
+/** The declaration's zod schema's answer (lib/declaration.ts, loaded when first asked). */
 async function parseWithSchema(bytes: Uint8Array, trusted: boolean): Promise<Declaration> {
-  const { parse, parseTrusted } = await import("./declaration.ts");
+  const { parse, parseTrusted } = await import("../lib/declaration.ts");
   return trusted ? parseTrusted(bytes) : parse(bytes);
 }
 

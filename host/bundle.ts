@@ -9,9 +9,9 @@
  * @module
  */
 
-import type { Declaration } from "./declaration.ts";
-import { declarationDigest } from "./declaration_base.ts";
-import type { SystemName } from "../systems/mod.ts";
+import type { Declaration } from "../lib/declaration.ts";
+import { declarationDigest } from "../lib/declaration_base.ts";
+import type { SystemName } from "./system.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
 /**
@@ -21,7 +21,7 @@ import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
  */
 async function schemas() {
   const { z } = await import("zod");
-  const { parseTrusted } = await import("./declaration.ts");
+  const { parseTrusted } = await import("../lib/declaration.ts");
   const BundleFile = z.strictObject({
     bundle: z.literal(1, { error: "Unsupported bundle format; this host reads bundle 1" }),
     system: z.enum(["debian", "arch", "alpine", "android"]),

@@ -10,7 +10,8 @@
 import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from "../lib/cli_table.ts";
 import { writeAll } from "../lib/write.ts";
 import { VERSION_FLAG_HELP } from "../lib/version.ts";
-import type { System, SystemName } from "../systems/mod.ts";
+import type { HostBuild } from "./system.ts";
+import { EXIT_APPLIED, EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED } from "./exit.ts";
 import type { HostContext } from "./commands/context.ts";
 import { VERSION } from "./version.ts";
 import {
@@ -21,21 +22,6 @@ import {
   OWNED_OPTIONS,
   RECONCILE_OPTIONS,
 } from "./options.ts";
-
-/** Exit code: applied. */
-export const EXIT_APPLIED = 0;
-/** Exit code: accepted and partly applied (failed). */
-export const EXIT_FAILED = 1;
-/** Exit code: refused (invalid input, a shape this system cannot apply, the wrong machine, no bundle). */
-export const EXIT_REFUSED = 2;
-/** Exit code: the host cannot work (its store cannot be read or written). */
-export const EXIT_CANNOT_RUN = 3;
-/**
- * Exit code of a dry run that found changes pending (nothing was changed): `--dry-run`, and
- * `bundle`, which is always one. A dry run exits 0 only when nothing would change, so a timer
- * can use it as a drift check.
- */
-export const EXIT_PENDING = 4;
 
 export { DEFAULT_STATE_DIR } from "./options.ts";
 
@@ -80,29 +66,6 @@ export const EXIT_CODES: readonly ExitCode[] = [
     commands: ["apply", "reconcile", "bundle"],
   },
 ];
-
-/**
- * A system named now and loaded when a command runs: its appliers are not loaded for the
- * program's help.
- */
-export interface LazySystem {
-  name: SystemName;
-  /** Loads the system (a dynamic `import()` of a static specifier, so a bundle carries it). */
-  load: () => Promise<System>;
-}
-
-/** What a host entry point passes in. */
-export interface HostBuild {
-  /** The system this host was built for, or how to load it. */
-  system: System | LazySystem;
-  /** The embedded bundle's text, when this host carries one. */
-  bundle?: string;
-  /** Where /etc/os-release is read (tests only point this elsewhere). */
-  osRelease?: string;
-}
-
-/** A host build with its system loaded: what the commands are given. */
-export type LoadedBuild = HostBuild & { system: System };
 
 /** `mesh-host`'s commands: each a name, a summary and the module implementing it. */
 export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [

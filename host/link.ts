@@ -49,11 +49,11 @@ import {
   recordKnownGood,
   type SourceInput,
 } from "./apply.ts";
-import { declarationDigest, MAX_KEPT_DECLARATION_BYTES } from "./declaration_base.ts";
+import { declarationDigest, MAX_KEPT_DECLARATION_BYTES } from "../lib/declaration_base.ts";
 import { makeStateDir, type Migration, StoreError } from "./store.ts";
 import { readDriftSummary, ResultWatch } from "./drift_summary.ts";
 import { joinedText, recordJoined } from "./joined.ts";
-import type { System } from "../systems/mod.ts";
+import type { System } from "./system.ts";
 
 /** The link's directory inside the state directory. */
 export const LINK_DIR = "link";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { SYSTEM_NAMES } from "../systems/mod.ts";
+import { SYSTEM_NAMES } from "./system.ts";
 
 /** The refusal a host built for no system gives, whatever it was asked. */
 export function refusal(): string {

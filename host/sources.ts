@@ -17,23 +17,22 @@ import { join } from "../lib/path.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import { readSource, type SourceInput } from "./apply.ts";
-import type { Declaration } from "./declaration.ts";
+import type { Declaration } from "../lib/declaration.ts";
 import {
   declarationDigest,
   MAX_DECLARATION_BYTES,
   MAX_KEPT_DECLARATION_BYTES,
   subjectOf,
-} from "./declaration_base.ts";
+} from "../lib/declaration_base.ts";
 import {
   claimKey,
   type Locations,
   type Migration,
-  SOURCE_NAME_MESSAGE,
-  SOURCE_NAME_PATTERN,
   type SourceName,
   type SourceOrigin,
 } from "./store.ts";
-import type { SystemName } from "../systems/mod.ts";
+import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
+import type { SystemName } from "./system.ts";
 
 export { DEFAULT_DECLARATIONS_DIR } from "./options.ts";
 
@@ -193,7 +192,7 @@ async function keptLinkDeclaration(stateDir: string): Promise<Declaration | unde
     });
     const message = JSON.parse(text) as { declaration?: unknown };
     if (typeof message.declaration !== "string") return undefined;
-    const { parse } = await import("./declaration.ts");
+    const { parse } = await import("../lib/declaration.ts");
     return parse(message.declaration);
   } catch {
     return undefined;

@@ -23,13 +23,8 @@ import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import type * as schema from "./store_schema.ts";
-import { isObject, onlyKeys, pick, shaped } from "./json_object.ts";
-
-/** What a source's name must match (`bundle`, `link`, `local`, or a local declaration's name). */
-export const SOURCE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** What is said of a source's name that does not match {@linkcode SOURCE_NAME_PATTERN}. */
-export const SOURCE_NAME_MESSAGE =
-  "Must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+import { isObject, onlyKeys, pick, shaped } from "../lib/json_object.ts";
+import { SOURCE_NAME_PATTERN } from "./source_name.ts";
 
 /** A source's name. */
 export type SourceName = z.output<typeof schema.SourceName>;

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./store.ts";
+import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
 
 /** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
 export const SourceName = z.string().regex(SOURCE_NAME_PATTERN, SOURCE_NAME_MESSAGE);

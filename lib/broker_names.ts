@@ -70,7 +70,7 @@ export const NODE_QUEUE_ARGUMENTS = {
 
 /**
  * The largest body of a declaration message, in bytes as sent (64 MiB, a declaration's own bound,
- * host/declaration_base.ts `MAX_DECLARATION_BYTES`; the message carries the declaration
+ * lib/declaration_base.ts `MAX_DECLARATION_BYTES`; the message carries the declaration
  * JSON-escaped, so a declaration near its bound may not fit). The control plane renders no
  * declaration whose message would be larger (control/inventory.ts); a node's link refuses a
  * larger one from its content header, before its body arrives (lib/amqp_transport.ts, under `openBroker`), so

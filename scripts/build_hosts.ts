@@ -37,12 +37,13 @@
  */
 
 import { parseArgs } from "node:util";
-import { SYSTEM_NAMES, SYSTEM_ONEFILE, type SystemName } from "../systems/mod.ts";
+import { SYSTEM_NAMES, type SystemName } from "../host/system.ts";
+import { SYSTEM_ONEFILE } from "../systems/mod.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { run } from "../lib/command.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
 import { loadBundle } from "../host/bundle.ts";
-import { MAX_DECLARATION_BYTES } from "../host/declaration_base.ts";
+import { MAX_DECLARATION_BYTES } from "../lib/declaration_base.ts";
 import {
   isLoopback,
   manifestMissing,

@@ -7,7 +7,7 @@
  */
 
 import { linuxAppliers } from "./linux_appliers.ts";
-import type { System } from "./mod.ts";
+import type { System } from "../host/system.ts";
 
 const IDS = ["debian"];
 

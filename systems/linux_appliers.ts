@@ -7,7 +7,7 @@
  */
 
 import { type Applier, type Appliers, lazyApplier } from "../host/applier.ts";
-import type { Resource } from "../host/declaration.ts";
+import type { Resource } from "../lib/declaration.ts";
 import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
 
 /** A package resource, as a package applier takes it. */

@@ -7,7 +7,7 @@
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { readRegularFile } from "../../lib/regular_file.ts";
-import { MAX_DECLARATION_BYTES } from "../../host/declaration.ts";
+import { MAX_DECLARATION_BYTES } from "../../lib/declaration.ts";
 import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
 /** The actions of `module`'s subcommands, by name (declared in control/options.ts). */

@@ -9,7 +9,7 @@ import { messageOf } from "../../lib/atomic.ts";
 import { readRegularFile } from "../../lib/regular_file.ts";
 import { resolve } from "../../lib/path.ts";
 import { applyBytes } from "../apply.ts";
-import { MAX_DECLARATION_BYTES } from "../declaration_base.ts";
+import { MAX_DECLARATION_BYTES } from "../../lib/declaration_base.ts";
 import { originOfFile, sourceNameProblem } from "../sources.ts";
 import { VERSION } from "../version.ts";
 import { finish, type HostContext, migration, Refused } from "./context.ts";

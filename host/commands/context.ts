@@ -13,7 +13,8 @@ import { applyText } from "../render.ts";
 import { bundleSource, migrationFor, readLocalDeclarations } from "../sources.ts";
 import type { Migration } from "../store.ts";
 import { VERSION } from "../version.ts";
-import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED, type LoadedBuild } from "../cli.ts";
+import { EXIT_APPLIED, EXIT_FAILED, EXIT_PENDING, EXIT_REFUSED } from "../exit.ts";
+import type { LoadedBuild } from "../system.ts";
 import { jsonText } from "../../lib/printable.ts";
 
 export { Refused } from "../options.ts";

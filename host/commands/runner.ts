@@ -14,12 +14,13 @@ import {
   type ProgramTable,
 } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { confirmSystem, WrongSystemError } from "../../systems/mod.ts";
+import { confirmSystem, WrongSystemError } from "../system.ts";
 import { BundleError, EmptyBundleError, NoBundleError } from "../bundle.ts";
-import { DeclarationError } from "../declaration_base.ts";
+import { DeclarationError } from "../../lib/declaration_base.ts";
 import { executableIdentity } from "../identity.ts";
 import { StoreError } from "../store.ts";
-import { EXIT_CANNOT_RUN, EXIT_REFUSED, type HostBuild } from "../cli.ts";
+import { EXIT_CANNOT_RUN, EXIT_REFUSED } from "../exit.ts";
+import type { HostBuild } from "../system.ts";
 import { type HostContext, hostContext, Refused } from "./context.ts";
 
 /**

@@ -5,7 +5,7 @@
  */
 
 import type { CommandAction } from "../../lib/cli_table.ts";
-import { declarationJsonSchema } from "../declaration.ts";
+import { declarationJsonSchema } from "../../lib/declaration.ts";
 import type { HostContext } from "./context.ts";
 import { jsonText } from "../../lib/printable.ts";
 

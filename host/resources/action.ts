@@ -32,7 +32,7 @@ import {
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
-import type { Action } from "../declaration.ts";
+import type { Action } from "../../lib/declaration.ts";
 import {
   containerRuntime,
   type ContainerState,

@@ -43,8 +43,8 @@ import {
 import { messageOf } from "../../lib/atomic.ts";
 import { isLoopback, manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
-import type { Container } from "../declaration.ts";
-import { declarationDigest } from "../declaration_base.ts";
+import type { Container } from "../../lib/declaration.ts";
+import { declarationDigest } from "../../lib/declaration_base.ts";
 
 /** A `container` resource. */
 export type ContainerResource = z.output<typeof Container>;

@@ -18,7 +18,7 @@ import { basename, dirname, join } from "../../lib/path.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { readRegularFile } from "../../lib/regular_file.ts";
 import { unifiedDiff } from "../../lib/diff.ts";
-import type { Directory, File } from "../declaration.ts";
+import type { Directory, File } from "../../lib/declaration.ts";
 import {
   type Applier,
   type ApplyContext,

@@ -59,7 +59,7 @@ import {
   type Plan,
   ResourceError,
 } from "../applier.ts";
-import type { Service } from "../declaration.ts";
+import type { Service } from "../../lib/declaration.ts";
 
 /** A `service` resource. */
 export type ServiceResource = z.output<typeof Service>;

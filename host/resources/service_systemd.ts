@@ -63,7 +63,7 @@ import {
   type Plan,
   ResourceError,
 } from "../applier.ts";
-import type { Service } from "../declaration.ts";
+import type { Service } from "../../lib/declaration.ts";
 import { aliasOnlyReason, readInstallSection } from "../../lib/unit_install.ts";
 import { parseShow, SystemdFormatError } from "../../lib/systemd.ts";
 

@@ -9,7 +9,7 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { openBroker } from "../../lib/amqp.ts";
 import { type DeclarationMessage, nodeQueue } from "../../lib/broker.ts";
-import { declarationDigest, parse } from "../../host/declaration.ts";
+import { declarationDigest, parse } from "../../lib/declaration.ts";
 import { deleteNodeAccount } from "../../control/broker_admin.ts";
 import { BROKER_API_URL, BROKER_URL, controlCli, freshInventory, uniqueNode } from "./support.ts";
 

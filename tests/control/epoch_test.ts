@@ -20,7 +20,7 @@ import {
   type ReportMessage,
 } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { declarationDigest } from "../../host/declaration.ts";
+import { declarationDigest } from "../../lib/declaration.ts";
 import { journaled, LINK_DIR, OUTBOX_DIR, replayReason } from "../../host/link.ts";
 import { signed } from "../support/signing.ts";
 import { epochProblem } from "../../control/ingest.ts";

@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { hostileFiles, sparseFile } from "../support/hostile_files.ts";
 import { within } from "../support/within.ts";
-import { MAX_DECLARATION_BYTES } from "../../host/declaration_base.ts";
+import { MAX_DECLARATION_BYTES } from "../../lib/declaration_base.ts";
 import { controlCli } from "./support.ts";
 
 // No database answers here: a refusal of the file must come before it is asked.

@@ -13,7 +13,7 @@ import { type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { journal, linkReport, sendJournaled } from "../../host/link.ts";
 import { actionApplier } from "../../host/resources/action.ts";
 import { debian } from "../../systems/debian.ts";
-import type { System } from "../../systems/mod.ts";
+import type { System } from "../../host/system.ts";
 import { applyResources } from "../host/support.ts";
 import { controlCli, publishReports, reportOf, uniqueNode } from "./support.ts";
 import { enrollIn, withVhost } from "./vhost.ts";

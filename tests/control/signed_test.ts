@@ -22,7 +22,7 @@ import {
   type ReportMessage,
 } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { declarationDigest } from "../../host/declaration.ts";
+import { declarationDigest } from "../../lib/declaration.ts";
 import { readControlKey } from "../../lib/signing.ts";
 import { controlCli, mustControl, uniqueNode, waitFor } from "./support.ts";
 import { enrollIn, startTestLink, type TestVhost, withVhost } from "./vhost.ts";

@@ -13,7 +13,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { reconcileCli, ROOT } from "../support/mod.ts";
-import { parseTrusted } from "../../host/declaration.ts";
+import { parseTrusted } from "../../lib/declaration.ts";
 import { bootLab } from "../lab/mod.ts";
 
 const EXAMPLES = `${ROOT}examples/`;

@@ -14,7 +14,7 @@ import { type ContractCase, runContract } from "./contract.ts";
 import { debian } from "../../systems/debian.ts";
 import { run } from "../../lib/command.ts";
 import { bootLab, pinnedBusybox } from "../lab/mod.ts";
-import type { Resource } from "../../host/declaration.ts";
+import type { Resource } from "../../lib/declaration.ts";
 
 const stat = async (path: string) => {
   try {

@@ -11,7 +11,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { applyResources, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian.ts";
-import type { System } from "../../systems/mod.ts";
+import type { System } from "../../host/system.ts";
 import type { Applier, Prepared } from "../../host/applier.ts";
 import { Store } from "../../host/store.ts";
 

@@ -30,8 +30,8 @@ import type {
   Plan,
   SourceFootprint,
 } from "../../host/applier.ts";
-import type { Resource } from "../../host/declaration.ts";
-import type { System } from "../../systems/mod.ts";
+import type { Resource } from "../../lib/declaration.ts";
+import type { System } from "../../host/system.ts";
 
 /** One resource on one system, and how to see its subject without the applier. */
 export interface ContractCase {

@@ -13,7 +13,7 @@ import { type ContractCase, runContract } from "./contract.ts";
 import { debian } from "../../systems/debian.ts";
 import { run } from "../../lib/command.ts";
 import { serviceManager } from "../../host/platform.ts";
-import type { Resource } from "../../host/declaration.ts";
+import type { Resource } from "../../lib/declaration.ts";
 
 const UNIT = `[Unit]
 Description=mesh contract

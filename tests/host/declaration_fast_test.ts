@@ -1,5 +1,5 @@
 /**
- * The reads of a valid declaration and a valid store without zod (host/declaration_base.ts
+ * The reads of a valid declaration and a valid store without zod (lib/declaration_base.ts
  * `parseValid`, host/store.ts `validStoreFile`) held equal to their zod schemas: whatever the
  * fast read accepts, the schema accepts too and returns the same values with the keys in the same
  * order; and what it gives up on is left to the schema. Seeded mutations of valid documents (every
@@ -9,8 +9,8 @@
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
-import { DeclarationError, validate } from "../../host/declaration.ts";
-import { parseValid, repeatedKeyProblems } from "../../host/declaration_base.ts";
+import { DeclarationError, validate } from "../../lib/declaration.ts";
+import { parseValid, repeatedKeyProblems } from "../../lib/declaration_base.ts";
 import { validStoreFile } from "../../host/store.ts";
 import { StoreFile } from "../../host/store_schema.ts";
 import { type Rng, rng } from "../support/rng.ts";

@@ -5,7 +5,7 @@ import {
   declarationJsonSchema,
   parse,
   parseTrusted,
-} from "../../host/declaration.ts";
+} from "../../lib/declaration.ts";
 
 const DIGEST = "sha256:" + "a".repeat(64);
 const VALID = {

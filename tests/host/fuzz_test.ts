@@ -15,7 +15,7 @@ import { assert, assertEquals } from "../support/assert.ts";
 import { applyBytes, type ApplyResult } from "../../host/apply.ts";
 import { debian } from "../../systems/debian.ts";
 
-// The contract's limits (docs/design.md and host/declaration.ts): 16 Mi of content, 64 MiB of input.
+// The contract's limits (docs/design.md and lib/declaration.ts): 16 Mi of content, 64 MiB of input.
 const MAX_CONTENT = 16 * 1024 * 1024;
 const MAX_INPUT = 64 * 1024 * 1024;
 const RANDOM_MUTATIONS = 3000;

@@ -10,7 +10,7 @@ import { executableIdentity, executablePath, replacedSince } from "../../host/id
 import { android } from "../../systems/android.ts";
 import { arch } from "../../systems/arch.ts";
 import { debian } from "../../systems/debian.ts";
-import { confirmSystem, parseOsRelease, WrongSystemError } from "../../systems/mod.ts";
+import { confirmSystem, parseOsRelease, WrongSystemError } from "../../host/system.ts";
 import { type Applier, lazyApplier } from "../../host/applier.ts";
 import { loadedAtStart } from "../support/module_graph.ts";
 import { imagesNotHeld } from "../support/substrate_lock.ts";

@@ -9,7 +9,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { KEPT_FILE, LINK_DIR, runLink } from "../../host/link.ts";
 import { controlKeyFile } from "../support/signing.ts";
-import { declarationDigest } from "../../host/declaration.ts";
+import { declarationDigest } from "../../lib/declaration.ts";
 import type { DeclarationMessage } from "../../lib/broker.ts";
 import { debian } from "../../systems/debian.ts";
 

@@ -10,7 +10,7 @@ import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { cli, ROOT, spawnJsonLines } from "../support/mod.ts";
 import { declarationKey, type DeclarationMessage, EXCHANGE } from "../../lib/broker.ts";
 import { openBroker, publishConfirmed } from "../../lib/amqp.ts";
-import { declarationDigest } from "../../host/declaration.ts";
+import { declarationDigest } from "../../lib/declaration.ts";
 import { createNodeAccount, deleteNodeAccount, setupTopology } from "../../control/broker_admin.ts";
 import { BROKER_API_URL, BROKER_URL, uniqueNode } from "../control/support.ts";
 import { MAX_PROBLEM_MESSAGE_LENGTH } from "../../lib/report_rules.ts";

@@ -8,7 +8,7 @@ import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts
 import { cli, ROOT } from "../support/mod.ts";
 import { Store } from "../../host/store.ts";
 import { migrationFor } from "../../host/sources.ts";
-import { parseTrusted } from "../../host/declaration.ts";
+import { parseTrusted } from "../../lib/declaration.ts";
 import { applyBytes } from "../../host/apply.ts";
 import { debian } from "../../systems/debian.ts";
 

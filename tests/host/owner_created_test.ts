@@ -12,7 +12,7 @@ import { run } from "../../lib/command.ts";
 import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian.ts";
-import type { System } from "../../systems/mod.ts";
+import type { System } from "../../host/system.ts";
 import { actionApplier } from "../../host/resources/action.ts";
 
 const system: System = { ...debian, appliers: { ...debian.appliers, action: actionApplier } };

@@ -9,7 +9,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { ROOT } from "../support/mod.ts";
 import { hostileFiles, sparseFile } from "../support/hostile_files.ts";
-import { MAX_DECLARATION_BYTES } from "../../host/declaration_base.ts";
+import { MAX_DECLARATION_BYTES } from "../../lib/declaration_base.ts";
 import { MAX_STORE_BYTES } from "../../host/store.ts";
 import { TEST_KEYS } from "../support/signing.ts";
 

@@ -10,7 +10,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { cli, ROOT } from "../support/mod.ts";
-import { declarationDigest } from "../../host/declaration.ts";
+import { declarationDigest } from "../../lib/declaration.ts";
 
 interface Result {
   source: string;

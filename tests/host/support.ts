@@ -6,7 +6,7 @@
  */
 
 import { applyBytes, type ApplyResult } from "../../host/apply.ts";
-import type { System } from "../../systems/mod.ts";
+import type { System } from "../../host/system.ts";
 import type { FootprintEntry } from "../../host/store.ts";
 
 export type { FootprintEntry };

@@ -9,7 +9,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { Buffer } from "node:buffer";
 import { openBroker, refusedBody } from "../../lib/amqp.ts";
-import { declarationDigest } from "../../host/declaration_base.ts";
+import { declarationDigest } from "../../lib/declaration_base.ts";
 import { BROKER_URL } from "../control/support.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };

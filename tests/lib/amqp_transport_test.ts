@@ -8,7 +8,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { Buffer } from "node:buffer";
 import { amqpTransport, takeRefusal } from "../../lib/amqp_transport.ts";
-import { declarationDigest } from "../../host/declaration_base.ts";
+import { declarationDigest } from "../../lib/declaration_base.ts";
 
 /** A connection that reads `bytes` in pieces of `piece` bytes, and swallows writes. */
 function fakeConn(bytes: Uint8Array, piece: number): Deno.Conn {

@@ -1,6 +1,5 @@
 /**
- * Helpers for reading parsed JSON objects without a schema library, shared by the host's fast
- * reads of a valid declaration (host/declaration_base.ts) and a valid store (host/store.ts): each
+ * Helpers for reading parsed JSON objects without a schema library, shared by the fast reads of a valid declaration (lib/declaration_base.ts) and a valid store (host/store.ts): each
  * returns exactly what the zod schema would for a valid value, or gives up.
  *
  * @module

@@ -1,8 +1,11 @@
 /**
  * Declarations: what a host is told to be (docs/design.md, "Declaration (host input), version 1").
- * One strict zod schema per resource type in a discriminated union; the types are derived from
- * them. The whole declaration is refused when anything is wrong, with every problem at once and
- * its JSON path.
+ * One strict zod schema per resource type in a discriminated union; the types are written once in
+ * ./declaration_base.ts (which reads a valid declaration without zod) and checked here, at type
+ * check, to be exactly what the schemas return. The whole declaration is refused when anything is
+ * wrong, with every problem at once and its JSON path. Shared by the host, which applies a
+ * declaration, and the control plane, which renders and checks one (so it lives in lib/, below
+ * both).
  *
  * Safe by default: {@linkcode parse} refuses `action` resources; {@linkcode parseTrusted}
  * permits them and is used only for embedded bundles and a local file given to `apply`.
@@ -11,13 +14,14 @@
  */
 
 import { z } from "zod";
-import { formatPath } from "../lib/json_path.ts";
+import { formatPath } from "./json_path.ts";
 import {
   ACCOUNT_PATTERN,
   assertShallow,
   CONTAINER_NAME_PATTERN,
   contentFits,
   crossResourceProblems,
+  type Declaration as DeclarationType,
   DeclarationError,
   type DeclarationProblem,
   ID_PATTERN,
@@ -28,6 +32,7 @@ import {
   pathProblem,
   readDeclarationText,
   repeatedKeyProblems,
+  type Resource as ResourceOf,
   UNIT_PATTERN,
   validParsed,
 } from "./declaration_base.ts";
@@ -175,12 +180,24 @@ const DeclarationShape = z.strictObject({
   resources: z.array(Resource),
 });
 
-/** A valid declaration. */
-export type Declaration = z.output<typeof DeclarationShape>;
+/** A valid declaration (defined in ./declaration_base.ts, which needs it without zod). */
+export type Declaration = DeclarationType;
 /** One valid resource. */
-export type Resource = z.output<typeof Resource>;
+export type Resource = ResourceOf;
 /** The resource types. */
 export type ResourceType = Resource["type"];
+
+/** Whether `A` and `B` are each assignable to the other. */
+type Mutual<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** Each field of each variant of a union on `type`, as `"type.field"`. */
+type Fields<U> = U extends { type: infer T extends string } ? `${T}.${Exclude<keyof U, symbol>}`
+  : never;
+// The schema's output is the declaration's type: each assignable to the other, and each resource
+// type with the same fields (an optional field added to one only is caught too). Changing one
+// without the other fails the type check here.
+const _resourceIsSchema: Mutual<z.output<typeof Resource>, Resource> = true;
+const _fieldsAreSchema: Mutual<Fields<z.output<typeof Resource>>, Fields<Resource>> = true;
+const _declarationIsSchema: Mutual<z.output<typeof DeclarationShape>, Declaration> = true;
 /** Every resource type, in the order of the contract. */
 export const RESOURCE_TYPES: readonly ResourceType[] = [
   "directory",

@@ -1,10 +1,10 @@
 /**
- * The half of host/declaration.ts that needs no zod: the limits, the error a refused declaration
+ * The half of lib/declaration.ts that needs no zod: the limits, the error a refused declaration
  * is, the reading of its text (size, UTF-8, JSON, repeated keys), the checks across resources,
  * the rules of each field (patterns and predicates the zod schema is built from), and
  * {@linkcode parseValid}: a declaration that is valid, read without zod.
  *
- * The zod schema of host/declaration.ts stays the one definition of a declaration: its JSON
+ * The zod schema of lib/declaration.ts stays the one definition of a declaration: its JSON
  * Schema, and every problem of an invalid declaration with its message and path. `parseValid`
  * only answers for a declaration that passes every rule; it gives up (undefined) on anything
  * else, and on every shape it does not know (a container), and the caller then asks the zod
@@ -15,10 +15,9 @@
  * @module
  */
 
-import { jsonTooDeep, jsonTooDeepMessage } from "../lib/text_bounds.ts";
-import { MAX_DECLARATION_MESSAGE_BYTES } from "../lib/broker_names.ts";
-import type { Declaration, Resource } from "./declaration.ts";
-import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
+import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
+import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
+import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
 import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
@@ -120,6 +119,58 @@ export class DeclarationError extends Error {
 export interface ParseOptions {
   /** Whether `action` resources are allowed. */
   trusted: boolean;
+}
+
+/**
+ * One valid resource, as the zod schema of lib/declaration.ts returns it (that module checks, at
+ * type-check time, that its schema's output is exactly this type).
+ */
+export type Resource =
+  | {
+    id: string;
+    type: "directory";
+    path: string;
+    mode: string;
+    owner?: string;
+    group?: string;
+  }
+  | {
+    id: string;
+    type: "file";
+    path: string;
+    content: string;
+    mode: string;
+    owner?: string;
+    group?: string;
+  }
+  | {
+    id: string;
+    type: "service";
+    unit: string;
+    state: "running" | "stopped";
+    boot?: "enabled" | "disabled";
+  }
+  | { id: string; type: "package"; package: string }
+  | {
+    id: string;
+    type: "container";
+    name: string;
+    image: string;
+    env?: Record<string, string>;
+    ports?: string[];
+    volumes?: string[];
+    args?: string[];
+    command?: string[];
+  }
+  | { id: string; type: "action"; command: string[]; verify: string[]; in?: string };
+
+/** The resource types. */
+export type ResourceType = Resource["type"];
+
+/** A valid declaration (version 1), as the zod schema of lib/declaration.ts returns it. */
+export interface Declaration {
+  version: 1;
+  resources: Resource[];
 }
 
 /** What a resource is about on the machine: a path, a unit, a package, a container, or the action's id. */

@@ -1,0 +1,238 @@
+/**
+ * The layers go one way (issue 30 item 7; README.md, "Layout"):
+ *
+ * - no import circle among the production modules (everything outside tests/ and bench/):
+ *   static imports, `import type`, re-exports and dynamic `import()` of a string literal all
+ *   count, as `deno info --json` reads them;
+ * - each folder imports only the folders below it ({@linkcode MAY_IMPORT}): lib/ nothing;
+ *   control/, builder/ and reconcile/ only lib/ (what they share with the host, the declaration
+ *   and the container runtime, is in lib/), so never host/;
+ * - host/ imports nothing from systems/ but in its entry points, `host/<system>.ts`, each of
+ *   which imports its own `systems/<system>.ts` (systems/ holds what differs and imports host/'s
+ *   appliers and the system contract, host/system.ts).
+ *
+ * Each failure names the files and the line of the import.
+ */
+
+import { join, relative } from "node:path";
+import { assertEquals } from "../support/assert.ts";
+import { ROOT } from "../support/mod.ts";
+
+/** The folders and files that are production code. */
+const PRODUCTION = ["host", "systems", "lib", "control", "builder", "reconcile", "scripts"];
+
+/** One import: the importing file, the imported file (both relative to the root), its line. */
+export interface Edge {
+  from: string;
+  to: string;
+  line: number;
+}
+
+async function productionFiles(): Promise<string[]> {
+  const out = ["mod.ts"];
+  async function walk(dir: string): Promise<void> {
+    for await (const entry of Deno.readDir(join(ROOT, dir))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else if (entry.isFile && path.endsWith(".ts")) out.push(path);
+    }
+  }
+  for (const dir of PRODUCTION) await walk(dir);
+  return out.sort();
+}
+
+interface InfoSpan {
+  specifier: string;
+  span?: { start: { line: number } };
+}
+
+interface InfoModule {
+  specifier: string;
+  dependencies?: { code?: InfoSpan; type?: InfoSpan }[];
+}
+
+/**
+ * Every import between production files, read by `deno info --json` of a root importing them
+ * all (code and type imports, dynamic imports of static specifiers).
+ */
+export async function productionImports(): Promise<{ files: string[]; edges: Edge[] }> {
+  const files = await productionFiles();
+  const dir = await Deno.makeTempDir({ prefix: "mesh-layers-" });
+  try {
+    const root = join(dir, "root.ts");
+    await Deno.writeTextFile(
+      root,
+      files.map((f) => `import "${new URL(f, `file://${ROOT}`).href}";\n`).join(""),
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["info", "--json", "--config", join(ROOT, "deno.json"), root],
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new Error(`deno info failed: ${new TextDecoder().decode(out.stderr)}`);
+    }
+    const info = JSON.parse(new TextDecoder().decode(out.stdout)) as { modules: InfoModule[] };
+    const production = new Set(files);
+    const local = (specifier: string): string | undefined => {
+      if (!specifier.startsWith("file://")) return undefined;
+      const path = relative(ROOT, new URL(specifier).pathname);
+      return production.has(path) ? path : undefined;
+    };
+    const edges: Edge[] = [];
+    for (const module of info.modules) {
+      const from = local(module.specifier);
+      if (from === undefined) continue;
+      for (const dependency of module.dependencies ?? []) {
+        for (const kind of [dependency.code, dependency.type]) {
+          const to = kind === undefined ? undefined : local(kind.specifier);
+          if (to === undefined) continue;
+          edges.push({ from, to, line: (kind!.span?.start.line ?? 0) + 1 });
+        }
+      }
+    }
+    return { files, edges };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** The circles of `edges`: each strongly connected component of more than one file, as a path. */
+export function circles(edges: Edge[]): string[] {
+  const next = new Map<string, Map<string, number>>();
+  for (const e of edges) {
+    if (!next.has(e.from)) next.set(e.from, new Map());
+    if (!next.get(e.from)!.has(e.to)) next.get(e.from)!.set(e.to, e.line);
+  }
+  // Tarjan's strongly connected components.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v)?.keys() ?? []) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || next.get(v)?.has(v)) components.push(component.sort());
+    }
+  };
+  for (const v of [...next.keys()].sort()) if (!index.has(v)) connect(v);
+  // Each component as one circle through its first file: a shortest way back to it.
+  return components.map((component) => {
+    const inside = new Set(component);
+    const start = component[0]!;
+    const previous = new Map<string, string>();
+    const queue = [start];
+    let end: string | undefined;
+    while (queue.length > 0 && end === undefined) {
+      const v = queue.shift()!;
+      for (const w of next.get(v)?.keys() ?? []) {
+        if (!inside.has(w)) continue;
+        if (w === start) {
+          end = v;
+          break;
+        }
+        if (!previous.has(w)) {
+          previous.set(w, v);
+          queue.push(w);
+        }
+      }
+    }
+    const path = [start];
+    for (let v = end!; v !== start; v = previous.get(v)!) path.splice(1, 0, v);
+    path.push(start);
+    const steps = path.slice(0, -1).map((v, i) => `${v}:${next.get(v)!.get(path[i + 1]!)}`);
+    return `${steps.join(" -> ")} -> ${start} (a circle of ${component.length} files: ${
+      component.join(", ")
+    })`;
+  });
+}
+
+/**
+ * Which folders each folder's modules may import, besides their own (README.md, "Layout"). host/
+ * imports systems/ only in its entry points (see {@linkcode wrongWay}); scripts/ may import any.
+ */
+export const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
+  "lib": [],
+  "control": ["lib"],
+  "builder": ["lib"],
+  "reconcile": ["lib"],
+  "host": ["lib", "systems"],
+  "systems": ["host", "lib"],
+  "mod.ts": ["lib", "reconcile"],
+};
+
+/** The imports `edges` holds that cross a layer the wrong way, each as "file:line imports file". */
+export function wrongWay(edges: Edge[]): string[] {
+  const out: string[] = [];
+  for (const e of edges) {
+    const from = e.from.includes("/") ? e.from.split("/")[0]! : e.from;
+    const to = e.to.includes("/") ? e.to.split("/")[0]! : e.to;
+    const allowed = MAY_IMPORT[from];
+    if (from === to || allowed === undefined) continue;
+    const say = `${e.from}:${e.line} imports ${e.to}`;
+    if (!allowed.includes(to)) {
+      const may = allowed.length === 0 ? "nothing outside itself" : `only ${allowed.join("/, ")}/`;
+      out.push(`${say} (${from === "mod.ts" ? from : `${from}/`} may import ${may})`);
+    } else if (from === "host" && to === "systems") {
+      const entry = /^host\/(debian|arch|alpine|android)\.ts$/.exec(e.from);
+      if (entry === null || e.to !== `systems/${entry[1]}.ts`) {
+        out.push(
+          `${say} (host/ imports systems/ only in an entry point host/<system>.ts, its own system)`,
+        );
+      }
+    }
+  }
+  return [...new Set(out)].sort();
+}
+
+const graph = await productionImports();
+
+Deno.test("layers: production code has no import circle", () => {
+  assertEquals(circles(graph.edges), []);
+});
+
+Deno.test("layers: each folder imports only the folders below it (control/, builder/ and reconcile/ only lib/; host/ systems/ only in its entry points)", () => {
+  assertEquals(wrongWay(graph.edges), []);
+});
+
+Deno.test("layers: the circle finder names a circle and the wrong-way finder an upward import", () => {
+  const edges: Edge[] = [
+    { from: "host/a.ts", to: "host/b.ts", line: 3 },
+    { from: "host/b.ts", to: "host/c.ts", line: 4 },
+    { from: "host/c.ts", to: "host/a.ts", line: 5 },
+    { from: "host/c.ts", to: "lib/d.ts", line: 6 },
+    { from: "control/x.ts", to: "host/a.ts", line: 7 },
+    { from: "host/cli.ts", to: "systems/mod.ts", line: 8 },
+    { from: "host/arch.ts", to: "systems/arch.ts", line: 9 },
+    { from: "lib/e.ts", to: "control/x.ts", line: 10 },
+  ];
+  assertEquals(circles(edges), [
+    "host/a.ts:3 -> host/b.ts:4 -> host/c.ts:5 -> host/a.ts (a circle of 3 files: host/a.ts, " +
+    "host/b.ts, host/c.ts)",
+  ]);
+  assertEquals(wrongWay(edges), [
+    "control/x.ts:7 imports host/a.ts (control/ may import only lib/)",
+    "host/cli.ts:8 imports systems/mod.ts (host/ imports systems/ only in an entry point " +
+    "host/<system>.ts, its own system)",
+    "lib/e.ts:10 imports control/x.ts (lib/ may import nothing outside itself)",
+  ]);
+  assertEquals(graph.files.includes("mod.ts") && graph.edges.length > 100, true);
+});
