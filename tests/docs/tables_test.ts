@@ -1,0 +1,67 @@
+/**
+ * The tables in docs/ that list a kind (a resource type, a system, a reconcile check) are held to
+ * the code's one table of that kind: a kind added, removed or renamed in the code and not in the
+ * docs (or the other way) fails here, naming the table and what differs.
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { RESOURCE_TYPES } from "../../lib/declaration.ts";
+import { SYSTEM_NAMES } from "../../host/system.ts";
+import type { System } from "../../host/system.ts";
+import { CHECKS } from "../../reconcile/compare.ts";
+import { alpine } from "../../systems/alpine.ts";
+import { android } from "../../systems/android.ts";
+import { arch } from "../../systems/arch.ts";
+import { debian } from "../../systems/debian.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const SYSTEMS: Record<string, System> = { alpine, android, arch, debian };
+
+/** The rows of the first Markdown table from the line starting `after`, each a list of trimmed cells. */
+async function tableAfter(file: string, after: string): Promise<string[][]> {
+  const lines = (await Deno.readTextFile(`${ROOT}${file}`)).split("\n");
+  const start = lines.findIndex((l) => l.startsWith(after));
+  if (start === -1) throw new Error(`${file} has no line starting "${after}"`);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start)) {
+    if (!line.startsWith("|")) {
+      if (rows.length > 0) break;
+      continue;
+    }
+    if (/^\|[\s|:-]+\|$/.test(line)) continue; // the separator
+    rows.push(line.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim()));
+  }
+  return rows;
+}
+
+Deno.test("docs/declaration.md has one section per resource type, in the contract's order", async () => {
+  const text = await Deno.readTextFile(`${ROOT}docs/declaration.md`);
+  const sections = [...text.matchAll(/^## `([a-z]+)`$/gm)].map((m) => m[1]);
+  assertEquals(sections, [...RESOURCE_TYPES]);
+});
+
+Deno.test("docs/mesh-host.md's table of types per system is the systems' appliers and refusals", async () => {
+  const [header, ...rows] = await tableAfter(
+    "docs/mesh-host.md",
+    "What each type does, per system",
+  );
+  assertEquals(header!.slice(1), ["debian", "arch", "alpine", "android"]);
+  assertEquals([...header!.slice(1)].sort(), [...SYSTEM_NAMES].sort(), "every system, once");
+  const types = rows.flatMap((r) => r[0]!.split(",").map((t) => t.trim()));
+  assertEquals(types, [...RESOURCE_TYPES], "every resource type, in the contract's order");
+  for (const row of rows) {
+    for (const [i, system] of header!.slice(1).entries()) {
+      const refused = row[i + 1] === "refused by name";
+      for (const type of row[0]!.split(",").map((t) => t.trim())) {
+        const refuses = SYSTEMS[system]!.refuses[type as keyof System["refuses"]] !== undefined;
+        assertEquals(refused, refuses, `${system}, ${type}: the table says ${row[i + 1]}`);
+      }
+    }
+  }
+});
+
+Deno.test("docs/mesh-reconcile.md's table of checks is reconcile's, in the order it walks them", async () => {
+  const [header, ...rows] = await tableAfter("docs/mesh-reconcile.md", "| check ");
+  assertEquals(header![0], "check");
+  assertEquals(rows.map((r) => r[0]!.replaceAll("`", "")), CHECKS.map((c) => c.check));
+});
