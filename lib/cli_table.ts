@@ -307,7 +307,7 @@ type EntryHead<C> = Omit<CommandEntry<C>, "options" | "declared" | "subcommands"
  * else the table does not type-check; the entry's module gives that action, its options checked
  * ({@linkcode isOptionsOf}) each time it runs. The module is loaded only by the entry's `load`.
  */
-export function declaredCommand<C, S extends readonly OptionSpec[]>(
+export function declaredCommand<C, const S extends readonly OptionSpec[]>(
   entry: EntryHead<C> & {
     options: S;
     load: () => Promise<{ action: CommandAction<C, OptionsOf<NoInfer<S>>> }>;
@@ -512,7 +512,10 @@ export interface CommandEntry<C> {
    * commander.
    */
   arguments?: readonly ArgumentSpec[];
-  /** A command declared as data: its options, in the order help lists them. */
+  /**
+   * A command declared as data: its options, in the order help lists them. An entry made with
+   * {@linkcode declaredCommand} has its module's action typed by them.
+   */
   options?: readonly OptionSpec[];
   /** A command declared as data: text its help prints after its options, before exit codes. */
   helpAfter?: string;
@@ -520,7 +523,8 @@ export interface CommandEntry<C> {
    * A command group declared as data: its subcommands (named in `subcommands`, in the same
    * order). Its module exports their `actions`; lib/cli.ts defines them on commander from
    * these, and this module parses a plain invocation of one ({@linkcode parseSubcommand}) and
-   * answers its help without commander.
+   * answers its help without commander. An entry made with {@linkcode declaredGroup} has its
+   * module's actions typed by their options.
    */
   declared?: readonly CommandSpec[];
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */
