@@ -75,12 +75,16 @@ export function rootedSystem(system: System, root: string): System {
     }
     return moved as R;
   };
-  const wrap = <R extends PathResource>(applier: Applier<R, unknown, Plan>): Applier<R> => ({
+  // Typed per resource: the directory applier and the file applier each keep their own
+  // observation and plan types.
+  const wrap = <R extends PathResource, O, P extends Plan>(
+    applier: Applier<R, O, P>,
+  ): Applier<R, O, P> => ({
     observe: (r, c) => Promise.resolve().then(() => applier.observe(res(r), ctx(c))),
     plan: (r, o, c) => applier.plan(res(r), o, ctx(c)),
     act: (r, p, c) => applier.act(res(r), p, ctx(c)),
     ...(applier.prepare
-      ? { prepare: (r: R, p: Plan, c: ApplyContext) => applier.prepare!(res(r), p, ctx(c)) }
+      ? { prepare: (r: R, p: P, c: ApplyContext) => applier.prepare!(res(r), p, ctx(c)) }
       : {}),
     remove: (entry: FootprintEntry, c) =>
       applier.remove({ ...entry, subject: inside(entry.subject) }, ctx(c)),
@@ -89,8 +93,8 @@ export function rootedSystem(system: System, root: string): System {
     name: system.name,
     matches: system.matches,
     appliers: {
-      directory: wrap(directoryApplier as unknown as Applier<PathResource, unknown, Plan>),
-      file: wrap(fileApplier as unknown as Applier<PathResource, unknown, Plan>),
+      directory: wrap(directoryApplier),
+      file: wrap(fileApplier),
     },
     refuses: {},
   };

@@ -12,7 +12,14 @@
  * @module
  */
 
-import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from "../lib/cli_table.ts";
+import {
+  type CommandEntry,
+  declaredCommand,
+  declaredGroup,
+  dispatch,
+  type ExitCode,
+  type ProgramTable,
+} from "../lib/cli_table.ts";
 import { writeAll } from "../lib/write.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { ControlContext } from "./commands/context.ts";
@@ -71,60 +78,55 @@ export const EXIT_CODES: readonly ExitCode[] = [
 
 /**
  * `mesh-control`'s commands: each a name, a summary and the module implementing it, its
- * arguments and options (or a group's subcommands) declared as data (control/options.ts).
+ * arguments and options (or a group's subcommands) declared as data (control/options.ts); each
+ * action takes what its options parse to (lib/cli_table.ts declaredCommand, declaredGroup).
  */
 export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
-  {
+  declaredCommand({
     name: "migrate",
     usage: "[options]",
     summary: "create the inventory database if missing and apply pending migrations",
     arguments: [],
     options: MIGRATE_OPTIONS,
     load: () => import("./commands/migrate.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "broker",
-    subcommands: ["setup", "convert", "check"],
     summary: "broker topology",
     declared: BROKER_COMMANDS,
     load: () => import("./commands/broker.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "node",
-    subcommands: ["enroll", "assign", "unassign", "kind", "remove", "rotate"],
     summary: "nodes and their modules",
     declared: NODE_COMMANDS,
     load: () => import("./commands/node.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "key",
-    subcommands: ["init", "rotate", "show"],
     summary: "the control plane's signing key (declarations are signed with it)",
     declared: KEY_COMMANDS,
     load: () => import("./commands/key.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "module",
-    subcommands: ["add", "build", "list", "remove"],
     summary: "the module catalogue",
     declared: MODULE_COMMANDS,
     load: () => import("./commands/module.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "builder",
-    subcommands: ["issue", "revoke"],
     summary: "build machines' accounts",
     declared: BUILDER_COMMANDS,
     load: () => import("./commands/builder.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "ca",
-    subcommands: ["init", "issue", "renew", "show"],
     summary: "the mesh's CA and the server certificates it issues",
     declared: CA_COMMANDS,
     load: () => import("./commands/ca.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "push",
     usage: "[options] [node]",
     summary:
@@ -132,8 +134,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     arguments: PUSH_ARGUMENTS,
     options: PUSH_OPTIONS,
     load: () => import("./commands/push.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "status",
     usage: "[options]",
     summary:
@@ -141,8 +143,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     arguments: [],
     options: STATUS_OPTIONS,
     load: () => import("./commands/status.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "board",
     usage: "[options]",
     summary:
@@ -150,8 +152,8 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     arguments: [],
     options: BOARD_OPTIONS,
     load: () => import("./commands/board.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "prune",
     usage: "[options]",
     summary:
@@ -159,15 +161,15 @@ export const CONTROL_COMMANDS: readonly CommandEntry<ControlContext>[] = [
     arguments: [],
     options: PRUNE_OPTIONS,
     load: () => import("./commands/prune.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "ingest",
     usage: "[options]",
     summary: "record reports from the broker in the inventory (runs until stopped)",
     arguments: [],
     options: INGEST_OPTIONS,
     load: () => import("./commands/ingest.ts"),
-  },
+  }),
 ];
 
 /** `mesh-control`'s command table. */

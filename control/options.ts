@@ -22,70 +22,70 @@ export class Refused extends Error {}
 export const refuse = (message: string): Error => new Refused(message);
 
 /** `--database`, or MESH_DATABASE_URL. */
-export const DATABASE_OPTION: OptionSpec = {
+export const DATABASE_OPTION = {
   flags: "--database <url>",
   description: "the inventory database",
   env: "MESH_DATABASE_URL",
-};
+} as const satisfies OptionSpec;
 
 /** `--broker`, or MESH_BROKER_URL: one URL a member, repeated or comma-separated. */
-export const BROKER_OPTION: OptionSpec = {
+export const BROKER_OPTION = {
   flags: "--broker <url>",
   description:
     "the broker (AMQP), with an administrative account; repeat it (or separate URLs with commas) for each member of a cluster",
   env: "MESH_BROKER_URL",
   parse: (value, previous) => collectBrokerUrls(value, previous as string[] | undefined),
-};
+} as const satisfies OptionSpec;
 
 /** `--broker-api`, or MESH_BROKER_API_URL. */
-export const BROKER_API_OPTION: OptionSpec = {
+export const BROKER_API_OPTION = {
   flags: "--broker-api <url>",
   description: "the broker's management HTTP API",
   env: "MESH_BROKER_API_URL",
-};
+} as const satisfies OptionSpec;
 
 /** `--public-broker`, or MESH_PUBLIC_BROKER_URL: the broker address nodes reach, kept. */
-export const PUBLIC_BROKER_OPTION: OptionSpec = {
+export const PUBLIC_BROKER_OPTION = {
   flags: "--public-broker <url>",
   description:
     "the broker address nodes reach (amqp[s]://host:port/vhost, no credential; repeat it or separate URLs with commas for a cluster's members); checked, then kept for later enrollments",
   env: "MESH_PUBLIC_BROKER_URL",
   parse: (value, previous) => collectBrokerUrls(value, previous as string[] | undefined),
-};
+} as const satisfies OptionSpec;
 
 /** `--node-is-local`: the node is this machine, so a loopback broker address may be printed. */
-export const NODE_IS_LOCAL_OPTION: OptionSpec = {
+export const NODE_IS_LOCAL_OPTION = {
   flags: "--node-is-local",
   description:
     "the node is this machine: its broker URL may name a loopback address (127.0.0.1, ::1, localhost)",
-};
+} as const satisfies OptionSpec;
 
 /** `--ca-out` of `node enroll` and `node rotate`: where to write the mesh's CA certificate. */
-const CA_OUT_OPTION: OptionSpec = {
+const CA_OUT_OPTION = {
   flags: "--ca-out <file>",
   description:
     "when the mesh has a CA (MESH_CA_FILE or /etc/mesh/ca.crt): write its certificate to this file for the node, instead of printing it",
-};
+} as const satisfies OptionSpec;
 
 /** `--signing-key`, or MESH_SIGNING_KEY: the control plane's private signing key (lib/signing.ts). */
-export const SIGNING_KEY_OPTION: OptionSpec = {
+export const SIGNING_KEY_OPTION = {
   flags: "--signing-key <file>",
   description:
     "the control plane's private signing key (PKCS#8 PEM, mode 0600) that signs every declaration pushed",
   env: "MESH_SIGNING_KEY",
   default: "/etc/mesh/secrets/signing.key",
-};
+} as const satisfies OptionSpec;
 
 /** `--public-key`: where `key init` and `key rotate` write the public key. */
-const PUBLIC_KEY_OPTION: OptionSpec = {
+const PUBLIC_KEY_OPTION = {
   flags: "--public-key <file>",
   description:
     "also write the public key here (SPKI PEM, 0644): what the nodes keep as /etc/mesh/control.pub",
   default: "/etc/mesh/control.pub",
-};
+} as const satisfies OptionSpec;
 
 /** `key`'s subcommands. */
-export const KEY_COMMANDS: readonly CommandSpec[] = [
+export const KEY_COMMANDS = [
   {
     name: "init",
     summary: "make the control plane's signing key (Ed25519), once: never replaces one that exists",
@@ -102,13 +102,13 @@ export const KEY_COMMANDS: readonly CommandSpec[] = [
     summary: "print the public key nodes keep as /etc/mesh/control.pub (its id on stderr)",
     options: [SIGNING_KEY_OPTION],
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 /** `--json` of the commands that print a table. */
-const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
+const JSON_OPTION = { flags: "--json", description: "print as JSON" } as const satisfies OptionSpec;
 
 /** The options `status` and `board` share after their own: the silence rule and the source. */
-const READ_OPTIONS: readonly OptionSpec[] = [
+const READ_OPTIONS = [
   {
     flags: "--grace <duration>",
     description:
@@ -130,17 +130,17 @@ const READ_OPTIONS: readonly OptionSpec[] = [
     defaultDescription: "60s",
     parse: durationArgument("--max-lag", { unit: "s", refuse }),
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `status`'s options. */
-export const STATUS_OPTIONS: readonly OptionSpec[] = [
+export const STATUS_OPTIONS = [
   JSON_OPTION,
   DATABASE_OPTION,
   ...READ_OPTIONS,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `board`'s options. */
-export const BOARD_OPTIONS: readonly OptionSpec[] = [
+export const BOARD_OPTIONS = [
   JSON_OPTION,
   {
     flags: "--html <file>",
@@ -148,16 +148,16 @@ export const BOARD_OPTIONS: readonly OptionSpec[] = [
   },
   DATABASE_OPTION,
   ...READ_OPTIONS,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `migrate`'s options. */
-export const MIGRATE_OPTIONS: readonly OptionSpec[] = [DATABASE_OPTION];
+export const MIGRATE_OPTIONS = [DATABASE_OPTION] as const satisfies readonly OptionSpec[];
 
 /** `push`'s argument. */
 export const PUSH_ARGUMENTS = [{ name: "[node]", description: "the node to push to" }];
 
 /** `push`'s options. */
-export const PUSH_OPTIONS: readonly OptionSpec[] = [
+export const PUSH_OPTIONS = [
   { flags: "--behind", description: "push to every node that is behind, each named with why" },
   {
     flags: "--stuck-after <duration>",
@@ -173,10 +173,10 @@ export const PUSH_OPTIONS: readonly OptionSpec[] = [
   SIGNING_KEY_OPTION,
   DATABASE_OPTION,
   BROKER_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `prune`'s options. */
-export const PRUNE_OPTIONS: readonly OptionSpec[] = [
+export const PRUNE_OPTIONS = [
   {
     flags: "--keep <duration>",
     description: "keep reports this recent (>= 1h; e.g. 14d)",
@@ -185,24 +185,24 @@ export const PRUNE_OPTIONS: readonly OptionSpec[] = [
   },
   { flags: "--dry-run", description: "count what would be deleted, delete nothing" },
   DATABASE_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `ingest`'s options. */
-export const INGEST_OPTIONS: readonly OptionSpec[] = [
+export const INGEST_OPTIONS = [
   { flags: "--drain", description: "stop once the reports queue is empty" },
   DATABASE_OPTION,
   BROKER_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `--queue-type` of `broker setup` and `broker convert`. */
-const QUEUE_TYPE: OptionSpec = {
+const QUEUE_TYPE = {
   flags: "--queue-type <type>",
   description: "classic (one broker) or quorum (replicated over a cluster's members)",
   choices: ["classic", "quorum"],
-};
+} as const satisfies OptionSpec;
 
 /** `broker`'s subcommands. */
-export const BROKER_COMMANDS: readonly CommandSpec[] = [
+export const BROKER_COMMANDS = [
   {
     name: "setup",
     summary: "declare the durable mesh exchange and the shared queues (idempotent)",
@@ -227,13 +227,13 @@ export const BROKER_COMMANDS: readonly CommandSpec[] = [
       BROKER_API_OPTION,
     ],
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 /** A node named as an argument, without a help line. */
 const NODE_ARGUMENT = { name: "<node>", description: "" };
 
 /** `node`'s subcommands. */
-export const NODE_COMMANDS: readonly CommandSpec[] = [
+export const NODE_COMMANDS = [
   {
     name: "enroll",
     summary:
@@ -301,10 +301,10 @@ export const NODE_COMMANDS: readonly CommandSpec[] = [
       BROKER_API_OPTION,
     ],
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 /** `module`'s subcommands. */
-export const MODULE_COMMANDS: readonly CommandSpec[] = [
+export const MODULE_COMMANDS = [
   {
     name: "add",
     summary:
@@ -368,10 +368,10 @@ export const MODULE_COMMANDS: readonly CommandSpec[] = [
     arguments: [{ name: "<name>", description: "the module" }],
     options: [DATABASE_OPTION],
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 /** `builder`'s subcommands. */
-export const BUILDER_COMMANDS: readonly CommandSpec[] = [
+export const BUILDER_COMMANDS = [
   {
     name: "issue",
     summary:
@@ -394,17 +394,17 @@ export const BUILDER_COMMANDS: readonly CommandSpec[] = [
     }],
     options: [BROKER_OPTION, BROKER_API_OPTION],
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 /** `--dir` of `ca`'s subcommands: where the mesh's trust files are kept. */
-const CA_DIR_OPTION: OptionSpec = {
+const CA_DIR_OPTION = {
   flags: "--dir <dir>",
   description: "where the CA is kept: DIR/ca.crt, DIR/secrets/ca.key, DIR/tls/NAME.crt",
   default: "/etc/mesh",
-};
+} as const satisfies OptionSpec;
 
 /** The options `ca issue` and `ca renew` share. */
-const CA_CERT_OPTIONS: readonly OptionSpec[] = [
+const CA_CERT_OPTIONS = [
   {
     flags: "--name <name>",
     description:
@@ -427,10 +427,10 @@ const CA_CERT_OPTIONS: readonly OptionSpec[] = [
     description:
       "the group of the server that reads the key (e.g. rabbitmq, postgres): the key is then 0640 root:GROUP, not 0600",
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `ca`'s subcommands. */
-export const CA_COMMANDS: readonly CommandSpec[] = [
+export const CA_COMMANDS = [
   {
     name: "init",
     summary:
@@ -460,4 +460,4 @@ export const CA_COMMANDS: readonly CommandSpec[] = [
       "the CA and the certificates in DIR/tls: subject, names, SHA-256 fingerprint, expiry, and which are due",
     options: [{ flags: "--json", description: "print as JSON" }, CA_DIR_OPTION],
   },
-];
+] as const satisfies readonly CommandSpec[];

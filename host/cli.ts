@@ -7,7 +7,13 @@
  * @module
  */
 
-import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from "../lib/cli_table.ts";
+import {
+  type CommandEntry,
+  declaredCommand,
+  dispatch,
+  type ExitCode,
+  type ProgramTable,
+} from "../lib/cli_table.ts";
 import { writeAll } from "../lib/write.ts";
 import { VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { HostBuild } from "./system.ts";
@@ -67,9 +73,12 @@ export const EXIT_CODES: readonly ExitCode[] = [
   },
 ];
 
-/** `mesh-host`'s commands: each a name, a summary and the module implementing it. */
+/**
+ * `mesh-host`'s commands: each a name, a summary and the module implementing it, whose action
+ * takes what the options declared here parse to (lib/cli_table.ts declaredCommand).
+ */
 export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
-  {
+  declaredCommand({
     name: "apply",
     usage: "[options] <file>",
     summary: "converge this machine to a declaration file as one source (trusted: actions " +
@@ -77,8 +86,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [{ name: "<file>", description: "the declaration (JSON, version 1)" }],
     options: APPLY_OPTIONS,
     load: () => import("./commands/apply.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "owned",
     usage: "[options]",
     summary:
@@ -86,15 +95,15 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [],
     options: OWNED_OPTIONS,
     load: () => import("./commands/owned.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "schema",
     summary: "print the declaration's JSON Schema",
     arguments: [],
     options: [],
     load: () => import("./commands/schema.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "inventory",
     usage: "[options]",
     summary:
@@ -102,8 +111,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [],
     options: INVENTORY_OPTIONS,
     load: () => import("./commands/inventory.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "bundle",
     usage: "[options]",
     summary: "show and validate the carried bundle: the same path reconcile applies, as a dry " +
@@ -111,8 +120,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [],
     options: BUNDLE_OPTIONS,
     load: () => import("./commands/bundle.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "reconcile",
     usage: "[options]",
     summary: "apply the carried bundle and every local declaration, each as its own source, and " +
@@ -121,8 +130,8 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [],
     options: RECONCILE_OPTIONS,
     load: () => import("./commands/reconcile.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "link",
     usage: "[options]",
     summary: "the link to the control plane: apply declarations from the node's queue, report " +
@@ -131,7 +140,7 @@ export const HOST_COMMANDS: readonly CommandEntry<HostContext>[] = [
     arguments: [],
     options: LINK_OPTIONS,
     load: () => import("./commands/link.ts"),
-  },
+  }),
 ];
 
 /** The command table of the host built for `system`. */

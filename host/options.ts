@@ -23,7 +23,7 @@ export const DEFAULT_STATE_DIR = "/var/lib/mesh/host";
 export const DEFAULT_DECLARATIONS_DIR = "/etc/mesh/declarations";
 
 /** `--state-dir`: an absolute path (a relative one would put the footprint anywhere). */
-export const STATE_DIR_OPTION: OptionSpec = {
+export const STATE_DIR_OPTION = {
   flags: "--state-dir <dir>",
   description: "the state directory (an absolute path)",
   default: DEFAULT_STATE_DIR,
@@ -35,10 +35,10 @@ export const STATE_DIR_OPTION: OptionSpec = {
     }
     return dir.replace(/\/+$/, "") || "/";
   },
-};
+} as const satisfies OptionSpec;
 
 /** `--declarations`: the local declarations' directory, an absolute path. */
-export const DECLARATIONS_DIR_OPTION: OptionSpec = {
+export const DECLARATIONS_DIR_OPTION = {
   flags: "--declarations <dir>",
   description: "the local declarations' directory: each NAME.json in it is source NAME",
   default: DEFAULT_DECLARATIONS_DIR,
@@ -48,10 +48,10 @@ export const DECLARATIONS_DIR_OPTION: OptionSpec = {
     }
     return dir.replace(/\/+$/, "") || "/";
   },
-};
+} as const satisfies OptionSpec;
 
 /** `apply`'s options. */
-export const APPLY_OPTIONS: readonly OptionSpec[] = [
+export const APPLY_OPTIONS = [
   { flags: "--source <name>", description: "the source it is applied as", default: "local" },
   {
     flags: "--take-from <source>",
@@ -65,10 +65,10 @@ export const APPLY_OPTIONS: readonly OptionSpec[] = [
   { flags: "--json", description: "print the result as JSON" },
   STATE_DIR_OPTION,
   DECLARATIONS_DIR_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `reconcile`'s options. */
-export const RECONCILE_OPTIONS: readonly OptionSpec[] = [
+export const RECONCILE_OPTIONS = [
   { flags: "--json", description: "print each result as JSON (one object per line and source)" },
   {
     flags: "--dry-run",
@@ -93,10 +93,10 @@ export const RECONCILE_OPTIONS: readonly OptionSpec[] = [
       }
     },
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `link`'s options. */
-export const LINK_OPTIONS: readonly OptionSpec[] = [
+export const LINK_OPTIONS = [
   {
     flags: "--broker <url>",
     description: "the node's broker URL, with its own credential; repeat it (or separate URLs " +
@@ -140,20 +140,23 @@ export const LINK_OPTIONS: readonly OptionSpec[] = [
       "node runs no mesh-reconcile",
     default: DEFAULT_RESULT_PATH,
   },
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `--json` of `owned`, `bundle` and `inventory`. */
-const JSON_OPTION: OptionSpec = { flags: "--json", description: "print as JSON" };
+const JSON_OPTION = { flags: "--json", description: "print as JSON" } as const satisfies OptionSpec;
 
 /** `owned`'s options. */
-export const OWNED_OPTIONS: readonly OptionSpec[] = [
+export const OWNED_OPTIONS = [
   JSON_OPTION,
   STATE_DIR_OPTION,
   DECLARATIONS_DIR_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `bundle`'s options. */
-export const BUNDLE_OPTIONS: readonly OptionSpec[] = [JSON_OPTION, STATE_DIR_OPTION];
+export const BUNDLE_OPTIONS = [
+  JSON_OPTION,
+  STATE_DIR_OPTION,
+] as const satisfies readonly OptionSpec[];
 
 /** `inventory`'s options. */
-export const INVENTORY_OPTIONS: readonly OptionSpec[] = [JSON_OPTION];
+export const INVENTORY_OPTIONS = [JSON_OPTION] as const satisfies readonly OptionSpec[];

@@ -216,23 +216,31 @@ async function connectThrough(
     socket.once("connect", onConnect);
     return socket;
   };
-  const nodeNet = net as unknown as Record<string, unknown>;
-  const nodeTls = tls as unknown as Record<string, unknown>;
-  const saved = [nodeNet.connect, nodeTls.connect];
+  const putBack = [replaceConnect(net, dialer(false)), replaceConnect(tls, dialer(true))];
   let pending: Promise<ChannelModel>;
   try {
-    nodeNet.connect = dialer(false);
-    nodeTls.connect = dialer(true);
     pending = connect(url.href, { timeout: (options.timeoutSeconds ?? 5) * 1000 });
   } finally {
-    nodeNet.connect = saved[0];
-    nodeTls.connect = saved[1];
+    for (const back of putBack) back();
   }
   if (!dialed) {
     pending.then((c) => c.close(), () => {});
     throw new Error("amqplib did not dial through the transport (not amqplib 2.3.1's connect?)");
   }
   return await pending;
+}
+
+/**
+ * Replaces `module.connect` (node:net's or node:tls's, which amqplib dials through) with
+ * `dialer`, whatever its signature: amqplib calls it as its own. Returns what puts the original
+ * back.
+ */
+function replaceConnect(module: { connect: unknown }, dialer: unknown): () => void {
+  const saved = module.connect;
+  module.connect = dialer;
+  return () => {
+    module.connect = saved;
+  };
 }
 
 /**

@@ -183,13 +183,189 @@ export interface CommandSpec {
 
 /**
  * Runs a command declared as data with its arguments and its options (keyed by camel-cased long
- * name, {@linkcode optionKey}).
+ * name, {@linkcode optionKey}): `O`, what its options parse to ({@linkcode OptionsOf} its
+ * declarations); untyped in a table ({@linkcode CommandEntry}), where every command's is.
  */
-export type CommandAction<C> = (
+export type CommandAction<C, O = Record<string, unknown>> = (
   context: C,
   args: string[],
-  options: Record<string, unknown>,
+  options: O,
 ) => Promise<void>;
+
+/** The long flag of `F`: `"--source"` of `"--source <name>"` and of `"-s, --source <name>"`. */
+type LongFlag<F extends string> = F extends `${string}, ${infer R}` ? LongFlag<R>
+  : F extends `${infer L} ${string}` ? L
+  : F;
+
+/** `S` camel-cased at each `-`: `"take-from"` is `"takeFrom"`. */
+type Camel<S extends string> = S extends `${infer A}-${infer B}` ? `${A}${Capitalize<Camel<B>>}`
+  : S;
+
+/**
+ * The key an option with the flags `F` is kept under, as {@linkcode optionKey} gives it at run
+ * time: `"dryRun"` of `"--dry-run"`, `"bundle"` of `"--no-bundle"`; never for flags that are not
+ * a literal type.
+ */
+export type OptionKey<F extends string> = LongFlag<F> extends `--no-${infer N}` ? Camel<N>
+  : LongFlag<F> extends `--${infer N}` ? Camel<N>
+  : never;
+
+/** What the option `O` is when given: its parser's result, one of its choices, its text, true. */
+type GivenValue<O extends OptionSpec> = O["flags"] extends `${string} <${string}>` ? (
+    O extends { parse: (...args: never[]) => infer R } ? R
+      : O extends { choices: readonly (infer V)[] } ? V
+      : string
+  )
+  : true;
+
+/** What the option `O` is in what an action is given: a `--no-` switch is a boolean. */
+type OptionValue<O extends OptionSpec> = O["flags"] extends `--no-${string}` ? boolean
+  : GivenValue<O> | (O extends { default: infer D } ? D : never);
+
+/** Whether the option `O` always has a value: it has a default, is mandatory, or a `--no-`. */
+type Always<O extends OptionSpec> = O extends
+  { default: NonNullable<unknown> } | { mandatory: true } | { flags: `--no-${string}` } ? true
+  : false;
+
+/** `T` with its intersections merged (what an editor shows). */
+type Merged<T> = { [K in keyof T]: T[K] } & NonNullable<unknown>;
+
+/**
+ * What the options declared by `S` parse to, as {@linkcode parseCommand} and commander give them
+ * to the action: each keyed as {@linkcode OptionKey}; present when it has a default, is mandatory
+ * or is a `--no-` switch, optional otherwise. `S` must keep its literal types (declared `as const
+ * satisfies readonly OptionSpec[]`): an option whose flags are a plain `string` gives no key.
+ */
+export type OptionsOf<S extends readonly OptionSpec[]> = Merged<
+  & { [O in S[number] as Always<O> extends true ? OptionKey<O["flags"]> : never]: OptionValue<O> }
+  & { [O in S[number] as Always<O> extends true ? never : OptionKey<O["flags"]>]?: OptionValue<O> }
+>;
+
+/**
+ * The actions of a command group declared as data, by subcommand: each typed by the options its
+ * declaration in `D` gives ({@linkcode OptionsOf}).
+ */
+export type GroupActions<C, D extends readonly CommandSpec[]> = {
+  readonly [N in D[number]["name"]]: CommandAction<
+    C,
+    OptionsOf<Extract<D[number], { name: N }>["options"]>
+  >;
+};
+
+/**
+ * Whether `options` are what the options declared by `specs` parse to ({@linkcode OptionsOf}):
+ * no key but theirs; a switch true (or its default), a `--no-` switch a boolean, a value without a
+ * parser its text (one of its choices, when it has them) or its default; an option that has a
+ * default or is mandatory present. What a parser returns is taken to be what its type says.
+ */
+export function isOptionsOf<S extends readonly OptionSpec[]>(
+  specs: S,
+  options: Readonly<Record<string, unknown>>,
+): options is Readonly<Record<string, unknown>> & OptionsOf<S> {
+  const keys = new Set(specs.map((o) => optionKey(o.flags)));
+  if (Object.keys(options).some((k) => !keys.has(k))) return false;
+  return specs.every((o) => {
+    const value = options[optionKey(o.flags)];
+    if (o.flags.startsWith("--no-")) return typeof value === "boolean";
+    if (value === undefined) return o.default === undefined && !o.mandatory;
+    if (value === o.default || o.parse !== undefined) return true;
+    if (!o.flags.includes(" <")) return value === true;
+    return typeof value === "string" && (o.choices === undefined || o.choices.includes(value));
+  });
+}
+
+/**
+ * `action`, typed by the options `specs` declare, as a table's untyped action: what it is given
+ * is checked to be what they parse to ({@linkcode isOptionsOf}) before it runs.
+ *
+ * @throws {TypeError} from the action returned (rejected), when its options are not what `specs`
+ * parse to: a defect ({@linkcode parseCommand} and commander both give what they declare).
+ */
+function checkedAction<C, S extends readonly OptionSpec[]>(
+  name: string,
+  specs: S,
+  action: CommandAction<C, OptionsOf<S>>,
+): CommandAction<C> {
+  return async (context, args, options) => {
+    if (!isOptionsOf(specs, options)) {
+      throw new TypeError(
+        `Cannot run "${name}": its options (${
+          Object.keys(options).join(", ")
+        }) are not what its declaration parses to`,
+      );
+    }
+    await action(context, args, options);
+  };
+}
+
+/** What a table entry declares of itself besides its options, subcommands and module. */
+type EntryHead<C> = Omit<CommandEntry<C>, "options" | "declared" | "subcommands" | "load">;
+
+/**
+ * The table entry of a command declared as data whose module's action is typed by its options:
+ * `entry.load` must give an action taking what `entry.options` parse to ({@linkcode OptionsOf}),
+ * else the table does not type-check; the entry's module gives that action, its options checked
+ * ({@linkcode isOptionsOf}) each time it runs. The module is loaded only by the entry's `load`.
+ */
+export function declaredCommand<C, const S extends readonly OptionSpec[]>(
+  entry: EntryHead<C> & {
+    options: S;
+    load: () => Promise<{ action: CommandAction<C, OptionsOf<NoInfer<S>>> }>;
+  },
+): CommandEntry<C> {
+  return {
+    ...entry,
+    load: async () => ({
+      action: checkedAction(entry.name, entry.options, (await entry.load()).action),
+    }),
+  };
+}
+
+/**
+ * The table entry of a command group declared as data (`entry.declared`, its subcommands in the
+ * same order) whose module's actions are typed by their options: `entry.load` must give one
+ * action a subcommand, each taking what that subcommand's options parse to
+ * ({@linkcode GroupActions}), else the table does not type-check; the entry's module gives those
+ * actions, each one's options checked ({@linkcode isOptionsOf}) each time it runs.
+ */
+export function declaredGroup<C, const D extends readonly CommandSpec[]>(
+  entry: EntryHead<C> & {
+    declared: D;
+    load: () => Promise<{ actions: GroupActions<C, NoInfer<D>> }>;
+  },
+): CommandEntry<C> {
+  return {
+    ...entry,
+    subcommands: entry.declared.map((s) => s.name),
+    load: async () => {
+      const { actions } = await entry.load();
+      const checked: Record<string, CommandAction<C>> = {};
+      for (const spec of entry.declared) {
+        checked[spec.name] = checkedSubcommand(entry.name, entry.declared, spec.name, actions);
+      }
+      return { actions: checked };
+    },
+  };
+}
+
+/**
+ * The action of the subcommand `name` of the group `group` declared by `declared`, as a table's
+ * untyped action ({@linkcode checkedAction}).
+ */
+function checkedSubcommand<C, D extends readonly CommandSpec[], N extends D[number]["name"]>(
+  group: string,
+  declared: D,
+  name: N,
+  actions: GroupActions<C, D>,
+): CommandAction<C> {
+  const spec = declared.find((s): s is Extract<D[number], { name: N }> => s.name === name);
+  if (spec === undefined) throw new TypeError(`${group} declares no subcommand "${name}"`);
+  return checkedAction<C, Extract<D[number], { name: N }>["options"]>(
+    `${group} ${name}`,
+    spec.options,
+    actions[name],
+  );
+}
 
 /**
  * What a command's module exports: how to define it on commander, or, for a command the table
@@ -336,7 +512,10 @@ export interface CommandEntry<C> {
    * commander.
    */
   arguments?: readonly ArgumentSpec[];
-  /** A command declared as data: its options, in the order help lists them. */
+  /**
+   * A command declared as data: its options, in the order help lists them. An entry made with
+   * {@linkcode declaredCommand} has its module's action typed by them.
+   */
   options?: readonly OptionSpec[];
   /** A command declared as data: text its help prints after its options, before exit codes. */
   helpAfter?: string;
@@ -344,7 +523,8 @@ export interface CommandEntry<C> {
    * A command group declared as data: its subcommands (named in `subcommands`, in the same
    * order). Its module exports their `actions`; lib/cli.ts defines them on commander from
    * these, and this module parses a plain invocation of one ({@linkcode parseSubcommand}) and
-   * answers its help without commander.
+   * answers its help without commander. An entry made with {@linkcode declaredGroup} has its
+   * module's actions typed by their options.
    */
   declared?: readonly CommandSpec[];
   /** Loads the module implementing it (a dynamic `import()` of a static specifier). */

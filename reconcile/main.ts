@@ -10,7 +10,13 @@
  * @module
  */
 
-import { type CommandEntry, dispatch, type ExitCode, type ProgramTable } from "../lib/cli_table.ts";
+import {
+  type CommandEntry,
+  declaredCommand,
+  dispatch,
+  type ExitCode,
+  type ProgramTable,
+} from "../lib/cli_table.ts";
 import { writeAll } from "../lib/write.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { ReconcileContext } from "./commands/context.ts";
@@ -67,10 +73,11 @@ export const EXIT_CODES: readonly ExitCode[] = [
 /**
  * `mesh-reconcile`'s commands: each a name, a summary and the module implementing it. A command
  * declared as data (its arguments and options, reconcile/options.ts) has its help answered and a
- * plain invocation parsed here, without commander or its module's imports (lib/cli_table.ts).
+ * plain invocation parsed here, without commander or its module's imports (lib/cli_table.ts);
+ * its action takes what its options parse to (lib/cli_table.ts declaredCommand).
  */
 export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
-  {
+  declaredCommand({
     name: "run",
     usage: "[options]",
     summary:
@@ -78,37 +85,37 @@ export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
     arguments: [],
     options: RUN_OPTIONS,
     load: () => import("./commands/run.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "check-registry",
     usage: "<file>",
     summary: "validate a registry file; every problem is listed with its line and column",
     arguments: CHECK_REGISTRY_ARGUMENTS,
     options: [],
     load: () => import("./commands/check_registry.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "schema",
     summary: "print the registry's JSON Schema (for editors)",
     arguments: [],
     options: [],
     load: () => import("./commands/schema.ts"),
-  },
-  {
+  }),
+  declaredCommand({
     name: "init",
     usage: "[options]",
     summary: "write a starting registry from the live machine (each entry marked note: adopted)",
     arguments: [],
     options: INIT_OPTIONS,
     load: () => import("./commands/init.ts"),
-  },
+  }),
   {
     name: "stamp",
     subcommands: ["serve"],
     summary: "the dead-man stamp that a clean run refreshes",
     load: () => import("./commands/stamp.ts"),
   },
-  {
+  declaredCommand({
     name: "watch",
     usage: "[options] <source>",
     summary:
@@ -117,7 +124,7 @@ export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
     options: WATCH_OPTIONS,
     helpAfter: WATCH_HELP_AFTER,
     load: () => import("./commands/watch.ts"),
-  },
+  }),
   {
     name: "render",
     subcommands: ["caddy", "backup"],

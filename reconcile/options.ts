@@ -78,7 +78,7 @@ export function durationOption(flag: string, unit: DurationUnit = "s"): (value: 
 }
 
 /** A `--timeout` (ms) between 1 ms and 24 days (what a timer can wait), default `ms`. */
-function timeoutOption(description: string, ms: number, shown: string): OptionSpec {
+function timeoutOption(description: string, ms: number, shown: string) {
   return {
     flags: "--timeout <duration>",
     description,
@@ -91,14 +91,17 @@ function timeoutOption(description: string, ms: number, shown: string): OptionSp
       }
       return ms;
     },
-  };
+  } as const satisfies OptionSpec;
 }
 
 /** `--registry-in-checkout`. */
-const IN_CHECKOUT_OPTION: OptionSpec = { flags: IN_CHECKOUT_FLAG, description: IN_CHECKOUT_HELP };
+const IN_CHECKOUT_OPTION = {
+  flags: IN_CHECKOUT_FLAG,
+  description: IN_CHECKOUT_HELP,
+} as const satisfies OptionSpec;
 
 /** `run`'s options, in the order help lists them. */
-export const RUN_OPTIONS: readonly OptionSpec[] = [
+export const RUN_OPTIONS = [
   { flags: "--registry <file>", description: "the registry (YAML, version 1)", mandatory: true },
   { flags: "--json", description: "print the result as JSON" },
   { flags: "--stamp <path>", description: "file refreshed (atomically) only after a clean run" },
@@ -162,15 +165,15 @@ export const RUN_OPTIONS: readonly OptionSpec[] = [
       "with --repo: keep first sightings of upstream commits here (default: the registry's)",
   },
   IN_CHECKOUT_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `check-registry`'s argument. */
-export const CHECK_REGISTRY_ARGUMENTS: readonly ArgumentSpec[] = [
+export const CHECK_REGISTRY_ARGUMENTS = [
   { name: "<file>", description: "the registry" },
-];
+] as const satisfies readonly ArgumentSpec[];
 
 /** `init`'s options. */
-export const INIT_OPTIONS: readonly OptionSpec[] = [
+export const INIT_OPTIONS = [
   {
     flags: "--output <file>",
     description: "write here (refused if it exists, unless --force) instead of printing",
@@ -187,12 +190,12 @@ export const INIT_OPTIONS: readonly OptionSpec[] = [
     default: "localhost:2019",
   },
   IN_CHECKOUT_OPTION,
-];
+] as const satisfies readonly OptionSpec[];
 
 /** `watch`'s argument. */
-export const WATCH_ARGUMENTS: readonly ArgumentSpec[] = [
+export const WATCH_ARGUMENTS = [
   { name: "<source>", description: "a stamp file, or the http(s) URL of a `stamp serve`" },
-];
+] as const satisfies readonly ArgumentSpec[];
 
 /** A stamp age option of `watch` (ms): with a unit, at least `least` ms. */
 function stampAge(flag: string, least: number): (value: string) => number {
@@ -209,7 +212,7 @@ function stampAge(flag: string, least: number): (value: string) => number {
 }
 
 /** `watch`'s options. */
-export const WATCH_OPTIONS: readonly OptionSpec[] = [
+export const WATCH_OPTIONS = [
   {
     flags: "--max-age <duration>",
     description: "a stamp older than this is late (e.g. 45m)",
@@ -249,7 +252,7 @@ export const WATCH_OPTIONS: readonly OptionSpec[] = [
   },
   timeoutOption("time limit for the request and each notification", 10_000, "10s"),
   { flags: "--json", description: "print the result as JSON" },
-];
+] as const satisfies readonly OptionSpec[];
 
 /** What `watch`'s help says after its options. */
 export const WATCH_HELP_AFTER =

@@ -13,6 +13,7 @@ import {
   type Document,
   isAlias,
   isMap,
+  isNode,
   isPair,
   isScalar,
   isSeq,
@@ -252,12 +253,9 @@ function positionOf(
       }
       node = pair.value;
       offset = (pair.value as Node | null)?.range?.[0] ?? keyNode.range?.[0] ?? offset;
-    } else if (
-      n && "items" in n && Array.isArray((n as { items: unknown[] }).items) &&
-      typeof step === "number"
-    ) {
-      const item = (n as unknown as { items: Node[] }).items[step];
-      if (!item) break;
+    } else if (n && isSeq(n) && typeof step === "number") {
+      const item = n.items[step];
+      if (!isNode(item)) break;
       node = item;
       offset = item.range?.[0] ?? offset;
     } else break;

@@ -7,8 +7,8 @@
 
 import type { CommandAction } from "../../lib/cli_table.ts";
 import type { ControlContext } from "./context.ts";
-import { boardAction } from "./read.ts";
+import { boardAction, type ReadOptions } from "./read.ts";
 
 /** Runs `board` with its parsed options (keyed as lib/cli_table.ts `optionKey`). */
-export const action: CommandAction<ControlContext> = (ctx, _args, options) =>
-  boardAction(ctx, "board")(options as unknown as Parameters<ReturnType<typeof boardAction>>[0]);
+export const action: CommandAction<ControlContext, ReadOptions> = (ctx, _args, opts) =>
+  boardAction(ctx, "board")(opts);

@@ -4,21 +4,23 @@
  * @module
  */
 
-import type { CommandAction } from "../../lib/cli_table.ts";
-import { brokers, type Connections, type ControlContext, need } from "./context.ts";
+import type { GroupActions } from "../../lib/cli_table.ts";
+import type { BROKER_COMMANDS } from "../options.ts";
+import { brokers, type ControlContext, need } from "./context.ts";
 
-/** The actions of `broker`'s subcommands, by name (declared in control/options.ts). */
-export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
-  setup: async (ctx, _args, options) => {
-    const opts = options as unknown as Connections & { queueType: "classic" | "quorum" };
+/**
+ * The actions of `broker`'s subcommands, by name (declared in control/options.ts), each
+ * given what its options there parse to.
+ */
+export const actions: GroupActions<ControlContext, typeof BROKER_COMMANDS> = {
+  setup: async (ctx, _args, opts) => {
     const { out } = ctx;
     const { setupQueues } = await import("../topology.ts");
     // Over AMQP only: the management API is not asked.
     const made = await setupQueues(brokers(opts), opts.queueType);
     out(`broker topology in place: ${made.join(", ")}\n`);
   },
-  convert: async (ctx, _args, options) => {
-    const opts = options as unknown as Connections & { queueType: "classic" | "quorum" };
+  convert: async (ctx, _args, opts) => {
     const { out } = ctx;
     const { convertTopology } = await import("../topology.ts");
     const done = await convertTopology(
@@ -44,8 +46,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
         : `converted ${done.length} queue${done.length === 1 ? "" : "s"} to ${opts.queueType}\n`,
     );
   },
-  check: async (ctx, _args, options) => {
-    const opts = options as unknown as Connections & { topology?: boolean };
+  check: async (ctx, _args, opts) => {
     const { out } = ctx;
     const { checkBroker } = await import("../broker_admin.ts");
     // Every member is asked: a cluster works only when each member a program may fail over to

@@ -4,14 +4,17 @@
  * @module
  */
 
-import type { CommandAction } from "../../lib/cli_table.ts";
-import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
+import type { GroupActions } from "../../lib/cli_table.ts";
+import type { BUILDER_COMMANDS } from "../options.ts";
+import { connect, type ControlContext, Refused } from "./context.ts";
 
-/** The actions of `builder`'s subcommands, by name (declared in control/options.ts). */
-export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
-  issue: async (ctx, args, options) => {
+/**
+ * The actions of `builder`'s subcommands, by name (declared in control/options.ts), each
+ * given what its options there parse to.
+ */
+export const actions: GroupActions<ControlContext, typeof BUILDER_COMMANDS> = {
+  issue: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { endpoints } = connect(ctx);
     const { createBuilderAccount } = await import("../broker_admin.ts");
@@ -25,9 +28,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       `issued ${account.account}; its broker URL, shown this once and kept nowhere else:\n${account.url}\n`,
     );
   },
-  revoke: async (ctx, args, options) => {
+  revoke: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { endpoints } = connect(ctx);
     const { revokeBuilderAccount } = await import("../broker_admin.ts");

@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { CommandAction } from "../../lib/cli_table.ts";
+import type { CommandAction, GroupActions } from "../../lib/cli_table.ts";
+import type { CA_COMMANDS } from "../options.ts";
 import type { CertDescription } from "../../lib/mesh_ca.ts";
 import { printable } from "../../lib/printable.ts";
 import type { ControlContext } from "./context.ts";
@@ -31,10 +32,9 @@ interface CertOptions {
 }
 
 /** `issue` (`force`) and `renew`: the same, saying what was done and why. */
-function certAction(force: boolean): CommandAction<ControlContext> {
-  return async (ctx, args, options) => {
+function certAction(force: boolean): CommandAction<ControlContext, CertOptions> {
+  return async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as unknown as CertOptions;
     const { ensureServerCert } = await import("../ca_files.ts");
     const r = await ensureServerCert(opts.dir, name, {
       names: opts.name,
@@ -65,10 +65,12 @@ function certAction(force: boolean): CommandAction<ControlContext> {
   };
 }
 
-/** The actions of `ca`'s subcommands, by name (declared in control/options.ts). */
-export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
-  init: async (ctx, _args, options) => {
-    const { dir } = options as { dir: string };
+/**
+ * The actions of `ca`'s subcommands, by name (declared in control/options.ts), each
+ * given what its options there parse to.
+ */
+export const actions: GroupActions<ControlContext, typeof CA_COMMANDS> = {
+  init: async (ctx, _args, { dir }) => {
     const { initCa } = await import("../ca_files.ts");
     const r = await initCa(dir);
     const now = Date.now();
@@ -84,8 +86,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
   },
   issue: certAction(true),
   renew: certAction(false),
-  show: async (ctx, _args, options) => {
-    const { dir, json } = options as { dir: string; json?: boolean };
+  show: async (ctx, _args, { dir, json }) => {
     const { showCa } = await import("../ca_files.ts");
     const r = await showCa(dir);
     if (json) {

@@ -11,9 +11,11 @@ import { redactUrl } from "../../lib/url.ts";
 import { untilSignalled } from "../../lib/wait.ts";
 import { brokers, connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
+/** What `ingest`'s options parse to (control/options.ts INGEST_OPTIONS). */
+type IngestOptions = Connections & { drain?: boolean };
+
 /** Runs `ingest` (its options: control/options.ts). */
-export const action: CommandAction<ControlContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as Connections & { drain?: boolean };
+export const action: CommandAction<ControlContext, IngestOptions> = async (ctx, _args, opts) => {
   const { out, err } = ctx;
   const { database, broker } = connect(ctx);
   const sql = await database(opts);

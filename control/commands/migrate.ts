@@ -8,8 +8,7 @@ import type { CommandAction } from "../../lib/cli_table.ts";
 import { connect, type Connections, type ControlContext, need } from "./context.ts";
 
 /** Runs `migrate` (its options: control/options.ts). */
-export const action: CommandAction<ControlContext> = async (ctx, _args, options) => {
-  const opts = options as Connections;
+export const action: CommandAction<ControlContext, Connections> = async (ctx, _args, opts) => {
   const { out, err } = ctx;
   const { database } = connect(ctx);
   const url = need(opts.database, "database", "--database", "MESH_DATABASE_URL");

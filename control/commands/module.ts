@@ -4,17 +4,20 @@
  * @module
  */
 
-import type { CommandAction } from "../../lib/cli_table.ts";
+import type { GroupActions } from "../../lib/cli_table.ts";
+import type { MODULE_COMMANDS } from "../options.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { readRegularFile } from "../../lib/regular_file.ts";
 import { MAX_DECLARATION_BYTES } from "../../lib/declaration.ts";
-import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
+import { connect, type ControlContext, Refused } from "./context.ts";
 
-/** The actions of `module`'s subcommands, by name (declared in control/options.ts). */
-export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
-  add: async (ctx, args, options) => {
+/**
+ * The actions of `module`'s subcommands, by name (declared in control/options.ts), each
+ * given what its options there parse to.
+ */
+export const actions: GroupActions<ControlContext, typeof MODULE_COMMANDS> = {
+  add: async (ctx, args, opts) => {
     const [file] = args as [string];
-    const opts = options as unknown as Connections & { name?: string };
     const { out } = ctx;
     const { database } = connect(ctx);
     let bytes: Uint8Array;
@@ -45,16 +48,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       `${change.change} module ${change.name} version ${change.version} (${change.resources} resources, ${change.digest})\n`,
     );
   },
-  build: async (ctx, args, options) => {
+  build: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as unknown as Connections & {
-      source: string;
-      commit: string;
-      branch?: string;
-      store?: string;
-      asker: string;
-      timeout: number;
-    };
     const { out, err } = ctx;
     const { database, broker } = connect(ctx);
     const { askBuild, assertBuildAsk } = await import("../catalogue.ts");
@@ -89,8 +84,7 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       ctx.code = 1;
     }
   },
-  list: async (ctx, _args, options) => {
-    const opts = options as unknown as Connections & { json?: boolean };
+  list: async (ctx, _args, opts) => {
     const { out } = ctx;
     const { database } = connect(ctx);
     const sql = await database(opts);
@@ -98,9 +92,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     const entries = await readCatalogue(sql);
     out(opts.json ? catalogueJson(entries) : catalogueText(entries));
   },
-  remove: async (ctx, args, options) => {
+  remove: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { database } = connect(ctx);
     const sql = await database(opts);

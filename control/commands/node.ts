@@ -5,19 +5,18 @@
  * @module
  */
 
-import type { CommandAction } from "../../lib/cli_table.ts";
-import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
+import type { GroupActions } from "../../lib/cli_table.ts";
+import type { NODE_COMMANDS } from "../options.ts";
+import { connect, type ControlContext, Refused } from "./context.ts";
 import type { Queryable } from "../db.ts";
 
-/** The actions of `node`'s subcommands, by name (declared in control/options.ts). */
-export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = {
-  enroll: async (ctx, args, options) => {
+/**
+ * The actions of `node`'s subcommands, by name (declared in control/options.ts), each
+ * given what its options there parse to.
+ */
+export const actions: GroupActions<ControlContext, typeof NODE_COMMANDS> = {
+  enroll: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as unknown as Connections & AddressOptions & {
-      system: string;
-      episodic?: boolean;
-      signingKey: string;
-    };
     const { out, err } = ctx;
     const { database, endpoints } = connect(ctx);
     // The node verifies every declaration with the control plane's public key: read before
@@ -70,9 +69,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     await handOverCa(address, opts, out);
     out(keyText);
   },
-  assign: async (ctx, args, options) => {
+  assign: async (ctx, args, opts) => {
     const [name, module] = args as [string, string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { database } = connect(ctx);
     const sql = await database(opts);
@@ -82,9 +80,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       added ? `assigned ${module} to ${name}\n` : `${module} was already assigned to ${name}\n`,
     );
   },
-  unassign: async (ctx, args, options) => {
+  unassign: async (ctx, args, opts) => {
     const [name, module] = args as [string, string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { database } = connect(ctx);
     const sql = await database(opts);
@@ -93,9 +90,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
     if (!removed) throw new Refused(`Module "${module}" is not assigned to "${name}"`);
     out(`unassigned ${module} from ${name}\n`);
   },
-  kind: async (ctx, args, options) => {
+  kind: async (ctx, args, opts) => {
     const [name, kind] = args as [string, string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { database } = connect(ctx);
     const { NODE_KINDS } = await import("../state.ts");
@@ -111,9 +107,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
       before === kind ? `${name} is already ${kind}\n` : `${name} is now ${kind} (was ${before})\n`,
     );
   },
-  remove: async (ctx, args, options) => {
+  remove: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as Connections;
     const { out } = ctx;
     const { database, endpoints } = connect(ctx);
     const ends = await endpoints(opts);
@@ -136,9 +131,8 @@ export const actions: Readonly<Record<string, CommandAction<ControlContext>>> = 
         break;
     }
   },
-  rotate: async (ctx, args, options) => {
+  rotate: async (ctx, args, opts) => {
     const [name] = args as [string];
-    const opts = options as Connections & AddressOptions;
     const { out, err } = ctx;
     const { database, endpoints } = connect(ctx);
     const action = `Cannot rotate the credential of node "${name}"`;

@@ -7,9 +7,11 @@
 import type { CommandAction } from "../../lib/cli_table.ts";
 import { connect, type Connections, type ControlContext } from "./context.ts";
 
+/** What `prune`'s options parse to (control/options.ts PRUNE_OPTIONS). */
+type PruneOptions = Connections & { keep: number; dryRun?: boolean };
+
 /** Runs `prune` (its options: control/options.ts). */
-export const action: CommandAction<ControlContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as Connections & { keep: number; dryRun?: boolean };
+export const action: CommandAction<ControlContext, PruneOptions> = async (ctx, _args, opts) => {
   const { out } = ctx;
   const { database } = connect(ctx);
   const sql = await database(opts);

@@ -11,15 +11,17 @@ import { redactUrl } from "../../lib/url.ts";
 import type { BrokerSession } from "../../lib/amqp.ts";
 import { brokers, connect, type Connections, type ControlContext, Refused } from "./context.ts";
 
+/** What `push`'s options parse to (control/options.ts PUSH_OPTIONS). */
+type PushOptions = Connections & {
+  behind?: boolean;
+  stuckAfter: number;
+  dryRun?: boolean;
+  signingKey: string;
+};
+
 /** Runs `push` (its options: control/options.ts). */
-export const action: CommandAction<ControlContext> = async (ctx, args, options) => {
+export const action: CommandAction<ControlContext, PushOptions> = async (ctx, args, opts) => {
   const [name] = args as [string | undefined];
-  const opts = options as unknown as Connections & {
-    behind?: boolean;
-    stuckAfter: number;
-    dryRun?: boolean;
-    signingKey: string;
-  };
   const { out, err } = ctx;
   const { database, broker } = connect(ctx);
   if (name !== undefined && opts.behind) {

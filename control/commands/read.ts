@@ -95,5 +95,9 @@ async (
     ctx.code = report.attentionMachines(board).length > 0 ? 1 : 0;
   }
 };
+
+/** What the options of `status` and `board` parse to (`--html`: `board`'s only). */
+export type ReadOptions = Parameters<ReturnType<typeof boardAction>>[0];
+
 /** The connections `status` and `board` read on. */
 const READ_CONNECTIONS = 2;

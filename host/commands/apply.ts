@@ -28,8 +28,7 @@ interface ApplyOptions {
  * Runs `apply` (its arguments and options are declared in the command table, host/cli.ts): a
  * plain invocation runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, [file], options) => {
-  const opts = options as unknown as ApplyOptions;
+export const action: CommandAction<HostContext, ApplyOptions> = async (ctx, [file], opts) => {
   const bad = sourceNameProblem(opts.source);
   if (bad !== undefined) throw new Refused(`--source: ${bad}`);
   if (opts.takeFrom !== undefined) {

@@ -16,13 +16,17 @@ import { VERSION } from "../version.ts";
 import { exitCodeOf, type HostContext, migration } from "./context.ts";
 import { jsonText } from "../../lib/printable.ts";
 
+/** What `bundle`'s options parse to (host/options.ts BUNDLE_OPTIONS). */
+interface BundleOptions {
+  json?: boolean;
+  stateDir: string;
+}
+
 /**
  * Runs `bundle` (its options are declared in the command table, host/cli.ts): a plain invocation
  * runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as { json?: boolean; stateDir: string };
-
+export const action: CommandAction<HostContext, BundleOptions> = async (ctx, _args, opts) => {
   const bundle = await loadBundle(ctx.build.bundle, ctx.build.system.name);
   const joined = await readJoined(opts.stateDir);
   if (joined !== undefined) {

@@ -11,13 +11,16 @@ import { detectPlatform, formatPlatform } from "../platform.ts";
 import type { HostContext } from "./context.ts";
 import { jsonText } from "../../lib/printable.ts";
 
+/** What `inventory`'s options parse to (host/options.ts INVENTORY_OPTIONS). */
+interface InventoryOptions {
+  json?: boolean;
+}
+
 /**
  * Runs `inventory` (its options are declared in the command table, host/cli.ts): a plain invocation
  * runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as { json?: boolean };
-
+export const action: CommandAction<HostContext, InventoryOptions> = async (ctx, _args, opts) => {
   // What the appliers use (one detection per process), then what each tool says.
   const [platform, inventory] = await Promise.all([detectPlatform(), takeInventory()]);
   ctx.out(

@@ -33,8 +33,7 @@ interface LinkOptions {
  * Runs `link` (its options are declared in the command table, host/cli.ts): a plain invocation
  * runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as LinkOptions;
+export const action: CommandAction<HostContext, LinkOptions> = async (ctx, _args, opts) => {
   const { build, out, err } = ctx;
   let brokerUrl: string[];
   try {

@@ -10,13 +10,18 @@ import { Store } from "../store.ts";
 import { type HostContext, migration } from "./context.ts";
 import { jsonText } from "../../lib/printable.ts";
 
+/** What `owned`'s options parse to (host/options.ts OWNED_OPTIONS). */
+interface OwnedOptions {
+  json?: boolean;
+  stateDir: string;
+  declarations: string;
+}
+
 /**
  * Runs `owned` (its options are declared in the command table, host/cli.ts): a plain invocation
  * runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as { json?: boolean; stateDir: string; declarations: string };
-
+export const action: CommandAction<HostContext, OwnedOptions> = async (ctx, _args, opts) => {
   const store = await Store.load(opts.stateDir, {
     readOnly: true,
     migration: migration(ctx, opts.stateDir, opts.declarations),

@@ -28,8 +28,7 @@ interface ReconcileOptions {
  * Runs `reconcile` (its options are declared in the command table, host/cli.ts): a plain
  * invocation runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<HostContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as ReconcileOptions;
+export const action: CommandAction<HostContext, ReconcileOptions> = async (ctx, _args, opts) => {
   const { build, err } = ctx;
   if (opts.dryRun && opts.every !== undefined) {
     throw new Refused("--dry-run reconciles once: it cannot be given --every");

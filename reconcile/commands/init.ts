@@ -24,8 +24,7 @@ interface InitOptions {
  * Runs `init` (its options are declared in the command table, reconcile/main.ts): a plain
  * invocation runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<ReconcileContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as InitOptions;
+export const action: CommandAction<ReconcileContext, InitOptions> = async (ctx, _args, opts) => {
   const accounts = opts.accounts.split(",").map((s) => s.trim()).filter(Boolean);
   if (accounts.length === 0) throw new UsageError("--accounts: name at least one account");
   if (opts.output !== undefined) {

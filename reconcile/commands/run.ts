@@ -41,8 +41,7 @@ interface RunOptions {
  * rest, compare and render (reconcile/run.ts, reconcile/report.ts) load: nothing is asked before
  * bad input is refused.
  */
-export const action: CommandAction<ReconcileContext> = async (ctx, _args, options) => {
-  const opts = options as unknown as RunOptions;
+export const action: CommandAction<ReconcileContext, RunOptions> = async (ctx, _args, opts) => {
   const registry = await loadRegistry(opts.registry);
   if (!opts.registryInCheckout) {
     await assertRegistryOutsideCode(opts.registry, { repo: opts.repo });

@@ -25,8 +25,11 @@ interface WatchOptions {
  * Runs `watch` (its argument and options are declared in the command table, reconcile/main.ts):
  * a plain invocation runs without commander (lib/cli_table.ts parseCommand).
  */
-export const action: CommandAction<ReconcileContext> = async (ctx, [source], options) => {
-  const opts = options as unknown as WatchOptions;
+export const action: CommandAction<ReconcileContext, WatchOptions> = async (
+  ctx,
+  [source],
+  opts,
+) => {
   const { watch, watchJson, watchText } = await import("../watch.ts");
   const { plainAllowed } = await import("../../lib/wire_trust.ts");
   const sourceFile = /^[a-z][a-z0-9+.-]*:\/\//i.test(source!) ? undefined : source;

@@ -15,7 +15,12 @@ import {
   commandHelp,
   commandPaths,
   type CommandSpec,
+  declaredCommand,
+  declaredGroup,
   dispatch,
+  isOptionsOf,
+  type OptionsOf,
+  type OptionSpec,
   parseCommand,
   parseSubcommand,
   programHelp,
@@ -289,6 +294,8 @@ Deno.test("a command declared as data parses a plain invocation as commander doe
           });
           assertEquals(code, 0, args.join(" "));
           assertEquals(parsed, seen, args.join(" "));
+          // What the action is given is what its options' declarations type.
+          assert(isOptionsOf(command.options!, parsed.options), args.join(" "));
         }
       } finally {
         for (const name of env) Deno.env.delete(name);
@@ -587,7 +594,7 @@ Deno.test("mesh-control: a plain invocation of every command is parsed as comman
         if (value === undefined) Deno.env.delete(name);
         else Deno.env.set(name, value);
       }
-      for (const [path, group] of declaredPaths(CONTROL_TABLE)) {
+      for (const [path, group, spec] of declaredPaths(CONTROL_TABLE)) {
         let seen: { path: string; args: string[]; options: Record<string, unknown> } | undefined;
         const recording = (name: string): CommandAction<unknown> => (_ctx, args, options) => {
           seen = { path: name, args, options };
@@ -624,6 +631,7 @@ Deno.test("mesh-control: a plain invocation of every command is parsed as comman
           });
           assertEquals([code, err], [0, ""], said);
           assertEquals(parsed, seen, said);
+          assert(isOptionsOf(spec.options, parsed.options), said);
         }
       }
     }
@@ -687,4 +695,155 @@ Deno.test("mesh-control's commands, their runner and mesh-builder load no comman
   ) {
     assertEquals((await loadedAtStart(entry)).filter((s) => /^node:|^npm:/.test(s)), [], entry);
   }
+});
+
+/** Options declared as a table declares them: their literal types kept. */
+const TYPED_OPTIONS = [
+  { flags: "--source <name>", description: "", default: "local" },
+  { flags: "--take-from <source>", description: "" },
+  { flags: "--dry-run", description: "" },
+  { flags: "--no-bundle", description: "" },
+  { flags: "--every <duration>", description: "", parse: (v: string) => Number(v) },
+  { flags: "--queue-type <type>", description: "", choices: ["classic", "quorum"] },
+  { flags: "--keep <duration>", description: "", mandatory: true, parse: (v: string) => [v] },
+] as const satisfies readonly OptionSpec[];
+
+/** True when `A` and `B` are the same type (a compile-time check). */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
+  : false;
+
+Deno.test("OptionsOf types the options a declaration parses to, keyed as optionKey", () => {
+  const same: Same<OptionsOf<typeof TYPED_OPTIONS>, {
+    source: string;
+    takeFrom?: string;
+    dryRun?: true;
+    bundle: boolean;
+    every?: number;
+    queueType?: "classic" | "quorum";
+    keep: string[];
+  }> = true;
+  assert(same);
+  const parsed = parseCommand({
+    name: "go",
+    summary: "",
+    options: TYPED_OPTIONS,
+    load: () => Promise.reject(new Error("not loaded")),
+  }, ["go", "--take-from", "a", "--dry-run", "--every", "5", "--keep", "1d"]);
+  assertEquals(parsed?.options, {
+    source: "local",
+    takeFrom: "a",
+    dryRun: true,
+    bundle: true,
+    every: 5,
+    keep: ["1d"],
+  });
+  assert(isOptionsOf(TYPED_OPTIONS, parsed!.options));
+});
+
+Deno.test("isOptionsOf refuses options its declarations do not parse to", () => {
+  const base = { source: "local", bundle: false, keep: ["1d"] };
+  assert(isOptionsOf(TYPED_OPTIONS, base));
+  for (
+    const [options, why] of [
+      [{ ...base, other: 1 }, "a key no option has"],
+      [{ bundle: false, keep: ["1d"] }, "an option with a default missing"],
+      [{ source: "local", bundle: false }, "a mandatory option missing"],
+      [{ ...base, bundle: undefined }, "a --no- switch not a boolean"],
+      [{ ...base, dryRun: "yes" }, "a switch not true"],
+      [{ ...base, takeFrom: 1 }, "a value without a parser not text"],
+      [{ ...base, queueType: "stream" }, "a value not one of its choices"],
+    ] as const
+  ) assert(!isOptionsOf(TYPED_OPTIONS, options), why);
+});
+
+Deno.test("a declared command's and subcommand's action is given only what its options parse to", async () => {
+  const given: unknown[] = [];
+  const command = declaredCommand<string, typeof TYPED_OPTIONS>({
+    name: "go",
+    summary: "",
+    options: TYPED_OPTIONS,
+    load: () =>
+      Promise.resolve({
+        action: (_ctx: string, _args: string[], options: { source: string }) => {
+          given.push(options.source);
+          return Promise.resolve();
+        },
+      }),
+  });
+  const { action } = await command.load();
+  await action!("ctx", [], { source: "s", bundle: true, keep: [] });
+  assertEquals(given, ["s"]);
+  const wrong = await action!("ctx", [], { source: 1, bundle: true, keep: [] }).catch((e) => e);
+  assert(wrong instanceof TypeError, String(wrong));
+  assertStringIncludes(wrong.message, `Cannot run "go"`);
+  const group: CommandEntry<string> = declaredGroup({
+    name: "g",
+    summary: "",
+    declared: [
+      { name: "a", summary: "", options: [{ flags: "--json", description: "" }] },
+      { name: "b", summary: "", options: TYPED_OPTIONS },
+    ],
+    load: () =>
+      Promise.resolve({
+        actions: {
+          a: (_ctx: string, _args: string[], options: { json?: boolean }) => {
+            given.push(options.json);
+            return Promise.resolve();
+          },
+          b: (_ctx: string, _args: string[], options: { keep: string[] }) => {
+            given.push(options.keep);
+            return Promise.resolve();
+          },
+        },
+      }),
+  });
+  assertEquals(group.subcommands, ["a", "b"]);
+  const { actions } = await group.load();
+  assertEquals(Object.keys(actions!), ["a", "b"]);
+  await actions!.a!("ctx", [], { json: true });
+  await actions!.b!("ctx", [], { source: "s", bundle: true, keep: ["1d"] });
+  assertEquals(given, ["s", true, ["1d"]]);
+  const misplaced = await actions!.a!("ctx", [], { keep: ["1d"] }).catch((e) => e);
+  assert(misplaced instanceof TypeError, String(misplaced));
+  assertStringIncludes(misplaced.message, `Cannot run "g a"`);
+});
+
+Deno.test("a table entry whose action takes options its declarations do not give is a type error", () => {
+  // Type-checked, not run: each entry's module wants an option the declarations lack, or of
+  // another type.
+  const _entries = (): CommandEntry<string>[] => [
+    declaredCommand({
+      name: "go",
+      summary: "",
+      options: TYPED_OPTIONS,
+      load: () =>
+        // @ts-expect-error: `--format` is not declared.
+        Promise.resolve({
+          action: (_ctx: string, _args: string[], _options: { format: string }) =>
+            Promise.resolve(),
+        }),
+    }),
+    declaredCommand({
+      name: "go",
+      summary: "",
+      options: TYPED_OPTIONS,
+      load: () =>
+        // @ts-expect-error: `--every` parses to a number.
+        Promise.resolve({
+          action: (_ctx: string, _args: string[], _options: { every?: string }) =>
+            Promise.resolve(),
+        }),
+    }),
+    declaredGroup({
+      name: "g",
+      summary: "",
+      declared: [{ name: "a", summary: "", options: [] }, { name: "b", summary: "", options: [] }],
+      load: () =>
+        // @ts-expect-error: no action for `b`.
+        Promise.resolve({
+          actions: { a: (_ctx: string, _args: string[], _options: object) => Promise.resolve() },
+        }),
+    }),
+  ];
+  assert(typeof _entries === "function");
 });

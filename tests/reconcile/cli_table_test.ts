@@ -15,6 +15,7 @@ import {
   type CommandEntry,
   commandHelp,
   dispatch,
+  isOptionsOf,
   parseCommand,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
@@ -253,6 +254,7 @@ Deno.test("reconcile: a plain invocation is parsed as commander parses it, to wh
     for (const [args, expected] of plain) {
       const parsed = parseCommand(command, args);
       assertEquals(parsed, expected, args.join(" "));
+      assert(isOptionsOf(command.options!, parsed!.options), args.join(" "));
       seen = undefined;
       const code = await runTable(TABLE, entry, args, {
         out: () => {},
