@@ -444,7 +444,7 @@ async function main(): Promise<void> {
 
   // The nodes: the link's own code, each with its own account, state directory and root.
   const { runLink } = await import("../host/link.ts");
-  const { debian } = await import("../systems/debian.ts");
+  const { debian } = await import("../systems/debian/mod.ts");
   const { VERSION } = await import("../host/version.ts");
   const stop = new AbortController();
   const links: Promise<unknown>[] = [];

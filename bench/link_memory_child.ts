@@ -13,7 +13,7 @@
 
 import { runLink } from "../host/link.ts";
 import { readControlKey } from "../lib/signing.ts";
-import { debian } from "../systems/debian.ts";
+import { debian } from "../systems/debian/mod.ts";
 
 /** Directories in the bench's declaration. */
 export const DIRS = 100;

@@ -12,7 +12,7 @@ import { hostMain } from "./cli.ts";
 if (import.meta.main) {
   const system = {
     name: "alpine",
-    load: async () => (await import("../systems/alpine.ts")).alpine,
+    load: async () => (await import("../systems/alpine/mod.ts")).alpine,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

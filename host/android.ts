@@ -12,7 +12,7 @@ import { hostMain } from "./cli.ts";
 if (import.meta.main) {
   const system = {
     name: "android",
-    load: async () => (await import("../systems/android.ts")).android,
+    load: async () => (await import("../systems/android/mod.ts")).android,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

@@ -12,7 +12,7 @@ import { hostMain } from "./cli.ts";
 if (import.meta.main) {
   const system = {
     name: "arch",
-    load: async () => (await import("../systems/arch.ts")).arch,
+    load: async () => (await import("../systems/arch/mod.ts")).arch,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

@@ -12,7 +12,7 @@ import { hostMain } from "./cli.ts";
 if (import.meta.main) {
   const system = {
     name: "debian",
-    load: async () => (await import("../systems/debian.ts")).debian,
+    load: async () => (await import("../systems/debian/mod.ts")).debian,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

@@ -1,7 +1,7 @@
 /**
- * Systems: what differs between the machines a host is built for, one module each
- * (systems/<system>.ts: how it is recognised, its appliers, what it refuses), and here what a
- * one-file host must know of each. The contract they implement is host/system.ts.
+ * Systems: what differs between the machines a host is built for, one folder each
+ * (systems/<system>/mod.ts: how it is recognised, its appliers, what it refuses; beside it its
+ * package applier), and here what a one-file host must know of each. The contract they implement is host/system.ts.
  *
  * @module
  */

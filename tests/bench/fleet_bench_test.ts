@@ -9,7 +9,7 @@
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { applySources, readSource } from "../../host/apply.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { FLEET_PREFIX, rootedSystem } from "../../bench/fleet_rooted.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;

@@ -287,7 +287,7 @@ Deno.test(
     );
     await Deno.writeTextFile(
       entry,
-      `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +
+      `import { debian } from "../systems/debian/mod.ts";\nimport { hostMain } from "./cli.ts";\n` +
         `Deno.exit(await hostMain(Deno.args, { system: debian, bundle: Deno.readTextFileSync(${
           JSON.stringify(`${dir}/bundle.lock`)
         }) }));\n`,

@@ -12,7 +12,7 @@ import { openBroker } from "../../lib/amqp.ts";
 import { type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { journal, linkReport, sendJournaled } from "../../host/link.ts";
 import { actionApplier } from "../../host/resources/action.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import { applyResources } from "../host/support.ts";
 import { controlCli, publishReports, reportOf, uniqueNode } from "./support.ts";

@@ -8,7 +8,7 @@
  *   control/, builder/ and reconcile/ only lib/ (what they share with the host, the declaration
  *   and the container runtime, is in lib/), so never host/;
  * - host/ imports nothing from systems/ but in its entry points, `host/<system>.ts`, each of
- *   which imports its own `systems/<system>.ts` (systems/ holds what differs and imports host/'s
+ *   which imports its own `systems/<system>/mod.ts` (systems/ holds what differs and imports host/'s
  *   appliers and the system contract, host/system.ts).
  *
  * Each failure names the files and the line of the import.
@@ -193,7 +193,7 @@ export function wrongWay(edges: Edge[]): string[] {
       out.push(`${say} (${from === "mod.ts" ? from : `${from}/`} may import ${may})`);
     } else if (from === "host" && to === "systems") {
       const entry = /^host\/(debian|arch|alpine|android)\.ts$/.exec(e.from);
-      if (entry === null || e.to !== `systems/${entry[1]}.ts`) {
+      if (entry === null || e.to !== `systems/${entry[1]}/mod.ts`) {
         out.push(
           `${say} (host/ imports systems/ only in an entry point host/<system>.ts, its own system)`,
         );
@@ -221,7 +221,7 @@ Deno.test("layers: the circle finder names a circle and the wrong-way finder an 
     { from: "host/c.ts", to: "lib/d.ts", line: 6 },
     { from: "control/x.ts", to: "host/a.ts", line: 7 },
     { from: "host/cli.ts", to: "systems/mod.ts", line: 8 },
-    { from: "host/arch.ts", to: "systems/arch.ts", line: 9 },
+    { from: "host/arch.ts", to: "systems/arch/mod.ts", line: 9 },
     { from: "lib/e.ts", to: "control/x.ts", line: 10 },
   ];
   assertEquals(circles(edges), [

@@ -9,10 +9,10 @@ import { RESOURCE_TYPES } from "../../lib/declaration.ts";
 import { SYSTEM_NAMES } from "../../host/system.ts";
 import type { System } from "../../host/system.ts";
 import { CHECKS } from "../../reconcile/compare.ts";
-import { alpine } from "../../systems/alpine.ts";
-import { android } from "../../systems/android.ts";
-import { arch } from "../../systems/arch.ts";
-import { debian } from "../../systems/debian.ts";
+import { alpine } from "../../systems/alpine/mod.ts";
+import { android } from "../../systems/android/mod.ts";
+import { arch } from "../../systems/arch/mod.ts";
+import { debian } from "../../systems/debian/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const SYSTEMS: Record<string, System> = { alpine, android, arch, debian };

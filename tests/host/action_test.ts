@@ -13,7 +13,7 @@ import { pinnedBusybox } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
 import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, type FootprintEntry, readFootprint } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import { containerApplier } from "../../host/resources/container.ts";
 import { actionApplier } from "../../host/resources/action.ts";

@@ -11,7 +11,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import "../support/mod.ts";
 import { type ContractCase, runContract } from "./contract.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { run } from "../../lib/command.ts";
 import { bootLab, pinnedBusybox } from "../lab/mod.ts";
 import type { Resource } from "../../lib/declaration.ts";

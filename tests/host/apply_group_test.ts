@@ -10,7 +10,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { applyResources, readFootprint } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import type { Applier, Prepared } from "../../host/applier.ts";
 import { Store } from "../../host/store.ts";

@@ -21,7 +21,7 @@ import { pinnedBusybox, REGISTRY } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
 import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, type FootprintEntry, readFootprint } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import type { ApplyContext } from "../../host/applier.ts";
 import {
@@ -213,7 +213,7 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
     });
     const out = await subprocess(
       `import { applyBytes } from "${ROOT}host/apply.ts";\n` +
-        `import { debian } from "${ROOT}systems/debian.ts";\n` +
+        `import { debian } from "${ROOT}systems/debian/mod.ts";\n` +
         `import { containerApplier } from "${ROOT}host/resources/container.ts";\n` +
         `const system = { ...debian, appliers: { ...debian.appliers, container: containerApplier } };\n` +
         `const r = await applyBytes(new TextEncoder().encode(${

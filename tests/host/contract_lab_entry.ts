@@ -10,7 +10,7 @@
  */
 
 import { type ContractCase, runContract } from "./contract.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { run } from "../../lib/command.ts";
 import { serviceManager } from "../../host/platform.ts";
 import type { Resource } from "../../lib/declaration.ts";

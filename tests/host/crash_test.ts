@@ -731,7 +731,7 @@ Deno.test({
   // an empty declaration never removed it. A renamed resource now keeps its footprint entry.
   fn: async () => {
     const { applyBytes } = await import("../../host/apply.ts");
-    const { debian } = await import("../../systems/debian.ts");
+    const { debian } = await import("../../systems/debian/mod.ts");
     const dir = await Deno.makeTempDir({ prefix: "mesh-rename-" });
     try {
       const apply = async (resources: unknown[]) => {

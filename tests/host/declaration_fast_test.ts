@@ -305,7 +305,7 @@ Deno.test("mesh-host apply of a valid declaration loads no zod; an invalid one d
   try {
     const script = `
       import { applyBytes } from "${ROOT}host/apply.ts";
-      import { debian } from "${ROOT}systems/debian.ts";
+      import { debian } from "${ROOT}systems/debian/mod.ts";
       const [text, stateDir] = Deno.args;
       const result = await applyBytes(new TextEncoder().encode(text), {
         system: debian, stateDir, version: "test", trusted: true,

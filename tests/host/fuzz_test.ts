@@ -13,7 +13,7 @@
 import { AssertionError } from "node:assert";
 import { assert, assertEquals } from "../support/assert.ts";
 import { applyBytes, type ApplyResult } from "../../host/apply.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 
 // The contract's limits (docs/design.md and lib/declaration.ts): 16 Mi of content, 64 MiB of input.
 const MAX_CONTENT = 16 * 1024 * 1024;

@@ -7,9 +7,9 @@ import { cli, ROOT } from "../support/mod.ts";
 import { applyBytes, applyDeclaration } from "../../host/apply.ts";
 import { EmptyBundleError, loadBundle, NoBundleError } from "../../host/bundle.ts";
 import { executableIdentity, executablePath, replacedSince } from "../../host/identity.ts";
-import { android } from "../../systems/android.ts";
-import { arch } from "../../systems/arch.ts";
-import { debian } from "../../systems/debian.ts";
+import { android } from "../../systems/android/mod.ts";
+import { arch } from "../../systems/arch/mod.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { confirmSystem, parseOsRelease, WrongSystemError } from "../../host/system.ts";
 import { type Applier, lazyApplier } from "../../host/applier.ts";
 import { loadedAtStart } from "../support/module_graph.ts";
@@ -266,7 +266,7 @@ Deno.test("reconcile --every stands aside (exit 0) when its executable is replac
   const bundle = debianLayoutUnder(dir);
   await Deno.writeTextFile(`${dir}/bundle.lock`, bundle);
   const source =
-    `import { debian } from "../systems/debian.ts";\nimport { hostMain } from "./cli.ts";\n` +
+    `import { debian } from "../systems/debian/mod.ts";\nimport { hostMain } from "./cli.ts";\n` +
     `Deno.exit(await hostMain(Deno.args, { system: debian, bundle: Deno.readTextFileSync(${
       JSON.stringify(`${dir}/bundle.lock`)
     }) }));\n`;
@@ -310,7 +310,7 @@ Deno.test("reconcile refuses, saying why, on a host with an empty bundle or none
   await Deno.writeTextFile(`${dir}/os-release`, 'ID=arch\nPRETTY_NAME="Arch Linux"\n');
   await Deno.writeTextFile(
     entry,
-    `import { arch } from "../systems/arch.ts";\nimport { debian } from "../systems/debian.ts";\n` +
+    `import { arch } from "../systems/arch/mod.ts";\nimport { debian } from "../systems/debian/mod.ts";\n` +
       `import { hostMain } from "./cli.ts";\n` +
       `const [which, ...args] = Deno.args;\n` +
       `Deno.exit(await hostMain(args, which === "arch"\n` +
@@ -409,13 +409,13 @@ Deno.test("a system loads its service, package, container and action appliers wh
     "host/resources/service.ts",
     "host/resources/container.ts",
     "host/resources/action.ts",
-    "host/resources/package_dpkg.ts",
-    "host/resources/package_apk.ts",
-    "host/resources/package_pacman.ts",
+    "systems/debian/package_dpkg.ts",
+    "systems/alpine/package_apk.ts",
+    "systems/arch/package_pacman.ts",
     "host/resources/service_systemd.ts",
     "host/resources/service_openrc.ts",
   ];
-  for (const entry of ["systems/debian.ts", "systems/alpine.ts", "systems/arch.ts"]) {
+  for (const entry of ["systems/debian/mod.ts", "systems/alpine/mod.ts", "systems/arch/mod.ts"]) {
     const loaded = await loadedAtStart(entry);
     assert(loaded.some((s) => s.endsWith("/host/resources/fs.ts")), entry);
     assertEquals(loaded.filter((s) => lazy.some((l) => s.endsWith(`/${l}`))), [], entry);

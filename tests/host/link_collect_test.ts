@@ -11,7 +11,7 @@ import { KEPT_FILE, LINK_DIR, runLink } from "../../host/link.ts";
 import { controlKeyFile } from "../support/signing.ts";
 import { declarationDigest } from "../../lib/declaration.ts";
 import type { DeclarationMessage } from "../../lib/broker.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 

@@ -10,7 +10,7 @@ import { Store } from "../../host/store.ts";
 import { migrationFor } from "../../host/sources.ts";
 import { parseTrusted } from "../../lib/declaration.ts";
 import { applyBytes } from "../../host/apply.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 
 const FIXTURE = `${ROOT}tests/host/fixtures/store_v1`;
 const PREFIX = "/tmp/mesh-v1-fixture";

@@ -11,7 +11,7 @@ import { uniqueName } from "../support/mod.ts";
 import { run } from "../../lib/command.ts";
 import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, readFootprint } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import { actionApplier } from "../../host/resources/action.ts";
 

@@ -20,10 +20,10 @@ import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts
 import { denoRun } from "../support/mod.ts";
 import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { run } from "../../lib/command.ts";
-import { queryDpkg } from "../../host/resources/package_dpkg.ts";
+import { queryDpkg } from "../../systems/debian/package_dpkg.ts";
 import { runContract } from "./contract.ts";
-import { arch } from "../../systems/arch.ts";
-import { alpine } from "../../systems/alpine.ts";
+import { arch } from "../../systems/arch/mod.ts";
+import { alpine } from "../../systems/alpine/mod.ts";
 
 /**
  * Runs `fn` with `PATH` (and the other variables of `env`) set in this process, for the generic
@@ -235,8 +235,8 @@ async function debianSubject(m: LabMachine): Promise<Subject> {
     m,
     "/root/pkg_entry.ts",
     `import { hostMain } from "file:///mesh/host/cli.ts";
-import { debian } from "file:///mesh/systems/debian.ts";
-import { dpkgPackageApplier } from "file:///mesh/host/resources/package_dpkg.ts";
+import { debian } from "file:///mesh/systems/debian/mod.ts";
+import { dpkgPackageApplier } from "file:///mesh/systems/debian/package_dpkg.ts";
 const system = { ...debian, appliers: { ...debian.appliers, package: dpkgPackageApplier } };
 Deno.exit(await hostMain(Deno.args, { system }));
 `,
@@ -467,8 +467,8 @@ async function hostEntry(
   await Deno.writeTextFile(
     `${dir}/entry.ts`,
     `import { hostMain } from "${url("host/cli.ts")}";
-import { ${system} } from "${url(`systems/${system}.ts`)}";
-import { ${applier.name} } from "${url(`host/resources/${applier.module}`)}";
+import { ${system} } from "${url(`systems/${system}/mod.ts`)}";
+import { ${applier.name} } from "${url(`systems/${system}/${applier.module}`)}";
 const system = { ...${system}, appliers: { ...${system}.appliers, package: ${applier.name} } };
 Deno.exit(await hostMain(Deno.args, { system, osRelease: ${JSON.stringify(`${dir}/os-release`)} }));
 `,

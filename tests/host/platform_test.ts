@@ -12,7 +12,7 @@ import {
   serviceManager,
 } from "../../host/platform.ts";
 import { applyResources } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import * as container from "../../host/resources/container.ts";
 import * as service from "../../host/resources/service.ts";
 

@@ -10,7 +10,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { type ApplyResult, applySources, readSource } from "../../host/apply.ts";
 import { claimKey, realLocation, Store } from "../../host/store.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { readFootprint } from "./support.ts";
 
 type Resources = Record<string, unknown>[];

@@ -267,7 +267,7 @@ const OPENRC: Driver = {
 };
 
 // The system is assembled here from the file appliers and the service applier alone, so this
-// suite tests the service appliers and does not depend on the other appliers systems/debian.ts
+// suite tests the service appliers and does not depend on the other appliers systems/debian/mod.ts
 // imports. It is named and matched as debian, as the debian host is.
 const ENTRY = `import { hostMain } from "file:///mesh/host/cli.ts";
 import { directoryApplier, fileApplier } from "file:///mesh/host/resources/fs.ts";

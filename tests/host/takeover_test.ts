@@ -7,7 +7,7 @@
 
 import { assert, assertEquals, assertStringIncludes, assertThrows } from "../support/assert.ts";
 import { applyResources } from "./support.ts";
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { BundleError, loadBundle } from "../../host/bundle.ts";
 import { DeclarationMessage, decodeMessage, MessageError } from "../../lib/broker.ts";
 import { duplicateKeys } from "../../lib/json_keys.ts";

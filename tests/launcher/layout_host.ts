@@ -7,7 +7,7 @@
  * @module
  */
 
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import carried from "../../bundles/substrate-debian.lock" with { type: "text" };
 import { hostMain } from "../../host/cli.ts";
 

@@ -42,7 +42,7 @@ Deno.test("launcher: a mesh-host symlink repointed to a new version makes the re
   const entry = `${dir}/host.ts`;
   await Deno.writeTextFile(
     entry,
-    `import { debian } from "${ROOT}systems/debian.ts";\n` +
+    `import { debian } from "${ROOT}systems/debian/mod.ts";\n` +
       `import { hostMain } from "${ROOT}host/cli.ts";\n` +
       `Deno.exit(await hostMain(Deno.args, { system: debian, bundle: Deno.readTextFileSync(${
         JSON.stringify(`${dir}/bundle.lock`)

@@ -155,7 +155,7 @@ Deno.test("mesh-host apply, reconcile, link and their runner load no commander, 
     "host/commands/apply.ts",
     "host/commands/reconcile.ts",
     "host/commands/runner.ts",
-    "systems/debian.ts",
+    "systems/debian/mod.ts",
   ];
   for (const entry of [...commands, "host/commands/link.ts"]) {
     const loaded = await loadedAtStart(entry);

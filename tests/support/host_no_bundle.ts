@@ -7,7 +7,7 @@
  * @module
  */
 
-import { debian } from "../../systems/debian.ts";
+import { debian } from "../../systems/debian/mod.ts";
 import { hostMain } from "../../host/cli.ts";
 
 if (import.meta.main) {

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { linuxAppliers } from "./linux_appliers.ts";
-import type { System } from "../host/system.ts";
+import { linuxAppliers } from "../linux_appliers.ts";
+import type { System } from "../../host/system.ts";
 
 const IDS = ["arch", "archarm"];
 
@@ -14,8 +14,6 @@ const IDS = ["arch", "archarm"];
 export const arch: System = {
   name: "arch",
   matches: (release) => release !== undefined && IDS.includes(release.ID ?? ""),
-  appliers: linuxAppliers(async () =>
-    (await import("../host/resources/package_pacman.ts")).pacmanPackageApplier
-  ),
+  appliers: linuxAppliers(async () => (await import("./package_pacman.ts")).pacmanPackageApplier),
   refuses: {},
 };

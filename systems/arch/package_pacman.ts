@@ -37,7 +37,7 @@
 import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { CommandError, run } from "../../lib/command.ts";
-import { type Applier, type Plan, ResourceError } from "../applier.ts";
+import { type Applier, type Plan, ResourceError } from "../../host/applier.ts";
 import type { Package } from "../../lib/declaration.ts";
 
 type PackageResource = z.output<typeof Package>;

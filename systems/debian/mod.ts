@@ -6,8 +6,8 @@
  * @module
  */
 
-import { linuxAppliers } from "./linux_appliers.ts";
-import type { System } from "../host/system.ts";
+import { linuxAppliers } from "../linux_appliers.ts";
+import type { System } from "../../host/system.ts";
 
 const IDS = ["debian"];
 
@@ -15,8 +15,6 @@ const IDS = ["debian"];
 export const debian: System = {
   name: "debian",
   matches: (release) => release !== undefined && IDS.includes(release.ID ?? ""),
-  appliers: linuxAppliers(async () =>
-    (await import("../host/resources/package_dpkg.ts")).dpkgPackageApplier
-  ),
+  appliers: linuxAppliers(async () => (await import("./package_dpkg.ts")).dpkgPackageApplier),
   refuses: {},
 };

@@ -35,7 +35,7 @@
 
 import type { z } from "zod";
 import { CommandError, run } from "../../lib/command.ts";
-import { type Applier, type Plan, ResourceError } from "../applier.ts";
+import { type Applier, type Plan, ResourceError } from "../../host/applier.ts";
 import type { Package } from "../../lib/declaration.ts";
 
 type PackageResource = z.output<typeof Package>;

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { linuxAppliers } from "./linux_appliers.ts";
-import type { System } from "../host/system.ts";
+import { linuxAppliers } from "../linux_appliers.ts";
+import type { System } from "../../host/system.ts";
 
 const IDS = ["alpine"];
 
@@ -15,8 +15,6 @@ const IDS = ["alpine"];
 export const alpine: System = {
   name: "alpine",
   matches: (release) => release !== undefined && IDS.includes(release.ID ?? ""),
-  appliers: linuxAppliers(async () =>
-    (await import("../host/resources/package_apk.ts")).apkPackageApplier
-  ),
+  appliers: linuxAppliers(async () => (await import("./package_apk.ts")).apkPackageApplier),
   refuses: {},
 };

@@ -7,10 +7,10 @@
  * @module
  */
 
-import { actionApplier } from "../host/resources/action.ts";
-import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
-import { unsupportedApplier } from "../host/applier.ts";
-import type { System } from "../host/system.ts";
+import { actionApplier } from "../../host/resources/action.ts";
+import { directoryApplier, fileApplier } from "../../host/resources/fs.ts";
+import { unsupportedApplier } from "../../host/applier.ts";
+import type { System } from "../../host/system.ts";
 
 const NO_INIT = "Android has no service manager a host can drive (init needs root)";
 const NO_PACKAGES = "Android has no package manager a host can drive";
