@@ -14,7 +14,7 @@
  */
 
 import { z } from "zod";
-import { formatPath } from "./json_path.ts";
+import { formatPath, issueMessage } from "./json_path.ts";
 import {
   ACCOUNT_PATTERN,
   assertShallow,
@@ -278,13 +278,10 @@ export function validate(data: unknown, options: ParseOptions): Declaration {
         }
         continue;
       }
-      const missing = issue.code === "invalid_type" && issue.message.endsWith("received undefined");
       problems.push({
         path: formatPath(path),
         ...(id ? { id } : {}),
-        message: missing
-          ? `Missing required field "${String(path[path.length - 1])}"`
-          : issue.message,
+        message: issueMessage(issue, data, path),
       });
     }
   }

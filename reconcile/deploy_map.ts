@@ -27,7 +27,7 @@
 import { z } from "zod";
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node } from "yaml";
 import { parseDocumentBounded, YamlBoundError } from "../lib/yaml_bounds.ts";
-import { formatPath } from "../lib/json_path.ts";
+import { formatPath, issueMessage } from "../lib/json_path.ts";
 import { DEPLOY_MAP_FILE } from "./repo_check.ts";
 
 export { DEPLOY_MAP_FILE };
@@ -196,11 +196,7 @@ export function parseDeployMap(text: string, file = DEPLOY_MAP_FILE): DeployEntr
         problems.push({
           path: formatPath(at),
           ...positionOf(doc.contents, at, lineCounter, key !== undefined),
-          message: key !== undefined
-            ? `Unknown field "${key}"`
-            : issue.code === "invalid_type" && issue.message.endsWith("received undefined")
-            ? `Missing required field "${String(at[at.length - 1])}"`
-            : issue.message,
+          message: key !== undefined ? `Unknown field "${key}"` : issueMessage(issue, data, at),
         });
       }
     }

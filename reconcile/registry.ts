@@ -25,6 +25,7 @@ import {
 } from "yaml";
 import { messageOf } from "../lib/atomic.ts";
 import { parseDocumentBounded, YamlBoundError } from "../lib/yaml_bounds.ts";
+import { issueMessage } from "../lib/json_path.ts";
 import {
   crossCheck,
   ENTRY_KINDS,
@@ -166,9 +167,7 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
     problems.push({
       path: formatPath(path),
       ...positionOf(doc.contents, path, { lineCounter, index, atKey: false }),
-      message: issue.code === "invalid_type" && issue.message.endsWith("received undefined")
-        ? `Missing required field "${String(path[path.length - 1])}"`
-        : issue.message,
+      message: issueMessage(issue, data, path),
     });
   }
   problems.sort((a, b) => a.line - b.line || a.column - b.column);

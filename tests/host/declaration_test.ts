@@ -181,6 +181,32 @@ Deno.test("a missing field is named", () => {
   );
 });
 
+Deno.test("a missing field is named even where a wrong value has a message of its own", () => {
+  // Fields whose schema words a wrong value itself (a mode, the version, an enum, the type):
+  // left out, each is said missing, not wrong; given a wrong value, each keeps its own words.
+  const missing = (input: unknown) => problems(input).map((x) => `${x.path}: ${x.message}`);
+  assertEquals(missing(withResource({ mode: undefined }, 0)), [
+    'resources[0].mode: Missing required field "mode"',
+  ]);
+  assertEquals(missing(withResource({ state: undefined }, 2)), [
+    'resources[2].state: Missing required field "state"',
+  ]);
+  assertEquals(missing(withResource({ type: undefined }, 3)), [
+    'resources[3].type: Missing required field "type"',
+  ]);
+  assertEquals(missing({ resources: [] }), ['version: Missing required field "version"']);
+  assertEquals(missing(withResource({ mode: "rw" }, 0)), [
+    'resources[0].mode: Must be an octal mode such as "0644"',
+  ]);
+  assertEquals(missing({ version: 2, resources: [] }), [
+    "version: Unsupported declaration version; this host reads version 1",
+  ]);
+  assertEquals(
+    missing(withResource({ state: "paused" }, 2))[0]!.startsWith("resources[2].state: "),
+    true,
+  );
+});
+
 Deno.test("the digest is the sha256 of the bytes; the schema is a JSON Schema", async () => {
   assertEquals(
     await declarationDigest("abc"),

@@ -123,6 +123,17 @@ Deno.test("a missing required field is named", () => {
   ]]);
 });
 
+Deno.test("a missing version is said missing, a wrong one unsupported", () => {
+  const missing = problemsOf(VALID.replace("version: 1\n", ""));
+  assertEquals(missing.map((x) => [x.path, x.message]), [[
+    "version",
+    'Missing required field "version"',
+  ]]);
+  const wrong = problemsOf(VALID.replace("version: 1\n", "version: 2\n"));
+  assertEquals(wrong.map((x) => x.path), ["version"]);
+  assert(wrong[0]!.message.startsWith("Unsupported registry version"), wrong[0]!.message);
+});
+
 Deno.test("a container without an account, or in an account not asked about, is an error", () => {
   assertEquals(
     problemsOf(VALID.replace("    user: alice\n", "")).map((x) => x.path),
