@@ -499,8 +499,10 @@ async function seedStatus(sql: Sql): Promise<void> {
  */
 async function seedDrift(sql: Sql): Promise<void> {
   const base = new Date().toISOString();
+  // Each run's time, to the second as the summary writes it; ingest stores it beside the summary
+  // as epoch milliseconds and as toISOString writes it (control/drift.ts, ranAt).
   await sql.unsafe(`
-    insert into node_drift (node, summary, reported_at, received_at)
+    insert into node_drift (node, summary, reported_at, received_at, ran_at_ms, ran_at)
     select format('node-%s', lpad(i::text, 5, '0')),
       case
         when i % 50 = 2 then jsonb_build_object('status', 'unreadable',
@@ -508,8 +510,7 @@ async function seedDrift(sql: Sql): Promise<void> {
           'problem', 'not UTF-8 JSON (truncated?): Unexpected end of JSON input')
         else jsonb_build_object(
           'status', case i % 50 when 0 then 'drift' when 1 then 'unobservable' else 'clean' end,
-          'ranAt', to_char(('${base}'::timestamptz - case when i % 50 = 3 then interval '3 hours'
-            else interval '4 minutes' end) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+          'ranAt', to_char(t.ran at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
           'intervalSeconds', 900,
           'registry', '/var/lib/mesh/reconcile/registry.yaml',
           'entries', 12,
@@ -519,8 +520,13 @@ async function seedDrift(sql: Sql): Promise<void> {
           || case when i % 50 = 1 then '{"unobserved":["podman@root"]}'::jsonb
              else '{}'::jsonb end
       end,
-      '${base}'::timestamptz - interval '1 minute', '${base}'::timestamptz - interval '1 minute'
+      '${base}'::timestamptz - interval '1 minute', '${base}'::timestamptz - interval '1 minute',
+      case when i % 50 <> 2 then (extract(epoch from t.ran) * 1000)::bigint end,
+      case when i % 50 <> 2 then
+        to_char(t.ran at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end
     from generate_series(1, ${STATUS_NODES}) i
+      cross join lateral (select date_trunc('second', '${base}'::timestamptz -
+        case when i % 50 = 3 then interval '3 hours' else interval '4 minutes' end) as ran) t
     where i % 50 not in (4, 5)`);
   await sql.unsafe("analyze node_drift");
 }
@@ -561,6 +567,13 @@ async function refreshStatus(sql: Sql): Promise<number> {
         summary = case when summary ? 'ranAt' then jsonb_set(summary, '{ranAt}', to_jsonb(to_char(
           ((summary->>'ranAt')::timestamptz + ${by}::interval) at time zone 'UTC',
           'YYYY-MM-DD"T"HH24:MI:SS"Z"'))) else summary end`;
+    // The instant ingest stored beside it, from the summary's time as it now reads.
+    await tx`
+      update node_drift set
+        ran_at_ms = (extract(epoch from (summary->>'ranAt')::timestamptz) * 1000)::bigint,
+        ran_at = to_char((summary->>'ranAt')::timestamptz at time zone 'UTC',
+          'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+      where summary ? 'ranAt'`;
     return s;
   });
   await sql.unsafe(
@@ -606,28 +619,6 @@ function planFacts(text: string): PlanFacts {
   return { text, indexes, seqScans, executionMs };
 }
 
-/** readNodeStates' query before migration 0006 (`git show b8ff75d:control/inventory.ts`). */
-const READ_BEFORE_0006 = `
-    select n.name, n.system, n.kind, n.enrolled_at,
-      coalesce((select array_agg(a.module order by a.position) from assignments a
-                where a.node = n.name), '{}') as modules,
-      d.generation as d_generation, d.digest as d_digest, d.total as d_total,
-      d.pushed_at as d_pushed_at,
-      r.generation as r_generation, r.digest as r_digest, r.outcome as r_outcome,
-      r.applied as r_applied, r.total as r_total, r.trigger as r_trigger,
-      r.problems as r_problems, r.interval_ms as r_interval_ms, r.reported_at as r_reported_at,
-      r.received_at as r_received_at
-    from nodes n
-    left join lateral (
-      select generation, digest, total, pushed_at from declarations
-      where node = n.name order by generation desc limit 1) d on true
-    left join lateral (
-      select generation, digest, outcome, applied, total, trigger, problems, interval_ms,
-        reported_at, received_at
-      from reports where node >= n.name and node <= n.name
-      order by node, id desc limit 1) r on true
-    order by n.name`;
-
 async function partStatus(runs: number, dir: string) {
   log("part 1: status and board over 10,000 nodes x 100 reports");
   const db = await makeDatabase("status");
@@ -638,44 +629,43 @@ async function partStatus(runs: number, dir: string) {
   const emptyPage = `${dir}/empty.html`;
   await Deno.writeTextFile(emptyPage, "<!doctype html><title>empty</title>\n");
 
-  // readNodeStates' own SQL, captured from postgres.js.
+  // The fleet reads' own SQL (readFleet's, as status and board --json send it), captured from
+  // postgres.js with its parameters written in, so that psql can run it as is.
   const postgres = await postgresModule();
-  let query: string | undefined;
+  let captured: string | undefined;
   const capture = postgres(db.url, {
     max: 1,
     onnotice: () => {},
+    fetch_types: false,
     debug: (_connection, text, params) => {
-      // Its parameters (numbers: the nodes a row) written in, so that psql can run it as is.
-      query = text.replace(/\$(\d+)/g, (_, i) => String((params as unknown[])[Number(i) - 1]));
+      captured = text.replace(/\$(\d+)/g, (_, i) => {
+        const value = (params as unknown[])[Number(i) - 1];
+        return typeof value === "number"
+          ? String(value)
+          : `'${String(value).replaceAll("'", "''")}'`;
+      });
     },
   });
-  const { readClock, readNodeStates } = await import("../control/inventory.ts");
-  const { NODES_PER_ROW } = await import("../control/read_rows.ts");
-  const STATE_ROWS = Math.ceil((STATUS_NODES + NEVER_SPOKE) / NODES_PER_ROW);
+  const { readFleet } = await import("../control/node_state.ts");
   const { DEFAULT_GRACE_MS } = await import("../control/state.ts");
   const report = await import("../control/report.ts");
-  const { readDrift } = await import("../control/drift.ts");
-  let driftQuery: string | undefined;
+  const queries: Record<"status" | "board", string> = { status: "", board: "" };
   try {
-    await readNodeStates(capture);
-    const states = query;
-    query = undefined;
-    // readDrift's too, for the floor (bench/status_floor.ts).
-    await readDrift(capture);
-    // Set by the capture's debug callback, which the compiler does not follow.
-    driftQuery = query as string | undefined;
-    query = states;
+    for (const kind of ["status", "board"] as const) {
+      captured = undefined;
+      await readFleet(capture as unknown as Sql, { listedOnly: kind === "status" });
+      // Set by the capture's debug callback, which the compiler does not follow.
+      const text = captured as string | undefined;
+      if (text === undefined) throw new Error(`no query captured from readFleet (${kind})`);
+      queries[kind] = text.trim();
+    }
   } finally {
     await capture.end({ timeout: 1 });
   }
-  if (query === undefined) throw new Error("no query captured from readNodeStates");
-  if (driftQuery === undefined) throw new Error("no query captured from readDrift");
-  const queryFile = `${dir}/read_node_states.sql`;
-  await Deno.writeTextFile(queryFile, `${query.trim()};\n`);
-  const driftFile = `${dir}/read_drift.sql`;
-  await Deno.writeTextFile(driftFile, `${driftQuery.trim()};\n`);
-  const countFile = `${dir}/count_node_states.sql`;
-  await Deno.writeTextFile(countFile, `select count(*) from (${query.trim()}) s;\n`);
+  const statusFile = `${dir}/status.sql`;
+  await Deno.writeTextFile(statusFile, `${queries.status};\n`);
+  const boardFile = `${dir}/board.sql`;
+  await Deno.writeTextFile(boardFile, `${queries.board};\n`);
   const emptyFile = `${dir}/empty.ts`;
   await Deno.writeTextFile(emptyFile, "");
 
@@ -687,43 +677,50 @@ async function partStatus(runs: number, dir: string) {
       samplesMs: [],
     },
     {
-      label: "psql count",
-      what: "`psql -c 'select count(*) from (<readNodeStates SQL>) s'`",
+      label: "psql status read",
+      what:
+        "`psql -At -f <status's read> -o /dev/null`, jit off as status runs it (`PGOPTIONS='-c jit=off'`)",
       samplesMs: [],
     },
     {
-      label: "psql query",
-      what: "`psql -At -f <readNodeStates SQL> -o /dev/null` (10,100 nodes in 11 rows)",
+      label: "psql status read, jit on",
+      what: "the same with psql's default jit (the read's estimated cost is above jit_above_cost)",
       samplesMs: [],
-    },
-    {
-      label: "psql query, jit = off",
-      what: "the same with `PGOPTIONS='-c jit=off'`",
-      samplesMs: [],
-      peer: "psql query",
+      peer: "psql status read",
     },
     {
       label: "status floor",
       what:
-        "`bench/status_floor.ts`: start, postgres.js, connect as `status` does, both fleet reads and the clock received raw (nothing decoded)",
+        "`bench/status_floor.ts`: start, postgres.js, connect as `status` does, status's read received raw (nothing decoded)",
       samplesMs: [],
-      peer: "psql query",
+      peer: "psql status read",
     },
     {
       label: "status",
       what: "`mesh-control status` (exit 1: 1,100 behind, 100 away)",
       samplesMs: [],
-      peer: "psql query",
+      peer: "psql status read",
+    },
+    {
+      label: "psql board read",
+      what: "`psql -At -f <board's read> -o /dev/null`, jit off (10,100 machines as JSON)",
+      samplesMs: [],
+    },
+    {
+      label: "board floor",
+      what: "`bench/status_floor.ts` with board's read: received raw",
+      samplesMs: [],
+      peer: "psql board read",
     },
     {
       label: "board --json",
       what: "`mesh-control board --json`",
       samplesMs: [],
-      peer: "psql query",
+      peer: "psql board read",
     },
     {
       label: "board --html",
-      what: "`mesh-control board --html FILE` (the same gathered board, as one page)",
+      what: "`mesh-control board --html FILE` (the same board, as one page)",
       samplesMs: [],
       peer: "board --json",
     },
@@ -747,24 +744,16 @@ async function partStatus(runs: number, dir: string) {
     "chromium",
     file,
   ];
+  const psql = (file: string) => ["psql", "-X", "-q", "-At", db.url, "-f", file, "-o", "/dev/null"];
   const argv: Record<string, string[]> = {
     "deno (empty file)": deno(emptyFile),
     "mesh-control --help": control("--help"),
-    "psql count": ["psql", "-X", "-q", "-At", db.url, "-f", countFile],
-    "psql query": ["psql", "-X", "-q", "-At", db.url, "-f", queryFile, "-o", "/dev/null"],
-    "psql query, jit = off": [
-      "psql",
-      "-X",
-      "-q",
-      "-At",
-      db.url,
-      "-f",
-      queryFile,
-      "-o",
-      "/dev/null",
-    ],
-    "status floor": deno(`${ROOT}bench/status_floor.ts`, queryFile, driftFile),
+    "psql status read": psql(statusFile),
+    "psql status read, jit on": psql(statusFile),
+    "status floor": deno(`${ROOT}bench/status_floor.ts`, statusFile),
     "status": control("status"),
+    "psql board read": psql(boardFile),
+    "board floor": deno(`${ROOT}bench/status_floor.ts`, boardFile),
     "board --json": control("board", "--json"),
     "board --html": control("board", "--html", page),
     "chromium, empty page": chromium(emptyPage),
@@ -776,17 +765,14 @@ async function partStatus(runs: number, dir: string) {
     const shifted = await refreshStatus(db.sql);
     if (i === 0 || shifted > 60) log(`part 1: fixture moved ${shifted.toFixed(1)} s to now`);
     for (const row of rows) {
+      const jitOff = row.label.startsWith("psql") && !row.label.endsWith("jit on");
       const out = await exec(argv[row.label]!, {
-        env: row.label.endsWith("jit = off") ? { ...env, PGOPTIONS: "-c jit=off" } : env,
+        env: jitOff ? { ...env, PGOPTIONS: "-c jit=off" } : env,
         allowFailure: true,
       });
       const expectedCode = row.label === "status" ? 1 : 0;
       if (out.code !== expectedCode) {
         throw new Error(`${row.label} exited with ${out.code}: ${out.stderr.trim().slice(-2000)}`);
-      }
-      // The read's rows: one per NODES_PER_ROW nodes (control/read_rows.ts).
-      if (row.label === "psql count" && out.stdout.trim() !== String(STATE_ROWS)) {
-        throw new Error(`psql count said ${out.stdout.trim()}, not ${STATE_ROWS}`);
       }
       if (row.label === "status") {
         const first = out.stdout.split("\n")[0] ?? "";
@@ -800,9 +786,14 @@ async function partStatus(runs: number, dir: string) {
         facts.statusBytes = String(out.stdout.length);
       }
       if (row.label === "board --json") {
-        const board = JSON.parse(out.stdout) as { nodes: number; counts: Record<string, number> };
+        const board = JSON.parse(out.stdout) as {
+          nodes: number;
+          counts: Record<string, number>;
+          machines: unknown[];
+        };
         if (
           board.nodes !== STATUS_NODES + NEVER_SPOKE ||
+          board.machines.length !== board.nodes ||
           JSON.stringify(board.counts) !==
             JSON.stringify({ ...board.counts, ...EXPECTED_COUNTS })
         ) {
@@ -846,156 +837,91 @@ async function partStatus(runs: number, dir: string) {
     log(`part 1: ${i === 0 ? "warm-up" : `run ${i}/${runs}`} done`);
   }
 
-  // In-process: where the CLI's time goes once started.
+  // In-process: where the CLI's time goes once started (the functions the CLI calls, on a pool
+  // opened as status opens it: jit off).
   const breakdown: Row[] = [
     {
-      label: "readNodeStates",
-      what: "the query + postgres.js decoding 10,100 rows",
+      label: "status read",
+      what: "readFleet, listed nodes only (the query + rows)",
       samplesMs: [],
     },
     {
-      label: "readNodeStates, jit = off",
-      what: 'the same on a pool opened with `connection: { jit: "off" }`',
+      label: "status render",
+      what: "boardOf (parse the listed machines) + statusText",
       samplesMs: [],
-      peer: "readNodeStates",
+    },
+    { label: "board read", what: "readFleet, every node", samplesMs: [] },
+    {
+      label: "board --json render",
+      what: "boardJsonParts (the database's text, escaped where needed)",
+      samplesMs: [],
     },
     {
-      label: "gatherBoard",
-      what: "read the database clock + judge (classify, silence) + judge drift + sort",
+      label: "boardOf",
+      what: "parse the 10,100 machines (what text and --html need)",
       samplesMs: [],
     },
-    { label: "statusText", what: "render `status`", samplesMs: [] },
-    { label: "boardJson", what: "render `board --json`", samplesMs: [] },
-    { label: "readDrift", what: "the node_drift read, 10,000 summaries parsed", samplesMs: [] },
     {
       label: "boardHtml",
       what: "render `board --html` (the same board)",
       samplesMs: [],
-      peer: "boardJson",
+      peer: "board --json render",
     },
   ];
   const { boardHtml } = await import("../control/board_html.ts");
-  const noJit = postgres(db.url, { max: 1, onnotice: () => {}, connection: { jit: "off" } });
+  const noJit = postgres(db.url, {
+    max: 1,
+    onnotice: () => {},
+    fetch_types: false,
+    connection: { jit: "off" },
+  }) as unknown as Sql;
   try {
     for (let i = 0; i <= runs; i++) {
       await refreshStatus(db.sql);
       const t0 = performance.now();
-      const states = await readNodeStates(db.sql);
+      const listed = await readFleet(noJit, { listedOnly: true, graceMs: DEFAULT_GRACE_MS });
       const t1 = performance.now();
-      await readNodeStates(noJit);
-      const t1b = performance.now();
-      const t1c = performance.now();
-      const drift = await readDrift(db.sql);
-      const t1d = performance.now();
-      const board = report.gatherBoard(states, {
-        now: await readClock(db.sql),
-        graceMs: DEFAULT_GRACE_MS,
-      }, drift);
+      report.statusText(report.boardOf(listed));
       const t2 = performance.now();
-      report.statusText(board);
+      const fleet = await readFleet(noJit, { graceMs: DEFAULT_GRACE_MS });
       const t3 = performance.now();
-      report.boardJson(board);
+      report.boardJsonParts(fleet);
       const t4 = performance.now();
-      boardHtml(board);
+      const board = report.boardOf(fleet);
       const t5 = performance.now();
+      boardHtml(board);
+      const t6 = performance.now();
       if (i === 0) continue;
-      breakdown[5]!.samplesMs.push(t1d - t1c);
-      breakdown[6]!.samplesMs.push(t5 - t4);
-      breakdown[0]!.samplesMs.push(t1 - t0);
-      breakdown[1]!.samplesMs.push(t1b - t1);
-      breakdown[2]!.samplesMs.push(t2 - t1d);
-      breakdown[3]!.samplesMs.push(t3 - t2);
-      breakdown[4]!.samplesMs.push(t4 - t3);
+      const spans = [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5];
+      for (const [k, ms] of spans.entries()) breakdown[k]!.samplesMs.push(ms);
     }
   } finally {
-    await noJit.end({ timeout: 1 });
+    await (noJit as unknown as { end: (o: { timeout: number }) => Promise<void> }).end({
+      timeout: 1,
+    });
   }
 
   await refreshStatus(db.sql);
   const plans: PlanFacts[] = [];
   for (let i = 0; i < 3; i++) {
-    const result = await db.sql.unsafe(`explain (analyze, buffers) ${query}`);
+    const result = await db.sql.begin(async (tx) => {
+      await tx.unsafe("set local jit = off");
+      return await tx.unsafe(`explain (analyze, buffers) ${queries.status}`);
+    });
     plans.push(planFacts(result.map((r) => r["QUERY PLAN"] as string).join("\n")));
   }
   const plan = plans[plans.length - 1]!;
-  const kept = /\blast_reports\b/.test(query);
-  const needs = kept
-    ? ["last_reports_pkey", "current_declarations_pkey"]
-    : ["reports_node_last", "declarations_pkey"];
-  for (const needed of needs) {
-    if (!plan.indexes.some((x) => x.startsWith(`${needed} `))) {
-      log(`WARNING: the plan does not use ${needed}`);
+  for (const needed of ["last_reports", "current_declarations", "node_drift"]) {
+    if (!plan.seqScans.includes(needed) && !plan.indexes.some((x) => x.includes(`(${needed})`))) {
+      log(`WARNING: the plan does not read ${needed}`);
     }
+  }
+  if (/ on (reports|declarations)\b/.test(plan.text)) {
+    log("WARNING: the status read touches reports or declarations");
   }
   const [jit] = await db.sql<{ jit: string; above: string }[]>`
     select current_setting('jit') as jit, current_setting('jit_above_cost') as above`;
-
-  // Variants of the same query, for what a change would save (execution time, best of 3).
-  const variants: { label: string; ms: number; same: boolean }[] = [];
-  const best = async (text: string, setup?: string) => {
-    let ms = Infinity;
-    for (let i = 0; i < 3; i++) {
-      const out = await db.sql.begin(async (tx) => {
-        if (setup) await tx.unsafe(setup);
-        return await tx.unsafe(`explain (analyze) ${text}`);
-      });
-      const plan = planFacts(out.map((r) => r["QUERY PLAN"] as string).join("\n"));
-      ms = Math.min(ms, plan.executionMs);
-    }
-    return ms;
-  };
-  const digestOf = async (text: string, setup?: string) =>
-    await db.sql.begin(async (tx) => {
-      if (setup) await tx.unsafe(setup);
-      const [row] = await tx.unsafe(`select md5(string_agg(q::text, ',')) as h from (${text}) q`);
-      return String(row?.h);
-    });
-  const reference = await digestOf(query);
-  variants.push({ label: "as is", ms: await best(query), same: true });
-  variants.push({
-    label: "jit = off",
-    ms: await best(query, "set local jit = off"),
-    same: await digestOf(query, "set local jit = off") === reference,
-  });
-  const subplan =
-    /coalesce\(\(select array_agg\(a\.module order by a\.position\) from assignments a\s+where a\.node = n\.name\), '\{\}'\) as modules/;
-  if (subplan.test(query)) {
-    const grouped = query.replace(subplan, "coalesce(a.modules, '{}') as modules").replace(
-      /from nodes n\s/,
-      `from nodes n
-    left join (select node, array_agg(module order by position) as modules from assignments
-               group by node) a on a.node = n.name
-    `,
-    );
-    variants.push({
-      label: "modules by one grouped join instead of a subplan per node, jit = off",
-      ms: await best(grouped, "set local jit = off"),
-      same: await digestOf(grouped, "set local jit = off") === reference,
-    });
-  }
-  // The read as it was before migration 0006 (two index descents per node into reports and
-  // declarations), on the same fixture in the same run: the same answer, and its plan.
-  let beforePlan: PlanFacts | undefined;
-  if (kept) {
-    variants.push({
-      label: "the read before 0006: per node, a descent of reports_node_last and declarations_pkey",
-      ms: await best(READ_BEFORE_0006),
-      same: await digestOf(READ_BEFORE_0006) === reference,
-    });
-    const out = await db.sql.unsafe(`explain (analyze, buffers) ${READ_BEFORE_0006}`);
-    beforePlan = planFacts(out.map((r) => r["QUERY PLAN"] as string).join("\n"));
-  }
-  return {
-    rows,
-    breakdown,
-    plan,
-    plans,
-    beforePlan,
-    variants,
-    query,
-    facts,
-    jit: `${jit?.jit} (above ${jit?.above})`,
-  };
+  return { rows, breakdown, plan, plans, queries, facts, jit: `${jit?.jit} (above ${jit?.above})` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2026,10 +1952,12 @@ async function main() {
     const p = await partStatus(args.runs, dir);
     const startup = median(p.rows.find((r) => r.label === "deno (empty file)")!.samplesMs);
     const help = median(p.rows.find((r) => r.label === "mesh-control --help")!.samplesMs);
-    const psql = median(p.rows.find((r) => r.label === "psql query")!.samplesMs);
+    const psql = median(p.rows.find((r) => r.label === "psql status read")!.samplesMs);
+    const psqlBoard = median(p.rows.find((r) => r.label === "psql board read")!.samplesMs);
     const status = median(p.rows.find((r) => r.label === "status")!.samplesMs);
     const board = median(p.rows.find((r) => r.label === "board --json")!.samplesMs);
     const floor = median(p.rows.find((r) => r.label === "status floor")!.samplesMs);
+    const boardFloor = median(p.rows.find((r) => r.label === "board floor")!.samplesMs);
     const s = seedFacts.status;
     sections.push([
       `## 1. status and board over ${s?.nodes.toLocaleString("en-US")} nodes, ${
@@ -2051,42 +1979,30 @@ async function main() {
         (100 * startup / status).toFixed(0)
       } %), start-up + loading the CLI's modules (\`--help\`) ${fmtMs(help)} ms (${
         (100 * help / status).toFixed(0)
-      } %); the rest, ${fmtMs(status - help)} ms, is connecting, the query and rendering ` +
-      `(psql: ${fmtMs(psql)} ms). \`board --json\`: ${
-        fmtMs(board - help)
-      } ms after \`--help\`'s. ` +
-      `The floor of any \`status\` on this client (\`status floor\`: the rows received, not ` +
+      } %); the rest, ${fmtMs(status - help)} ms, is connecting, the read and rendering ` +
+      `(psql of the same read: ${fmtMs(psql)} ms). ` +
+      `The floor of any \`status\` on this client (\`status floor\`: the read received, not ` +
       `decoded) is ${fmtMs(floor)} ms, ${fmtRatio(floor / psql)} psql's: \`status\` is ` +
-      `${fmtRatio(status / floor)} it and \`board --json\` ${fmtRatio(board / floor)}; ` +
+      `${fmtRatio(status / floor)} it. \`board --json\` is ${
+        fmtRatio(board / psqlBoard)
+      } psql of ` +
+      `its read and ${fmtRatio(board / boardFloor)} its floor (${fmtMs(boardFloor)} ms, ` +
+      `${fmtRatio(boardFloor / psqlBoard)} psql's). ` +
       `Deno's start alone plus psql's whole time is ${fmtRatio((startup + psql) / psql)} psql's.`,
       "",
-      "In-process (the same functions the CLI calls, on an open pool):",
+      "In-process (the same functions the CLI calls, on an open pool, jit off):",
       "",
       table(p.breakdown),
       "",
-      `EXPLAIN (ANALYZE, BUFFERS) of readNodeStates' query (execution ${
+      `EXPLAIN (ANALYZE, BUFFERS) of status's read, jit off (execution ${
         p.plans.map((x) => `${x.executionMs.toFixed(0)} ms`).join(", ")
-      } over 3 runs; jit ${p.jit}). Indexes used: ${p.plan.indexes.join(", ")}; ` +
-      `sequential scans: ${p.plan.seqScans.length ? p.plan.seqScans.join(", ") : "none"}.`,
+      } over 3 runs; the server's jit setting: ${p.jit}). Indexes used: ${
+        p.plan.indexes.join(", ") || "none"
+      }; sequential scans: ${p.plan.seqScans.length ? p.plan.seqScans.join(", ") : "none"}.`,
       "",
       "```",
       p.plan.text,
       "```",
-      "",
-      "The same query changed, server execution time (EXPLAIN ANALYZE, best of 3; same rows = the " +
-      "same answer, compared by md5 of every row):",
-      "",
-      "| variant | execution ms | same rows |",
-      "|---|---:|---|",
-      ...p.variants.map((v) => `| ${v.label} | ${v.ms.toFixed(0)} | ${v.same ? "yes" : "NO"} |`),
-      ...(p.beforePlan === undefined ? [] : [
-        "",
-        "EXPLAIN (ANALYZE, BUFFERS) of the read before 0006, same fixture, same run:",
-        "",
-        "```",
-        p.beforePlan.text,
-        "```",
-      ]),
     ].join("\n"));
     json.status = { ...p, seed: s };
   }

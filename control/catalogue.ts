@@ -31,7 +31,7 @@ import { declarationDigest } from "../lib/declaration.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { InputError, MODULE_NAME, readNodeStates } from "./inventory.ts";
 import { parseModule, type Provision } from "./module_file.ts";
-import { classify, type Verdict } from "./state.ts";
+import type { Verdict } from "./state.ts";
 import { jsonText } from "../lib/printable.ts";
 
 /** What `module build` asks for. */
@@ -439,7 +439,7 @@ export async function readCatalogue(sql: Sql): Promise<CatalogueEntry[]> {
   for (const node of states) {
     for (const module of node.modules) {
       const list = runs.get(module) ?? [];
-      list.push({ name: node.name, verdict: classify(node).verdict });
+      list.push({ name: node.name, verdict: node.said });
       runs.set(module, list);
     }
   }

@@ -24,6 +24,7 @@ import m0006 from "./migrations/0006_node_state.sql" with { type: "text" };
 import m0007 from "./migrations/0007_settings.sql" with { type: "text" };
 import m0008 from "./migrations/0008_not_pushed.sql" with { type: "text" };
 import m0009 from "./migrations/0009_epochs.sql" with { type: "text" };
+import m0010 from "./migrations/0010_drift_ran_at.sql" with { type: "text" };
 
 /** A connected inventory database (postgres.js). */
 export type Sql = postgres.Sql;
@@ -47,6 +48,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0007_settings", sql: m0007 },
   { name: "0008_not_pushed", sql: m0008 },
   { name: "0009_epochs", sql: m0009 },
+  { name: "0010_drift_ran_at", sql: m0010 },
 ];
 
 /** The inventory cannot be reached, is not migrated, or refused an operation. */

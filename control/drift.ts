@@ -1,6 +1,7 @@
 /**
  * Each node's drift verdict: the latest mesh-reconcile result its link summarised, stored as it
- * arrived (`node_drift`, migration 0004) and judged at read time, next to (never instead of) the
+ * arrived (`node_drift`, migrations 0004 and 0010) and judged by the database at read time
+ * (./node_state.ts `readFleet`, where the rule is written), next to (never instead of) the
  * declaration verdict of `./state.ts`.
  *
  * Verdicts (docs/design.md, "Board"; distinct outcomes keep distinct words):
@@ -19,13 +20,11 @@
  * @module
  */
 
-import { CHECKS, DIRECTIONS } from "../lib/drift_checks.ts";
 import type { DriftSummary, FindingCount } from "../lib/drift.ts";
 import type { ReportMessage } from "../lib/broker.ts";
-import type { Queryable, Sql } from "./db.ts";
+import type { Queryable } from "./db.ts";
 import { printable } from "../lib/printable.ts";
 import { formatDuration } from "../lib/duration.ts";
-import { NODES_PER_ROW } from "./read_rows.ts";
 
 /** A node's drift verdict. */
 export type DriftVerdict =
@@ -70,17 +69,8 @@ export function isDriftAlarm(verdict: DriftVerdict): boolean {
   }
 }
 
-/** A result this many intervals old is stale (one missed run is allowed). */
+/** A result this many intervals old is stale (one missed run is allowed; ./node_state.ts applies it). */
 export const STALE_AFTER_INTERVALS = 2;
-
-/** A node's latest summary as stored. */
-export interface StoredDrift {
-  summary: DriftSummary;
-  /** The carrying report's time on the node's clock. */
-  reportedAt: Date;
-  /** When the carrying report arrived (ours). */
-  receivedAt: Date;
-}
 
 /**
  * A node's drift on the board. Optional fields are absent, never null; a node whose result was
@@ -112,68 +102,19 @@ export interface DriftView {
   problem?: string;
 }
 
-/** The drift view of a node that never carried a summary. */
-export const NOT_CHECKED: DriftView = Object.freeze({
-  verdict: "not-checked",
-  words: DRIFT_WORDS["not-checked"],
-  findings: 0,
-  counts: [],
-}) as DriftView;
+/** Why a stored summary this program does not read is `unreadable`. */
+export const NOT_KEPT_PROBLEM =
+  "the stored summary does not match this mesh-control's (another version wrote it)";
 
 /**
- * How old a stored result is at `now`, in ms: the time since its report arrived (our clock) plus
- * the result's age when the node reported it (the node's clock), each never below 0.
+ * The instant a summary's run observed, as epoch milliseconds and as ISO 8601 in UTC
+ * (`toISOString`), read from the summary the schema accepted; null for an `unreadable` one: the
+ * columns `ran_at_ms` and `ran_at` of `node_drift` (migration 0010_drift_ran_at).
  */
-function driftAgeMs(stored: StoredDrift, ranAt: string, now: Date): number {
-  return Math.max(0, now.getTime() - stored.receivedAt.getTime()) +
-    Math.max(0, stored.reportedAt.getTime() - Date.parse(ranAt));
-}
-
-/** Whether a result `ageMs` old, of a run every `intervalSeconds`, is stale. */
-const isStale = (ageMs: number, intervalSeconds: number) =>
-  ageMs > STALE_AFTER_INTERVALS * intervalSeconds * 1000;
-
-/**
- * The verdict of {@linkcode judgeDrift} alone, without the view (what counting a node that is not
- * listed needs): always `judgeDrift(stored, now).verdict`.
- */
-export function driftVerdict(stored: StoredDrift | undefined, now: Date): DriftVerdict {
-  if (stored === undefined) return "not-checked";
-  const s = stored.summary;
-  if (s.status === "unreadable") return "unreadable";
-  return isStale(driftAgeMs(stored, s.ranAt, now), s.intervalSeconds) ? "stale" : s.status;
-}
-
-/** Judges a node's stored summary at `now` (pure). */
-export function judgeDrift(stored: StoredDrift | undefined, now: Date): DriftView {
-  if (stored === undefined) return { ...NOT_CHECKED, counts: [] };
-  const s = stored.summary;
-  if (s.status === "unreadable") {
-    return {
-      verdict: "unreadable",
-      words: DRIFT_WORDS.unreadable,
-      findings: 0,
-      counts: [],
-      path: s.path,
-      problem: s.problem,
-    };
-  }
-  const ageMs = driftAgeMs(stored, s.ranAt, now);
-  const verdict: DriftVerdict = isStale(ageMs, s.intervalSeconds) ? "stale" : s.status;
-  const view: DriftView = {
-    verdict,
-    words: DRIFT_WORDS[verdict],
-    findings: s.findings.reduce((n, f) => n + f.count, 0),
-    // Built in the schema's key order (a summary read from jsonb has its keys in jsonb's order).
-    counts: s.findings.map((f) => ({ check: f.check, direction: f.direction, count: f.count })),
-    last: s.status,
-    ranAt: new Date(Date.parse(s.ranAt)).toISOString(),
-    ageSeconds: Math.floor(ageMs / 1000),
-    intervalSeconds: s.intervalSeconds,
-    registry: s.registry,
-  };
-  if (s.status === "unobservable") view.unobserved = [...s.unobserved];
-  return view;
+export function ranAt(summary: DriftSummary): { ran_at_ms: number | null; ran_at: string | null } {
+  if (summary.status === "unreadable") return { ran_at_ms: null, ran_at: null };
+  const ms = Date.parse(summary.ranAt);
+  return { ran_at_ms: ms, ran_at: new Date(ms).toISOString() };
 }
 
 /**
@@ -192,152 +133,22 @@ export async function recordDrift(
   const without = [...last.values()].filter((r) => r.drift === undefined).map((r) => r.node);
   if (without.length > 0) await tx`delete from node_drift where node = any(${without})`;
   if (carried.length === 0) return;
+  // The instant the run observed, read here from the summary the schema accepted (the database
+  // judges staleness from it; migration 0010_drift_ran_at says why it is not read there).
   const rows = carried.map((r) => ({
     node: r.node,
     summary: JSON.stringify(r.drift),
     reported_at: r.at,
+    ...ranAt(r.drift!),
   }));
   await tx`
-    insert into node_drift (node, summary, reported_at)
-    select x.node, x.summary::jsonb, x.reported_at::timestamptz
+    insert into node_drift (node, summary, reported_at, ran_at_ms, ran_at)
+    select x.node, x.summary::jsonb, x.reported_at::timestamptz, x.ran_at_ms, x.ran_at
     from json_to_recordset(${JSON.stringify(rows)}::text::json)
-      as x(node text, summary text, reported_at text)
+      as x(node text, summary text, reported_at text, ran_at_ms bigint, ran_at text)
     on conflict (node) do update set summary = excluded.summary,
-      reported_at = excluded.reported_at, received_at = now()`;
-}
-
-/**
- * Reads every node's stored summary (or only `names`'), one query.
- *
- * A stored summary that no longer matches the schema (written by another version) is judged as
- * `unreadable` with the reason, never dropped silently.
- */
-export async function readDrift(
-  sql: Sql,
-  names?: string[],
-  nodesPerRow: number = NODES_PER_ROW,
-): Promise<Map<string, StoredDrift>> {
-  // One line of text a node, like readNodeStates' (./node_state.ts), and each row the lines of up
-  // to `nodesPerRow` nodes, newline-separated: the node, when it reported and when we received it
-  // (epoch milliseconds: the same instants, truncated to the millisecond as a Date is), and the
-  // summary as jsonb's text (which holds no raw tab or newline), parsed here as the driver would
-  // parse jsonb.
-  const rows = await sql<{ s: string }[]>`
-    select string_agg(s, E'\n') as s from (
-      select (row_number() over () - 1) / ${nodesPerRow}::int as chunk,
-        node || E'\t' || (extract(epoch from reported_at) * 1000)::float8 || E'\t' ||
-        (extract(epoch from received_at) * 1000)::float8 || E'\t' || summary::text as s
-      from node_drift
-      ${names === undefined ? sql`` : sql`where node = any(${names})`}) x
-    group by chunk`;
-  const out = new Map<string, StoredDrift>();
-  // Summaries the precompiled check does not accept, judged by the schema after the loop (zod is
-  // loaded only then: a status with every summary well-formed never loads it).
-  const doubtful: [unknown, StoredDrift][] = [];
-  for (const row of rows) {
-    for (const s of row.s.split("\n")) readLine(s);
-  }
-  function readLine(s: string): void {
-    const a = s.indexOf("\t");
-    const b = s.indexOf("\t", a + 1);
-    const c = s.indexOf("\t", b + 1);
-    const value: unknown = JSON.parse(s.slice(c + 1));
-    const stored: StoredDrift = {
-      summary: value as DriftSummary,
-      reportedAt: new Date(Number(s.slice(a + 1, b))),
-      receivedAt: new Date(Number(s.slice(b + 1, c))),
-    };
-    if (!isDriftSummary(value)) doubtful.push([value, stored]);
-    out.set(s.slice(0, a), stored);
-  }
-  if (doubtful.length > 0) {
-    const { DriftSummary } = await import("../lib/drift.ts");
-    for (const [value, stored] of doubtful) stored.summary = storedSummary(value, DriftSummary);
-  }
-  return out;
-}
-
-/**
- * A stored summary as this mesh-control reads it: the summary when it matches
- * {@linkcode DriftSummary}, else an `unreadable` one saying why. The schema is the boundary: a
- * summary the precompiled {@linkcode isDriftSummary} accepts is one the schema accepts (asserted
- * by tests/control/drift_judge_test.ts); anything else goes through the schema itself, which
- * either accepts it or gives the reason.
- */
-export function storedSummary(
-  value: unknown,
-  schema: typeof import("../lib/drift.ts").DriftSummary,
-): DriftSummary {
-  if (isDriftSummary(value)) return value;
-  const parsed = schema.safeParse(value);
-  return parsed.success ? parsed.data : {
-    status: "unreadable",
-    path: "(inventory)",
-    problem: `the stored summary does not match this mesh-control's: ${
-      parsed.error.issues[0]?.message ?? "invalid"
-    }`,
-  };
-}
-
-const CHECK_SET: ReadonlySet<unknown> = new Set(CHECKS);
-const DIRECTION_SET: ReadonlySet<unknown> = new Set(DIRECTIONS);
-/**
- * zod's own pattern for `ranAt`, `z.iso.datetime({ offset: true })` (an ISO 8601 time with an
- * offset), copied so that the check needs no zod; tests/control/drift_judge_test.ts asserts it is
- * still zod's.
- */
-export const RAN_AT_PATTERN: RegExp =
-  /^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$/;
-const MAX_INTERVAL_SECONDS = 366 * 86_400;
-const MAX_FINDINGS = CHECKS.length * DIRECTIONS.length;
-
-/** Own enumerable keys of `o`, counted without allocating (a JSON object's are all own). */
-function keyCount(o: object): number {
-  let n = 0;
-  for (const _ in o) n++;
-  return n;
-}
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
-const isCount = (x: unknown, min: number): x is number =>
-  typeof x === "number" && Number.isSafeInteger(x) && x >= min;
-const isBounded = (x: unknown, max: number): x is string =>
-  typeof x === "string" && x.length <= max;
-
-/**
- * A precompiled check of {@linkcode DriftSummary} for reading 10,000 stored summaries at once: no
- * more lenient than the schema (strict objects, the same enums, bounds and time pattern; safe
- * integers only), and true for every summary a link writes. False means "ask the schema", which
- * gives the reason; it is never the only judge of a summary.
- */
-export function isDriftSummary(x: unknown): x is DriftSummary {
-  if (!isRecord(x)) return false;
-  const status = x.status;
-  if (status === "unreadable") {
-    return keyCount(x) === 3 && isBounded(x.path, 4096) && isBounded(x.problem, 2000);
-  }
-  let keys = 6;
-  if (status === "unobservable") {
-    const unobserved = x.unobserved;
-    if (!Array.isArray(unobserved) || unobserved.length > 100) return false;
-    for (const u of unobserved) if (!isBounded(u, 200)) return false;
-    keys = 7;
-  } else if (status !== "clean" && status !== "drift") return false;
-  if (
-    keyCount(x) !== keys || typeof x.ranAt !== "string" || !RAN_AT_PATTERN.test(x.ranAt) ||
-    !isCount(x.intervalSeconds, 1) || x.intervalSeconds > MAX_INTERVAL_SECONDS ||
-    !isBounded(x.registry, 4096) || !isCount(x.entries, 0)
-  ) return false;
-  const findings = x.findings;
-  if (!Array.isArray(findings) || findings.length > MAX_FINDINGS) return false;
-  for (const f of findings) {
-    if (
-      !isRecord(f) || keyCount(f) !== 3 || !CHECK_SET.has(f.check) ||
-      !DIRECTION_SET.has(f.direction) || !isCount(f.count, 1)
-    ) return false;
-  }
-  return true;
+      reported_at = excluded.reported_at, ran_at_ms = excluded.ran_at_ms,
+      ran_at = excluded.ran_at, received_at = now()`;
 }
 
 /** Findings counts in words: `1 port/rogue, 2 container/missing`. */

@@ -467,7 +467,6 @@ export {
   type CurrentDeclaration,
   type LastReport,
   type NodeState,
-  readClock,
   readNodeStates,
 } from "./node_state.ts";
 

@@ -22,7 +22,7 @@ import {
   requireNode,
   sameSince,
 } from "./inventory.ts";
-import { classify, unknownClaimReason, VERDICT_WORDS } from "./state.ts";
+import { VERDICT_WORDS } from "./state.ts";
 
 /**
  * Where a push publishes and what it signs with: every declaration published carries the
@@ -174,7 +174,7 @@ export interface BehindOptions {
  * declaration and its modules still render to that declaration.
  */
 export function behindReason(node: NodeState, rendered: Rendered | undefined): string | undefined {
-  const { verdict, applied, total } = classify(node);
+  const { said: verdict, applied, total } = node;
   const d = node.declaration;
   const r = node.report;
   switch (verdict) {
@@ -202,7 +202,7 @@ export function behindReason(node: NodeState, rendered: Rendered | undefined): s
         firstProblem(node)
       }`;
     case "unknown-claim":
-      return `unknown claim: ${unknownClaimReason(node)}`;
+      return `unknown claim: ${node.claim}`;
     case "ok":
       if (rendered !== undefined && rendered.digest !== d!.digest) {
         return `its modules changed since generation ${d!.generation} (${
@@ -237,7 +237,7 @@ export async function pushBehind(
   // A node linked and never pushed is given its declaration even when no module is assigned (the
   // empty one): it is behind, never given one. A node never heard with none is skipped, as before.
   const renderable = states.filter((s) =>
-    s.modules.length > 0 || s.declaration !== undefined || classify(s).verdict === "not-pushed"
+    s.modules.length > 0 || s.declaration !== undefined || s.said === "not-pushed"
   );
   const { renders, unrenderable } = await renderEach(sql, renderable.map((s) => s.name));
   const behind: { node: NodeState; why: string }[] = [];
@@ -269,10 +269,9 @@ export async function pushBehind(
   const now = options.now ?? new Date();
   const since = await sameSince(
     sql,
-    behind.filter((b) =>
-      classify(b.node).verdict === "failed" ||
-      classify(b.node).verdict === "refused"
-    ).map((b) => b.node.name),
+    behind.filter((b) => b.node.said === "failed" || b.node.said === "refused").map((b) =>
+      b.node.name
+    ),
   );
   const stuck = new Map<string, string>();
   for (const [name, start] of since) {
@@ -281,7 +280,7 @@ export async function pushBehind(
       stuck.set(
         name,
         `${
-          VERDICT_WORDS[classify(states.find((s) => s.name === name)!).verdict]
+          VERDICT_WORDS[states.find((s) => s.name === name)!.said]
         } the same way since ${start.toISOString()} (${
           formatDuration(age)
         }); pushed anyway: the cause may have been fixed, and this was asked for`,
@@ -336,7 +335,7 @@ export async function pushBehind(
 export function waitingReason(node: NodeState, rendered: Rendered): string | undefined {
   const d = node.declaration;
   if (d === undefined || rendered.digest !== d.digest) return undefined;
-  const { verdict } = classify(node);
+  const verdict = node.said;
   if (verdict !== "outstanding" && verdict !== "never-spoke") return undefined;
   return `left generation ${d.generation} waiting, pushed ${d.pushedAt.toISOString()}: ${
     verdict === "never-spoke" ? "it has never spoken" : "it has not reported on it yet"

@@ -10,17 +10,13 @@
  */
 
 import { formatDuration } from "../lib/duration.ts";
-import { jsonText, printable } from "../lib/printable.ts";
-import type { NodeState } from "./inventory.ts";
+import { jsonSafe, jsonText, printable } from "../lib/printable.ts";
+import type { Fleet } from "./node_state.ts";
 import {
-  type Clock,
   type DeclarationVerdict,
   isAlarm,
-  judge,
-  type Judged,
   type NodeKind,
   SILENCE_INTERVALS,
-  unknownClaimReason,
   type Verdict,
   VERDICT_WORDS,
   VERDICTS,
@@ -30,11 +26,8 @@ import {
   DRIFT_WORDS,
   driftText,
   type DriftVerdict,
-  driftVerdict,
   type DriftView,
   isDriftAlarm,
-  judgeDrift,
-  type StoredDrift,
 } from "./drift.ts";
 
 /** One machine on the board. Optional fields are absent, never null. */
@@ -108,131 +101,26 @@ export interface Board {
 }
 
 /**
- * Builds the board from one read of the node states and of their drift summaries
- * (`readDrift`; a node without one is "not checked"), judging silence at `clock.now` (the
- * inventory database's clock: `readClock`).
+ * The board of one read of the fleet (./node_state.ts `readFleet`): its counts, and a machine for
+ * each node read, in the read's order (the ones not doing what they were told first), parsed from
+ * the JSON the database wrote. Of a read with `listedOnly` (what `status` reads), `statusText`,
+ * `statusJson`, `behindMachines` and `attentionMachines` are those of the whole board (asserted by
+ * tests/control/board_test.ts); `boardText` and `boardJson` of it are not the board's.
  */
-export function gatherBoard(
-  states: NodeState[],
-  clock: Clock,
-  drift: ReadonlyMap<string, StoredDrift> = new Map(),
-): Board {
-  return gather(states, clock, drift, false);
-}
-
-/**
- * The board `status` renders: {@linkcode gatherBoard}'s, with every node judged and counted but
- * only the nodes `status` lists ({@linkcode statusMachines}) in `machines`, the others never
- * built. `statusText`, `statusJson`, `behindMachines` and `attentionMachines` of it are those of
- * the whole board (asserted by tests/control/board_test.ts); `boardText` and `boardJson` of it are
- * not the board's.
- */
-export function gatherStatus(
-  states: NodeState[],
-  clock: Clock,
-  drift: ReadonlyMap<string, StoredDrift> = new Map(),
-): Board {
-  return gather(states, clock, drift, true);
+export function boardOf(fleet: Fleet): Board {
+  return {
+    generatedAt: fleet.now.toISOString(),
+    nodes: fleet.nodes,
+    graceMs: fleet.graceMs,
+    counts: fleet.counts,
+    driftCounts: fleet.driftCounts,
+    machines: fleet.machines.map((m) => JSON.parse(m) as BoardMachine),
+  };
 }
 
 /** Whether `status` lists a node: not doing what it was told, away, or with a drift alarm. */
 const listedByStatus = (verdict: Verdict, drift: DriftVerdict) =>
   verdict !== "ok" || isDriftAlarm(drift);
-
-function gather(
-  states: NodeState[],
-  clock: Clock,
-  drift: ReadonlyMap<string, StoredDrift>,
-  listedOnly: boolean,
-): Board {
-  const now = clock.now;
-  const counts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
-  const driftCounts = Object.fromEntries(DRIFT_VERDICTS.map((v) => [v, 0])) as Record<
-    DriftVerdict,
-    number
-  >;
-  const machines: BoardMachine[] = [];
-  for (const node of states) {
-    const judged = judge(node, clock);
-    counts[judged.verdict]++;
-    const stored = drift.get(node.name);
-    if (listedOnly) {
-      const verdict = driftVerdict(stored, now);
-      driftCounts[verdict]++;
-      if (!listedByStatus(judged.verdict, verdict)) continue;
-      machines.push(machineOf(node, judged, judgeDrift(stored, now)));
-    } else {
-      const driftView = judgeDrift(stored, now);
-      driftCounts[driftView.verdict]++;
-      machines.push(machineOf(node, judged, driftView));
-    }
-  }
-  // Ordered by verdict, then drift verdict, then name. The states come ordered by name (the
-  // database's order), which is checked in one pass and sorted only when it differs; a stable sort
-  // by the two ranks alone then keeps the names in order within each rank (a sixth of the cost of
-  // comparing names in one sort over 10,000 nodes).
-  const byName = (a: BoardMachine, b: BoardMachine) => a.name.localeCompare(b.name);
-  if (machines.some((m, i) => i > 0 && byName(machines[i - 1]!, m) > 0)) machines.sort(byName);
-  const rank = new Map(VERDICTS.map((v, i) => [v, i]));
-  const driftRank = new Map(DRIFT_VERDICTS.map((v, i) => [v, i]));
-  machines.sort((a, b) =>
-    rank.get(a.verdict)! - rank.get(b.verdict)! ||
-    driftRank.get(a.drift.verdict)! - driftRank.get(b.drift.verdict)!
-  );
-  return {
-    generatedAt: now.toISOString(),
-    nodes: states.length,
-    graceMs: clock.graceMs,
-    counts,
-    driftCounts,
-    machines,
-  };
-}
-
-/** One node on the board, judged. */
-function machineOf(node: NodeState, judged: Judged, driftView: DriftView): BoardMachine {
-  const { verdict, said, applied, total, presence } = judged;
-  const machine: BoardMachine = {
-    name: node.name,
-    system: node.system,
-    kind: node.kind,
-    verdict,
-    words: VERDICT_WORDS[verdict],
-    applied,
-    total,
-    modules: node.modules,
-    problems: [],
-    drift: driftView,
-  };
-  if (node.declaration !== undefined) {
-    machine.generation = node.declaration.generation;
-    machine.digest = node.declaration.digest;
-  }
-  if (node.report !== undefined) {
-    // Times only for a node that spoke: one that never did carries none.
-    if (node.declaration !== undefined) {
-      machine.pushedAt = node.declaration.pushedAt.toISOString();
-    }
-    machine.reportedGeneration = node.report.generation;
-    machine.lastReportAt = node.report.receivedAt.toISOString();
-    machine.trigger = node.report.trigger;
-    if (presence !== undefined) {
-      machine.intervalMs = presence.intervalMs;
-      machine.intervalStated = presence.intervalStated;
-      machine.quietAllowedMs = presence.allowedMs;
-      machine.overdue = presence.overdue;
-      if (presence.overdue) machine.said = said;
-    }
-    const claim = unknownClaimReason(node);
-    if (claim !== undefined) machine.claim = claim;
-    machine.problems = node.report.problems.map((p) => ({
-      ...(p.id !== undefined ? { id: p.id } : {}),
-      ...(p.path !== undefined ? { path: p.path } : {}),
-      message: p.message,
-    }));
-  }
-  return machine;
-}
 
 /**
  * The nodes not doing what they were told (by their declaration verdict; every verdict but `ok`
@@ -258,40 +146,62 @@ export function statusMachines(board: Board): BoardMachine[] {
   return board.machines.filter((m) => listedByStatus(m.verdict, m.drift.verdict));
 }
 
-/** `board --json`. */
-export function boardJson(board: Board): string {
-  return jsonText(board, 2) + "\n";
+/**
+ * A board's JSON text: its fields, then `machines` with one machine a line, each the database's
+ * compact JSON (./node_state.ts), with every character a terminal would act on escaped
+ * (lib/printable.ts `jsonSafe`).
+ */
+function jsonOf(head: Record<string, unknown>, machines: readonly string[]): string[] {
+  const fields = jsonText(head);
+  const parts = [`${fields.slice(0, -1)},"machines":[${machines.length === 0 ? "" : "\n"}`];
+  // Joined a thousand at a time: a few flat strings, each one write.
+  for (let i = 0; i < machines.length; i += 1000) {
+    const some = machines.slice(i, i + 1000).map(jsonSafe).join(",\n");
+    parts.push(i + 1000 < machines.length ? `${some},\n` : `${some}\n`);
+  }
+  parts.push("]}\n");
+  return parts;
 }
 
 /**
- * `board --json` as the two parts the CLI writes one after the other: {@linkcode boardJson}'s
- * text without its final newline, then the newline. Joined, the 9.6 MB text of 10,100 nodes is a cons
- * string, which `TextEncoder` flattens before encoding: 45-85 ms against 1 ms for the flat text
- * (measured 2026-12-02: `board --json` takes 0.92× the CPU written in two parts).
+ * `board --json` of a read of every node, as the parts the CLI writes one after the other (joined,
+ * 9.6 MB of 10,100 nodes would be a cons string, which `TextEncoder` flattens before encoding);
+ * `extra`'s fields (where the read came from) after the counts.
  */
-export function boardJsonParts(board: Board): [string, string] {
-  return [jsonText(board, 2), "\n"];
+export function boardJsonParts(fleet: Fleet, extra: Record<string, unknown> = {}): string[] {
+  return jsonOf({
+    generatedAt: fleet.now.toISOString(),
+    nodes: fleet.nodes,
+    graceMs: fleet.graceMs,
+    counts: fleet.counts,
+    driftCounts: fleet.driftCounts,
+    ...extra,
+  }, fleet.machines);
+}
+
+/** `board --json` of a board, as one text. */
+export function boardJson(board: Board): string {
+  const { machines, ...head } = board;
+  return jsonOf(head, machines.map((m) => jsonText(m))).join("");
 }
 
 /**
  * `status --json`: the same machines as the board, only those not doing what they were told
- * (`behind` counts them), with a drift alarm, or away.
+ * (`behind` counts them), with a drift alarm, or away; `extra`'s fields (where the read came
+ * from) after the counts.
  */
-export function statusJson(board: Board): string {
+export function statusJson(board: Board, extra: Record<string, unknown> = {}): string {
   const machines = statusMachines(board);
-  return jsonText(
-    {
-      generatedAt: board.generatedAt,
-      nodes: board.nodes,
-      behind: behindMachines(board).length,
-      graceMs: board.graceMs,
-      drifting: board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length,
-      counts: board.counts,
-      driftCounts: board.driftCounts,
-      machines,
-    },
-    2,
-  ) + "\n";
+  return jsonOf({
+    generatedAt: board.generatedAt,
+    nodes: board.nodes,
+    behind: behindMachines(board).length,
+    graceMs: board.graceMs,
+    drifting: board.machines.filter((m) => isDriftAlarm(m.drift.verdict)).length,
+    counts: board.counts,
+    driftCounts: board.driftCounts,
+    ...extra,
+  }, machines.map((m) => jsonText(m))).join("");
 }
 
 function line(m: BoardMachine, board: Board): string {

@@ -77,6 +77,14 @@ export function printableText(text: string): string {
  * @param space Indentation, as JSON.stringify's third argument (none by default).
  */
 export function jsonText(value: unknown, space?: number): string {
-  const text = JSON.stringify(value, null, space);
+  return jsonSafe(JSON.stringify(value, null, space));
+}
+
+/**
+ * JSON text written elsewhere (by the database, by `JSON.stringify`) with every character
+ * {@linkcode jsonText} escapes written as a `\uXXXX` escape: the same JSON value. The text must be
+ * JSON, whose own syntax is ASCII, so each such character is inside a string.
+ */
+export function jsonSafe(text: string): string {
   return JSON_RAW.test(text) ? text.replace(JSON_RAW_ALL, jsonEscape) : text;
 }

@@ -8,7 +8,6 @@
 import { assertWritablePath, messageOf, writeFileAtomic } from "../../lib/atomic.ts";
 import type { Sql } from "../db.ts";
 import { connect, type Connections, type ControlContext, Refused } from "./context.ts";
-import { jsonText } from "../../lib/printable.ts";
 
 /**
  * The action of `status` and `board`: one read of the inventory (or its standby), rendered as
@@ -34,46 +33,42 @@ async (
       throw new Refused(`--html: ${messageOf(error)}`);
     }
   }
-  const { readClock, readNodeStates } = await import("../node_state.ts");
-  const { readDrift } = await import("../drift.ts");
+  const { readFleet } = await import("../node_state.ts");
   const report = await import("../report.ts");
-  // One read; every form (text, --json, --html) is rendered from it. Silence is judged on the
-  // database's clock (the one that stamped each report's receipt), read alongside: a clock read
-  // a moment before a report's receipt judges that node quiet for 0 s, never silent.
-  const read = (sql: Sql) => Promise.all([readNodeStates(sql), readDrift(sql), readClock(sql)]);
+  // One read, judged by the database on its own clock (the one that stamped each report's
+  // receipt): every form (text, --json, --html) is rendered from it. status receives only the
+  // nodes it lists (every node is still judged and counted).
+  const read = (sql: Sql) => readFleet(sql, { graceMs: opts.grace, listedOnly: kind === "status" });
   // Reads only: from the standby when one is given (every write goes to the primary).
   let source: import("../read_source.ts").ReadSource = { kind: "primary" };
   let sourceText = "";
-  let states, drift, now;
+  let fleet;
   if (opts.databaseRead !== undefined && opts.databaseRead !== "") {
     const standby = await import("../read_source.ts");
     const connected = await standby.connectStandby(opts.databaseRead, { maxLagMs: opts.maxLag });
     ctx.cleanups.push(() => connected.sql.end({ timeout: 5 }));
     source = connected.source;
     sourceText = standby.sourceText(source);
-    [states, drift, now] = await read(connected.sql);
+    fleet = await read(connected.sql);
   } else {
     // No query of this read sends or reads an array: the driver's type query is a round trip
-    // per connection for nothing. Two connections, opened at once: the migrations check and the
-    // three reads are sent together (not the reads after the check), the states and the drift on
-    // one each, the check and the clock behind them. Every read is awaited before the command
-    // ends: its connections are closed without waiting for the server to close them.
-    [, [states, drift, now]] = await databaseWith(opts, {
+    // per connection for nothing. Two connections: the migrations check is sent with the read,
+    // not before it. The read is awaited before the command ends: its connections are closed
+    // without waiting for the server to close them.
+    [, fleet] = await databaseWith(opts, {
       max: READ_CONNECTIONS,
       fetchTypes: false,
       closeWithoutWaiting: true,
     }, read);
   }
-  // status builds only the machines it lists (every node is still judged and counted).
-  const board = (kind === "status" ? report.gatherStatus : report.gatherBoard)(
-    states,
-    { now, graceMs: opts.grace },
-    drift,
-  );
-  const json = (text: string) =>
-    source.kind === "primary"
-      ? text
-      : jsonText({ ...JSON.parse(text), readFrom: source }, 2) + "\n";
+  // Where the read came from, in JSON, when not the primary.
+  const from = source.kind === "primary" ? {} : { readFrom: source };
+  if (kind === "board" && opts.json && opts.html === undefined) {
+    // The database's text as it is: no machine is parsed.
+    for (const part of report.boardJsonParts(fleet, from)) out(part);
+    return;
+  }
+  const board = report.boardOf(fleet);
   if (kind === "board") {
     if (opts.html !== undefined) {
       const { boardHtml } = await import("../board_html.ts");
@@ -86,12 +81,10 @@ async (
         `wrote the board of ${board.nodes} node${board.nodes === 1 ? "" : "s"} to ${opts.html}\n`,
       );
     }
-    if (opts.json && source.kind === "primary") {
-      for (const part of report.boardJsonParts(board)) out(part);
-    } else if (opts.json) out(json(report.boardJson(board)));
+    if (opts.json) { for (const part of report.boardJsonParts(fleet, from)) out(part); }
     else if (opts.html === undefined) out(sourceText + report.boardText(board));
   } else {
-    out(opts.json ? json(report.statusJson(board)) : sourceText + report.statusText(board));
+    out(opts.json ? report.statusJson(board, from) : sourceText + report.statusText(board));
     ctx.code = report.attentionMachines(board).length > 0 ? 1 : 0;
   }
 };

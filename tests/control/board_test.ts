@@ -30,20 +30,20 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { CliResult } from "../support/mod.ts";
 import { controlCli, freshInventory, type TestInventory } from "./support.ts";
-import type { NodeState } from "../../control/inventory.ts";
 import {
   attentionMachines,
   behindMachines,
   boardJson,
   boardJsonParts,
-  gatherBoard,
-  gatherStatus,
+  boardOf,
   statusJson,
   statusMachines,
   statusText,
 } from "../../control/report.ts";
+import { readFleet } from "../../control/node_state.ts";
 import { VERDICTS } from "../../control/state.ts";
-import { DRIFT_VERDICTS, driftVerdict, judgeDrift, type StoredDrift } from "../../control/drift.ts";
+import { DRIFT_VERDICTS } from "../../control/drift.ts";
+import { type GivenNode, judgeNodes, writeNodes } from "./judge.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The seeded estate.
@@ -720,16 +720,12 @@ Deno.test("status and board with no nodes enrolled say so and exit 0", async () 
   }
 });
 
-Deno.test("the board orders by verdict, drift verdict and name, whatever order the states come in", () => {
+Deno.test("the board orders by verdict, drift verdict and name, across the read's rows", async () => {
   const now = new Date("2026-12-01T12:00:00Z");
   const digest = `sha256:${"a".repeat(64)}`;
   const names = ["b-2", "a-10", "a-9", "c", "a-1", "b-10", "b", "a"];
-  const states: NodeState[] = names.map((name, i) => ({
+  const nodes: GivenNode[] = names.map((name, i) => ({
     name,
-    system: "debian",
-    kind: "server",
-    enrolledAt: now,
-    modules: [],
     declaration: { generation: 1, digest, total: 3, pushedAt: now },
     ...(i % 3 === 0 ? {} : {
       report: {
@@ -744,48 +740,56 @@ Deno.test("the board orders by verdict, drift verdict and name, whatever order t
         receivedAt: now,
       },
     }),
-  } as NodeState));
-  const drift = new Map(
-    names.filter((_, i) => i % 2 === 0).map((name) => [name, {
-      summary: {
-        status: "drift" as const,
-        ranAt: now.toISOString(),
-        intervalSeconds: 900,
-        registry: "/r",
-        entries: 1,
-        findings: [{ check: "port" as const, direction: "rogue" as const, count: 1 }],
-      },
-      reportedAt: now,
-      receivedAt: now,
-    }]),
-  );
-  const expected = (order: NodeState[]) =>
-    gatherBoard(order, { now, graceMs: 60_000 }, drift).machines.map((m) => m.name);
-  const rank = (
-    m: { verdict: string; drift: { verdict: string } },
-  ) => [VERDICTS.indexOf(m.verdict as never), DRIFT_VERDICTS.indexOf(m.drift.verdict as never)];
-  const reference = gatherBoard(states, { now, graceMs: 60_000 }, drift).machines
-    .map((m) => ({ name: m.name, rank: rank(m) }))
-    .sort((a, b) =>
-      a.rank[0]! - b.rank[0]! || a.rank[1]! - b.rank[1]! || a.name.localeCompare(b.name)
-    )
-    .map((m) => m.name);
-  const sorted = [...states].sort((a, b) => a.name.localeCompare(b.name));
-  for (const order of [states, [...states].reverse(), sorted, [...sorted].reverse()]) {
-    assertEquals(expected(order), reference);
+    ...(i % 2 === 0
+      ? {
+        drift: {
+          summary: {
+            status: "drift" as const,
+            ranAt: now.toISOString(),
+            intervalSeconds: 900,
+            registry: "/r",
+            entries: 1,
+            findings: [{ check: "port" as const, direction: "rogue" as const, count: 1 }],
+          },
+          reportedAt: now,
+          receivedAt: now,
+        },
+      }
+      : {}),
+  }));
+  const inv = await freshInventory();
+  try {
+    const { board } = await judgeNodes(inv.sql, nodes, { now });
+    const rank = (
+      m: { verdict: string; drift: { verdict: string } },
+    ) => [VERDICTS.indexOf(m.verdict as never), DRIFT_VERDICTS.indexOf(m.drift.verdict as never)];
+    const reference = board.machines
+      .map((m) => ({ name: m.name, rank: rank(m) }))
+      .sort((a, b) =>
+        a.rank[0]! - b.rank[0]! || a.rank[1]! - b.rank[1]! || (a.name < b.name ? -1 : 1)
+      )
+      .map((m) => m.name);
+    assertEquals(new Set(reference).size, names.length);
+    // One node a row and two: the rows come in any order, the machines in the board's.
+    for (const nodesPerRow of [1, 2, 1000]) {
+      const fleet = await readFleet(inv.sql, { now, nodesPerRow });
+      assertEquals(boardOf(fleet).machines.map((m) => m.name), reference, `${nodesPerRow} a row`);
+    }
+  } finally {
+    await inv.drop();
   }
 });
 
-Deno.test("status's board says what the whole board says, over every verdict and drift verdict", () => {
+Deno.test("status's read says what the whole board says, over every verdict and drift verdict", async () => {
   // Every declaration verdict (silent and away by a report two hours old), both kinds, every
-  // drift verdict (stale by a result two hours old): status built from gatherStatus, which builds
-  // only the machines it lists, against status built from the whole board.
+  // drift verdict (stale by a result two hours old): status built from the read of the nodes it
+  // lists, against status built from the whole board.
   const now = new Date("2026-12-01T12:00:00Z");
   const old = new Date(now.getTime() - 2 * 3_600_000);
   const digest = `sha256:${"a".repeat(64)}`;
   const other = `sha256:${"b".repeat(64)}`;
-  const reportOf = (over: Partial<NonNullable<NodeState["report"]>>) => ({
-    generation: 1,
+  const reportOf = (over: Partial<NonNullable<GivenNode["report"]>>) => ({
+    generation: 2,
     digest,
     outcome: "applied" as const,
     applied: 3,
@@ -797,20 +801,20 @@ Deno.test("status's board says what the whole board says, over every verdict and
     receivedAt: now,
     ...over,
   });
-  const reports: (NodeState["report"] | undefined)[] = [
+  const reports: (GivenNode["report"] | undefined)[] = [
     undefined,
     reportOf({ problems: [] }),
     reportOf({ outcome: "refused", applied: 0 }),
     reportOf({ outcome: "failed", applied: 1 }),
-    // Outstanding: a report of a digest the inventory says was pushed to it, not the current one.
-    reportOf({ digest: other, pushed: true }),
+    // Outstanding: a report of an earlier generation pushed to it.
+    reportOf({ generation: 1, digest: other, pushed: true }),
     // An unknown claim: a digest never pushed to it.
     reportOf({ digest: other }),
     reportOf({ problems: [], receivedAt: old, reportedAt: old }),
     reportOf({ outcome: "failed", applied: 1, receivedAt: old, reportedAt: old }),
   ];
   const summary = { ranAt: now.toISOString(), intervalSeconds: 900, registry: "/r", entries: 4 };
-  const drifts: (StoredDrift | undefined)[] = [
+  const drifts: GivenNode["drift"][] = [
     undefined,
     { summary: { status: "clean", ...summary, findings: [] }, reportedAt: now, receivedAt: now },
     {
@@ -838,34 +842,26 @@ Deno.test("status's board says what the whole board says, over every verdict and
       receivedAt: old,
     },
   ];
-  const states: NodeState[] = [];
-  const drift = new Map<string, StoredDrift>();
+  const nodes: GivenNode[] = [];
   for (const [r, report] of reports.entries()) {
     for (const kind of ["server", "episodic"] as const) {
-      for (const [d, stored] of drifts.entries()) {
-        const name = `n-${r}-${kind}-${d}`;
-        states.push({
-          name,
-          system: "debian",
+      for (const [d, drift] of drifts.entries()) {
+        nodes.push({
+          name: `n-${r}-${kind}-${d}`,
           kind,
-          enrolledAt: old,
           modules: ["app"],
-          declaration: { generation: 1, digest, total: 3, pushedAt: old },
+          declaration: { generation: 2, digest, total: 3, pushedAt: old },
           ...(report === undefined ? {} : { report }),
+          ...(drift === undefined ? {} : { drift }),
         });
-        if (stored !== undefined) drift.set(name, stored);
-        assertEquals(driftVerdict(stored, now), judgeDrift(stored, now).verdict, name);
       }
     }
   }
   // Linked and never pushed (its link says it holds no declaration), of both kinds.
   for (const kind of ["server", "episodic"] as const) {
-    states.push({
+    nodes.push({
       name: `linked-${kind}`,
-      system: "debian",
       kind,
-      enrolledAt: old,
-      modules: [],
       report: reportOf({
         generation: 0,
         outcome: "undeclared",
@@ -875,23 +871,32 @@ Deno.test("status's board says what the whole board says, over every verdict and
       }),
     });
   }
-  const clock = { now, graceMs: 60_000 };
-  const whole = gatherBoard(states, clock, drift);
-  const listed = gatherStatus(states, clock, drift);
-  assertEquals(
-    [...VERDICTS, ...DRIFT_VERDICTS].filter((v) =>
-      !whole.machines.some((m) => m.verdict === v || m.drift.verdict === v)
-    ),
-    [],
-    "every verdict and drift verdict is in the fixture",
-  );
-  assertEquals(listed.machines, statusMachines(whole));
-  assert(listed.machines.length < whole.machines.length, "some nodes are not listed");
-  assertEquals(statusText(listed), statusText(whole));
-  assertEquals(statusJson(listed), statusJson(whole));
-  assertEquals(attentionMachines(listed), attentionMachines(whole));
-  assertEquals(behindMachines(listed), behindMachines(whole));
-  assertEquals({ ...listed, machines: [] }, { ...whole, machines: [] });
-  // What board --json writes, in its two parts, is boardJson's text.
-  assertEquals(boardJsonParts(whole).join(""), boardJson(whole));
+  const inv = await freshInventory();
+  try {
+    await writeNodes(inv.sql, nodes);
+    const wholeFleet = await readFleet(inv.sql, { now });
+    const whole = boardOf(wholeFleet);
+    const listed = boardOf(await readFleet(inv.sql, { now, listedOnly: true }));
+    assertEquals(
+      [...VERDICTS, ...DRIFT_VERDICTS].filter((v) =>
+        !whole.machines.some((m) => m.verdict === v || m.drift.verdict === v)
+      ),
+      [],
+      "every verdict and drift verdict is in the fixture",
+    );
+    assertEquals(listed.machines, statusMachines(whole));
+    assert(listed.machines.length < whole.machines.length, "some nodes are not listed");
+    assertEquals(statusText(listed), statusText(whole));
+    assertEquals(statusJson(listed), statusJson(whole));
+    assertEquals(attentionMachines(listed), attentionMachines(whole));
+    assertEquals(behindMachines(listed), behindMachines(whole));
+    assertEquals({ ...listed, machines: [] }, { ...whole, machines: [] });
+    // What board --json writes from the database's text is the board: the same value as
+    // boardJson's, and text that is JSON with one machine a line.
+    const written = boardJsonParts(wholeFleet).join("");
+    assertEquals(JSON.parse(written), JSON.parse(boardJson(whole)));
+    assertEquals(written.split("\n").length, whole.machines.length + 3);
+  } finally {
+    await inv.drop();
+  }
 });

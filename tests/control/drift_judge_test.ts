@@ -1,30 +1,26 @@
 /**
- * The drift verdict's clock rule (control/drift.ts, `judgeDrift`): a result's age is the time
- * since its report arrived (our clock) plus its age when the node reported it (the node's clock),
- * so a node whose clock is an hour off is judged right either way, and a result is stale only past
- * twice its interval.
+ * The drift verdict's clock rule, as the database judges it (control/node_state.ts): a result's
+ * age is the time since its report arrived (our clock) plus its age when the node reported it (the
+ * node's clock), so a node whose clock is an hour off is judged right either way, and a result is
+ * stale only past twice its interval. A stored summary this program does not read is
+ * `unreadable` with the reason, and never fails the read of the fleet.
  *
  * @module
  */
 
-import { assertEquals } from "../support/assert.ts";
-import { z } from "zod";
-import {
-  isDriftSummary,
-  judgeDrift,
-  NOT_CHECKED,
-  RAN_AT_PATTERN,
-  storedSummary,
-} from "../../control/drift.ts";
-import { DriftSummary } from "../../lib/drift.ts";
+import { assert, assertEquals } from "../support/assert.ts";
+import { freshInventory, type TestInventory } from "./support.ts";
+import { type GivenNode, judgeNodes } from "./judge.ts";
+import { NOT_KEPT_PROBLEM } from "../../control/drift.ts";
+import type { DriftSummary } from "../../lib/drift.ts";
 
 const NOW = new Date("2026-12-01T12:00:00Z");
 const at = (ms: number) => new Date(NOW.getTime() + ms);
 
-function clean(ranAt: Date): DriftSummary {
+function clean(ranAt: Date | string): DriftSummary {
   return {
     status: "clean",
-    ranAt: ranAt.toISOString(),
+    ranAt: typeof ranAt === "string" ? ranAt : ranAt.toISOString(),
     intervalSeconds: 900,
     registry: "/r.yaml",
     entries: 1,
@@ -32,123 +28,186 @@ function clean(ranAt: Date): DriftSummary {
   };
 }
 
-Deno.test("a node's clock an hour off does not make its result stale or fresh", () => {
-  for (const skew of [-3_600_000, 0, 3_600_000]) {
-    // Ran a minute before its report, by its own clock; the report arrived just now.
-    const fresh = judgeDrift(
-      { summary: clean(at(skew - 60_000)), reportedAt: at(skew), receivedAt: NOW },
-      NOW,
-    );
-    assertEquals([fresh.verdict, fresh.ageSeconds], ["clean", 60], `skew ${skew}`);
-  }
-});
-
-Deno.test("stale past twice the interval, counted from the report's arrival", () => {
-  const judge = (sinceArrival: number, atNode: number) =>
-    judgeDrift({
-      summary: clean(at(-sinceArrival - atNode)),
-      reportedAt: at(-sinceArrival),
-      receivedAt: at(-sinceArrival),
-    }, NOW);
-  assertEquals(judge(1_740_000, 60_000).verdict, "clean"); // 30m exactly: allowed
-  assertEquals(judge(1_741_000, 60_000).verdict, "stale");
-  assertEquals(judge(0, 1_801_000).verdict, "stale"); // already old when reported
-  assertEquals(judge(1_801_000, 0).last, "clean");
-});
-
-Deno.test("no summary is not checked, with no time", () => {
-  assertEquals(judgeDrift(undefined, NOW), { ...NOT_CHECKED, counts: [] });
-  assertEquals("ranAt" in judgeDrift(undefined, NOW), false);
-});
-
-// The precompiled check that status runs on every stored summary (control/drift.ts) is never more
-// lenient than the schema: what it accepts the schema accepts; what it refuses goes to the schema.
-const SUMMARIES: Record<string, unknown> = {
-  clean: {
-    status: "clean",
-    ranAt: "2026-12-01T10:00:00.000Z",
-    intervalSeconds: 900,
-    registry: "/var/lib/mesh/reconcile/registry.yaml",
-    entries: 3,
-    findings: [],
-  },
-  drift: {
-    status: "drift",
-    ranAt: "2024-02-29T10:00:00+01:00",
-    intervalSeconds: 900,
-    registry: "r",
-    entries: 3,
-    findings: [{ check: "port", direction: "rogue", count: 2 }],
-  },
-  unobservable: {
-    status: "unobservable",
-    ranAt: "2026-12-01T10:00:00Z",
-    intervalSeconds: 1,
-    registry: "r",
-    entries: 0,
-    findings: [],
-    unobserved: ["docker@root"],
-  },
-  unreadable: { status: "unreadable", path: "/x", problem: "missing" },
-};
-
-/** Each summary changed one way the schema refuses. */
-function spoiled(summary: Record<string, unknown>): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [{ ...summary, extra: 1 }, { ...summary, status: "ok" }];
-  for (const key of Object.keys(summary)) {
-    if (key === "status") continue;
-    const { [key]: _, ...without } = summary;
-    out.push(without);
-    for (const bad of [null, "x", -1, 1.5, 2 ** 53, [], {}, "x".repeat(5000), [1], [{}]]) {
-      out.push({ ...summary, [key]: bad });
-    }
-  }
-  out.push({ ...summary, ranAt: "2026-02-30T10:00:00Z" }, { ...summary, ranAt: "2026-12-01" });
-  out.push({ ...summary, findings: [{ check: "port", direction: "rogue", count: 0 }] });
-  out.push({ ...summary, findings: [{ check: "port", direction: "up", count: 1 }] });
-  out.push({ ...summary, findings: [{ check: "port", direction: "rogue", count: 1, x: 1 }] });
-  out.push({ ...summary, intervalSeconds: 366 * 86_400 + 1 });
-  out.push({ ...summary, unobserved: Array(101).fill("a") }, {
-    ...summary,
-    unobserved: ["a".repeat(201)],
-  });
-  return out;
+/** The drift views of `nodes` judged at NOW, by name. */
+async function driftOf(inv: TestInventory, nodes: GivenNode[]) {
+  const { board } = await judgeNodes(inv.sql, nodes, { now: NOW });
+  return new Map(board.machines.map((m) => [m.name, m.drift]));
 }
 
-Deno.test("the precompiled check accepts what the schema accepts, and nothing it refuses", () => {
-  for (const [name, summary] of Object.entries(SUMMARIES)) {
-    assertEquals([name, isDriftSummary(summary)], [name, true]);
-    assertEquals([name, DriftSummary.safeParse(summary).success], [name, true]);
-    // Through JSON, as the inventory stores it.
-    assertEquals(isDriftSummary(JSON.parse(JSON.stringify(summary))), true);
-    for (const bad of spoiled(summary as Record<string, unknown>)) {
-      if (isDriftSummary(bad)) {
-        assertEquals([JSON.stringify(bad), DriftSummary.safeParse(bad).success], [
-          JSON.stringify(bad),
-          true,
-        ]);
+Deno.test("the drift verdict's clock rule, in the database", async (t) => {
+  const inv = await freshInventory();
+  try {
+    await t.step("a node's clock an hour off does not make its result stale or fresh", async () => {
+      const skews = [-3_600_000, 0, 3_600_000];
+      // Ran a minute before its report, by its own clock; the report arrived just now.
+      const drift = await driftOf(
+        inv,
+        skews.map((skew, i) => ({
+          name: `n${i}`,
+          drift: { summary: clean(at(skew - 60_000)), reportedAt: at(skew), receivedAt: NOW },
+        })),
+      );
+      for (const [i, skew] of skews.entries()) {
+        const view = drift.get(`n${i}`)!;
+        assertEquals([view.verdict, view.ageSeconds], ["clean", 60], `skew ${skew}`);
       }
-    }
+    });
+
+    await t.step("stale past twice the interval, counted from the report's arrival", async () => {
+      const given = (name: string, sinceArrival: number, atNode: number): GivenNode => ({
+        name,
+        drift: {
+          summary: clean(at(-sinceArrival - atNode)),
+          reportedAt: at(-sinceArrival),
+          receivedAt: at(-sinceArrival),
+        },
+      });
+      const drift = await driftOf(inv, [
+        given("exactly", 1_740_000, 60_000), // 30m exactly: allowed
+        given("past", 1_741_000, 60_000),
+        given("old", 0, 1_801_000), // already old when reported
+        given("last", 1_801_000, 0),
+      ]);
+      assertEquals(drift.get("exactly")!.verdict, "clean");
+      assertEquals(drift.get("past")!.verdict, "stale");
+      assertEquals(drift.get("old")!.verdict, "stale");
+      assertEquals(drift.get("last")!.last, "clean");
+    });
+
+    await t.step("no summary is not checked, with no time", async () => {
+      const drift = await driftOf(inv, [{ name: "none" }]);
+      assertEquals(drift.get("none"), {
+        verdict: "not-checked",
+        words: "not checked",
+        findings: 0,
+        counts: [],
+      });
+    });
+
+    await t.step("each status, with its counts and what it could not observe", async () => {
+      const drift = await driftOf(inv, [
+        {
+          name: "drift",
+          drift: {
+            summary: {
+              ...clean(at(-60_000)),
+              status: "drift",
+              findings: [
+                { check: "port", direction: "rogue", count: 2 },
+                { check: "container", direction: "missing", count: 1 },
+              ],
+            },
+            reportedAt: NOW,
+            receivedAt: NOW,
+          },
+        },
+        {
+          name: "unobservable",
+          drift: {
+            summary: { ...clean(at(-60_000)), status: "unobservable", unobserved: ["docker@root"] },
+            reportedAt: NOW,
+            receivedAt: NOW,
+          },
+        },
+        {
+          name: "unreadable",
+          drift: {
+            summary: { status: "unreadable", path: "/x", problem: "missing" },
+            reportedAt: NOW,
+            receivedAt: NOW,
+          },
+        },
+      ]);
+      assertEquals(drift.get("drift"), {
+        verdict: "drift",
+        words: "drift",
+        findings: 3,
+        counts: [
+          { check: "port", direction: "rogue", count: 2 },
+          { check: "container", direction: "missing", count: 1 },
+        ],
+        last: "drift",
+        ranAt: at(-60_000).toISOString(),
+        ageSeconds: 60,
+        intervalSeconds: 900,
+        registry: "/r.yaml",
+      });
+      assertEquals(drift.get("unobservable")!.unobserved, ["docker@root"]);
+      assertEquals(drift.get("unreadable"), {
+        verdict: "unreadable",
+        words: "unreadable",
+        findings: 0,
+        counts: [],
+        path: "/x",
+        problem: "missing",
+      });
+    });
+
+    await t.step(
+      "a time PostgreSQL cannot read is judged by the instant ingest read, never a failed read",
+      async () => {
+        // Year 0000 and an offset beyond 15:59: the schema accepts both, a timestamptz cast of
+        // either fails (and would fail the whole status).
+        const drift = await driftOf(inv, [
+          {
+            name: "year0",
+            drift: { summary: clean("0000-02-29T00:00:00Z"), reportedAt: NOW, receivedAt: NOW },
+          },
+          {
+            name: "offset",
+            drift: {
+              summary: clean("2026-12-01T11:59:00+23:59"),
+              reportedAt: at(-86_340_000),
+              receivedAt: NOW,
+            },
+          },
+        ]);
+        assertEquals(drift.get("year0")!.verdict, "stale");
+        assertEquals(drift.get("year0")!.ranAt, "0000-02-29T00:00:00.000Z");
+        assertEquals(drift.get("offset")!.verdict, "clean");
+        assertEquals(drift.get("offset")!.ranAt, "2026-11-30T12:00:00.000Z");
+      },
+    );
+
+    await t.step(
+      "a stored summary this program does not read is unreadable, with why",
+      async () => {
+        const without = (key: string) => {
+          const { [key]: _, ...rest } = clean(NOW) as unknown as Record<string, unknown>;
+          return rest;
+        };
+        const spoiled: Record<string, Record<string, unknown>> = {
+          "other-status": { ...clean(NOW), status: "ok" },
+          "no-interval": without("intervalSeconds"),
+          "zero-interval": { ...clean(NOW), intervalSeconds: 0 },
+          "text-interval": { ...clean(NOW), intervalSeconds: "900" },
+          "fraction-interval": { ...clean(NOW), intervalSeconds: 1.5 },
+          "no-time": without("ranAt"),
+          "bad-time": { ...clean(NOW), ranAt: "yesterday" },
+          "not-an-object": [1, 2] as unknown as Record<string, unknown>,
+          "a-string": JSON.stringify(clean(NOW)) as unknown as Record<string, unknown>,
+        };
+        const { board } = await judgeNodes(
+          inv.sql,
+          Object.entries(spoiled).map(([name, summary]) => ({
+            name,
+            drift: { summary, reportedAt: NOW, receivedAt: NOW },
+          })),
+          { now: NOW },
+        );
+        assertEquals(board.driftCounts.unreadable, Object.keys(spoiled).length);
+        for (const m of board.machines) {
+          assertEquals([m.name, m.drift.verdict, m.drift.path, m.drift.problem], [
+            m.name,
+            "unreadable",
+            "(inventory)",
+            NOT_KEPT_PROBLEM,
+          ]);
+          assert(!("ranAt" in m.drift), m.name);
+        }
+      },
+    );
+  } finally {
+    await inv.drop();
   }
-  assertEquals(
-    isDriftSummary(JSON.parse('{"__proto__": 1, "status": "unreadable", "path": "/x"}')),
-    false,
-  );
-});
-
-Deno.test("the check's time pattern is still the schema's", () => {
-  assertEquals(RAN_AT_PATTERN.source, z.iso.datetime({ offset: true }).def.pattern!.source);
-});
-
-Deno.test("a stored summary the schema refuses is unreadable with the schema's reason", () => {
-  const summary = storedSummary({ ...SUMMARIES.clean as object, intervalSeconds: 0 }, DriftSummary);
-  assertEquals(summary.status, "unreadable");
-  if (summary.status !== "unreadable") return;
-  assertEquals(summary.path, "(inventory)");
-  assertEquals(
-    summary.problem.startsWith("the stored summary does not match this mesh-control's: "),
-    true,
-  );
-  // One the check accepts is the summary itself.
-  assertEquals(storedSummary(SUMMARIES.drift, DriftSummary), SUMMARIES.drift as DriftSummary);
 });

@@ -16,7 +16,6 @@ import {
 } from "./support.ts";
 import { startTestLink } from "./vhost.ts";
 import { readNodeStates } from "../../control/inventory.ts";
-import { classify } from "../../control/state.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
 import { run } from "../../lib/command.ts";
 
@@ -121,11 +120,11 @@ Deno.test(
       await t.step("the healthy node applies cleanly; the broken one fails 1 of 2", async () => {
         await waitFor("the healthy node's clean report", async () => {
           const s = await stateOf(inv, healthy);
-          return classify(s).verdict === "ok" ? s : undefined;
+          return s.said === "ok" ? s : undefined;
         });
         const s = await waitFor("the broken node's failed report", async () => {
           const s = await stateOf(inv, broken);
-          return classify(s).verdict === "failed" ? s : undefined;
+          return s.said === "failed" ? s : undefined;
         });
         assertEquals([s.report!.applied, s.report!.total], [1, 2]);
         assertEquals(s.report!.problems[0]!.id, "tool");
@@ -191,7 +190,7 @@ Deno.test(
           assert(!out.stdout.includes(healthy), out.stdout);
           const s = await waitFor("the corrected node's clean report", async () => {
             const s = await stateOf(inv, broken);
-            return classify(s).verdict === "ok" ? s : undefined;
+            return s.said === "ok" ? s : undefined;
           });
           assertEquals([s.report!.generation, s.report!.applied, s.report!.total], [4, 2, 2]);
           assertEquals(await Deno.readTextFile(`${dir}/${broken}/tool`), "ok\n");
@@ -366,7 +365,7 @@ Deno.test(
         /interval {"outcome":"applied","applied":2,"total":2,.*"source":"bundle"/,
       );
       // The control plane sees the link's reports only: the node does what it was told.
-      assertEquals(classify(await stateOf(inv, node)).verdict, "ok");
+      assertEquals((await stateOf(inv, node)).said, "ok");
     } finally {
       await link?.kill();
       await deleteAccount(node);
@@ -495,7 +494,7 @@ Deno.test(
       );
       const s = await waitFor("the inventory to say ok", async () => {
         const s = await stateOf(inv, node);
-        return classify(s).verdict === "ok" ? s : undefined;
+        return s.said === "ok" ? s : undefined;
       });
       assertEquals(s.report!.applied, 3001);
     } finally {

@@ -10,10 +10,16 @@
 import postgres from "postgres";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { migrate, MIGRATIONS, type Sql } from "../../control/db.ts";
-import { readNodeStates } from "../../control/inventory.ts";
-import { readDrift } from "../../control/drift.ts";
+import { type NodeState, readNodeStates } from "../../control/inventory.ts";
+import { readFleet } from "../../control/node_state.ts";
+import { NOT_KEPT_PROBLEM, ranAt } from "../../control/drift.ts";
+import { boardOf } from "../../control/report.ts";
 import type { DriftSummary } from "../../lib/drift.ts";
 import { freshInventory } from "./support.ts";
+
+/** A node's state without what the rules say of it: what the inventory's tables hold. */
+const stored = (states: NodeState[]) =>
+  states.map(({ said: _s, applied: _a, total: _t, claim: _c, ...state }) => state);
 
 const DIGEST = (c: string) => `sha256:${c.repeat(64)}`;
 
@@ -90,7 +96,7 @@ Deno.test("migrating an inventory that holds reports backfills each node's curre
     const kept = await lastReports(inv.sql);
     assertEquals(kept.kept.length, 3, "a node that never reported has no last report");
     // The status read gives exactly what it gave before the migration.
-    assertEquals(await readNodeStates(inv.sql), statesBefore);
+    assertEquals(stored(await readNodeStates(inv.sql)), statesBefore);
     const a = (await readNodeStates(inv.sql)).find((s) => s.name === "a")!;
     assertEquals(a.report?.outcome, "refused");
     assertEquals(a.declaration?.generation, 3);
@@ -195,7 +201,7 @@ Deno.test("the status read scans the kept state, never reports nor declarations"
     await report(inv.sql, ["quiet"], 1);
     await report(inv.sql, Array.from({ length: 40 }, (_, i) => `n-${i + 1}`), 50);
     await inv.sql`analyze`;
-    // The read exactly as readNodeStates sends it (captured, not copied).
+    // The read exactly as status sends it (captured, not copied).
     const sent: { query: string; params: unknown[] }[] = [];
     const traced = postgres(inv.url, {
       max: 1,
@@ -205,20 +211,21 @@ Deno.test("the status read scans the kept state, never reports nor declarations"
       },
     });
     try {
-      const states = await readNodeStates(traced);
+      const states = boardOf(await readFleet(traced, { listedOnly: true })).machines;
+      // Every node claims generation 50 or never reported: each is listed.
       assertEquals(states.length, 42);
-      assertEquals(states.find((s) => s.name === "quiet")?.report?.trigger, "interval");
-      assertEquals(states.find((s) => s.name === "silent")?.report, undefined);
-      assertEquals(states.find((s) => s.name === "n-7")?.declaration?.generation, 5);
+      assertEquals(states.find((s) => s.name === "quiet")?.trigger, "interval");
+      assertEquals(states.find((s) => s.name === "silent")?.lastReportAt, undefined);
       const read = sent.find((s) => /from nodes n/.test(s.query));
       assert(read !== undefined, `the status read was not seen: ${JSON.stringify(sent)}`);
       const plan = (await traced.unsafe(
         `explain (analyze, costs off, timing off, summary off) ${read.query}`,
         read.params as never[],
       )).map((r) => r["QUERY PLAN"] as string).join("\n");
-      console.log(`plan of the status read (readNodeStates):\n${plan}`);
+      console.log(`plan of the status read (readFleet):\n${plan}`);
       assert(/ on last_reports\b/.test(plan), plan);
       assert(/ on current_declarations\b/.test(plan), plan);
+      assert(/ on node_drift\b/.test(plan), plan);
       assert(!/ on reports\b/.test(plan), `the status read touches reports:\n${plan}`);
       assert(!/ on declarations\b/.test(plan), `the status read touches declarations:\n${plan}`);
     } finally {
@@ -292,34 +299,52 @@ async function readBefore(sql: Sql): Promise<unknown> {
   });
 }
 
-Deno.test("stored drift summaries are read as stored, and one the schema refuses as unreadable", async () => {
+Deno.test("a stored drift summary is shown as stored, and one this program does not read as unreadable", async () => {
   const inv = await freshInventory();
   try {
-    await inv.sql`insert into nodes (name, system) values ('good', 'debian'), ('bad', 'debian')`;
-    const good = {
+    await inv.sql`insert into nodes (name, system)
+      values ('good', 'debian'), ('bad', 'debian'), ('older', 'debian')`;
+    const good: DriftSummary = {
       status: "drift",
-      ranAt: "2026-12-01T10:00:00.000Z",
+      ranAt: "2026-12-01T11:00:00+01:00",
       intervalSeconds: 900,
       registry: "r",
       entries: 2,
       findings: [{ check: "port", direction: "rogue", count: 1 }],
     };
-    await inv.sql`insert into node_drift (node, summary, reported_at, received_at) values
+    const times = ranAt(good);
+    await inv
+      .sql`insert into node_drift (node, summary, reported_at, received_at, ran_at_ms, ran_at)
+      values
       ('good', ${JSON.stringify(good)}::text::jsonb, '2026-12-01 10:00:01.123456+00',
-        '2026-12-01 10:00:02.999999+00'),
-      ('bad', ${JSON.stringify({ ...good, intervalSeconds: 0 })}::text::jsonb, now(), now())`;
-    const drift = await readDrift(inv.sql);
+        '2026-12-01 10:00:02.999999+00', ${times.ran_at_ms}, ${times.ran_at}),
+      ('bad', ${JSON.stringify({ ...good, intervalSeconds: 0 })}::text::jsonb, now(), now(),
+        ${times.ran_at_ms}, ${times.ran_at}),
+      -- Stored before ingest recorded the instant (or by another version): no time.
+      ('older', ${JSON.stringify(good)}::text::jsonb, now(), now(), null, null)`;
+    const board = boardOf(await readFleet(inv.sql, { now: new Date("2026-12-01T10:01:00Z") }));
+    const drift = new Map(board.machines.map((m) => [m.name, m.drift]));
     assertEquals(drift.get("good"), {
-      summary: good as DriftSummary,
-      reportedAt: new Date("2026-12-01T10:00:01.123Z"),
-      receivedAt: new Date("2026-12-01T10:00:02.999Z"),
+      verdict: "drift",
+      words: "drift",
+      findings: 1,
+      counts: [{ check: "port", direction: "rogue", count: 1 }],
+      last: "drift",
+      ranAt: "2026-12-01T10:00:00.000Z",
+      // 57 s since it arrived (our clock), 1.123 s old when it was reported (the node's).
+      ageSeconds: 58,
+      intervalSeconds: 900,
+      registry: "r",
     });
-    const bad = drift.get("bad")!.summary;
-    assertEquals(bad.status, "unreadable");
-    assertStringIncludes(
-      bad.status === "unreadable" ? bad.problem : "",
-      "the stored summary does not match this mesh-control's",
-    );
+    for (const name of ["bad", "older"]) {
+      const view = drift.get(name)!;
+      assertEquals([view.verdict, view.path, view.problem], [
+        "unreadable",
+        "(inventory)",
+        NOT_KEPT_PROBLEM,
+      ]);
+    }
+    assertStringIncludes(NOT_KEPT_PROBLEM, "the stored summary does not match this mesh-control's");
   } finally {
     await inv.drop();
   }
@@ -357,19 +382,27 @@ Deno.test("the fleet reads cut into rows of any size give every node once, in na
         entries: 2,
         findings: [],
       });
-    await sql`insert into node_drift (node, summary, reported_at)
-      select n, ${summary("/etc/a\tb\nc")}::text::jsonb, now()
+    await sql`insert into node_drift (node, summary, reported_at, ran_at_ms, ran_at)
+      select n, ${summary("/etc/a\tb\nc")}::text::jsonb, now(),
+        ${Date.parse("2026-12-01T10:00:00.000Z")}, '2026-12-01T10:00:00.000Z'
       from unnest(${nodes.slice(4)}::text[]) n`;
     const expected = await readBefore(sql);
-    const drift = await readDrift(sql);
-    assertEquals(drift.size, nodes.length - 4);
-    assertEquals(drift.get("n-07")?.summary.status, "clean");
+    const now = new Date();
+    const fleet = await readFleet(sql, { now });
+    const machines = boardOf(fleet).machines;
+    assertEquals(machines.length, nodes.length + 1);
+    assertEquals(machines.filter((m) => m.drift.last === "clean").length, nodes.length - 4);
+    assertEquals(machines.find((m) => m.name === "n-07")?.drift.registry, "/etc/a\tb\nc");
     for (const perRow of [1, 2, 7, 24, 1000]) {
-      assertEquals(await readNodeStates(sql, undefined, perRow), expected, `${perRow} a row`);
-      assertEquals(await readDrift(sql, undefined, perRow), drift, `${perRow} a row`);
+      assertEquals(
+        stored(await readNodeStates(sql, undefined, perRow)),
+        expected,
+        `${perRow} a row`,
+      );
+      assertEquals(await readFleet(sql, { now, nodesPerRow: perRow }), fleet, `${perRow} a row`);
       const some = ["n-05", "n-00", "never", "n-22", "absent"];
       assertEquals(
-        await readNodeStates(sql, some, perRow),
+        stored(await readNodeStates(sql, some, perRow)),
         (expected as { name: string }[]).filter((s) => some.includes(s.name)),
         `${perRow} a row, some nodes`,
       );

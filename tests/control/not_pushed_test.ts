@@ -13,10 +13,10 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { JsonLinesProcess } from "../support/mod.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
-import { controlCli, mustControl, uniqueNode, waitFor } from "./support.ts";
+import { controlCli, freshInventory, mustControl, uniqueNode, waitFor } from "./support.ts";
 import { enrollIn, startTestLink, type TestVhost, withVhost } from "./vhost.ts";
-import { classify, isAlarm, judge } from "../../control/state.ts";
-import type { NodeState } from "../../control/inventory.ts";
+import { isAlarm } from "../../control/state.ts";
+import { type GivenNode, judgeNodes } from "./judge.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 /** Heard for 2 × 1 s + 3 s after the last report: for the steps that wait for silence. */
@@ -204,18 +204,15 @@ Deno.test(
   },
 );
 
-/** A node's state with an `undeclared` last report received `agoMs` before `now`. */
+/** A node with an `undeclared` last report received `agoMs` before `now`. */
 function undeclared(
+  name: string,
   now: Date,
   agoMs: number,
-  overrides: Partial<NodeState> = {},
-): NodeState {
+  overrides: Partial<GivenNode> = {},
+): GivenNode {
   return {
-    name: "n",
-    system: "debian",
-    kind: "server",
-    enrolledAt: new Date(0),
-    modules: [],
+    name,
     report: {
       generation: 0,
       digest: `sha256:${"e".repeat(64)}`,
@@ -232,18 +229,32 @@ function undeclared(
   };
 }
 
-Deno.test("the verdict rules of a node that says it holds no declaration", () => {
+Deno.test("the verdict rules of a node that says it holds no declaration", async () => {
   const now = new Date("2026-01-01T00:00:00Z");
-  const clock = { now, graceMs: 1000 };
-  assertEquals(classify(undeclared(now, 0)).verdict, "not-pushed");
-  assertEquals(isAlarm("not-pushed"), false);
-  // Pushed, and its link still says it holds none: the push is outstanding (an alarm).
-  const pushed = undeclared(now, 0, {
-    declaration: { generation: 1, digest: `sha256:${"a".repeat(64)}`, total: 2, pushedAt: now },
-  });
-  assertEquals(classify(pushed), { verdict: "outstanding", applied: 0, total: 2 });
-  // Quiet beyond 2 × 1 s + 1 s: a server is silent, an episodic node away.
-  assertEquals(judge(undeclared(now, 2000), clock).verdict, "not-pushed");
-  assertEquals(judge(undeclared(now, 4000), clock).verdict, "silent");
-  assertEquals(judge(undeclared(now, 4000, { kind: "episodic" }), clock).verdict, "away");
+  const inv = await freshInventory();
+  try {
+    const { board, states } = await judgeNodes(inv.sql, [
+      undeclared("linked", now, 0),
+      // Pushed, and its link still says it holds none: the push is outstanding (an alarm).
+      undeclared("pushed", now, 0, {
+        declaration: { generation: 1, digest: `sha256:${"a".repeat(64)}`, total: 2, pushedAt: now },
+      }),
+      // Quiet beyond 2 × 1 s + 1 s: a server is silent, an episodic node away.
+      undeclared("quiet", now, 2000),
+      undeclared("silent", now, 4000),
+      undeclared("away", now, 4000, { kind: "episodic" }),
+    ], { now, graceMs: 1000 });
+    const said = new Map(states.map((s) => [s.name, [s.said, s.applied, s.total]]));
+    assertEquals(said.get("linked"), ["not-pushed", 0, 0]);
+    assertEquals(isAlarm("not-pushed"), false);
+    assertEquals(said.get("pushed"), ["outstanding", 0, 2]);
+    const verdict = new Map(board.machines.map((m) => [m.name, m.verdict]));
+    assertEquals(verdict.get("linked"), "not-pushed");
+    assertEquals(verdict.get("pushed"), "outstanding");
+    assertEquals(verdict.get("quiet"), "not-pushed");
+    assertEquals(verdict.get("silent"), "silent");
+    assertEquals(verdict.get("away"), "away");
+  } finally {
+    await inv.drop();
+  }
 });

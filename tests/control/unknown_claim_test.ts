@@ -11,8 +11,9 @@
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import type { ReportMessage } from "../../lib/broker.ts";
-import { classify, isAlarm, unknownClaimReason } from "../../control/state.ts";
-import { type NodeState, readNodeStates } from "../../control/inventory.ts";
+import { isAlarm } from "../../control/state.ts";
+import { readNodeStates } from "../../control/inventory.ts";
+import { type GivenNode, judgeNodes } from "./judge.ts";
 import {
   controlCli,
   freshInventory,
@@ -141,15 +142,11 @@ Deno.test(
     }),
 );
 
-/** A node's state: generation 2 pushed (digest b, after a at 1); its last report `report`. */
-function state(report: Partial<NonNullable<NodeState["report"]>>): NodeState {
+/** A node: generation 2 pushed (digest b, after a at 1); its last report `report`. */
+function given(name: string, report: Partial<NonNullable<GivenNode["report"]>>): GivenNode {
   const now = new Date("2026-01-01T00:00:00Z");
   return {
-    name: "n",
-    system: "debian",
-    kind: "server",
-    enrolledAt: now,
-    modules: [],
+    name,
     declaration: { generation: 2, digest: `sha256:${"b".repeat(64)}`, total: 3, pushedAt: now },
     report: {
       generation: 2,
@@ -166,38 +163,63 @@ function state(report: Partial<NonNullable<NodeState["report"]>>): NodeState {
   };
 }
 
-Deno.test("the verdict rules of a claim", () => {
+Deno.test("the verdict rules of a claim", async () => {
   const a = `sha256:${"a".repeat(64)}`;
   const c = `sha256:${"c".repeat(64)}`;
-  // The current declaration, as pushed: ok.
-  assertEquals(classify(state({})).verdict, "ok");
-  // An earlier generation, with the digest pushed then (the inventory says so): outstanding.
-  assertEquals(classify(state({ generation: 1, digest: a, pushed: true })).verdict, "outstanding");
-  // The same claims, not pushed: unknown, whatever the outcome.
-  for (const outcome of ["applied", "failed", "refused"] as const) {
-    assertEquals(
-      classify(state({ generation: 1, digest: c, pushed: false, outcome })).verdict,
-      "unknown-claim",
-    );
-  }
-  // A later generation than any pushed, with the current digest (was: ok).
-  assertEquals(classify(state({ generation: 3, pushed: false })).verdict, "unknown-claim");
-  // The current generation with another digest.
-  assertEquals(classify(state({ digest: c, pushed: false })).verdict, "unknown-claim");
-  // Never pushed, claiming an apply (was: ok).
-  const never = state({ generation: 1, digest: a, pushed: false });
+  const never = given("never", { generation: 1, digest: a, pushed: false });
   delete never.declaration;
-  assertEquals(classify(never), { verdict: "unknown-claim", applied: 0, total: 0 });
-  assertEquals(
-    unknownClaimReason(never),
-    `its last report claims generation 1 with digest ${a}, and nothing was ever pushed to it`,
-  );
-  assert(isAlarm("unknown-claim"));
-  // Saying it holds no declaration claims nothing.
-  assertEquals(
-    unknownClaimReason(state({ outcome: "undeclared", generation: 0, digest: c })),
-    undefined,
-  );
+  const inv = await freshInventory();
+  try {
+    const { states } = await judgeNodes(inv.sql, [
+      // The current declaration, as pushed: ok.
+      given("current", {}),
+      // An earlier generation, with the digest pushed then (the inventory says so): outstanding.
+      given("earlier", { generation: 1, digest: a, pushed: true }),
+      // The same claims, not pushed: unknown, whatever the outcome.
+      ...(["applied", "failed", "refused"] as const).map((outcome) =>
+        given(`other-${outcome}`, { generation: 1, digest: c, pushed: false, outcome })
+      ),
+      // A later generation than any pushed, with the current digest (was: ok).
+      given("later", { generation: 3, pushed: false }),
+      // The current generation with another digest.
+      given("digest", { digest: c, pushed: false }),
+      // Never pushed, claiming an apply (was: ok).
+      never,
+      // Saying it holds no declaration claims nothing.
+      given("undeclared", { outcome: "undeclared", generation: 0, digest: c }),
+    ], { now: new Date("2026-01-01T00:00:01Z") });
+    const of = new Map(states.map((s) => [s.name, s]));
+    assertEquals(of.get("current")!.said, "ok");
+    assertEquals(of.get("earlier")!.said, "outstanding");
+    for (const outcome of ["applied", "failed", "refused"]) {
+      assertEquals(of.get(`other-${outcome}`)!.said, "unknown-claim", outcome);
+    }
+    assertEquals(of.get("later")!.said, "unknown-claim");
+    assertEquals(
+      of.get("later")!.claim,
+      `its last report claims generation 3 with digest sha256:${
+        "b".repeat(64)
+      }, and the last generation pushed to it is 2`,
+    );
+    assertEquals(of.get("digest")!.said, "unknown-claim");
+    assertEquals(
+      of.get("digest")!.claim,
+      `its last report claims generation 2 with digest ${c}, which was never pushed to it (its generation 2 has digest sha256:${
+        "b".repeat(64)
+      })`,
+    );
+    const n = of.get("never")!;
+    assertEquals([n.said, n.applied, n.total], ["unknown-claim", 0, 0]);
+    assertEquals(
+      n.claim,
+      `its last report claims generation 1 with digest ${a}, and nothing was ever pushed to it`,
+    );
+    assert(isAlarm("unknown-claim"));
+    assertEquals(of.get("undeclared")!.said, "outstanding");
+    assertEquals(of.get("undeclared")!.claim, undefined);
+  } finally {
+    await inv.drop();
+  }
 });
 
 Deno.test(
@@ -212,7 +234,7 @@ Deno.test(
         sql`insert into reports (node, generation, digest, outcome, applied, total, trigger,
               problems, changes, host_version, reported_at)
             values ('n', ${generation}, ${digest}, 'applied', 1, 1, 'push', '[]', '[]', 't', now())`;
-      const verdict = async () => classify((await readNodeStates(sql))[0]!).verdict;
+      const verdict = async () => (await readNodeStates(sql))[0]!.said;
       // The node reports generation 1 before the push's transaction committed; generation 2 is
       // pushed right after: the report is about an earlier generation pushed to it.
       await insertReport(1, a);

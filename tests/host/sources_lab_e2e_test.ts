@@ -14,7 +14,6 @@ import "../support/mod.ts";
 import { bootLab, type LabMachine } from "../lab/mod.ts";
 import { controlCli, freshInventory, type TestInventory, uniqueNode } from "../control/support.ts";
 import { readNodeStates } from "../../control/inventory.ts";
-import { classify } from "../../control/state.ts";
 import { TEST_KEYS } from "../support/signing.ts";
 
 /** The Debian host carrying the layout part of its bundle (directories and files). */
@@ -197,7 +196,7 @@ Deno.test({
         seen.every((r) => r.outcome === (r.generation === 0 ? "undeclared" : "applied")),
         JSON.stringify(seen),
       );
-      assertEquals(classify((await readNodeStates(inv.sql, [node]))[0]!).verdict, "ok");
+      assertEquals((await readNodeStates(inv.sql, [node]))[0]!.said, "ok");
       await m.exec(["sh", "-c", 'kill -TERM "$(cat /run/mesh-link.pid)"']);
       const stopped = await link as { code: number | null; stderr: string };
       assertEquals(stopped.code, 0, stopped.stderr);
