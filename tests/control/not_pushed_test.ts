@@ -241,8 +241,29 @@ Deno.test("the verdict rules of a node that says it holds no declaration", async
       }),
       // Quiet beyond 2 × 1 s + 1 s: a server is silent, an episodic node away.
       undeclared("quiet", now, 2000),
+      // Quiet for exactly the allowance (3 s): still heard; a millisecond more is not.
+      undeclared("allowed", now, 3000),
+      undeclared("beyond", now, 3001),
       undeclared("silent", now, 4000),
       undeclared("away", now, 4000, { kind: "episodic" }),
+      // An episodic node quiet as long whose reports said it failed stays failed (an alarm).
+      {
+        name: "failed-away",
+        kind: "episodic",
+        declaration: { generation: 1, digest: `sha256:${"a".repeat(64)}`, total: 2, pushedAt: now },
+        report: {
+          generation: 1,
+          digest: `sha256:${"a".repeat(64)}`,
+          outcome: "failed",
+          applied: 1,
+          total: 2,
+          trigger: "interval",
+          problems: [{ message: "it broke" }],
+          intervalMs: 1000,
+          reportedAt: new Date(now.getTime() - 4000),
+          receivedAt: new Date(now.getTime() - 4000),
+        },
+      },
     ], { now, graceMs: 1000 });
     const said = new Map(states.map((s) => [s.name, [s.said, s.applied, s.total]]));
     assertEquals(said.get("linked"), ["not-pushed", 0, 0]);
@@ -252,8 +273,12 @@ Deno.test("the verdict rules of a node that says it holds no declaration", async
     assertEquals(verdict.get("linked"), "not-pushed");
     assertEquals(verdict.get("pushed"), "outstanding");
     assertEquals(verdict.get("quiet"), "not-pushed");
+    assertEquals(verdict.get("allowed"), "not-pushed");
+    assertEquals(verdict.get("beyond"), "silent");
     assertEquals(verdict.get("silent"), "silent");
     assertEquals(verdict.get("away"), "away");
+    assertEquals(verdict.get("failed-away"), "failed");
+    assertEquals(board.machines.find((m) => m.name === "failed-away")?.said, "failed");
   } finally {
     await inv.drop();
   }
