@@ -90,18 +90,22 @@ export interface NodeState {
   claim?: string;
 }
 
-/** One read of the fleet, judged on the inventory database's clock. */
-export interface Fleet {
-  /** Now, by the inventory database's clock (the one that stamped each report's receipt). */
-  now: Date;
-  /** The grace of the silence rule, in ms. */
-  graceMs: number;
+/** What one read of the fleet counts: the status and board heads share it. */
+export interface FleetCounts {
   /** Nodes enrolled (of `names`, when given). */
   nodes: number;
+  /** The grace of the silence rule, in ms: allowed quiet = 2 intervals + this. */
+  graceMs: number;
   /** Nodes per verdict (every verdict present, 0 when none). */
   counts: Record<Verdict, number>;
   /** Nodes per drift verdict (every drift verdict present, 0 when none). */
   driftCounts: Record<DriftVerdict, number>;
+}
+
+/** One read of the fleet, judged on the inventory database's clock. */
+export interface Fleet extends FleetCounts {
+  /** Now, by the inventory database's clock (the one that stamped each report's receipt). */
+  now: Date;
   /**
    * The nodes read (every node, or with `listedOnly` those `status` lists), each a board machine
    * (./report.ts `BoardMachine`) as compact JSON text, ordered by verdict ({@linkcode VERDICTS}'

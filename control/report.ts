@@ -11,7 +11,7 @@
 
 import { formatDuration } from "../lib/duration.ts";
 import { jsonSafe, jsonText, printable } from "../lib/printable.ts";
-import type { Fleet } from "./node_state.ts";
+import type { Fleet, FleetCounts } from "./node_state.ts";
 import {
   type DeclarationVerdict,
   isAlarm,
@@ -84,18 +84,10 @@ export interface BoardMachine {
   drift: DriftView;
 }
 
-/** Everything status and board say, gathered once. */
-export interface Board {
-  /** When the reads were made (ISO 8601). */
+/** Everything status and board say, from one read of the fleet. */
+export interface Board extends FleetCounts {
+  /** When the read was made, by the database's clock (ISO 8601). */
   generatedAt: string;
-  /** Nodes enrolled. */
-  nodes: number;
-  /** The grace of the silence rule, in ms: allowed quiet = 2 intervals + this. */
-  graceMs: number;
-  /** Nodes per verdict (every verdict present, 0 when none). */
-  counts: Record<Verdict, number>;
-  /** Nodes per drift verdict (every drift verdict present, 0 when none). */
-  driftCounts: Record<DriftVerdict, number>;
   /** Every node, the ones not doing what they were told first. */
   machines: BoardMachine[];
 }
