@@ -42,10 +42,10 @@ import {
 /** The connections every command takes, after the program's help. */
 const CONNECTIONS_HELP = `
 Connections (each option also read from the environment; the option wins):
-  --database URL    MESH_DATABASE_URL    postgres://user@host:5432/inventory
-  --broker URL      MESH_BROKER_URL      amqp://user:pass@host:5672/vhost (repeat it, or
-                                         separate URLs with commas, for a cluster's members)
-  --broker-api URL  MESH_BROKER_API_URL  http://user:pass@host:15672 (RabbitMQ management API)
+  --database URL       MESH_DATABASE_URL       postgres://user@host:5432/inventory
+  --broker URL         MESH_BROKER_URL         amqp://user:pass@host:5672/vhost (repeat it,
+                                               or separate URLs with commas, for a cluster)
+  --broker-api URL     MESH_BROKER_API_URL     http://user:pass@host:15672 (management API)
   --database-read URL  MESH_DATABASE_READ_URL  a hot standby status and board read from
 A connection that is not given is refused, never defaulted.`;
 
