@@ -119,6 +119,15 @@ function typesPath(path: string): string {
 }
 
 if (import.meta.main) {
+  // `--check` or nothing: anything else (a misspelt `--check`) is refused, never taken as "write".
+  const unknown = Deno.args.filter((a) => a !== "--check");
+  if (unknown.length > 0) {
+    console.error(
+      `validators: unknown argument ${JSON.stringify(unknown[0])}: run with --check to compare, ` +
+        `or with none to write`,
+    );
+    Deno.exit(2);
+  }
   const check = Deno.args.includes("--check");
   const stale: string[] = [];
   for (const target of TARGETS) {

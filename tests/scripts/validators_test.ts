@@ -32,3 +32,17 @@ Deno.test("validators: a schema changed and not regenerated differs from the mod
   };
   assert((await generate(changed)).code !== written, "an Image made optional is seen");
 });
+
+Deno.test("validators: an argument other than --check is refused and nothing is written", async () => {
+  const before = await Promise.all(TARGETS.map((t) => Deno.stat(`${ROOT}${t.path}`)));
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "scripts/validators.ts", "--chekc"],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 2);
+  assert(new TextDecoder().decode(out.stderr).includes('unknown argument "--chekc"'));
+  const after = await Promise.all(TARGETS.map((t) => Deno.stat(`${ROOT}${t.path}`)));
+  assertEquals(after.map((s) => s.mtime?.getTime()), before.map((s) => s.mtime?.getTime()));
+});
