@@ -6,12 +6,15 @@
  * A test file is left out when its static imports reach one of {@linkcode SLOW_SUPPORT} (so a new
  * lab or browser test is left out without being listed), or when it says `@tier whole` in its
  * first comment (with the reason beside it). Arguments are passed on to `deno test` (`--filter`,
- * `--fail-fast`, ...).
+ * `--fail-fast`, ...). The run has `MESH_TEST_TIER=fast` ({@linkcode TIER_VARIABLE}): a test that
+ * repeats its work many times (fuzz inputs, kill points, mutations) takes a smaller count then
+ * (tests/support/tier.ts).
  *
  * @module
  */
 
 import { fileURLToPath } from "node:url";
+import { TIER_VARIABLE } from "../tests/support/tier.ts";
 
 /** Test support modules whose users belong to the whole suite only, and why. */
 export const SLOW_SUPPORT: Record<string, string> = {
@@ -119,6 +122,7 @@ if (import.meta.main) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--no-check=remote", ...Deno.args, ...fast],
     cwd: ROOT,
+    env: { [TIER_VARIABLE]: "fast" },
   }).spawn();
   Deno.exit((await child.status).code);
 }
