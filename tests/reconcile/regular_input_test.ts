@@ -55,7 +55,7 @@ Deno.test("registry: a FIFO, socket, directory, symlink to /dev/zero or to a FIF
 Deno.test("stamp: a FIFO, socket, directory, symlink to /dev/zero or to a FIFO is cannot-read, named; an oversized one is garbage", async () => {
   await withHostile(async (dir, files) => {
     for (const { name, path, message } of files) {
-      const reading = await within(readStamp(path), 2000, `the reading of ${name} as the stamp`);
+      const reading = await within(readStamp(path), 10_000, `the reading of ${name} as the stamp`);
       assertEquals(reading, { state: "error", problem: "cannot-read", reason: message }, name);
     }
     const big = `${dir}/big`;
@@ -85,7 +85,11 @@ Deno.test("watch state: a FIFO, socket, directory, symlink to /dev/zero or to a 
 Deno.test("reconcile result (the host's drift summary): a FIFO, socket, directory, symlink to /dev/zero or to a FIFO is unreadable, named", async () => {
   await withHostile(async (dir, files) => {
     for (const { name, path, message } of files) {
-      const s = await within(readDriftSummary(path), 2000, `the reading of ${name} as the result`);
+      const s = await within(
+        readDriftSummary(path),
+        10_000,
+        `the reading of ${name} as the result`,
+      );
       assert(s.status === "unreadable", JSON.stringify(s));
       assertEquals(s.problem, message, name);
     }
