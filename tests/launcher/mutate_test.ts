@@ -34,9 +34,20 @@ function chosen(): typeof MUTATIONS {
 }
 
 Deno.test("launcher mutations: every fault is caught by the launcher suite", async () => {
-  // Every fault still applies to the launcher as it is, whichever of them the suite runs against.
-  const source = await Deno.readTextFile(new URL("../../launcher.sh", import.meta.url));
-  for (const m of MUTATIONS) apply(source, m);
+  if (FAST_TIER) {
+    // Every fault still applies to the launcher as it is, whichever the suite runs against (the
+    // whole suite's table says so of each as "not-applied").
+    const source = await Deno.readTextFile(new URL("../../launcher.sh", import.meta.url));
+    const unapplied = MUTATIONS.flatMap((m) => {
+      try {
+        apply(source, m);
+        return [];
+      } catch (error) {
+        return [`${m.name}: not-applied: ${(error as Error).message}`];
+      }
+    });
+    assertEquals(unapplied, []);
+  }
   const mutations = chosen();
   const { tests, results } = await mutate({ mutations, concurrency: 7 });
   assert(tests >= 30, `the baseline ran ${tests} tests`);
