@@ -6,12 +6,15 @@
  * A test file is left out when its static imports reach one of {@linkcode SLOW_SUPPORT} (so a new
  * lab or browser test is left out without being listed), or when it says `@tier whole` in its
  * first comment (with the reason beside it). Arguments are passed on to `deno test` (`--filter`,
- * `--fail-fast`, ...).
+ * `--fail-fast`, ...). The run has `MESH_TEST_TIER=fast` ({@linkcode TIER_VARIABLE}): a test that
+ * repeats its work many times (fuzz inputs, kill points, mutations) takes a smaller count then
+ * (tests/support/tier.ts).
  *
  * @module
  */
 
 import { fileURLToPath } from "node:url";
+import { TIER_VARIABLE } from "../tests/support/tier.ts";
 
 /** Test support modules whose users belong to the whole suite only, and why. */
 export const SLOW_SUPPORT: Record<string, string> = {
@@ -46,7 +49,9 @@ export async function fastTier(): Promise<{ fast: string[]; whole: Map<string, s
   for (const file of files) {
     const head = (await Deno.readTextFile(`${ROOT}${file}`)).slice(0, 4000);
     const marked = /@tier whole\b\s*(?:\(([^)]*)\))?/.exec(head);
-    if (marked !== null) whole.set(file, marked[1] ?? "marked @tier whole");
+    // A reason may run over several comment lines: their leaders (` * `, `// `) are dropped.
+    const why = marked?.[1]?.replace(/\s*\n\s*(?:\*(?!\/)|\/\/)?\s*/g, " ").trim();
+    if (marked !== null) whole.set(file, why || "marked @tier whole");
   }
   // `deno info` takes one root: a temporary module importing every test file (never run).
   const rootFile = await Deno.makeTempFile({ prefix: "mesh-test-fast-", suffix: ".ts" });
@@ -106,6 +111,18 @@ export async function fastTier(): Promise<{ fast: string[]; whole: Map<string, s
   return { fast: files.filter((f) => !whole.has(f)), whole };
 }
 
+/**
+ * How `deno test` is run for the fast tier: over `files`, with `args` before them, and with
+ * `MESH_TEST_TIER=fast`, by which a test that repeats its work takes its smaller count.
+ */
+export function fastRun(files: string[], args: string[]): Deno.CommandOptions {
+  return {
+    args: ["test", "-A", "--no-check=remote", ...args, ...files],
+    cwd: ROOT,
+    env: { [TIER_VARIABLE]: "fast" },
+  };
+}
+
 if (import.meta.main) {
   const { fast, whole } = await fastTier();
   if (Deno.args.includes("--list")) {
@@ -116,9 +133,6 @@ if (import.meta.main) {
   console.error(
     `test:fast: ${fast.length} files; ${whole.size} left to the whole suite (--list says which)`,
   );
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["test", "-A", "--no-check=remote", ...Deno.args, ...fast],
-    cwd: ROOT,
-  }).spawn();
+  const child = new Deno.Command(Deno.execPath(), fastRun(fast, Deno.args)).spawn();
   Deno.exit((await child.status).code);
 }

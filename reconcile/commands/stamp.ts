@@ -95,21 +95,8 @@ export function define(
           `Cannot serve stamp "${opts.stamp}": directory "${dir}" does not exist`,
         );
       }
-      const server = await serveStamp(listen, opts.stamp, tls ? { tls } : {}).catch((error) => {
-        throw tls === undefined ? error : new Error(
-          `${messageOf(error)} (certificate "${opts.cert}", key "${opts.key}")`,
-          { cause: error },
-        );
-      });
-      const host = server.addr.hostname.includes(":")
-        ? `[${server.addr.hostname}]`
-        : server.addr.hostname;
-      ctx.err(
-        `serving stamp "${opts.stamp}" on ${
-          tls ? "https" : "http"
-        }://${host}:${server.addr.port}/ ` +
-          `(read-only${certificate})\n`,
-      );
+      // The signals are listened for before the port is: a stop that comes as soon as the port
+      // accepts (a unit stopped at once, a test) is a clean stop, never the default death.
       const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
       const stopped = Promise.withResolvers<Deno.Signal>();
       // A request still being answered is waited for, but never past the grace: the server
@@ -126,6 +113,28 @@ export function define(
         Deno.addSignalListener(signal, listener);
         return () => Deno.removeSignalListener(signal, listener);
       });
+      let server;
+      try {
+        server = await serveStamp(listen, opts.stamp, tls ? { tls } : {}).catch((error) => {
+          throw tls === undefined ? error : new Error(
+            `${messageOf(error)} (certificate "${opts.cert}", key "${opts.key}")`,
+            { cause: error },
+          );
+        });
+      } catch (error) {
+        for (const remove of listeners) remove();
+        clearTimeout(late);
+        throw error;
+      }
+      const host = server.addr.hostname.includes(":")
+        ? `[${server.addr.hostname}]`
+        : server.addr.hostname;
+      ctx.err(
+        `serving stamp "${opts.stamp}" on ${
+          tls ? "https" : "http"
+        }://${host}:${server.addr.port}/ ` +
+          `(read-only${certificate})\n`,
+      );
       const signal = await Promise.race([stopped.promise, server.finished.then(() => undefined)]);
       for (const remove of listeners) remove();
       await server.shutdown();

@@ -1,7 +1,9 @@
 /**
  * `mesh-control ingest` ends within 2 s of SIGTERM whatever it is doing (docs/design.md,
  * "Hostile inputs", rule 1): here, blocked on a database lock while it records a report. The
- * report, not acknowledged, stays on the queue for the next ingest.
+ * report, not acknowledged, stays on the queue for the next ingest. Held to
+ * tests/support/within.ts's STOP_BOUND_MS, not to 2 s: what it must not do (wait for the lock)
+ * never ends, and a loaded machine may take longer than 2 s to end a process.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
@@ -10,11 +12,12 @@ import { openBroker } from "../../lib/amqp.ts";
 import { REPORTS_QUEUE } from "../../lib/broker.ts";
 import { publishReports, reportOf as report, uniqueNode } from "./support.ts";
 import { withVhost } from "./vhost.ts";
+import { STOP_BOUND_MS } from "../support/within.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
 Deno.test(
-  "ingest blocked on a locked table ends within 2 s of SIGTERM; the report stays queued",
+  "ingest blocked on a locked table ends at SIGTERM, not waiting for the lock; the report stays queued",
   opts,
   () =>
     withVhost(async (inv, vhost) => {
@@ -47,16 +50,21 @@ Deno.test(
           assert(i < 300, "the ingest never reached the locked table");
           await new Promise((r) => setTimeout(r, 50));
         }
-        const signalled = Date.now();
+        // The lock is held until this test lets it go (in finally): an ingest that waited for
+        // its query instead of ending at SIGTERM never ends by itself (STOP_BOUND_MS).
         child.kill("SIGTERM");
+        let timer: ReturnType<typeof setTimeout> | undefined;
         const ended = await Promise.race([
           output.then(() => true),
-          new Promise<boolean>((r) => setTimeout(() => r(false), 2000)),
+          new Promise<boolean>((r) => timer = setTimeout(() => r(false), STOP_BOUND_MS)),
         ]);
-        assert(ended, "ingest did not end within 2 s of SIGTERM");
+        clearTimeout(timer);
+        assert(
+          ended,
+          `ingest did not end within ${STOP_BOUND_MS} ms of SIGTERM while its query waited`,
+        );
         const end = await output;
         assertEquals(end.code, 0, new TextDecoder().decode(end.stderr));
-        assert(Date.now() - signalled < 2000);
       } finally {
         try {
           child.kill("SIGKILL");

@@ -242,9 +242,24 @@ Deno.test(
       const first = await waitFor("a report", () => link!.lines[0]);
       assertEquals([first.trigger, first.generation, first.outcome], ["push", 3, "applied"]);
       assertEquals(await Deno.readTextFile(`${dir}/f`), "3\n");
-      // And the older ones never arrive.
-      await new Promise((r) => setTimeout(r, 1500));
-      assertEquals(link.lines.filter((r) => r.trigger === "push").length, 1);
+      // And the older ones never arrive: a fourth push is applied next, and anything left
+      // before it on the queue (or put back there) would have come first.
+      await mustControl(inv.env, [
+        "module",
+        "add",
+        "--name",
+        "m",
+        await writeModule(dir, "m4", [
+          { id: "f", type: "file", path: `${dir}/f`, content: "4\n", mode: "0644" },
+        ]),
+      ]);
+      await mustControl(inv.env, ["push", node]);
+      await waitFor("the fourth push's report", () => link!.lines.find((r) => r.generation === 4));
+      assertEquals(
+        link.lines.filter((r) => r.trigger === "push").map((r) => [r.generation, r.outcome]),
+        [[3, "applied"], [4, "applied"]],
+      );
+      assertEquals(await Deno.readTextFile(`${dir}/f`), "4\n");
     } finally {
       await link?.kill();
       await deleteAccount(node);

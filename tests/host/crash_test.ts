@@ -14,11 +14,13 @@
  * requires a clean apply never to leave one and never to fail because of one, tolerates those a
  * kill left (treating their directories as holding something foreign), and prints them.
  *
- * Set MESH_CRASH_SEED to replay a run's choices (the kill timing itself cannot be replayed).
+ * Set MESH_CRASH_SEED to replay a run's choices (the kill timing itself cannot be replayed). The
+ * fast tier (`deno task test:fast`) kills about a third as often as the whole suite.
  */
 
 import { basename, dirname } from "node:path";
 import { assert, assertEquals } from "../support/assert.ts";
+import { FAST_TIER } from "../support/tier.ts";
 import { Store } from "../../host/store.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -29,6 +31,14 @@ const BASE_GROUPS = 100;
 /** Groups 100-119 come and go. */
 const EXTRA_GROUPS = 20;
 const FILES_PER_GROUP = 9;
+/**
+ * The kill points: immediate ones (deno still starting, at most 3), ones spread over a varied
+ * apply, pairs of a removal and a creation, ones at the store's save; and how many kills must
+ * land while the host runs. The fast tier takes about a third of the whole suite's count.
+ */
+const KILLS = FAST_TIER
+  ? { immediate: 2, vary: 3, pairs: 1, save: 1, landed: 5 }
+  : { immediate: 3, vary: 10, pairs: 4, save: 3, landed: 15 };
 /** A temporary file of the host's own naming (`.<name>.mesh-<8 hex>.tmp`). */
 const HOST_TEMP = /^\..+\.mesh-.*tmp$/;
 /** A temporary file of the store's atomic writes (`.<name>.<uuid>.tmp`). */
@@ -628,21 +638,18 @@ Deno.test({
       // a creation from nothing; then at the moment the store is saved.
       type Step = { delay: number | "store-save"; kind: "vary" | "empty" };
       const spread = (ms: number, n: number, i: number) => Math.round(ms * (i + 0.5) / n);
+      // The fast tier (tests/support/tier.ts) takes fewer of each: see KILLS.
       const plan: Step[] = [
-        { delay: 0, kind: "vary" },
-        { delay: 30, kind: "vary" },
-        { delay: 150, kind: "vary" },
+        ...[0, 30, 150].slice(0, KILLS.immediate).map((delay): Step => ({ delay, kind: "vary" })),
         ...Array.from(
-          { length: 10 },
-          (_, i): Step => ({ delay: spread(varyMs, 10, i), kind: "vary" }),
+          { length: KILLS.vary },
+          (_, i): Step => ({ delay: spread(varyMs, KILLS.vary, i), kind: "vary" }),
         ),
-        ...Array.from({ length: 4 }, (_, i): Step[] => [
-          { delay: spread(removeMs, 4, i), kind: "empty" },
-          { delay: spread(createMs, 4, i), kind: "vary" },
+        ...Array.from({ length: KILLS.pairs }, (_, i): Step[] => [
+          { delay: spread(removeMs, KILLS.pairs, i), kind: "empty" },
+          { delay: spread(createMs, KILLS.pairs, i), kind: "vary" },
         ]).flat(),
-        { delay: "store-save", kind: "vary" },
-        { delay: "store-save", kind: "vary" },
-        { delay: "store-save", kind: "vary" },
+        ...Array.from({ length: KILLS.save }, (): Step => ({ delay: "store-save", kind: "vary" })),
       ];
       const fallback = 3 * Math.max(createMs, varyMs);
       for (const [i, step] of plan.entries()) {
@@ -654,8 +661,8 @@ Deno.test({
         await complete(w, `c${i}`, v, `apply after kill k${i}`);
       }
       // A kill point that came after the apply finished does not count: add early ones until
-      // at least 15 kills landed while the host ran.
-      for (let i = plan.length; w.rounds.filter((r) => r.killed).length < 15; i++) {
+      // enough kills (15 in the whole suite) landed while the host ran.
+      for (let i = plan.length; w.rounds.filter((r) => r.killed).length < KILLS.landed; i++) {
         assert(i < plan.length + 10, "kills do not land while the host runs");
         v = vary(v, rng);
         await killDuring(w, `k${i}`, v, Math.round(varyMs * rng.int(10, 60) / 100), fallback);
@@ -668,7 +675,7 @@ Deno.test({
           w.rounds.map((r) => `${r.delay < 0 ? "save" : r.delay}${r.killed ? "" : "(done)"}`)
             .join(" "),
       );
-      assert(killed >= 15, `only ${killed} kills landed while the host ran`);
+      assert(killed >= KILLS.landed, `only ${killed} kills landed while the host ran`);
 
       // The end: an empty declaration (killed once, then to completion). What the host created
       // is gone; everything foreign and taken over is there, with its content.

@@ -7,18 +7,22 @@
  * state directory is never created.
  *
  * The generator is a seeded PRNG: set MESH_FUZZ_SEED to replay a run; a failure prints the
- * seed, the mutation and the input.
+ * seed, the mutation and the input. The fast tier (tests/support/tier.ts) draws a tenth as many
+ * random inputs; the exhaustive ones are all fed in both tiers.
  */
 
 import { AssertionError } from "node:assert";
 import { assert, assertEquals } from "../support/assert.ts";
+import { byTier } from "../support/tier.ts";
 import { applyBytes, type ApplyResult } from "../../host/apply.ts";
 import { debian } from "../../systems/debian/mod.ts";
 
 // The contract's limits (docs/design.md and lib/declaration.ts): 16 Mi of content, 64 MiB of input.
 const MAX_CONTENT = 16 * 1024 * 1024;
 const MAX_INPUT = 64 * 1024 * 1024;
-const RANDOM_MUTATIONS = 3000;
+const RANDOM_MUTATIONS = byTier({ whole: 3000, fast: 300 });
+/** Random triples of independent faults. */
+const RANDOM_TRIPLES = byTier({ whole: 600, fast: 60 });
 
 // ---------------------------------------------------------------------------------------------
 // Seeded PRNG (sfc32), so a failing run can be replayed exactly.
@@ -1026,7 +1030,7 @@ Deno.test("bad input: thousands of mutated declarations are refused and touch no
         calls++;
       }
     }
-    assert(inputs.length >= 3000, `only ${inputs.length} inputs`);
+    assert(inputs.length >= RANDOM_MUTATIONS, `only ${inputs.length} inputs`);
     console.log(
       `${inputs.length} mutated declarations, ${calls} refusals checked: ${
         [...kinds].map(([k, v]) => `${k} ${v}`).join(", ")
@@ -1074,8 +1078,8 @@ Deno.test("bad input: independent faults are all reported at once, each with its
         "each problem names its resource's id",
       );
     }
-    // And 600 random triples of independent faults on distinct resources.
-    for (let index = 0; index < 600; index++) {
+    // And random triples of independent faults on distinct resources (600 in the whole suite).
+    for (let index = 0; index < RANDOM_TRIPLES; index++) {
       const m = combined(fx.base, fx.tree, rng, 3, false);
       assertEquals(m.paths.length, 3);
       for (const trusted of [false, true]) await feed(fx, m, trusted, { seed, index });

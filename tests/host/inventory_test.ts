@@ -501,15 +501,16 @@ Deno.test("nft and iptables without privilege are absent, 'no privilege'", async
 Deno.test("a probe that hangs past its timeout is a failure; the others still answer", async () => {
   const started = performance.now();
   const inventory = await withFakes(
-    { systemctl: { args: SYSTEMCTL_ARGS, script: "exec /bin/sleep 30" } },
+    { systemctl: { args: SYSTEMCTL_ARGS, script: "exec /bin/sleep 120" } },
     "first",
-    // Long enough for the real probes on a loaded machine, far shorter than the 30 s hang.
+    // Long enough for the real probes on a loaded machine, far shorter than the 120 s hang.
     () => takeInventory({ timeoutMs: 5_000 }),
   );
   const elapsed = performance.now() - started;
   const f = failureOf(inventory, "systemd");
   assertStringIncludes(f.message, "did not finish within 5000 ms");
-  assert(elapsed < 15_000, `The inventory took ${elapsed} ms`);
+  // Not waited for: the hang is 120 s; the bound leaves a loaded machine room past the 5 s.
+  assert(elapsed < 60_000, `The inventory took ${elapsed} ms`);
   // The real probes ran alongside it and reached their verdicts.
   assertEquals(verdictOf(inventory, "dpkg").present, true);
   assertEquals(inventory.verdicts.length, 8, formatInventory(inventory));

@@ -118,6 +118,26 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
   }
 });
 
+/**
+ * Waits (up to 60 s) until process `pid` has exec'd the runtime and its command line is there:
+ * `/proc/PID/exe` names the new file before the kernel has laid out the new arguments, so a
+ * command line read at that moment is empty.
+ */
+async function runtimeOf(pid: number): Promise<{ exe: string; argv: string[] }> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const exe = await Deno.readLink(`/proc/${pid}/exe`).catch(() => "");
+    const argv = (await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => ""))
+      .split("\0").filter((a) => a !== "");
+    if (exe.endsWith("/deno") && argv.some((a) => a.endsWith("/main.js"))) return { exe, argv };
+    assert(
+      Date.now() < deadline,
+      `pid ${pid} never became the runtime (${exe}: ${argv.join(" ")})`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 Deno.test("the process a caller starts is the program itself: signals reach it", async () => {
   const file = await oneFileHost("debian");
   const dir = await Deno.makeTempDir();
@@ -139,22 +159,12 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    const started = Date.now();
-    let exe = "";
-    for (;;) {
-      exe = await Deno.readLink(`/proc/${child.pid}/exe`).catch(() => "");
-      if (exe.endsWith("/deno")) break;
-      assert(Date.now() - started < 60_000, `pid ${child.pid} never became the runtime (${exe})`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { exe, argv } = await runtimeOf(child.pid);
     assert(exe.startsWith(`${dir}/cache/runtime/`), `pid ${child.pid} runs ${exe}`);
     // The link, which runs for days, starts without Deno's code cache and with V8's gc exposed,
     // to collect after each apply (HOST_COMMAND_FLAGS of scripts/host_flags.ts): the flags are on
     // the runtime's command line, and the link writes no code cache into the cache's DENO_DIR (a
     // short command does: the first test).
-    const cmdline = async (pid: number) =>
-      (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0").filter((a) => a !== "");
-    const argv = await cmdline(child.pid);
     for (const flag of ["--no-code-cache", "--v8-flags=--expose-gc"]) {
       assert(argv.includes(flag), `the link runs as ${argv.join(" ")}`);
       assert(
@@ -204,13 +214,7 @@ Deno.test("the process a caller starts is the program itself: signals reach it",
       stdout: "null",
       stderr: "null",
     }).spawn();
-    for (;;) {
-      const exe = await Deno.readLink(`/proc/${killed.pid}/exe`).catch(() => "");
-      if (exe.endsWith("/deno")) break;
-      assert(Date.now() - started < 60_000, `pid ${killed.pid} never became the runtime (${exe})`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const verbose = await cmdline(killed.pid);
+    const verbose = (await runtimeOf(killed.pid)).argv;
     assert(verbose.includes("--no-code-cache"), `--verbose link runs as ${verbose.join(" ")}`);
     await new Promise((r) => setTimeout(r, 300));
     killed.kill("SIGKILL");

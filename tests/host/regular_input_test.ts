@@ -2,7 +2,8 @@
  * Rule 1 of "Hostile inputs" (docs/design.md) at the host's read sites: a FIFO, a socket, a
  * directory, a symlink to /dev/zero or to a FIFO, or a file over the bound, among the local
  * declarations, as the store, or as the link's kept declaration, is refused by name at once
- * (never opened to wait, never read to the bound); and the link ends within 2 s of SIGTERM, even
+ * (never opened to wait, never read to the bound); and the link ends at SIGTERM (within 2 s by
+ * design; held here to STOP_BOUND_MS of tests/support/within.ts, a loaded machine's margin), even
  * in the middle of an apply. The field case: a FIFO among the local declarations hung
  * `mesh-host reconcile` and the link, which then ignored SIGTERM.
  */
@@ -12,6 +13,7 @@ import { hostileFiles, sparseFile } from "../support/hostile_files.ts";
 import { MAX_DECLARATION_BYTES } from "../../lib/declaration_base.ts";
 import { MAX_STORE_BYTES } from "../../host/store.ts";
 import { TEST_KEYS } from "../support/signing.ts";
+import { STOP_BOUND_MS } from "../support/within.ts";
 
 /** A host that carries no bundle (tests/support/host_no_bundle.ts). */
 const HOST = `${ROOT}tests/support/host_no_bundle.ts`;
@@ -114,7 +116,10 @@ Deno.test("host: a FIFO, socket, directory, symlink to /dev/zero or to a FIFO, o
         `Cannot read local declaration "${decl}/big.json": it is larger than ${MAX_DECLARATION_BYTES} bytes`,
       );
       assertEquals(await Deno.readTextFile(`${dir}/good`), "kept\n", "the good source applied");
-      assert(r.ms < 5000, `refusing took ${r.ms} ms`);
+      // At once: each message is the refusal from the stat. An open that waited would have been
+      // given up after a second and said "(put there after its stat)" instead; no wall clock is
+      // read, which a loaded machine would fail.
+      assert(!r.out.includes("(put there after its stat)"), r.out);
     } finally {
       close();
     }
@@ -161,7 +166,7 @@ Deno.test("host: a store that is a FIFO, socket, directory, symlink to /dev/zero
   });
 });
 
-Deno.test("link: a FIFO among the local declarations and as the kept declaration is refused by name, and SIGTERM ends the link within 2 s", async () => {
+Deno.test("link: a FIFO among the local declarations and as the kept declaration is refused by name, and SIGTERM ends the link", async () => {
   await inTemp(async (dir) => {
     const decl = `${dir}/declarations`;
     await Deno.mkdir(decl);
@@ -182,10 +187,10 @@ Deno.test("link: a FIFO among the local declarations and as the kept declaration
         "1h",
       ];
       const r = await host(link, {
-        limitMs: 2000,
+        limitMs: STOP_BOUND_MS,
         until: (out) => files.every((f) => out.includes(f.path)) && out.includes("good"),
       });
-      assert(!r.hung, `the link did not end within 2 s of SIGTERM: ${r.out}`);
+      assert(!r.hung, `the link did not end within ${STOP_BOUND_MS} ms of SIGTERM: ${r.out}`);
       assertEquals(r.code, 0, r.out);
       for (const { name, path, message } of files) {
         assertStringIncludes(r.out, `Cannot read local declaration "${path}": ${message}`, name);
@@ -195,7 +200,7 @@ Deno.test("link: a FIFO among the local declarations and as the kept declaration
       await Deno.remove(`${dir}/state/link/declaration.json`).catch(() => {});
       await Deno.mkdir(`${dir}/state/link`, { recursive: true });
       await Deno.symlink(`${decl}/fifo.json`, `${dir}/state/link/declaration.json`);
-      const kept = await host(link, { limitMs: 5000 });
+      const kept = await host(link);
       assert(!kept.hung, `the link hung on a FIFO as its kept declaration: ${kept.out}`);
       assertEquals(kept.code, 3, kept.out);
       assertStringIncludes(
@@ -208,7 +213,7 @@ Deno.test("link: a FIFO among the local declarations and as the kept declaration
   });
 });
 
-Deno.test("link: SIGTERM in the middle of an apply (an action that takes 5 s) ends the link within 2 s, exit 0", async () => {
+Deno.test("link: SIGTERM in the middle of an apply (an action that takes a minute) ends the link without waiting for it, exit 0", async () => {
   await inTemp(async (dir) => {
     const decl = `${dir}/declarations`;
     await Deno.mkdir(decl);
@@ -220,7 +225,7 @@ Deno.test("link: SIGTERM in the middle of an apply (an action that takes 5 s) en
         resources: [{
           id: "slow",
           type: "action",
-          command: ["sh", "-c", `touch '${started}'; sleep 5`],
+          command: ["sh", "-c", `touch '${started}'; sleep 60`],
           verify: ["test", "-e", `${dir}/never`],
         }],
       }),
@@ -238,10 +243,10 @@ Deno.test("link: SIGTERM in the middle of an apply (an action that takes 5 s) en
       "--every",
       "1h",
     ], {
-      limitMs: 2000,
+      limitMs: STOP_BOUND_MS,
       until: () => Deno.stat(started).then(() => true, () => false),
     });
-    assert(!r.hung, `the link did not end within 2 s of SIGTERM: ${r.out}`);
+    assert(!r.hung, `the link did not end within ${STOP_BOUND_MS} ms of SIGTERM: ${r.out}`);
     assertEquals(r.code, 0, r.out);
     assertStringIncludes(r.out, "stopped without waiting");
   });

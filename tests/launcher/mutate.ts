@@ -206,7 +206,12 @@ function unescape(s: string): string {
     .replaceAll("&apos;", "'").replaceAll("&amp;", "&");
 }
 
-function apply(text: string, m: Mutation): string {
+/**
+ * The launcher text `m` makes of `text`.
+ *
+ * @throws {Error} when the text one of its edits replaces is not in `text` exactly once.
+ */
+export function apply(text: string, m: Mutation): string {
   let out = text;
   for (const [from, to] of m.edits) {
     const n = out.split(from).length - 1;

@@ -630,7 +630,7 @@ Deno.test("check-registry and schema", async () => {
 Deno.test("P: --timeout bounds each command: a hanging runtime is failed, not waited for", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mesh-timeout-" });
   try {
-    await Deno.writeTextFile(`${dir}/podman`, "#!/bin/sh\nexec sleep 30\n");
+    await Deno.writeTextFile(`${dir}/podman`, "#!/bin/sh\nexec sleep 120\n");
     await Deno.chmod(`${dir}/podman`, 0o755);
     await Deno.writeTextFile(`${dir}/r.yaml`, "version: 1\naccounts: [root]\nservices: {}\n");
     const started = Date.now();
@@ -650,7 +650,8 @@ Deno.test("P: --timeout bounds each command: a hanging runtime is failed, not wa
     );
     assertEquals(r.code, 2, r.stdout);
     assertStringIncludes(r.stdout, "did not finish within its time limit of 1000 ms");
-    assert(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
+    // Not waited for: the runtime hangs 120 s; the bound leaves a loaded machine room past 1 s.
+    assert(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

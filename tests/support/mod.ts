@@ -135,7 +135,9 @@ ${sites({ https: httpsPort, http: httpPort })}
     await child.status;
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
-  for (let i = 0; i < 100; i++) {
+  // Up to 30 s (was 100 tries 100 ms apart): a loaded machine may take longer to start Caddy.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     try {
       const r = await fetch(`http://${admin}/config/`);
       const body = await r.text();
@@ -323,18 +325,19 @@ export async function ensureRootlessAccount(): Promise<(args: string[]) => Promi
 
 /**
  * The root certificate of a running Caddy's internal CA (`local_certs`), the PEM file a registry
- * names in `roots` for the chains Caddy serves to be trusted. Waits (up to 10 s) for Caddy to
+ * names in `roots` for the chains Caddy serves to be trusted. Waits (up to 30 s) for Caddy to
  * have written it: it makes its CA with the first certificate it issues, after its config loads.
  */
 export async function caddyRoot(caddy: CaddyFixture): Promise<string> {
   const path = `${caddy.dir}/data/pki/authorities/local/root.crt`;
-  for (let i = 0; i < 100; i++) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     try {
       if ((await Deno.stat(path)).size > 0) return path;
     } catch { /* not yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`Caddy wrote no root certificate at ${path} within 10 s`);
+  throw new Error(`Caddy wrote no root certificate at ${path} within 30 s`);
 }
 
 /** Replaces a running Caddy's config with new site blocks through its admin API (`POST /load`). */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { freePort, ROOT } from "./mod.ts";
+import { ROOT } from "./mod.ts";
 
 /** How a stamp serve ended: its exit code, the signal that ended it (if any), its stderr. */
 export interface StampServeEnd {
@@ -29,7 +29,7 @@ export interface StampServe {
 
 /** Options for {@linkcode startStampServe}. */
 export interface StampServeOptions {
-  /** `--listen`; default `127.0.0.1:` and a free port. It is connected to on 127.0.0.1. */
+  /** `--listen`; default `127.0.0.1:0` (a port the system gives). Connected to on 127.0.0.1. */
   listen?: string;
   /** More arguments (`--cert`, `--key`, `--allow-plain-http`, ...). */
   args?: string[];
@@ -38,17 +38,18 @@ export interface StampServeOptions {
 }
 
 /**
- * Starts `stamp serve --listen LISTEN --stamp STAMP ARGS` and returns once 127.0.0.1:PORT
- * accepts a connection (within 15 s).
+ * Starts `stamp serve --listen LISTEN --stamp STAMP ARGS` and returns once it says it serves
+ * (within 30 s), on the port it says: by default it listens on port 0, the port the system gives
+ * it, so that no other process (another test, another suite on a shared machine) can take a port
+ * chosen beforehand, nor answer a probe of it in its place.
  *
- * @throws {Error} `stamp serve did not start: STDERR` when it never listens (it is killed).
+ * @throws {Error} `stamp serve did not start: STDERR` when it never says it serves (it is killed).
  */
 export async function startStampServe(
   stamp: string,
   options: StampServeOptions = {},
 ): Promise<StampServe> {
-  const listen = options.listen ?? `127.0.0.1:${freePort()}`;
-  const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
+  const listen = options.listen ?? "127.0.0.1:0";
   const args = options.args ?? [];
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", `${ROOT}reconcile/main.ts`, "stamp", "serve"]
@@ -58,31 +59,43 @@ export async function startStampServe(
     stdout: "null",
     stderr: "piped",
   }).spawn();
+  // Its stderr, read as it comes: the line saying where it serves, then everything to its end.
+  let said = "";
+  const serving = Promise.withResolvers<number | undefined>();
+  const reading = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      said += chunk;
+      const m = /serving stamp ".*" on https?:\/\/\S+:(\d+)\//.exec(said);
+      if (m) serving.resolve(Number(m[1]));
+    }
+    serving.resolve(undefined);
+  })();
   let stopped: Promise<StampServeEnd> | undefined;
-  const serve: StampServe = {
+  const stop = (signal: Deno.Signal = "SIGTERM") => {
+    if (stopped) return stopped;
+    try {
+      child.kill(signal);
+    } catch { /* already gone */ }
+    stopped = child.status.then(async (status) => {
+      await reading;
+      return { code: status.code, signal: status.signal, stderr: said };
+    });
+    return stopped;
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const port = await Promise.race([
+    serving.promise,
+    new Promise<undefined>((r) => timer = setTimeout(() => r(undefined), 30_000)),
+  ]);
+  clearTimeout(timer);
+  if (port === undefined) {
+    const end = await stop("SIGKILL");
+    throw new Error(`stamp serve did not start: ${end.stderr}`);
+  }
+  return {
     url: `${args.includes("--cert") ? "https" : "http"}://127.0.0.1:${port}/`,
     port,
     child,
-    stop(signal: Deno.Signal = "SIGTERM") {
-      if (stopped) return stopped;
-      try {
-        child.kill(signal);
-      } catch { /* already gone */ }
-      stopped = child.output().then((o) => ({
-        code: o.code,
-        signal: o.signal,
-        stderr: new TextDecoder().decode(o.stderr),
-      }));
-      return stopped;
-    },
+    stop,
   };
-  for (let i = 0; i < 300; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return serve;
-    } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const end = await serve.stop("SIGKILL");
-  throw new Error(`stamp serve did not start: ${end.stderr}`);
 }

@@ -21,3 +21,12 @@ export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
     }),
   ]);
 }
+
+/**
+ * How long a test lets a long-running program take to end after SIGTERM. The design promises
+ * 2 s (lib/wait.ts: a grace of `STOP_GRACE_MS`, 1.5 s, then the process exits whatever it was
+ * doing); a test holding it to 2 s fails on a loaded machine, where starting a timer's callback
+ * and a process's exit can take longer. What such a test must tell apart from a stop takes far
+ * longer than this bound (a wait on a lock or a FIFO that never ends, an action of a minute).
+ */
+export const STOP_BOUND_MS = 10_000;
