@@ -679,12 +679,18 @@ async function partStatus(runs: number, dir: string) {
     {
       label: "psql status read",
       what:
-        "`psql -At -f <status's read> -o /dev/null`, jit off as status runs it (`PGOPTIONS='-c jit=off'`)",
+        "`psql -At -f <status's read>`, printing its rows as status prints its text (read by this script), jit off as status runs it (`PGOPTIONS='-c jit=off'`)",
       samplesMs: [],
     },
     {
+      label: "psql status read, to /dev/null",
+      what: "the same with `-o /dev/null`: the rows not printed",
+      samplesMs: [],
+      peer: "psql status read",
+    },
+    {
       label: "psql status read, jit on",
-      what: "the same with psql's default jit (the read's estimated cost is above jit_above_cost)",
+      what: "printed, with psql's default jit (the read's estimated cost is above jit_above_cost)",
       samplesMs: [],
       peer: "psql status read",
     },
@@ -703,8 +709,14 @@ async function partStatus(runs: number, dir: string) {
     },
     {
       label: "psql board read",
-      what: "`psql -At -f <board's read> -o /dev/null`, jit off (10,100 machines as JSON)",
+      what: "`psql -At -f <board's read>`, printed, jit off (10,100 machines as JSON)",
       samplesMs: [],
+    },
+    {
+      label: "psql board read, to /dev/null",
+      what: "the same with `-o /dev/null`",
+      samplesMs: [],
+      peer: "psql board read",
     },
     {
       label: "board floor",
@@ -744,15 +756,17 @@ async function partStatus(runs: number, dir: string) {
     "chromium",
     file,
   ];
-  const psql = (file: string) => ["psql", "-X", "-q", "-At", db.url, "-f", file, "-o", "/dev/null"];
+  const psql = (file: string) => ["psql", "-X", "-q", "-At", db.url, "-f", file];
   const argv: Record<string, string[]> = {
     "deno (empty file)": deno(emptyFile),
     "mesh-control --help": control("--help"),
     "psql status read": psql(statusFile),
+    "psql status read, to /dev/null": [...psql(statusFile), "-o", "/dev/null"],
     "psql status read, jit on": psql(statusFile),
     "status floor": deno(`${ROOT}bench/status_floor.ts`, statusFile),
     "status": control("status"),
     "psql board read": psql(boardFile),
+    "psql board read, to /dev/null": [...psql(boardFile), "-o", "/dev/null"],
     "board floor": deno(`${ROOT}bench/status_floor.ts`, boardFile),
     "board --json": control("board", "--json"),
     "board --html": control("board", "--html", page),
