@@ -653,7 +653,7 @@ async function partStatus(runs: number, dir: string) {
   try {
     for (const kind of ["status", "board"] as const) {
       captured = undefined;
-      await readFleet(capture as unknown as Sql, { listedOnly: kind === "status" });
+      await readFleet(capture, { listedOnly: kind === "status" });
       // Set by the capture's debug callback, which the compiler does not follow.
       const text = captured as string | undefined;
       if (text === undefined) throw new Error(`no query captured from readFleet (${kind})`);
@@ -888,7 +888,7 @@ async function partStatus(runs: number, dir: string) {
     onnotice: () => {},
     fetch_types: false,
     connection: { jit: "off" },
-  }) as unknown as Sql;
+  });
   try {
     for (let i = 0; i <= runs; i++) {
       await refreshStatus(db.sql);
@@ -910,9 +910,7 @@ async function partStatus(runs: number, dir: string) {
       for (const [k, ms] of spans.entries()) breakdown[k]!.samplesMs.push(ms);
     }
   } finally {
-    await (noJit as unknown as { end: (o: { timeout: number }) => Promise<void> }).end({
-      timeout: 1,
-    });
+    await noJit.end({ timeout: 1 });
   }
 
   await refreshStatus(db.sql);
