@@ -108,12 +108,16 @@ export const NOT_KEPT_PROBLEM =
 
 /**
  * The instant a summary's run observed, as epoch milliseconds and as ISO 8601 in UTC
- * (`toISOString`), read from the summary the schema accepted; null for an `unreadable` one: the
- * columns `ran_at_ms` and `ran_at` of `node_drift` (migration 0010_drift_ran_at).
+ * (`toISOString`), read from the summary the schema accepted; null for an `unreadable` one (and
+ * for a time `Date.parse` cannot read): the columns `ran_at_ms` and `ran_at` of `node_drift`
+ * (migration 0010_drift_ran_at).
  */
 export function ranAt(summary: DriftSummary): { ran_at_ms: number | null; ran_at: string | null } {
   if (summary.status === "unreadable") return { ran_at_ms: null, ran_at: null };
   const ms = Date.parse(summary.ranAt);
+  // Every time the schema accepts parses; one that did not would be stored without its instant
+  // (shown unreadable), never fail the batch.
+  if (!Number.isFinite(ms)) return { ran_at_ms: null, ran_at: null };
   return { ran_at_ms: ms, ran_at: new Date(ms).toISOString() };
 }
 

@@ -11,7 +11,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { freshInventory, type TestInventory } from "./support.ts";
 import { type GivenNode, judgeNodes } from "./judge.ts";
-import { NOT_KEPT_PROBLEM } from "../../control/drift.ts";
+import { NOT_KEPT_PROBLEM, ranAt } from "../../control/drift.ts";
 import type { DriftSummary } from "../../lib/drift.ts";
 
 const NOW = new Date("2026-12-01T12:00:00Z");
@@ -210,4 +210,16 @@ Deno.test("the drift verdict's clock rule, in the database", async (t) => {
   } finally {
     await inv.drop();
   }
+});
+
+Deno.test("the instant ingest stores beside a summary: as Date reads it, none when it cannot", () => {
+  assertEquals(ranAt(clean("2026-12-01T11:00:00+01:00")), {
+    ran_at_ms: Date.parse("2026-12-01T10:00:00Z"),
+    ran_at: "2026-12-01T10:00:00.000Z",
+  });
+  assertEquals(ranAt(clean("yesterday")), { ran_at_ms: null, ran_at: null });
+  assertEquals(ranAt({ status: "unreadable", path: "/x", problem: "missing" }), {
+    ran_at_ms: null,
+    ran_at: null,
+  });
 });

@@ -88,7 +88,6 @@ export async function writeNodes(sql: Sql, nodes: readonly GivenNode[]): Promise
       };
       try {
         times = ranAt(drift.summary as DriftSummary);
-        if (Number.isNaN(times.ran_at_ms)) times = { ran_at_ms: null, ran_at: null };
       } catch { /* not a summary ingest would read: no time */ }
       await sql`insert into node_drift (node, summary, reported_at, received_at, ran_at_ms, ran_at)
         values (${n.name}, ${JSON.stringify(drift.summary)}::text::jsonb, ${drift.reportedAt},
