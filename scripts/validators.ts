@@ -6,6 +6,15 @@
  * asks the zod schema itself (loaded only then) for what it refuses, so zod keeps the last word
  * and the messages; a rule is written once, in the schema.
  *
+ * zod's JSON Schema leaves refinements out. So every `.refine` of a target's schemas must be a
+ * predicate exported by the target's zod-free checks module ({@linkcode ChecksModule}); the
+ * generated code imports that module and calls the predicate where the schema does (the
+ * {@linkcode CHECK_KEYWORD} keyword, after the node's other keywords). A refinement that is not
+ * one (an inline function; a `superRefine` without `.meta({ "x-check": [name] })` naming the
+ * predicate that stands for it) stops the generation: the validator would accept what the schema
+ * refuses. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
+ * does) are written into the module, which imports nothing else.
+ *
  * Run from the repository root: `deno run -A scripts/validators.ts` writes every target's module
  * as ajv writes it (deno.json keeps `deno fmt` and `deno lint` off `*_validators.js`) and its
  * types beside it; `--check` writes nothing and exits 1 naming each module that differs
@@ -17,6 +26,7 @@
 import { z } from "zod";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import standalone from "ajv/dist/standalone/index.js";
+import { _ } from "ajv/dist/compile/codegen/index.js";
 
 /**
  * ajv's standalone code generator: its CommonJS module (Deno's default import) is the function,
@@ -34,7 +44,27 @@ export interface Target {
   from: string;
   /** Loads the schemas, by the name each validator is exported as. */
   schemas: () => Promise<Record<string, z.ZodType>>;
+  /**
+   * The module of the schemas' refinements, when they have any: zod's JSON Schema leaves every
+   * `.refine` out, so each one must be a predicate exported by this module (zod-free, so that
+   * the fast path loads no zod), and is called by the generated code where the schema calls it.
+   */
+  checks?: ChecksModule;
 }
+
+/** A module of named predicates (`(value) => boolean`) the schemas refine with. */
+export interface ChecksModule {
+  /** Its path from the repository root (the generated module imports it). */
+  path: string;
+  /** Loads it: each predicate by its export name. */
+  load: () => Promise<Record<string, unknown>>;
+}
+
+/**
+ * The JSON Schema keyword a refinement is written as: the names of the predicates of the
+ * target's {@linkcode ChecksModule} the value must pass, after every other keyword of its node.
+ */
+export const CHECK_KEYWORD = "x-check";
 
 /** Every generated validator module. */
 export const TARGETS: readonly Target[] = [
@@ -61,21 +91,49 @@ export const TARGETS: readonly Target[] = [
 /**
  * The module (code and types) for `target`, formatted as `deno fmt` leaves it.
  *
- * @throws {Error} when a schema has a rule JSON Schema cannot say (zod's `unrepresentable`), or
- *   ajv refuses the JSON Schema in strict mode.
+ * @throws {Error} when a schema has a rule JSON Schema cannot say (zod's `unrepresentable`, a
+ *   refinement that is not a predicate of the target's {@linkcode ChecksModule}), or ajv refuses
+ *   the JSON Schema in strict mode.
  */
 export async function generate(target: Target): Promise<{ code: string; types: string }> {
   const schemas = await target.schemas();
   // zod writes its ISO date-time as a `pattern` (which decides) with `format: "date-time"`
   // beside it: the format is declared known and left to the pattern.
+  const checks = target.checks ? await target.checks.load() : {};
   const ajv = new Ajv2020({
     code: { source: true, esm: true },
     strict: true,
     formats: { "date-time": true },
   });
+  // A refinement is called by name from the checks module the generated code imports, after
+  // the node's other keywords (`post`): it sees only values of the node's shape, as in zod.
+  ajv.addKeyword({
+    keyword: CHECK_KEYWORD,
+    schemaType: "array",
+    post: true,
+    code(cxt) {
+      for (const name of cxt.schema as string[]) {
+        cxt.pass(_`checks[${name}](${cxt.data})`);
+      }
+    },
+  });
   const exports: Record<string, string> = {};
   for (const [name, schema] of Object.entries(schemas)) {
-    const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "throw" });
+    const seen = { unnamed: new Set<string>(), declared: new Set<string>(), target };
+    const json = z.toJSONSchema(schema, {
+      io: "input",
+      unrepresentable: "throw",
+      override: (ctx) => writeChecks(ctx, checks, seen),
+    });
+    const unnamed = [...seen.unnamed].filter((place) => !seen.declared.has(place));
+    if (unnamed.length > 0) {
+      throw new Error(
+        `Cannot generate ${target.path}: a refinement at ${unnamed.join(", ")} of ` +
+          `${target.from} is not a predicate exported by ` +
+          `${target.checks?.path ?? "a checks module (the target names none)"}, and JSON ` +
+          `Schema cannot say it: the validator would accept what the schema refuses`,
+      );
+    }
     delete json.$schema;
     ajv.addSchema({ ...json, $id: name });
     exports[name] = name;
@@ -85,13 +143,99 @@ export async function generate(target: Target): Promise<{ code: string; types: s
   // As ajv writes it (deno.json keeps fmt and lint off `*_validators.js`): one long line.
   // Its types: the `.d.ts` beside it (Deno reads the pragma, first in the file).
   const self = `// @ts-self-types="./${typesPath(target.path).split("/").at(-1)}"\n`;
-  const code = `${self}${header}${standaloneCode(ajv, exports)}\n`;
+  const imports = target.checks
+    ? `import * as checks from "${relativePath(target.path, target.checks.path)}";\n`
+    : "";
+  const code = `${self}${header}${imports}${await withoutRequire(standaloneCode(ajv, exports))}\n`;
   const types = `${header}\n` +
     Object.keys(schemas).map((name) =>
       `/** Whether \`data\` has the shape of the schema \`${name}\` validates (ajv, generated). */\n` +
       `export declare function ${name}(data: unknown): boolean;\n`
     ).join("\n");
   return { code, types: await format(types, "ts") };
+}
+
+/**
+ * `code` with each of ajv's runtime helpers written in: ajv's standalone code asks for them
+ * with `require("ajv/dist/runtime/NAME").default` even in an ES module (`ucs2length`, by which
+ * `maxLength` counts code points as zod does; `equal`), which Deno's ES modules do not have. Each
+ * is the function's own text (they close over nothing), so the module still imports nothing.
+ *
+ * @throws {Error} when another `require` is left (a helper that cannot be written in).
+ */
+async function withoutRequire(code: string): Promise<string> {
+  const asked = /require\("ajv\/dist\/runtime\/(\w+)"\)\.default/g;
+  const names = [...new Set([...code.matchAll(asked)].map((m) => m[1]!))].sort();
+  let helpers = "";
+  for (const name of names) {
+    const runtime = await import(`ajv/dist/runtime/${name}.js`);
+    const fn = runtime.default?.default ?? runtime.default;
+    if (typeof fn !== "function") {
+      throw new Error(`Cannot write in ajv's runtime helper ${name}: it is not a function`);
+    }
+    helpers += `const ajvRuntime_${name} = ${String(fn)};\n`;
+  }
+  const written = code.replace(asked, (_all, name: string) => `ajvRuntime_${name}`);
+  if (written.includes("require(")) {
+    throw new Error(`Cannot generate an ES module: ajv's code still requires a module`);
+  }
+  return helpers + written;
+}
+
+/**
+ * Writes each refinement of the zod node `ctx.zodSchema` into its JSON Schema as
+ * {@linkcode CHECK_KEYWORD}: the export name of its predicate in `checks`. A refinement that is
+ * not one of them (an inline function, a `superRefine`, whose function zod does not keep) would
+ * be left out, and the validator would accept what the schema refuses; it is recorded in
+ * `unnamed` (by the node's path), and stands only if a node at the same path names the check
+ * that stands for it in its metadata (`.meta({ "x-check": ["name"] })`, recorded in `declared`).
+ *
+ * @throws {Error} naming the node's path when a check its metadata names is not in `checks`.
+ */
+function writeChecks(
+  ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown>; path: (string | number)[] },
+  checks: Record<string, unknown>,
+  seen: { unnamed: Set<string>; declared: Set<string>; target: Target },
+): void {
+  const zod = (ctx.zodSchema as { _zod: { def: { checks?: { _zod: { def: Check } }[] } } })._zod;
+  const custom = (zod.def.checks ?? []).map((c) => c._zod.def).filter((d) => d.check === "custom");
+  const meta = z.globalRegistry.get(ctx.zodSchema as z.ZodType) as
+    | Record<string, unknown>
+    | undefined;
+  const declared = meta?.[CHECK_KEYWORD];
+  const names = Array.isArray(declared) ? [...declared as string[]] : [];
+  const place = JSON.stringify(ctx.path);
+  for (const name of names) {
+    if (typeof checks[name] !== "function") {
+      throw new Error(
+        `Cannot generate ${seen.target.path}: the check ${JSON.stringify(name)} at ${place} is ` +
+          `not a function exported by ${seen.target.checks?.path ?? "a checks module"}`,
+      );
+    }
+  }
+  if (Array.isArray(declared)) seen.declared.add(place);
+  for (const def of custom) {
+    const name = Object.keys(checks).find((key) => checks[key] === def.fn);
+    if (name === undefined) seen.unnamed.add(place);
+    else if (!names.includes(name)) names.push(name);
+  }
+  if (names.length > 0) ctx.jsonSchema[CHECK_KEYWORD] = names;
+}
+
+/** A zod check's definition, as far as {@linkcode writeChecks} reads it. */
+interface Check {
+  check: string;
+  fn?: unknown;
+}
+
+/** `to` (from the repository root) as an import specifier relative to the module `from`. */
+function relativePath(from: string, to: string): string {
+  const dir = from.split("/").slice(0, -1);
+  const parts = to.split("/");
+  let same = 0;
+  while (same < dir.length && same < parts.length - 1 && dir[same] === parts[same]) same++;
+  const up = dir.length - same;
+  return (up === 0 ? "./" : "../".repeat(up)) + parts.slice(same).join("/");
 }
 
 /** `text` as `deno fmt` formats a file of extension `ext`. */

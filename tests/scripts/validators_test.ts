@@ -46,3 +46,44 @@ Deno.test("validators: an argument other than --check is refused and nothing is 
   const after = await Promise.all(TARGETS.map((t) => Deno.stat(`${ROOT}${t.path}`)));
   assertEquals(after.map((s) => s.mtime?.getTime()), before.map((s) => s.mtime?.getTime()));
 });
+
+Deno.test("validators: a refinement is called by its named check; one without a name is refused", async () => {
+  const { Checked, Unnamed } = await import("./fixtures/checked_schema.ts");
+  const checks = {
+    path: "tests/scripts/fixtures/checked_checks.ts",
+    load: () => import("./fixtures/checked_checks.ts"),
+  };
+  const target = {
+    path: "tests/scripts/fixtures/checked_validators.js",
+    from: "tests/scripts/fixtures/checked_schema.ts",
+    schemas: () => Promise.resolve({ isChecked: Checked }),
+    checks,
+  };
+  const { code } = await generate(target);
+  const dir = await Deno.makeTempDir();
+  try {
+    const at = new URL("./fixtures/checked_checks.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir}/checked_validators.js`,
+      code.replace('"./checked_checks.ts"', JSON.stringify(at)),
+    );
+    const { isChecked } = await import(`${dir}/checked_validators.js`);
+    const cases = [
+      { word: "level", numbers: [1, 2] },
+      { word: "levels", numbers: [1, 2] },
+      { word: "level", numbers: [1, 1] },
+      { word: "abcdeedcba", numbers: [] },
+      { word: "level", numbers: [1], extra: true },
+    ];
+    for (const value of cases) {
+      assertEquals(isChecked(value), Checked.safeParse(value).success, JSON.stringify(value));
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  const unnamed = { ...target, schemas: () => Promise.resolve({ isUnnamed: Unnamed }) };
+  const refused = await generate(unnamed).then(() => undefined, (e: Error) => e.message);
+  assert(refused?.includes("is not a predicate exported by"), refused);
+  const without = { ...target, checks: undefined };
+  assert(await generate(without).then(() => false, () => true), "a target without checks");
+});
