@@ -153,7 +153,7 @@ export async function runProgram(
 export interface RunTableOptions<C> extends RunProgramOptions {
   /** Writes to stdout. */
   out: (text: string) => void;
-  /** What the program shares with its commands (passed to each command's `define`). */
+  /** What the program shares with its commands (passed to each command's action). */
   context: C;
   /** Called with the program before it parses (a hook every command runs, say). */
   configure?: (program: Command) => void;
@@ -185,7 +185,7 @@ export async function buildProgram<C>(
     if (entry.options && module.action) defineSpec(program, entry, module.action, options.context);
     else if (entry.declared && module.actions) {
       defineGroup(program, entry, module.actions, options.context);
-    } else module.define!(program, entry, options.context);
+    } else throw new Error(`${table.name} ${entry.name} declares neither options nor subcommands`);
   });
   const partial = entries.length !== table.commands.length;
   if (partial) checkExitCodes(table);
@@ -248,8 +248,7 @@ function defineSpecOn<C>(
   command.description(entry.summary);
   for (const a of spec.arguments) command.argument(a.name, a.description);
   for (const o of spec.options) command.addOption(optionOf(o));
-  const after = (entry as { helpAfter?: string }).helpAfter;
-  if (after !== undefined) command.addHelpText("after", after);
+  if (entry.helpAfter !== undefined) command.addHelpText("after", entry.helpAfter);
   command.action(async (...given: unknown[]) => {
     const self = given[given.length - 1] as Command;
     const opts = self.opts();

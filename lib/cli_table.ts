@@ -9,13 +9,14 @@
  * subcommands, {@linkcode parseSubcommand}), and a program without commands whose options are
  * declared as data ({@linkcode OptionsProgram}, {@linkcode parseProgramOptions}).
  *
- * This module must stay cheap to load: it imports nothing at run time (the commander types are
- * erased); lib/cli.ts is loaded only when commander is needed.
+ * Every command is declared here as data: lib/cli.ts makes commander's commands from the same
+ * declarations, so the two parsers read one table (tests/lib/cli_table_test.ts holds their
+ * answers equal). This parser exists because loading commander costs about 40 ms in Deno (its
+ * Node modules), a quarter of a no-op `mesh-host apply`. This module must stay cheap to load: it
+ * imports nothing; lib/cli.ts is loaded only when commander is needed.
  *
  * @module
  */
-
-import type { Command } from "commander";
 
 /**
  * Exit code of an unexpected error: a defect of the program (EX_SOFTWARE of sysexits.h), never
@@ -125,13 +126,6 @@ export function exitCodesHelp(codes: readonly ExitCode[], withCommands = false):
 }
 
 /**
- * Adds one command to `parent` (a commander program): `parent.command(entry.name)` with its
- * description (`entry.summary`), arguments, options, subcommands and action. `context` is what
- * the program shares with its commands (its output, its exit code, its connections).
- */
-export type DefineCommand<C> = (parent: Command, entry: CommandEntry<C>, context: C) => void;
-
-/**
  * One option of a command declared as data ({@linkcode CommandSpec}): what commander's `Option`
  * is given, without loading commander.
  */
@@ -179,6 +173,8 @@ export interface CommandSpec {
   summary: string;
   arguments?: readonly ArgumentSpec[];
   options: readonly OptionSpec[];
+  /** Text its help prints after its options, before exit codes. */
+  helpAfter?: string;
 }
 
 /**
@@ -368,12 +364,11 @@ function checkedSubcommand<C, D extends readonly CommandSpec[], N extends D[numb
 }
 
 /**
- * What a command's module exports: how to define it on commander, or, for a command the table
- * declares as data (its entry has `options`), its action.
+ * What a command's module exports: the action of a command (its entry has `options`), or the
+ * actions of a group's subcommands (its entry has `declared`). Every command is declared as
+ * data in its program's table; lib/cli.ts makes commander's commands from those declarations.
  */
 export interface CommandModule<C> {
-  /** Defines the command (and a group's subcommands) with its action. */
-  define?: DefineCommand<C>;
   /** The action of a command declared as data. */
   action?: CommandAction<C>;
   /** A group declared as data (its entry has `declared`): each subcommand's action, by name. */
@@ -482,6 +477,32 @@ export function parseSubcommand<C>(
     ...args.slice(at + 1),
   ]);
   return parsed && { subcommand: spec.name, ...parsed };
+}
+
+/**
+ * What `args` run without commander: the action of `entry`'s command (or of the group's
+ * subcommand they name) with what they give it, when they are a plain invocation
+ * ({@linkcode parseCommand}, {@linkcode parseSubcommand}); undefined otherwise (commander's to
+ * parse). Loads the entry's module.
+ */
+export async function plainInvocation<C>(
+  entry: CommandEntry<C> | undefined,
+  args: string[],
+): Promise<
+  | { action: CommandAction<C>; args: string[]; options: Record<string, unknown> }
+  | undefined
+> {
+  if (entry === undefined || (entry.options === undefined && entry.declared === undefined)) {
+    return undefined;
+  }
+  const module = await entry.load();
+  if (entry.options !== undefined) {
+    const parsed = parseCommand(entry, args);
+    return module.action && parsed && { action: module.action, ...parsed };
+  }
+  const parsed = parseSubcommand(entry, args);
+  const action = parsed && module.actions?.[parsed.subcommand];
+  return action && { action, args: parsed.args, options: parsed.options };
 }
 
 /**

@@ -13,6 +13,7 @@
 import {
   type CommandEntry,
   declaredCommand,
+  declaredGroup,
   dispatch,
   type ExitCode,
   type ProgramTable,
@@ -21,9 +22,13 @@ import { writeAll } from "../lib/write.ts";
 import { VERSION, VERSION_FLAG_HELP } from "../lib/version.ts";
 import type { ReconcileContext } from "./commands/context.ts";
 import {
+  BATCH_COMMANDS,
   CHECK_REGISTRY_ARGUMENTS,
   INIT_OPTIONS,
+  PORT_COMMANDS,
+  RENDER_COMMANDS,
   RUN_OPTIONS,
+  STAMP_COMMANDS,
   WATCH_ARGUMENTS,
   WATCH_HELP_AFTER,
   WATCH_OPTIONS,
@@ -109,12 +114,12 @@ export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
     options: INIT_OPTIONS,
     load: () => import("./commands/init.ts"),
   }),
-  {
+  declaredGroup({
     name: "stamp",
-    subcommands: ["serve"],
     summary: "the dead-man stamp that a clean run refreshes",
+    declared: STAMP_COMMANDS,
     load: () => import("./commands/stamp.ts"),
-  },
+  }),
   declaredCommand({
     name: "watch",
     usage: "[options] <source>",
@@ -125,24 +130,24 @@ export const RECONCILE_COMMANDS: readonly CommandEntry<ReconcileContext>[] = [
     helpAfter: WATCH_HELP_AFTER,
     load: () => import("./commands/watch.ts"),
   }),
-  {
+  declaredGroup({
     name: "render",
-    subcommands: ["caddy", "backup"],
     summary: "what the registry's declarations produce: the edge config, the backup list",
+    declared: RENDER_COMMANDS,
     load: () => import("./commands/render.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "port",
-    subcommands: ["next"],
     summary: "the port table: the registry is it",
+    declared: PORT_COMMANDS,
     load: () => import("./commands/port.ts"),
-  },
-  {
+  }),
+  declaredGroup({
     name: "batch",
-    subcommands: ["enable", "disable"],
     summary: "switch a timer-driven job on or off and (un)register it in the same step",
+    declared: BATCH_COMMANDS,
     load: () => import("./commands/batch.ts"),
-  },
+  }),
 ];
 
 /** `mesh-reconcile`'s command table. */

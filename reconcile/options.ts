@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { ArgumentSpec, OptionSpec } from "../lib/cli_table.ts";
+import type { ArgumentSpec, CommandSpec, OptionSpec } from "../lib/cli_table.ts";
 import { messageOf } from "../lib/atomic.ts";
 import { type DurationUnit, parseDuration } from "../lib/duration.ts";
 
@@ -257,3 +257,127 @@ export const WATCH_OPTIONS = [
 /** What `watch`'s help says after its options. */
 export const WATCH_HELP_AFTER =
   "\nA file's age is measured by this machine's clock; a URL's age is the server's.";
+
+/** `--registry <file>`, required. */
+const REGISTRY_OPTION = {
+  flags: "--registry <file>",
+  description: "the registry (YAML, version 1)",
+  mandatory: true,
+} as const satisfies OptionSpec;
+
+/** `--json`: the result as JSON. */
+const JSON_OPTION = { flags: "--json", description: "print the result as JSON" } as const;
+
+/** `stamp`'s subcommands. */
+export const STAMP_COMMANDS = [
+  {
+    name: "serve",
+    summary:
+      "serve the stamp read-only over HTTP(S) (GET / or /stamp), its age measured on this machine",
+    options: [
+      {
+        flags: "--listen <addr>",
+        description:
+          "HOST:PORT or [IPv6]:PORT to listen on (an address is required, never defaulted)",
+        mandatory: true,
+      },
+      {
+        flags: "--stamp <path>",
+        description: "the stamp",
+        default: "/var/lib/mesh/reconcile/stamp",
+      },
+      {
+        flags: "--cert <path>",
+        description: "serve HTTPS with this certificate (PEM, issued by the mesh CA)",
+      },
+      { flags: "--key <path>", description: "the certificate's private key (PEM, mode 0600)" },
+      {
+        flags: "--allow-plain-http",
+        description:
+          "allow plain HTTP on an address that is not loopback (its answer can be forged on the way)",
+      },
+    ],
+    helpAfter: '\nAnswers (JSON): 200 {"state":"stamped","stamp","stampedAt","ageSeconds",' +
+      '"servedAt"},\n200 {"state":"never"} when no stamp was written, 500 {"state":"error",' +
+      '"problem","reason"}\nwhen it cannot be read or holds garbage. Only GET and HEAD. Runs ' +
+      "until SIGTERM or SIGINT.\nWithout --cert and --key it listens on a loopback address only " +
+      "(behind the edge),\nunless --allow-plain-http.",
+  },
+] as const satisfies readonly CommandSpec[];
+
+/** `render`'s subcommands. */
+export const RENDER_COMMANDS = [
+  {
+    name: "caddy",
+    summary: "print a Caddyfile with a site block for every declared web address",
+    options: [REGISTRY_OPTION],
+    helpAfter: "\nA redirect renders redir to its target, a port reverse_proxy to " +
+      "127.0.0.1:<first port>,\na site's state directory file_server from it.",
+  },
+  {
+    name: "backup",
+    summary: "list the state directories and databases the registry declares, to back up",
+    options: [
+      REGISTRY_OPTION,
+      { flags: "--json", description: "print the list as JSON" },
+      {
+        flags: "--files-from",
+        description: "print only the state directories, one a line, for restic backup --files-from",
+      },
+    ],
+  },
+] as const satisfies readonly CommandSpec[];
+
+/** `port`'s subcommands. */
+export const PORT_COMMANDS = [
+  {
+    name: "next",
+    summary: "print the lowest port in the range no entry claims and nothing listens on",
+    options: [
+      REGISTRY_OPTION,
+      {
+        flags: "--range <A-B>",
+        description: "ports to search, inclusive",
+        default: "8000-8999",
+      },
+    ],
+    helpAfter: "\nIn use: a listening TCP socket (IPv4 or IPv6) or a port a container of the " +
+      "registry's\naccounts publishes.",
+  },
+] as const satisfies readonly CommandSpec[];
+
+/** The entry a `batch` subcommand acts on. */
+const BATCH_NAME = { name: "<name>", description: "the entry's name" };
+
+/** `batch`'s subcommands. */
+export const BATCH_COMMANDS = [
+  {
+    name: "enable",
+    summary: "systemctl enable --now the timer, then add a batch entry for it",
+    arguments: [BATCH_NAME],
+    options: [
+      {
+        flags: "--timer <unit>",
+        description: "the timer unit, e.g. publish.timer",
+        mandatory: true,
+      },
+      {
+        flags: "--container <name>",
+        description: "the container the job starts while it runs",
+      },
+      {
+        flags: "--user <account>",
+        description: "the account whose user manager runs it (default: root, system)",
+      },
+      REGISTRY_OPTION,
+      JSON_OPTION,
+      IN_CHECKOUT_OPTION,
+    ],
+  },
+  {
+    name: "disable",
+    summary: "systemctl disable --now the entry's timer, then remove the entry",
+    arguments: [BATCH_NAME],
+    options: [REGISTRY_OPTION, JSON_OPTION, IN_CHECKOUT_OPTION],
+  },
+] as const satisfies readonly CommandSpec[];

@@ -10,39 +10,13 @@
  */
 
 import {
-  type CommandAction,
   type CommandEntry,
   exitCodeOfError,
-  parseCommand,
-  parseSubcommand,
+  plainInvocation,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import { type ControlContext, controlContext, redactSecrets } from "./context.ts";
-
-/**
- * What `args` run without commander: the action of `entry`'s command (or of the subcommand they
- * name) with what they give it, when they are a plain invocation; undefined otherwise.
- */
-async function plainInvocation(
-  entry: CommandEntry<ControlContext> | undefined,
-  args: string[],
-): Promise<
-  | { action: CommandAction<ControlContext>; args: string[]; options: Record<string, unknown> }
-  | undefined
-> {
-  if (entry === undefined || (entry.options === undefined && entry.declared === undefined)) {
-    return undefined;
-  }
-  const module = await entry.load();
-  if (entry.options !== undefined) {
-    const parsed = parseCommand(entry, args);
-    return module.action && parsed && { action: module.action, ...parsed };
-  }
-  const parsed = parseSubcommand(entry, args);
-  const action = parsed && module.actions?.[parsed.subcommand];
-  return action && { action, args: parsed.args, options: parsed.options };
-}
 
 /**
  * Runs `args` with `entry` (every command when not given) of `table` (control/main.ts's, passed

@@ -2,7 +2,7 @@
  * Runs one `mesh-host` command: the side of the command line that host/cli.ts loads only when a
  * command runs (the program's help and `--version` never load it). A plain invocation of a
  * command the table declares as data (every mesh-host command) runs without commander
- * (lib/cli_table.ts parseCommand); anything else through commander (lib/cli.ts, loaded then).
+ * (lib/cli_table.ts plainInvocation); anything else through commander (lib/cli.ts, loaded then).
  *
  * @module
  */
@@ -10,7 +10,7 @@
 import {
   type CommandEntry,
   exitCodeOfError,
-  parseCommand,
+  plainInvocation,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
@@ -47,13 +47,12 @@ export async function runHost(
     ) return EXIT_REFUSED;
     return EXIT_CANNOT_RUN;
   };
-  const action = entry?.options ? (await entry.load()).action : undefined;
-  const parsed = entry && action ? parseCommand(entry, args) : undefined;
-  if (action && parsed) {
+  const plain = await plainInvocation(entry, args);
+  if (plain !== undefined) {
     // What commander would run: the system confirmed (its preAction hook), then the action.
     try {
       await confirmSystem(system, { osRelease: build.osRelease });
-      await action(ctx, parsed.args, parsed.options);
+      await plain.action(ctx, plain.args, plain.options);
       return ctx.code;
     } catch (error) {
       return exitCodeOfError(table.name, error, args, { err: ctx.err, onError });

@@ -1,9 +1,9 @@
 /**
  * Runs one `mesh-reconcile` command: the side of the command line that reconcile/main.ts loads
  * only when a command runs (the program's help and `--version` never load it). A plain
- * invocation of a command the table declares as data runs without commander (lib/cli_table.ts
- * parseCommand); anything else (misuse, a command group) through commander (lib/cli.ts, loaded
- * then), which says what is wrong as it always has.
+ * invocation of a command or subcommand (every one is declared as data) runs without commander
+ * (lib/cli_table.ts plainInvocation); anything else (misuse, help) through commander
+ * (lib/cli.ts, loaded then), built from the same declarations, which says what is wrong.
  *
  * @module
  */
@@ -11,7 +11,7 @@
 import {
   type CommandEntry,
   exitCodeOfError,
-  parseCommand,
+  plainInvocation,
   type ProgramTable,
 } from "../../lib/cli_table.ts";
 import { messageOf } from "../../lib/atomic.ts";
@@ -34,11 +34,10 @@ export async function runReconcile(
     ctx.err(`mesh-reconcile: ${messageOf(error)}\n`);
     return REFUSED;
   };
-  const parsed = entry?.options ? parseCommand(entry, args) : undefined;
-  if (entry && parsed) {
+  const plain = await plainInvocation(entry, args);
+  if (plain !== undefined) {
     try {
-      const { action } = await entry.load();
-      await action!(ctx, parsed.args, parsed.options);
+      await plain.action(ctx, plain.args, plain.options);
       return ctx.code;
     } catch (error) {
       return exitCodeOfError(table.name, error, args, { err: ctx.err, onError });

@@ -17,7 +17,9 @@ import {
   dispatch,
   isOptionsOf,
   parseCommand,
+  parseSubcommand,
   type ProgramTable,
+  subcommandEntry,
 } from "../../lib/cli_table.ts";
 import { RECONCILE_TABLE } from "../../reconcile/main.ts";
 import type { ReconcileContext } from "../../reconcile/commands/context.ts";
@@ -235,7 +237,161 @@ Deno.test("reconcile's commands declared as data: which they are, each with its 
   assertEquals(declared.map((c) => c.name).sort(), Object.keys(INVOCATIONS).sort());
   for (const entry of declared) {
     const module = await entry.load();
-    assert(module.action !== undefined && module.define === undefined, entry.name);
+    assert(module.action !== undefined, entry.name);
+  }
+  // Every other command is a group declared as data: no command is defined on commander itself.
+  const groups = TABLE.commands.filter((c) => c.options === undefined);
+  assertEquals(groups.map((c) => c.name).sort(), Object.keys(GROUP_INVOCATIONS).sort());
+  for (const entry of groups) {
+    const { actions } = await entry.load();
+    assertEquals(Object.keys(actions ?? {}), entry.declared?.map((s) => s.name), entry.name);
+  }
+});
+
+/**
+ * Plain invocations of each group's subcommands, with what each was given when the groups were
+ * defined on commander by hand (before they were declared as data): the same values now.
+ */
+const GROUP_INVOCATIONS: Record<string, [string[], string, { args: string[]; options: object }][]> =
+  {
+    stamp: [
+      [["stamp", "serve", "--listen", "127.0.0.1:8080"], "serve", {
+        args: [],
+        options: { listen: "127.0.0.1:8080", stamp: "/var/lib/mesh/reconcile/stamp" },
+      }],
+      [
+        [
+          "stamp",
+          "serve",
+          "--listen=[::1]:1",
+          "--stamp",
+          "/s",
+          "--cert",
+          "/c",
+          "--key",
+          "/k",
+          "--allow-plain-http",
+        ],
+        "serve",
+        {
+          args: [],
+          options: { listen: "[::1]:1", stamp: "/s", cert: "/c", key: "/k", allowPlainHttp: true },
+        },
+      ],
+    ],
+    render: [
+      [["render", "caddy", "--registry", "r"], "caddy", { args: [], options: { registry: "r" } }],
+      [["render", "backup", "--registry", "r", "--json"], "backup", {
+        args: [],
+        options: { registry: "r", json: true },
+      }],
+      [["render", "backup", "--files-from", "--registry", "r"], "backup", {
+        args: [],
+        options: { registry: "r", filesFrom: true },
+      }],
+    ],
+    port: [
+      [["port", "next", "--registry", "r"], "next", {
+        args: [],
+        options: { registry: "r", range: "8000-8999" },
+      }],
+      [["port", "next", "--registry", "r", "--range", "1-2"], "next", {
+        args: [],
+        options: { registry: "r", range: "1-2" },
+      }],
+    ],
+    batch: [
+      [["batch", "enable", "job", "--timer", "t.timer", "--registry", "r"], "enable", {
+        args: ["job"],
+        options: { timer: "t.timer", registry: "r" },
+      }],
+      [
+        [
+          "batch",
+          "enable",
+          "job",
+          "--timer",
+          "t.timer",
+          "--container",
+          "c",
+          "--user",
+          "u",
+          "--registry",
+          "r",
+          "--json",
+          "--registry-in-checkout",
+        ],
+        "enable",
+        {
+          args: ["job"],
+          options: {
+            timer: "t.timer",
+            container: "c",
+            user: "u",
+            registry: "r",
+            json: true,
+            registryInCheckout: true,
+          },
+        },
+      ],
+      [["batch", "disable", "job", "--registry", "r"], "disable", {
+        args: ["job"],
+        options: { registry: "r" },
+      }],
+    ],
+  };
+
+Deno.test("reconcile: a group's plain invocation is parsed as commander parses it, to what it was given", async () => {
+  for (const group of TABLE.commands.filter((c) => c.declared !== undefined)) {
+    let seen: { subcommand: string; args: string[]; options: Record<string, unknown> } | undefined;
+    const recording =
+      (subcommand: string): CommandAction<ReconcileContext> => (_c, args, options) => {
+        seen = { subcommand, args, options };
+        return Promise.resolve();
+      };
+    const entry: CommandEntry<ReconcileContext> = {
+      ...group,
+      load: () =>
+        Promise.resolve({
+          actions: Object.fromEntries(group.declared!.map((s) => [s.name, recording(s.name)])),
+        }),
+    };
+    for (const [args, subcommand, expected] of GROUP_INVOCATIONS[group.name]!) {
+      const want = { subcommand, ...expected };
+      assertEquals(parseSubcommand(group, args), want, args.join(" "));
+      seen = undefined;
+      const code = await runTable(TABLE, entry, args, {
+        out: () => {},
+        err: () => {},
+        context: quiet(),
+        code: () => 0,
+        usageCode: 2,
+        onError: () => 2,
+      });
+      assertEquals([code, seen], [0, want], `commander: ${args.join(" ")}`);
+    }
+    // Misuse is commander's: a required option missing, an unknown one.
+    const first = group.declared![0]!;
+    assertEquals(parseSubcommand(group, [group.name, first.name]), undefined, group.name);
+    assertEquals(
+      parseSubcommand(group, [group.name, first.name, "--nope"]),
+      undefined,
+      group.name,
+    );
+  }
+});
+
+Deno.test("reconcile: a subcommand's help is commander's and the one it printed when defined by hand", async () => {
+  for (const group of TABLE.commands.filter((c) => c.declared !== undefined)) {
+    for (const spec of group.declared!) {
+      const before = await Deno.readTextFile(
+        `${ROOT}tests/reconcile/help/${group.name}-${spec.name}.txt`,
+      );
+      const path = `${group.name} ${spec.name}`;
+      assertEquals(commandHelp(TABLE, subcommandEntry(group, spec)), before, path);
+      const commander = await commanderSays([group.name, spec.name, "--help"]);
+      assertEquals([commander.code, commander.out], [0, before], path);
+    }
   }
 });
 
