@@ -9,13 +9,18 @@ import { PodmanPs } from "../../reconcile/observe/runtime_schemas.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-Deno.test("validators: each generated module is what its schemas make now (--check)", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "scripts/validators.ts", "--check"],
+/** Runs scripts/validators.ts with `args` from the repository root. */
+function runValidators(args: string[]): Promise<Deno.CommandOutput> {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "scripts/validators.ts", ...args],
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
   }).output();
+}
+
+Deno.test("validators: each generated module is what its schemas make now (--check)", async () => {
+  const out = await runValidators(["--check"]);
   assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
 });
 
@@ -35,12 +40,7 @@ Deno.test("validators: a schema changed and not regenerated differs from the mod
 
 Deno.test("validators: an argument other than --check is refused and nothing is written", async () => {
   const before = await Promise.all(TARGETS.map((t) => Deno.stat(`${ROOT}${t.path}`)));
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "scripts/validators.ts", "--chekc"],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const out = await runValidators(["--chekc"]);
   assertEquals(out.code, 2);
   assert(new TextDecoder().decode(out.stderr).includes('unknown argument "--chekc"'));
   const after = await Promise.all(TARGETS.map((t) => Deno.stat(`${ROOT}${t.path}`)));
