@@ -69,13 +69,17 @@ export const CHECK_KEYWORD = "x-check";
 /** Every generated validator module. */
 export const TARGETS: readonly Target[] = [
   {
-    path: "reconcile/observe/runtime_validators.js",
-    from: "reconcile/observe/runtime_schemas.ts",
+    path: "lib/runtime_validators.js",
+    from: "lib/runtime_schemas.ts",
     schemas: async () => {
-      const { BootInspect, DockerInspect, PodmanPs } = await import(
-        "../reconcile/observe/runtime_schemas.ts"
+      const { ContainerInspect, DockerInspect, PodmanPs } = await import(
+        "../lib/runtime_schemas.ts"
       );
-      return { isPodmanPs: PodmanPs, isDockerInspect: DockerInspect, isBootInspect: BootInspect };
+      return {
+        isPodmanPs: PodmanPs,
+        isDockerInspect: DockerInspect,
+        isContainerInspect: ContainerInspect,
+      };
     },
   },
   {

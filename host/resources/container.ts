@@ -41,6 +41,8 @@ import {
   run,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
+import { checkOutput } from "../../lib/runtime_output.ts";
+import type { ContainerInspect } from "../../lib/runtime_schemas.ts";
 import { isLoopback, manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
 import type { Container } from "../../lib/declaration.ts";
@@ -93,28 +95,16 @@ export interface ContainerState {
   env: string[];
 }
 
-interface RawInspect {
-  Id?: string;
-  Name?: string;
-  RestartCount?: number;
-  State?: {
-    Status?: string;
-    Running?: boolean;
-    Paused?: boolean;
-    Restarting?: boolean;
-    ExitCode?: number;
-    Error?: string;
-  };
-  Config?: { Labels?: Record<string, string> | null; Image?: string; Env?: string[] | null };
-  HostConfig?: { RestartPolicy?: { Name?: string } };
-}
-
 /**
- * Inspects the containers named `names` in one call. A name with no container is absent from
- * the map; that is read from what the runtime says ("no such container"), never from the exit
- * code alone.
+ * Inspects the containers named `names` in one call: `podman container inspect` / `docker
+ * container inspect` (podman 4.x; Docker Engine API ContainerJSON), read through
+ * lib/runtime_output.ts, the reader mesh-reconcile's boot view shares (the schema
+ * `ContainerInspect` of lib/runtime_schemas.ts says which fields must be there). A name with no
+ * container is absent from the map; that is read from what the runtime says ("no such
+ * container"), never from the exit code alone.
  *
- * @throws {ResourceError} when the runtime fails in another way.
+ * @throws {ResourceError} when the runtime fails in another way, or answers with something that
+ *   is not that shape ("Cannot read what ... answered (the schema's first problem): ...").
  */
 export async function inspectContainers(
   runtime: Runtime,
@@ -129,13 +119,11 @@ export async function inspectContainers(
   } catch (error) {
     throw new ResourceError(`Cannot inspect containers: ${messageOf(error)}`, { cause: error });
   }
-  let raw: RawInspect[] = [];
+  let raw: z.output<typeof ContainerInspect> = [];
   const text = out.stdout.trim();
   if (text !== "") {
     try {
-      const parsed = JSON.parse(text);
-      if (!Array.isArray(parsed)) throw new Error("not an array");
-      raw = parsed as RawInspect[];
+      raw = await checkOutput("container inspect", JSON.parse(text));
     } catch (error) {
       throw new ResourceError(
         `Cannot read what ${formatArgv(argv)} answered (${messageOf(error)}): ${
@@ -147,27 +135,27 @@ export async function inspectContainers(
   const wanted = new Set(names);
   const ids: string[] = [];
   for (const c of raw) {
-    const name = (c.Name ?? "").replace(/^\//, "");
+    const name = c.Name.replace(/^\//, "");
     ids.push(c.Id ?? "");
     // `inspect x` also matches a container whose id starts with x: only the name counts.
     if (!wanted.has(name)) continue;
-    const state = c.State ?? {};
+    const state = c.State;
     const paused = state.Paused === true;
     const restarting = state.Restarting === true;
     found.set(name, {
       id: c.Id ?? name,
       name,
       running: state.Running === true && !paused && !restarting,
-      status: state.Status ?? "unknown",
+      status: state.Status,
       paused,
       restarting,
       restartCount: c.RestartCount ?? 0,
       exitCode: state.ExitCode,
       error: state.Error ?? "",
-      labels: c.Config?.Labels ?? {},
-      restartPolicy: c.HostConfig?.RestartPolicy?.Name ?? "",
-      image: c.Config?.Image ?? "",
-      env: c.Config?.Env ?? [],
+      labels: c.Config.Labels ?? {},
+      restartPolicy: c.HostConfig.RestartPolicy?.Name ?? "",
+      image: c.Config.Image ?? "",
+      env: c.Config.Env ?? [],
     });
   }
   if (out.code !== 0) {

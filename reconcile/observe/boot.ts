@@ -44,9 +44,9 @@ import type { Registry } from "../registry.ts";
 import { asAccount, neverUsedPodman, rootlessEnv } from "./containers.ts";
 import type { Listener } from "./sockets.ts";
 import type { SourceStatus } from "./source.ts";
-import { checkOutput } from "./runtime_output.ts";
+import { checkOutput } from "../../lib/runtime_output.ts";
 import { compareNames } from "./name_order.ts";
-import type { BootInspect } from "./runtime_schemas.ts";
+import type { ContainerInspect } from "../../lib/runtime_schemas.ts";
 import {
   isOneOf,
   type Manager,
@@ -232,9 +232,9 @@ export async function parseInspect(
 ): Promise<BootContainer[]> {
   const { account, runtime } = of;
   const data = JSON.parse(text || "[]");
-  let inspected: z.output<typeof BootInspect>;
+  let inspected: z.output<typeof ContainerInspect>;
   try {
-    inspected = await checkOutput("boot inspect", data);
+    inspected = await checkOutput("container inspect", data);
   } catch (error) {
     throw new Error(`Cannot read ${runtime} inspect output: ${messageOf(error)}`);
   }

@@ -17,8 +17,8 @@ import { type Account, findProgram } from "../../lib/accounts.ts";
 import { formatArgv, run } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
 import type { SourceStatus } from "./source.ts";
-import { checkOutput } from "./runtime_output.ts";
-import type { DockerInspect, PodmanPs } from "./runtime_schemas.ts";
+import { checkOutput } from "../../lib/runtime_output.ts";
+import type { DockerInspect, PodmanPs } from "../../lib/runtime_schemas.ts";
 
 /** A host port a container publishes. */
 export interface PublishedPort {

@@ -5,7 +5,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { generate, TARGETS } from "../../scripts/validators.ts";
-import { PodmanPs } from "../../reconcile/observe/runtime_schemas.ts";
+import { PodmanPs } from "../../lib/runtime_schemas.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 

@@ -1,7 +1,6 @@
 /**
  * The validators generated from the container runtimes' zod schemas
- * (reconcile/observe/runtime_validators.js, by scripts/validators.ts from
- * reconcile/observe/runtime_schemas.ts) held to those schemas: a validator accepts exactly what
+ * (lib/runtime_validators.js, by scripts/validators.ts from lib/runtime_schemas.ts) held to those schemas: a validator accepts exactly what
  * its schema accepts, and every field the schema keeps is in the output as it was (so a reader of
  * the fields gets the same values either way). Seeded mutations of valid outputs cover the near
  * misses; what a validator refuses is left to the schema, which says why.
@@ -10,12 +9,12 @@
 import { assert } from "../support/assert.ts";
 import {
   checkOutput,
-  isBootInspect,
+  isContainerInspect,
   isDockerInspect,
   isPodmanPs,
   type RuntimeOutput,
-} from "../../reconcile/observe/runtime_output.ts";
-import { RUNTIME_SCHEMAS } from "../../reconcile/observe/runtime_schemas.ts";
+} from "../../lib/runtime_output.ts";
+import { RUNTIME_SCHEMAS } from "../../lib/runtime_schemas.ts";
 import { type Rng, rng } from "../support/rng.ts";
 
 type Obj = Record<string, unknown>;
@@ -55,15 +54,28 @@ function dockerInspect(r: Rng, i: number): Obj {
   };
 }
 
-function bootInspect(r: Rng, i: number): Obj {
-  return {
-    Name: `c${i}`,
+/** The boot view's narrow answer (reconcile/observe/boot.ts), or the whole one the host reads. */
+function containerInspect(r: Rng, i: number): Obj {
+  const c: Obj = {
+    Name: r.pick([`c${i}`, `/c${i}`]),
     State: { Status: r.pick(["running", "exited"]) },
     HostConfig: {
       RestartPolicy: r.pick([null, { Name: "" }, { Name: "always", MaximumRetryCount: 0 }]),
     },
     Config: { Labels: r.pick([null, {}, { PODMAN_SYSTEMD_UNIT: "u.service" }]) },
   };
+  if (r.chance(0.5)) {
+    Object.assign(c, { Id: `id${i}`, RestartCount: r.pick([0, 3]) });
+    Object.assign(c.State as Obj, {
+      Running: r.chance(0.5),
+      Paused: false,
+      Restarting: false,
+      ExitCode: r.pick([0, 137]),
+      Error: r.pick(["", "oci runtime error"]),
+    });
+    Object.assign(c.Config as Obj, { Image: "x@sha256:00", Env: r.pick([null, [], ["A=b"]]) });
+  }
+  return c;
 }
 
 const BAD_VALUES: unknown[] = [
@@ -134,7 +146,7 @@ function within(kept: unknown, raw: unknown): boolean {
 const CASES: [RuntimeOutput, (r: Rng, i: number) => Obj, (data: unknown) => boolean][] = [
   ["podman ps", podmanPs, isPodmanPs],
   ["docker inspect", dockerInspect, isDockerInspect],
-  ["boot inspect", bootInspect, isBootInspect],
+  ["container inspect", containerInspect, isContainerInspect],
 ];
 
 for (const [what, make, plain] of CASES) {
