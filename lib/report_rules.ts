@@ -1,5 +1,5 @@
 /**
- * A report's keys, values and bounds, written once and without zod (docs/design.md, "Apply
+ * A report's values, bounds and text rules, written once and without zod (docs/design.md, "Apply
  * result"): lib/broker.ts builds the `ReportMessage` schema from them, and the schema's two
  * refinements are the predicates {@linkcode isReportTime} and {@linkcode problemsFit} of this
  * module, which the validator generated from the schema (lib/report_validators.js, by
