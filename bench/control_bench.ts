@@ -1458,7 +1458,7 @@ async function partIngest(runs: number) {
     {
       label: "check",
       what:
-        "what ingest does per delivery in Deno: decodeReport (JSON, the plain check of control/report_check.ts) and sha256",
+        "what ingest does per delivery in Deno: decodeReport (JSON, the validator generated from ReportMessage, control/report_check.ts) and sha256",
       samplesMs: [],
       items: INGEST_REPORTS,
     },

@@ -21,7 +21,6 @@ import {
   CHANGE_KINDS,
   DIGEST,
   EPOCH,
-  isReportText,
   isReportTime,
   MAX_CHANGES,
   MAX_HOST_VERSION_LENGTH,
@@ -33,6 +32,7 @@ import {
   MAX_REPORT_INT,
   OUTCOMES,
   problemsFit,
+  REPORT_TEXT,
   REPORT_TEXT_PROBLEM,
   REPORT_TIME_PROBLEM,
   SOURCE,
@@ -72,11 +72,11 @@ const digest = z.string().regex(DIGEST, "expected sha256:<64 hex digits>");
 
 /**
  * A report's free text, at most `max` characters when given: no NUL character and no lone
- * surrogate, which PostgreSQL cannot store (lib/report_rules.ts {@linkcode isReportText}).
+ * surrogate, which PostgreSQL cannot store (lib/report_rules.ts {@linkcode REPORT_TEXT}).
  */
 function reportText(max?: number) {
-  return (max === undefined ? z.string() : z.string().max(max)).refine(
-    isReportText,
+  return (max === undefined ? z.string() : z.string().max(max)).regex(
+    REPORT_TEXT,
     REPORT_TEXT_PROBLEM,
   );
 }

@@ -1,89 +1,29 @@
 /**
  * The host's link's read of its two messages (a {@linkcode DeclarationMessage} it consumes or
  * keeps, a {@linkcode ReportMessage} it journaled and checks before sending) without zod: a
- * message that is valid is read by a fast check; anything else (not UTF-8 JSON, a repeated key, a
- * problem, a report carrying a drift summary) is left to the zod schema of lib/broker.ts, loaded
- * only then, which decides and says every problem. So the answer and the errors are the schema's,
- * and a link whose messages are valid never loads zod (1.7 MiB less at the link's median, an apply
- * 3 % cheaper: 2026-12-02).
+ * message that is valid is read by the validator generated from its schema (by
+ * scripts/validators.ts: ./broker_validators.js, ./report_validators.js); anything else (not
+ * UTF-8 JSON, a repeated key, a problem) is left to the zod schema of lib/broker.ts, loaded only
+ * then, which decides and says every problem. So the answer and the errors are the schema's, and
+ * a link whose messages are valid never loads zod (1.7 MiB less at the link's median, an apply 3 %
+ * cheaper: 2026-12-02). Ingest reads a report the same way ({@linkcode plainReport}, then the
+ * schema: control/report_check.ts).
  *
- * A declaration message is checked by the validator generated from its schema
- * (./broker_validators.js, by scripts/validators.ts). A report is still checked by hand-written
- * plain checks (its text rules, no NUL and no lone surrogate, are refinements JSON Schema cannot
- * say), reading its keys, values and bounds from lib/report_rules.ts as the schema does. Both
- * accept only what the schema accepts (tests/lib/broker_read_test.ts); where unsure they refuse,
- * and the schema decides.
+ * A validator accepts exactly what its schema accepts (tests/lib/broker_read_test.ts,
+ * tests/control/report_check_test.ts): a report's refinements are the predicates of
+ * lib/report_rules.ts, which the schema and the generated code both call.
  *
  * @module
  */
 
 import type { DeclarationMessage, ReportMessage } from "./broker.ts";
-import { NODE_NAME } from "./broker_names.ts";
 import { duplicateKeys } from "./json_keys.ts";
 import { isDeclarationMessage } from "./broker_validators.js";
-import { MAX_INTERVAL_MS } from "./link_interval.ts";
-import {
-  CHANGE_KEYS,
-  CHANGE_KINDS,
-  DIGEST,
-  EPOCH,
-  isReportText,
-  isReportTime,
-  MAX_CHANGES,
-  MAX_HOST_VERSION_LENGTH,
-  MAX_PROBLEM_MESSAGE_LENGTH,
-  MAX_PROBLEM_PLACE_LENGTH,
-  MAX_PROBLEMS,
-  MAX_REPORT_BYTES,
-  MAX_REPORT_INT,
-  OUTCOMES,
-  type Problem,
-  PROBLEM_KEYS,
-  PROBLEM_OPTIONAL_KEYS,
-  problemsFit,
-  REPORT_KEYS,
-  REPORT_OPTIONAL_KEYS,
-  SOURCE,
-  TRIGGERS,
-} from "./report_rules.ts";
+import { isReportMessage } from "./report_validators.js";
+import { MAX_REPORT_BYTES } from "./report_rules.ts";
 
 /** One strict decoder for every body (a decode without `stream` keeps no state between calls). */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/**
- * What `z.iso.datetime({ offset: true })` accepts (zod 4.6.7's pattern, as it is: a test holds
- * the two equal, so that a zod upgrade that changes it is seen).
- */
-export const DATETIME_OFFSET =
-  /^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$/;
-const TRIGGER: ReadonlySet<unknown> = new Set(TRIGGERS);
-const OUTCOME: ReadonlySet<unknown> = new Set(OUTCOMES);
-const CHANGE: ReadonlySet<unknown> = new Set(CHANGE_KINDS);
-
-type Plain = Record<string, unknown>;
-
-function isObject(v: unknown): v is Plain {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** Whether `o` has every key of `required`, and no key but those and `optional`. */
-function hasKeys(o: Plain, required: readonly string[], optional: readonly string[] = []): boolean {
-  let found = 0;
-  for (const key in o) {
-    if (!Object.hasOwn(o, key)) continue;
-    if (required.includes(key)) found++;
-    else if (!optional.includes(key)) return false;
-  }
-  return found === required.length;
-}
-
-function isInt(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean {
-  return typeof v === "number" && Number.isSafeInteger(v) && v >= min && v <= max;
-}
-
-function matches(v: unknown, pattern: RegExp): boolean {
-  return typeof v === "string" && pattern.test(v);
-}
 
 /**
  * Whether `v` is a {@linkcode DeclarationMessage}, by the validator generated from the schema
@@ -94,61 +34,89 @@ export function plainDeclarationMessage(v: unknown): v is DeclarationMessage {
   return isDeclarationMessage(v);
 }
 
-// `drift` is not among them: a report carrying one is left to the schema.
-const REPORT_OPTIONAL = REPORT_OPTIONAL_KEYS.filter((k) => k !== "drift");
+/**
+ * A valid report read without zod: the report, and the JSON text of its changes and problems
+ * (what ingest stores as jsonb).
+ */
+export interface PlainReport {
+  /**
+   * The report: the schema's value (`ReportMessage` has no default and no transform, so it is
+   * the body's JSON value), its keys in the body's order rather than the schema's. Nothing reads
+   * the order: ingest's insert takes its fields by name and stores its changes, problems and drift
+   * summary as jsonb, which keeps none.
+   */
+  report: ReportMessage;
+  /** The JSON text of `report.changes` (the same JSON value as its `JSON.stringify`). */
+  changes: string;
+  /** The JSON text of `report.problems` (the same JSON value as its `JSON.stringify`). */
+  problems: string;
+}
 
 /**
- * Whether `v` is a {@linkcode ReportMessage} without a drift summary, by plain checks (false: let
- * the schema say).
+ * A report's body (UTF-8 JSON) read without zod when it is a valid report: the size bound, the
+ * decode, the validator generated from `ReportMessage` (./report_validators.js) and the check for
+ * a repeated key; undefined when any of them refuses (let the schema's decode say why).
+ *
+ * A repeated key is found without scanning the text when the body is the JSON.stringify of what it
+ * parses to (the link journals and publishes `JSON.stringify(report) + "\n"`): an object's keys in
+ * that output are its own keys, each once, so such a body repeats none. Any other body is scanned
+ * (lib/json_keys.ts). The texts of the changes and problems are taken from that JSON.stringify.
+ * Depth is not scanned: the validator accepts only a report's own shapes, a few levels deep.
  */
-export function plainReportMessage(v: unknown): v is ReportMessage {
-  if (!isObject(v) || !hasKeys(v, REPORT_KEYS, REPORT_OPTIONAL)) return false;
-  if (
-    v.kind !== "report" || !matches(v.node, NODE_NAME) || !isInt(v.generation, 0, MAX_REPORT_INT) ||
-    !TRIGGER.has(v.trigger) || !matches(v.at, DATETIME_OFFSET) || !isReportTime(v.at as string) ||
-    (v.intervalMs !== undefined && !isInt(v.intervalMs, 1000, MAX_INTERVAL_MS)) ||
-    typeof v.hostVersion !== "string" || v.hostVersion.length > MAX_HOST_VERSION_LENGTH ||
-    !isReportText(v.hostVersion) ||
-    (v.source !== undefined && !matches(v.source, SOURCE)) ||
-    (v.epoch !== undefined && !matches(v.epoch, EPOCH)) ||
-    !OUTCOME.has(v.outcome) || !isInt(v.applied, 0, MAX_REPORT_INT) ||
-    !isInt(v.total, 0, MAX_REPORT_INT) ||
-    !matches(v.declaration, DIGEST) ||
-    !Array.isArray(v.changes) || v.changes.length > MAX_CHANGES ||
-    !Array.isArray(v.problems) || v.problems.length > MAX_PROBLEMS
-  ) {
-    return false;
+export function plainReport(body: Uint8Array): PlainReport | undefined {
+  // Larger than a report may be: the schema's decode refuses it before reading it.
+  if (body.length > MAX_REPORT_BYTES) return undefined;
+  let text: string;
+  let value: unknown;
+  try {
+    text = UTF8.decode(body);
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
   }
-  for (const c of v.changes as unknown[]) {
-    if (
-      !isObject(c) || !hasKeys(c, CHANGE_KEYS) || typeof c.id !== "string" ||
-      !isReportText(c.id) || typeof c.type !== "string" || !isReportText(c.type) ||
-      !CHANGE.has(c.change)
-    ) {
-      return false;
-    }
+  if (!isReportMessage(value)) return undefined;
+  const report = value as ReportMessage;
+  const canonical = canonicalOf(report);
+  if (isCanonical(text, canonical.text)) {
+    return { report, changes: canonical.changes, problems: canonical.problems };
   }
-  for (const p of v.problems as unknown[]) {
-    if (
-      !isObject(p) || !hasKeys(p, PROBLEM_KEYS, PROBLEM_OPTIONAL_KEYS) ||
-      typeof p.message !== "string" || p.message.length > MAX_PROBLEM_MESSAGE_LENGTH ||
-      !isReportText(p.message) ||
-      (p.id !== undefined &&
-        !(typeof p.id === "string" && p.id.length <= MAX_PROBLEM_PLACE_LENGTH &&
-          isReportText(p.id))) ||
-      (p.path !== undefined &&
-        !(typeof p.path === "string" && p.path.length <= MAX_PROBLEM_PLACE_LENGTH &&
-          isReportText(p.path)))
-    ) {
-      return false;
-    }
+  if (duplicateKeys(text).length > 0) return undefined;
+  return {
+    report,
+    changes: JSON.stringify(report.changes),
+    problems: JSON.stringify(report.problems),
+  };
+}
+
+/**
+ * `JSON.stringify(value)` of a report (an object JSON.parse made, so its keys stringify in
+ * `Object.keys` order and none is undefined), written key by key so that the text of its changes
+ * and problems is kept rather than written a second time.
+ */
+function canonicalOf(value: object): { text: string; changes: string; problems: string } {
+  let text = "{";
+  let changes = "";
+  let problems = "";
+  let first = true;
+  for (const k of Object.keys(value)) {
+    const json = JSON.stringify((value as Record<string, unknown>)[k]);
+    if (k === "changes") changes = json;
+    else if (k === "problems") problems = json;
+    text += `${first ? "" : ","}${JSON.stringify(k)}:${json}`;
+    first = false;
   }
-  return problemsFit(v.problems as Problem[]);
+  return { text: `${text}}`, changes, problems };
+}
+
+/** Whether `text` is `canonical`, or `canonical` and a newline (what the link publishes). */
+function isCanonical(text: string, canonical: string): boolean {
+  return text === canonical ||
+    (text.length === canonical.length + 1 && text.endsWith("\n") && text.startsWith(canonical));
 }
 
 /**
  * The body's JSON value, or undefined when it is not UTF-8 JSON or repeats a key. Its depth is
- * not scanned here: the plain checks accept only the messages' own shapes, a few levels deep,
+ * not scanned here: the validator accepts only the message's own shape, a few levels deep,
  * and anything else goes to the schema's decode, which bounds it (lib/broker.ts).
  */
 function plainJson(body: Uint8Array): unknown {
@@ -204,14 +172,13 @@ export async function readDeclarationMessage(
 /**
  * Checks a report message (UTF-8 JSON) as `decodeMessage(ReportMessage, body, what)` of
  * lib/broker.ts does, without making its value (the link sends the body as it is), loading zod
- * only for a body that is not a valid report without drift.
+ * only for a body that is not a valid report ({@linkcode plainReport}).
  *
  * @param what the message, as the error names it.
  * @throws {MessageError} naming each problem with its path (the schema's).
  */
 export async function checkReportMessage(body: Uint8Array, what: string): Promise<void> {
-  // A body larger than a report may be is not decoded here: the schema's decode refuses it.
-  if (body.length <= MAX_REPORT_BYTES && plainReportMessage(plainJson(body))) return;
+  if (plainReport(body) !== undefined) return;
   const { decodeMessage, ReportMessage } = await import("./broker.ts");
   decodeMessage(ReportMessage, body, what);
 }

@@ -16,7 +16,7 @@
 
 import { z } from "zod";
 import { CHECKS, DIRECTIONS, RUN_STATUSES } from "./drift_checks.ts";
-import { isReportText, REPORT_TEXT_PROBLEM, reportText } from "./report_rules.ts";
+import { REPORT_TEXT, REPORT_TEXT_PROBLEM, reportText } from "./report_rules.ts";
 
 /**
  * The version of the result file this program writes and reads.
@@ -147,9 +147,9 @@ export type FindingCount = z.infer<typeof FindingCount>;
 
 /**
  * A summary's text: at most `n` characters, no NUL character and no lone surrogate (a report's
- * text, lib/report_rules.ts {@linkcode isReportText}; the host writes them so, {@linkcode summarise}).
+ * text, lib/report_rules.ts {@linkcode REPORT_TEXT}; the host writes them so, {@linkcode summarise}).
  */
-const bounded = (n: number) => z.string().max(n).refine(isReportText, REPORT_TEXT_PROBLEM);
+const bounded = (n: number) => z.string().max(n).regex(REPORT_TEXT, REPORT_TEXT_PROBLEM);
 
 /** A summary of a result that could be read. */
 const ReadSummary = z.strictObject({

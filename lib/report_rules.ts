@@ -1,51 +1,24 @@
 /**
- * A report's keys, values and bounds, written once and without zod (docs/design.md, "Apply
- * result"): lib/broker.ts builds the `ReportMessage` schema from them, and the two plain checks of
- * a valid report (control/report_check.ts for ingest, lib/broker_read.ts for the host's link) read
- * the same lists, so the three cannot drift apart. The host's link loads this module at start, so
- * it stays small and imports nothing.
+ * A report's values, bounds and text rules, written once and without zod (docs/design.md, "Apply
+ * result"): lib/broker.ts builds the `ReportMessage` schema from them, and the schema's two
+ * refinements are the predicates {@linkcode isReportTime} and {@linkcode problemsFit} of this
+ * module, which the validator generated from the schema (lib/report_validators.js, by
+ * scripts/validators.ts) calls by name. The host's link loads this module at start, so it stays
+ * small and imports nothing.
  *
  * The bounds keep one report, and one row of a fleet read (control/read_rows.ts), within what the
  * inventory and the reader can hold: a node's last report's problems travel in its line of `status`
  * and `board`, a row carries the lines of up to 1,000 nodes, and one row must stay under
  * PostgreSQL's 1 GB value and V8's longest string (2^29 - 24 characters). A text's bound is in
- * characters as the schema's `.max` counts them (code points); the plain checks and the host count
- * UTF-16 code units, never fewer, so what they accept or make the schema accepts (a text they
- * refuse is left to the schema). The problems' JSON text is counted in UTF-16 code units. A
- * report's free text holds no NUL character and no lone surrogate, which PostgreSQL cannot store
- * ({@linkcode isReportText}); the host writes them visibly ({@linkcode reportText}). Its
- * integers and its time are within what ingest's insert casts them to, PostgreSQL's integer and
- * timestamptz ({@linkcode MAX_REPORT_INT}, {@linkcode isReportTime}).
+ * characters as the schema's `.max` counts them (code points); the host counts UTF-16 code units,
+ * never fewer, so what it makes the schema accepts. The problems' JSON text is counted in UTF-16
+ * code units. A report's free text holds no NUL character and no lone surrogate, which PostgreSQL
+ * cannot store ({@linkcode REPORT_TEXT}); the host writes them visibly ({@linkcode reportText}).
+ * Its integers and its time are within what ingest's insert casts them to, PostgreSQL's integer
+ * and timestamptz ({@linkcode MAX_REPORT_INT}, {@linkcode isReportTime}).
  *
  * @module
  */
-
-/** The keys every report has. */
-export const REPORT_KEYS = [
-  "kind",
-  "node",
-  "generation",
-  "trigger",
-  "at",
-  "hostVersion",
-  "outcome",
-  "applied",
-  "total",
-  "declaration",
-  "changes",
-  "problems",
-] as const;
-
-/** The keys a report may have besides {@linkcode REPORT_KEYS} (the schema is strict). */
-export const REPORT_OPTIONAL_KEYS = ["intervalMs", "source", "epoch", "drift"] as const;
-
-/** The keys of one change, each required. */
-export const CHANGE_KEYS = ["id", "type", "change"] as const;
-
-/** The keys one problem has (`message`) and may have (`id`, `path`). */
-export const PROBLEM_KEYS = ["message"] as const;
-/** The keys one problem may have besides {@linkcode PROBLEM_KEYS}. */
-export const PROBLEM_OPTIONAL_KEYS = ["id", "path"] as const;
 
 /** Why a node applied: a declaration arrived, the link started, or the interval came round. */
 export const TRIGGERS = ["push", "start", "interval"] as const;
@@ -143,23 +116,29 @@ export function isReportTime(text: string): boolean {
 }
 
 /**
- * What the schema says of a report's text that {@linkcode isReportText} refuses (zod's words for a
+ * What the schema says of a report's text that {@linkcode REPORT_TEXT} refuses (zod's words for a
  * string that is not of its form).
  */
 export const REPORT_TEXT_PROBLEM =
   "Invalid string: expected text without a NUL character (U+0000) or a lone surrogate";
 
 /**
- * Whether `text` can be a report's text: it holds no NUL character (U+0000) and no lone UTF-16
- * surrogate (a high one not followed by a low one, a low one not after a high one). PostgreSQL's
- * text and jsonb hold neither (jsonb refuses `\u0000` and an unpaired `\ud800` escape as an
- * "unsupported Unicode escape sequence"), so a report carrying one could never be recorded: the
- * schema refuses it, and ingest drops it as any invalid report, instead of stopping on it. Every
- * free text of a report is checked (a problem's message, id and path, a change's id and type, the
- * host's version, the drift summary's texts); the others have a pattern that allows neither.
+ * A report's text: no NUL character (U+0000) and no lone UTF-16 surrogate (a high one not followed
+ * by a low one, a low one not after a high one). With the `u` flag a surrogate pair is one code
+ * point, above U+FFFF, and a lone surrogate is a code point of U+D800-U+DFFF; ajv compiles a JSON
+ * Schema pattern with the same flag, so the schema and the validator generated from it agree.
+ * PostgreSQL's text and jsonb hold neither (jsonb refuses `\u0000` and an unpaired `\ud800` escape
+ * as an "unsupported Unicode escape sequence"), so a report carrying one could never be recorded:
+ * the schema refuses it, and ingest drops it as any invalid report, instead of stopping on it.
+ * Every free text of a report is of this form (a problem's message, id and path, a change's id and
+ * type, the host's version, the drift summary's texts); the others have a pattern that allows
+ * neither.
  */
+export const REPORT_TEXT = /^[^\0\uD800-\uDFFF]*$/u;
+
+/** Whether `text` can be a report's text ({@linkcode REPORT_TEXT}). */
 export function isReportText(text: string): boolean {
-  return text.isWellFormed() && !text.includes("\0");
+  return REPORT_TEXT.test(text);
 }
 
 /**

@@ -90,6 +90,15 @@ export const TARGETS: readonly Target[] = [
       return { isDeclarationMessage: DeclarationMessage };
     },
   },
+  {
+    path: "lib/report_validators.js",
+    from: "lib/broker.ts",
+    schemas: async () => {
+      const { ReportMessage } = await import("../lib/broker.ts");
+      return { isReportMessage: ReportMessage };
+    },
+    checks: { path: "lib/report_rules.ts", load: () => import("../lib/report_rules.ts") },
+  },
 ];
 
 /**
