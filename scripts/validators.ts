@@ -56,6 +56,14 @@ export const TARGETS: readonly Target[] = [
       return { isDeclarationMessage: DeclarationMessage };
     },
   },
+  {
+    path: "host/store_validators.js",
+    from: "host/store_schema.ts",
+    schemas: async () => {
+      const { StoreFile } = await import("../host/store_schema.ts");
+      return { isStoreFile: StoreFile };
+    },
+  },
 ];
 
 /**
