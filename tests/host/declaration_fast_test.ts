@@ -4,10 +4,11 @@
  * fast read accepts, the schema accepts too and returns the same values (a declaration's with
  * the keys in the same order; a store's in the file's order, the schema's in a file the store
  * wrote); and what it gives up on is left to the schema. The store's read is the validator
- * generated from its schema: it gives up on nothing the schema accepts. Seeded mutations of valid documents (every
- * field broken each way a rule can be broken, keys reordered, added, removed) cover the near
- * misses. And `mesh-host apply` of a valid declaration loads no zod, neither at start nor while
- * it applies.
+ * generated from its schema: it gives up on nothing the schema accepts. Seeded mutations of valid
+ * documents (every field broken each way a rule can be broken, keys reordered, added, removed)
+ * cover the near misses (but a source named `__proto__`, which zod's record skips: a fixed case).
+ * And `mesh-host apply` of a valid declaration loads no zod, neither at start nor while it applies
+ * (its store, read the second time, included).
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
