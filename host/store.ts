@@ -23,8 +23,7 @@ import { dirname, join, resolve } from "../lib/path.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularFile, readRegularTextFile } from "../lib/regular_file.ts";
 import type * as schema from "./store_schema.ts";
-import { isObject, onlyKeys, pick, shaped } from "../lib/json_object.ts";
-import { SOURCE_NAME_PATTERN } from "./source_name.ts";
+import { isStoreFile } from "./store_validators.js";
 
 /** A source's name. */
 export type SourceName = z.output<typeof schema.SourceName>;
@@ -40,6 +39,8 @@ export type SourceInfo = z.output<typeof schema.SourceInfo>;
 export type Intent = z.output<typeof schema.Intent>;
 /** A record of a store of format 1. */
 type EntryV1 = z.output<typeof schema.EntryV1>;
+/** A store file of format 2. */
+type StoreFileV2 = z.output<typeof schema.StoreFile>;
 
 /**
  * Creates a state directory (mode 0700) and its missing parents (mode 0755): others must be able
@@ -402,9 +403,10 @@ export class Store {
             `Cannot read store "${path}": not JSON (${messageOf(error)}); it is kept as it is`,
           );
         }
-        // A valid store of format 2 is read without zod; the schema (loaded only then) reads a
-        // store of format 1 and says what is wrong with an invalid one. A valid one is of its own
-        // shapes, a few levels deep; anything else is bounded in depth before the schema reads it.
+        // A valid store of format 2 is read without zod, by the validator generated from its
+        // schema; the schema (loaded only then) reads a store of format 1 and says what is wrong
+        // with an invalid one. A valid one is of its own shapes, a few levels deep (the validator
+        // descends no further); anything else is bounded in depth before the schema reads it.
         const valid = validStoreFile(data);
         const deep = valid === undefined ? jsonTooDeep(text) : undefined;
         if (deep !== undefined) {
@@ -813,72 +815,18 @@ function migrate(
   return { entries, sources, feeder };
 }
 
-const ENTRY_KEYS = ["source", "id", "type", "subject", "created", "applied", "original"];
-const ENTRY_TYPES = ["directory", "file", "service", "package", "container", "action"];
-const FILE_ORIGINAL_KEYS = ["kind", "mode", "uid", "gid", "copy"];
-const DIRECTORY_ORIGINAL_KEYS = ["kind", "mode", "uid", "gid"];
-const SOURCE_KEYS = ["origin", "file", "declaration", "applied"];
-const ORIGINS = ["bundle", "link", "declarations", "command"];
-
-function validOriginal(o: unknown): Original | undefined {
-  if (
-    !isObject(o) || !Number.isSafeInteger(o.mode) || !Number.isSafeInteger(o.uid) ||
-    !Number.isSafeInteger(o.gid)
-  ) return undefined;
-  if (o.kind === "file" && typeof o.copy === "string") {
-    return shaped(o, FILE_ORIGINAL_KEYS) as Original | undefined;
-  }
-  if (o.kind === "directory") return shaped(o, DIRECTORY_ORIGINAL_KEYS) as Original | undefined;
-  return undefined;
-}
-
-function validEntry(e: unknown): FootprintEntry | undefined {
-  if (
-    !isObject(e) || typeof e.source !== "string" ||
-    !SOURCE_NAME_PATTERN.test(e.source) || typeof e.id !== "string" ||
-    !ENTRY_TYPES.includes(e.type as string) || typeof e.subject !== "string" ||
-    typeof e.created !== "boolean" || typeof e.applied !== "string"
-  ) return undefined;
-  const entry = shaped(e, ENTRY_KEYS) as FootprintEntry | undefined;
-  if (entry === undefined || !("original" in e)) return entry;
-  const original = validOriginal(e.original);
-  if (original === undefined) return undefined;
-  if (original === e.original) return entry;
-  return { ...entry, original }; // the key keeps its place
-}
-
 /**
- * A valid store file of format 2 read without zod, or undefined when it is not one (then the zod
- * schema of host/store_schema.ts reads it, or says what is wrong): the same values the schema
- * returns, each object's keys in the schema's order (tests/host/declaration_fast_test.ts holds
- * them equal).
+ * `data` when it is a valid store file of format 2, by the validator generated from the zod schema
+ * `StoreFile` (./store_validators.js, made by scripts/validators.ts from ./store_schema.ts: the
+ * rules are written once, there), else undefined: then the schema, loaded only then, reads it or
+ * says what is wrong. It accepts what the schema accepts (but a source named `__proto__`, which
+ * zod's record skips and the validator refuses: the schema reads that store), and the schema
+ * returns the same values (it has no default, transform or refinement); each object keeps its keys
+ * in the file's order, which is the schema's in every file the store writes
+ * (tests/host/declaration_fast_test.ts).
  */
-export function validStoreFile(
-  data: unknown,
-):
-  | { version: 2; sources: Record<SourceName, SourceInfo>; resources: FootprintEntry[] }
-  | undefined {
-  if (
-    !isObject(data) || !onlyKeys(data, ["version", "sources", "resources"]) ||
-    data.version !== 2 || !isObject(data.sources) || !Array.isArray(data.resources)
-  ) return undefined;
-  const sources: Record<SourceName, SourceInfo> = {};
-  for (const [name, info] of Object.entries(data.sources)) {
-    if (
-      !SOURCE_NAME_PATTERN.test(name) || !isObject(info) || !onlyKeys(info, SOURCE_KEYS) ||
-      !ORIGINS.includes(info.origin as string) ||
-      ("file" in info && typeof info.file !== "string") ||
-      typeof info.declaration !== "string" || typeof info.applied !== "string"
-    ) return undefined;
-    sources[name] = pick(info, SOURCE_KEYS) as SourceInfo;
-  }
-  const resources: FootprintEntry[] = new Array(data.resources.length);
-  for (let i = 0; i < data.resources.length; i++) {
-    const entry = validEntry(data.resources[i]);
-    if (entry === undefined) return undefined;
-    resources[i] = entry;
-  }
-  return { version: 2, sources, resources };
+export function validStoreFile(data: unknown): StoreFileV2 | undefined {
+  return isStoreFile(data) ? data as StoreFileV2 : undefined;
 }
 
 /** The origin a source's name implies when nothing else says it. */

@@ -1,7 +1,8 @@
 /**
  * The store's zod schemas (host/store.ts): its file, format 2 and format 1, and the journal's
- * intents. Loaded only when a store is not read by the check of a valid format 2 file (a store of
- * format 1, or one with a problem to report) or a journal is replayed: a no-op apply loads no zod.
+ * intents. Loaded only when a store is not accepted by the validator generated from `StoreFile`
+ * (./store_validators.js, by scripts/validators.ts: a store of format 1, or one with a problem to
+ * report) or a journal is replayed: a no-op apply loads no zod.
  *
  * @module
  */

@@ -1,6 +1,7 @@
 /**
- * Helpers for reading parsed JSON objects without a schema library, shared by the fast reads of a valid declaration (lib/declaration_base.ts) and a valid store (host/store.ts): each
- * returns exactly what the zod schema would for a valid value, or gives up.
+ * Helpers for reading parsed JSON objects without a schema library, for the fast read of a valid
+ * declaration (lib/declaration_base.ts): each returns exactly what the zod schema would for a
+ * valid value, or gives up.
  *
  * @module
  */

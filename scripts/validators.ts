@@ -99,6 +99,14 @@ export const TARGETS: readonly Target[] = [
     },
     checks: { path: "lib/report_rules.ts", load: () => import("../lib/report_rules.ts") },
   },
+  {
+    path: "host/store_validators.js",
+    from: "host/store_schema.ts",
+    schemas: async () => {
+      const { StoreFile } = await import("../host/store_schema.ts");
+      return { isStoreFile: StoreFile };
+    },
+  },
 ];
 
 /**

@@ -84,6 +84,7 @@ Deno.test("a store that exists and is not a store is an error, never an empty fo
     await Deno.writeTextFile(`${dir}/store.json`, JSON.stringify({ version: 2, resources: [] }));
     const e = await assertRejects(() => Store.load(dir), StoreError);
     assert(e.message.includes(`Cannot read store "${dir}/store.json"`), e.message);
+    assert(e.message.includes(": sources: "), `the schema's message, with its path: ${e.message}`);
     await Deno.writeTextFile(`${dir}/store.json`, "");
     await assertRejects(() => Store.load(dir), StoreError);
     await assertRejects(() => Store.load(`${dir}/store.json`), StoreError); // not a directory
