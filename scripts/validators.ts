@@ -107,6 +107,18 @@ export const TARGETS: readonly Target[] = [
       return { isStoreFile: StoreFile };
     },
   },
+  {
+    path: "lib/declaration_validators.js",
+    from: "lib/declaration.ts",
+    schemas: async () => {
+      const { DeclarationShape } = await import("../lib/declaration.ts");
+      return { isDeclaration: DeclarationShape };
+    },
+    checks: {
+      path: "lib/declaration_base.ts",
+      load: () => import("../lib/declaration_base.ts"),
+    },
+  },
 ];
 
 /**
