@@ -226,7 +226,7 @@ Deno.test("a declaration read without zod is the schema's own: same answer, valu
   const seed = Number(Deno.env.get("MESH_FUZZ_SEED") ?? 16);
   const r = rng(seed);
   const seen = { fast: 0, refused: 0, slow: 0 };
-  for (let n = 0; n < 4000; n++) {
+  for (let n = 0; n < 3000; n++) {
     const d = { version: 1, resources: Array.from({ length: r.int(5) }, (_, i) => resource(r, i)) };
     const mutations = n % 4 === 0 ? 0 : 1 + r.int(2);
     for (let m = 0; m < mutations; m++) mutate(r, d as never);
