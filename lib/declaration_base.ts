@@ -21,7 +21,6 @@
 import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
-import { shaped } from "./json_object.ts";
 import { isDeclaration } from "./declaration_validators.js";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
@@ -400,19 +399,34 @@ const FIELDS: Record<ResourceType, readonly string[]> = {
 
 /**
  * A valid declaration (`data`, which the generated validator accepted) as the zod schema returns
- * it: each resource's fields in its schema's order ({@linkcode shaped}: the resource itself when
- * they already are), and a container's `env` without an own `__proto__` key, which zod's record
- * leaves out (it neither checks nor copies it, so that it cannot set the copy's prototype).
+ * it: each resource's fields in its schema's order (the resource itself when they already are, as
+ * a program writes them), and a container's `env` without an own `__proto__` key, which zod's
+ * record leaves out (it neither checks nor copies it, so that it cannot set the copy's prototype).
  */
 function schemaValue(data: Declaration): Declaration {
   const resources = data.resources.map((r) => {
-    const out = shaped(r, FIELDS[r.type]) as Resource;
+    const out = inOrder(r, FIELDS[r.type]) as Resource;
     if (out.type !== "container" || !out.env || !Object.hasOwn(out.env, "__proto__")) return out;
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(out.env)) if (key !== "__proto__") env[key] = value;
     return { ...out, env };
   });
   return { version: 1, resources };
+}
+
+/** `r` (whose fields are all of `fields`) with its fields in that order: `r` when they are. */
+function inOrder(r: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  let last = -1;
+  for (const key of Object.keys(r)) {
+    const at = fields.indexOf(key);
+    if (at < last) {
+      const out: Record<string, unknown> = {};
+      for (const field of fields) if (Object.hasOwn(r, field)) out[field] = r[field];
+      return out;
+    }
+    last = at;
+  }
+  return r;
 }
 
 /** The sha256 digest of a declaration's bytes, as `sha256:<hex>`. */
