@@ -246,9 +246,9 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
 
 /**
  * Refuses a declaration nested deeper than lib/text_bounds.ts's bound, before anything that is
- * not the plain check walks it (docs/design.md, "Hostile inputs", rule 3). The plain check needs
- * none: it accepts only the declaration's own shapes, a few levels deep, so a valid declaration
- * is not scanned twice.
+ * not the generated validator walks it (docs/design.md, "Hostile inputs", rule 3). The validator
+ * needs none: it accepts only the declaration's own shapes, a few levels deep (its schema has no
+ * recursion), so a valid declaration is not scanned twice.
  *
  * @throws {DeclarationError} naming the bound (one problem, at the whole document).
  */
