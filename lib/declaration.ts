@@ -1,11 +1,13 @@
 /**
  * Declarations: what a host is told to be (docs/design.md, "Declaration (host input), version 1").
  * One strict zod schema per resource type in a discriminated union; the types are written once in
- * ./declaration_base.ts (which reads a valid declaration without zod) and checked here, at type
- * check, to be exactly what the schemas return. The whole declaration is refused when anything is
- * wrong, with every problem at once and its JSON path. Shared by the host, which applies a
- * declaration, and the control plane, which renders and checks one (so it lives in lib/, below
- * both).
+ * ./declaration_base.ts (which reads a valid declaration without zod, by the validator
+ * scripts/validators.ts generates from {@linkcode DeclarationShape}) and checked here, at type
+ * check, to be exactly what the schemas return. Each refinement is a predicate of
+ * ./declaration_base.ts, which the generated validator calls too. The whole declaration is
+ * refused when anything is wrong, with every problem at once and its JSON path. Shared by the
+ * host, which applies a declaration, and the control plane, which renders and checks one (so it
+ * lives in lib/, below both).
  *
  * Safe by default: {@linkcode parse} refuses `action` resources; {@linkcode parseTrusted}
  * permits them and is used only for embedded bundles and a local file given to `apply`.
@@ -25,8 +27,10 @@ import {
   DeclarationError,
   type DeclarationProblem,
   ID_PATTERN,
+  isAbsolutePath,
   MAX_PATH_LENGTH,
   MODE_PATTERN,
+  noNul,
   PACKAGE_PATTERN,
   type ParseOptions,
   pathProblem,
@@ -35,6 +39,7 @@ import {
   type Resource as ResourceOf,
   UNIT_PATTERN,
   validParsed,
+  wellFormed,
 } from "./declaration_base.ts";
 
 export {
@@ -55,9 +60,8 @@ const Id = z.string().regex(
  * An absolute, normalised path: starts with `/`, no `.` or `..` segment, no empty segment
  * (`//`), no trailing `/`, no NUL byte.
  */
-export const AbsolutePath = z.string().max(MAX_PATH_LENGTH).superRefine((p, ctx) => {
-  const message = pathProblem(p);
-  if (message !== undefined) ctx.addIssue({ code: "custom", message });
+export const AbsolutePath = z.string().max(MAX_PATH_LENGTH).refine(isAbsolutePath, {
+  error: (issue) => pathProblem(issue.input as string),
 });
 
 /** A mode as an octal string: `"0644"`, `"755"`, `"2775"`. */
@@ -78,7 +82,7 @@ const AccountRef = z.string().regex(
   "Must be an account name or a numeric id",
 );
 const Content = z.string().refine(
-  (s) => s.isWellFormed(),
+  wellFormed,
   "Must be valid Unicode text (a lone surrogate cannot be written as UTF-8)",
 ).refine(
   contentFits,
@@ -90,8 +94,8 @@ const ContainerName = z.string().regex(
 );
 /** Text handed to another program: no NUL byte, valid Unicode. */
 const Arg = z.string()
-  .refine((s) => !s.includes("\0"), "Must not contain a NUL byte")
-  .refine((s) => s.isWellFormed(), "Must be valid Unicode (a lone surrogate cannot be passed on)");
+  .refine(noNul, "Must not contain a NUL byte")
+  .refine(wellFormed, "Must be valid Unicode (a lone surrogate cannot be passed on)");
 const Argv = z.array(Arg).min(1, "Must name a program");
 
 /** `directory`: a directory with its mode (and owner and group when given) maintained. */
@@ -133,17 +137,17 @@ export const Container = z.strictObject({
   type: z.literal("container"),
   name: ContainerName,
   image: z.string().regex(
-    /^[^\s@]+@sha256:[0-9a-f]{64}$/,
+    /^[^\s@]+@sha256:[0-9a-f]{64}$/u,
     "Must be pinned by digest: name@sha256:<64 hex digits>",
   ),
   env: z.record(
-    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "Must be an environment variable name"),
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/u, "Must be an environment variable name"),
     Arg,
   )
     .optional(),
   ports: z.array(
     z.string().regex(
-      /^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):)?\d{1,5}:\d{1,5}(\/(tcp|udp))?$/,
+      /^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):)?\d{1,5}:\d{1,5}(\/(tcp|udp))?$/u,
       'Must be "[address:]hostPort:containerPort[/tcp|/udp]"',
     ),
   ).optional(),
@@ -160,7 +164,10 @@ export const Action = z.strictObject({
   in: ContainerName.optional(),
 });
 
-/** One resource: a discriminated union on `type`. */
+/**
+ * One resource: a discriminated union on `type`. Its JSON Schema names the tag (`discriminator`),
+ * so the validator generated from it checks a resource by its type's schema alone.
+ */
 export const Resource = z.discriminatedUnion("type", [
   Directory,
   File,
@@ -173,9 +180,10 @@ export const Resource = z.discriminatedUnion("type", [
     issue.code === "invalid_union"
       ? "type must be one of: directory, file, service, package, container, action"
       : undefined,
-});
+}).meta({ type: "object", discriminator: { propertyName: "type" } });
 
-const DeclarationShape = z.strictObject({
+/** A declaration: its version and resources (the schema the fast read is generated from). */
+export const DeclarationShape = z.strictObject({
   version: z.literal(1, { error: "Unsupported declaration version; this host reads version 1" }),
   resources: z.array(Resource),
 });

@@ -1,16 +1,19 @@
 /**
  * The half of lib/declaration.ts that needs no zod: the limits, the error a refused declaration
  * is, the reading of its text (size, UTF-8, JSON, repeated keys), the checks across resources,
- * the rules of each field (patterns and predicates the zod schema is built from), and
- * {@linkcode parseValid}: a declaration that is valid, read without zod.
+ * the rules of each field (the patterns and the predicates the zod schema is built from and
+ * refines with), and {@linkcode parseValid}: a declaration that is valid, read without zod.
  *
  * The zod schema of lib/declaration.ts stays the one definition of a declaration: its JSON
  * Schema, and every problem of an invalid declaration with its message and path. `parseValid`
- * only answers for a declaration that passes every rule; it gives up (undefined) on anything
- * else, and on every shape it does not know (a container), and the caller then asks the zod
- * schema, which says what is wrong. What it returns is what the zod schema returns for the same
- * text (the same values, the keys in the schema's order); tests/host/declaration_fast_test.ts
- * holds the two equal. `mesh-host apply` of a valid declaration thus loads no zod at all.
+ * asks the validator generated from that schema (./declaration_validators.js, written by
+ * scripts/validators.ts; it calls this module's predicates where the schema refines), then the
+ * checks across resources and the repeated keys the zod path runs too; it answers only for a
+ * declaration that passes all of them (every valid one, of every resource type) and gives up
+ * (undefined) on anything else, and the caller then asks the zod schema, which says what is
+ * wrong. What it returns is what the zod schema returns for the same text (the same values, the
+ * keys in the schema's order); tests/host/declaration_fast_test.ts holds the two equal.
+ * `mesh-host apply` of a valid declaration thus loads no zod at all.
  *
  * @module
  */
@@ -18,7 +21,7 @@
 import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
-import { isObject, onlyKeys, pick, type Raw, shaped } from "./json_object.ts";
+import { isDeclaration } from "./declaration_validators.js";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
@@ -32,18 +35,18 @@ export const MAX_KEPT_DECLARATION_BYTES = MAX_DECLARATION_MESSAGE_BYTES + (1 << 
 export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
 
 /** A resource id. */
-export const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
+export const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/u;
 /** A mode in octal digits. */
-export const MODE_PATTERN = /^0?[0-7]{3}$|^[0-7]{4}$/;
+export const MODE_PATTERN = /^0?[0-7]{3}$|^[0-7]{4}$/u;
 /** An account (owner or group): a name or a numeric id. */
-export const ACCOUNT_PATTERN = /^([a-z_][a-z0-9_-]*\$?|\d+)$/;
+export const ACCOUNT_PATTERN = /^([a-z_][a-z0-9_-]*\$?|\d+)$/u;
 /** A unit or service name. */
-export const UNIT_PATTERN = /^[A-Za-z0-9:_.@\\-]{1,255}$/;
+export const UNIT_PATTERN = /^[A-Za-z0-9:_.@\\-]{1,255}$/u;
 /** A package name. */
-export const PACKAGE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9+._@-]{0,127}$/;
+export const PACKAGE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9+._@-]{0,127}$/u;
 /** A container name. */
-export const CONTAINER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
-/** The longest path accepted, in UTF-16 code units (as `z.string().max`). */
+export const CONTAINER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/u;
+/** The longest path accepted, in code points (as `z.string().max` and JSON Schema count). */
 export const MAX_PATH_LENGTH = 4096;
 
 /** The length of `s` encoded as UTF-8, without encoding it. */
@@ -87,9 +90,19 @@ export function contentFits(s: string): boolean {
   return s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES;
 }
 
-/** Whether `s` may be handed to another program: no NUL byte, valid Unicode. */
-export function argFits(s: string): boolean {
-  return !s.includes("\0") && s.isWellFormed();
+/** Whether `s` is valid Unicode: no lone surrogate (which UTF-8 cannot carry). */
+export function wellFormed(s: string): boolean {
+  return s.isWellFormed();
+}
+
+/** Whether `s` has no NUL byte (which no argument, environment value or file name can carry). */
+export function noNul(s: string): boolean {
+  return !s.includes("\0");
+}
+
+/** Whether `p` is an absolute, normalised path ({@linkcode pathProblem} finds nothing). */
+export function isAbsolutePath(p: string): boolean {
+  return pathProblem(p) === undefined;
 }
 
 /** One problem of a refused declaration: where (JSON path, and the resource's id) and what. */
@@ -233,9 +246,9 @@ export function readDeclarationText(input: string | Uint8Array): { text: string;
 
 /**
  * Refuses a declaration nested deeper than lib/text_bounds.ts's bound, before anything that is
- * not the plain check walks it (docs/design.md, "Hostile inputs", rule 3). The plain check needs
- * none: it accepts only the declaration's own shapes, a few levels deep, so a valid declaration
- * is not scanned twice.
+ * not the generated validator walks it (docs/design.md, "Hostile inputs", rule 3). The validator
+ * needs none: it accepts only the declaration's own shapes, a few levels deep (its schema has no
+ * recursion), so a valid declaration is not scanned twice.
  *
  * @throws {DeclarationError} naming the bound (one problem, at the whole document).
  */
@@ -338,9 +351,9 @@ function rawSubject(
 }
 
 /**
- * A valid declaration read without zod, or undefined when it is not one or this check does not
- * know its shape (then the zod schema decides, and says what is wrong): the same values the zod
- * schema returns, each object's keys in the schema's order.
+ * A valid declaration read without zod, or undefined when it is not one (then the zod schema
+ * decides, and says what is wrong): the same values the zod schema returns, each object's keys
+ * in the schema's order. An `action` is valid only when `options.trusted`.
  *
  * @param input JSON text, or its bytes (which must be valid UTF-8).
  * @throws {DeclarationError} when it is too large, not UTF-8 or not JSON: the one problem the
@@ -356,99 +369,64 @@ export function parseValid(
 
 /**
  * {@linkcode parseValid} of a declaration's text already read: `data` is `JSON.parse(text)`.
+ * Its shape is the generated validator's to judge (./declaration_validators.js, made from the
+ * zod schema), then the checks across resources (an action from untrusted input among them) and
+ * the repeated keys, which the zod path reports as problems.
  */
 export function validParsed(
   text: string,
   data: unknown,
   options: ParseOptions,
 ): Declaration | undefined {
-  const declaration = validDeclaration(data);
-  if (declaration === undefined) return undefined;
+  if (!isDeclaration(data)) return undefined;
   if (crossResourceProblems(data, options).length > 0) return undefined;
   if (duplicateKeys(text).length > 0) return undefined;
-  return declaration;
+  return schemaValue(data as Declaration);
 }
 
-function isString(value: unknown, pattern: RegExp): value is string {
-  return typeof value === "string" && pattern.test(value);
-}
+/**
+ * Each resource type's fields in the order of its zod schema, which is the order zod returns
+ * them in (tests/host/declaration_fast_test.ts holds the two equal).
+ */
+const FIELDS: Record<ResourceType, readonly string[]> = {
+  directory: ["id", "type", "path", "mode", "owner", "group"],
+  file: ["id", "type", "path", "content", "mode", "owner", "group"],
+  service: ["id", "type", "unit", "state", "boot"],
+  package: ["id", "type", "package"],
+  container: ["id", "type", "name", "image", "env", "ports", "volumes", "args", "command"],
+  action: ["id", "type", "command", "verify", "in"],
+};
 
-/** An optional field: absent, or present and valid. */
-function optional(r: Raw, key: string, valid: (value: unknown) => boolean): boolean {
-  return !(key in r) || valid(r[key]);
-}
-
-function isPath(value: unknown): value is string {
-  return typeof value === "string" && value.length <= MAX_PATH_LENGTH &&
-    pathProblem(value) === undefined;
-}
-
-function isArgv(value: unknown): value is string[] {
-  return Array.isArray(value) && value.length >= 1 &&
-    value.every((a) => typeof a === "string" && argFits(a));
-}
-
-const account = (value: unknown) => isString(value, ACCOUNT_PATTERN);
-
-const DIRECTORY_KEYS = ["id", "type", "path", "mode", "owner", "group"];
-const FILE_KEYS = ["id", "type", "path", "content", "mode", "owner", "group"];
-const SERVICE_KEYS = ["id", "type", "unit", "state", "boot"];
-const PACKAGE_KEYS = ["id", "type", "package"];
-const ACTION_KEYS = ["id", "type", "command", "verify", "in"];
-
-function validResource(raw: unknown): Resource | undefined {
-  if (!isObject(raw) || !isString(raw.id, ID_PATTERN)) return undefined;
-  switch (raw.type) {
-    case "directory":
-      return isPath(raw.path) && isString(raw.mode, MODE_PATTERN) &&
-          optional(raw, "owner", account) && optional(raw, "group", account)
-        ? shaped(raw, DIRECTORY_KEYS) as Resource | undefined
-        : undefined;
-    case "file":
-      return isPath(raw.path) && typeof raw.content === "string" &&
-          raw.content.isWellFormed() && contentFits(raw.content) &&
-          isString(raw.mode, MODE_PATTERN) && optional(raw, "owner", account) &&
-          optional(raw, "group", account)
-        ? shaped(raw, FILE_KEYS) as Resource | undefined
-        : undefined;
-    case "service":
-      return isString(raw.unit, UNIT_PATTERN) &&
-          (raw.state === "running" || raw.state === "stopped") &&
-          optional(raw, "boot", (b) => b === "enabled" || b === "disabled")
-        ? shaped(raw, SERVICE_KEYS) as Resource | undefined
-        : undefined;
-    case "package":
-      return isString(raw.package, PACKAGE_PATTERN)
-        ? shaped(raw, PACKAGE_KEYS) as Resource | undefined
-        : undefined;
-    case "action":
-      if (
-        !onlyKeys(raw, ACTION_KEYS) || !isArgv(raw.command) || !isArgv(raw.verify) ||
-        !optional(raw, "in", (n) => isString(n, CONTAINER_NAME_PATTERN))
-      ) return undefined;
-      return {
-        ...pick(raw, ACTION_KEYS),
-        command: [...raw.command],
-        verify: [...raw.verify],
-      } as Resource;
-    default:
-      return undefined; // a container, or no type this check knows: the zod schema decides
-  }
-}
-
-function validDeclaration(data: unknown): Declaration | undefined {
-  if (!isObject(data) || !onlyKeys(data, ["version", "resources"]) || data.version !== 1) {
-    return undefined;
-  }
-  const raw = data.resources;
-  if (!Array.isArray(raw)) return undefined;
-  const resources: Resource[] = new Array(raw.length);
-  for (let i = 0; i < raw.length; i++) {
-    const r = validResource(raw[i]);
-    if (r === undefined) return undefined;
-    resources[i] = r;
-  }
+/**
+ * A valid declaration (`data`, which the generated validator accepted) as the zod schema returns
+ * it: each resource's fields in its schema's order (the resource itself when they already are, as
+ * a program writes them), and a container's `env` without an own `__proto__` key, which zod's
+ * record leaves out (it neither checks nor copies it, so that it cannot set the copy's prototype).
+ */
+function schemaValue(data: Declaration): Declaration {
+  const resources = data.resources.map((r) => {
+    const out = inOrder(r, FIELDS[r.type]) as Resource;
+    if (out.type !== "container" || !out.env || !Object.hasOwn(out.env, "__proto__")) return out;
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(out.env)) if (key !== "__proto__") env[key] = value;
+    return { ...out, env };
+  });
   return { version: 1, resources };
+}
+
+/** `r` (whose fields are all of `fields`) with its fields in that order: `r` when they are. */
+function inOrder(r: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  let last = -1;
+  for (const key of Object.keys(r)) {
+    const at = fields.indexOf(key);
+    if (at < last) {
+      const out: Record<string, unknown> = {};
+      for (const field of fields) if (Object.hasOwn(r, field)) out[field] = r[field];
+      return out;
+    }
+    last = at;
+  }
+  return r;
 }
 
 /** The sha256 digest of a declaration's bytes, as `sha256:<hex>`. */

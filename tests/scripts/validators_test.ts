@@ -4,7 +4,7 @@
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
-import { generate, TARGETS } from "../../scripts/validators.ts";
+import { generate, HELPERS, TARGETS } from "../../scripts/validators.ts";
 import { PodmanPs } from "../../lib/runtime_schemas.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -60,6 +60,9 @@ Deno.test("validators: a refinement is called by its named check; one without a 
     checks,
   };
   const { code } = await generate(target);
+  // What a validator refuses is asked of the schema: ajv builds no error object but the one of
+  // the keyword the schema is checked inside.
+  assertEquals(code.match(/\bkeyword:"[^"]*"/g), ['keyword:"x-quiet"']);
   const dir = await Deno.makeTempDir();
   try {
     const at = new URL("./fixtures/checked_checks.ts", import.meta.url).href;
@@ -86,4 +89,15 @@ Deno.test("validators: a refinement is called by its named check; one without a 
   assert(refused?.includes("is not a predicate exported by"), refused);
   const without = { ...target, checks: undefined };
   assert(await generate(without).then(() => false, () => true), "a target without checks");
+});
+
+Deno.test("validators: a helper written in place of ajv's is the same function", async () => {
+  const runtime = await import("ajv/dist/runtime/ucs2length.js");
+  const ajv: (s: string) => number = runtime.default.default ?? runtime.default;
+  const ours = new Function(`return ${HELPERS.ucs2length}`)() as (s: string) => number;
+  // Every string of up to four of these: pairs, lone and reversed surrogates, at either end.
+  const parts = ["", "a", "é", "😀", "\ud800", "\udc00", "\udbff\udfff"];
+  let strings = [""];
+  for (let n = 0; n < 4; n++) strings = strings.flatMap((s) => parts.map((p) => s + p));
+  for (const s of new Set(strings)) assertEquals(ours(s), ajv(s), JSON.stringify(s));
 });
