@@ -255,7 +255,7 @@ function expectReported(
 }
 
 /**
- * mesh-host: `deno run` of host/debian.ts with the built hosts' V8 flags, or with `--host FILE` the
+ * mesh-host: `deno run` of systems/debian/main.ts with the built hosts' V8 flags, or with `--host FILE` the
  * one-file host FILE as installed (`deno task hosts --system debian`).
  */
 function meshHost(dir: string, shipped?: string): Tool {
@@ -294,7 +294,7 @@ function meshHost(dir: string, shipped?: string): Tool {
           "run",
           "-A",
           ...HOST_V8_FLAGS,
-          "host/debian.ts",
+          "systems/debian/main.ts",
           "apply",
           declaration,
           "--state-dir",
@@ -874,7 +874,7 @@ async function main(dir: string) {
     "",
     "Wall time by the bench's monotonic clock around the spawn (median over the runs); peak RSS",
     "is GNU time's `%M` (largest process of the tree). Ratio: the tool's median wall time over",
-    "mesh-host's in the same scenario. mesh-host runs as `deno run -A host/debian.ts` (Deno's",
+    "mesh-host's in the same scenario. mesh-host runs as `deno run -A systems/debian/main.ts` (Deno's",
     "startup and module loading included).",
   ].join("\n");
   console.log(markdown);

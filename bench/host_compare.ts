@@ -1,7 +1,7 @@
 /**
  * mesh-host against another build of itself, interleaved in one run: the host bench's desired
  * state (100 directories of 10 files each, 1,100 resources), a no-op apply and an apply after 10 %
- * of the files were edited, each run alternately by this checkout's `host/debian.ts` and by a
+ * of the files were edited, each run alternately by this checkout's `systems/debian/main.ts` and by a
  * baseline checkout's (e.g. the commit before a change, exported with `git archive`). On a
  * machine shared with other work, interleaving spreads the noise over both builds, so the ratio
  * is worth more than either median.
@@ -95,8 +95,12 @@ async function main() {
   const tmp = await Deno.makeTempDir({ prefix: "mesh-host-compare-" });
   try {
     const builds: Build[] = [
-      { name: "this checkout", entry: `${ROOT}host/debian.ts`, cwd: ROOT },
-      { name: `baseline (${baseline})`, entry: `${baseline}/host/debian.ts`, cwd: baseline },
+      { name: "this checkout", entry: `${ROOT}systems/debian/main.ts`, cwd: ROOT },
+      {
+        name: `baseline (${baseline})`,
+        entry: `${baseline}/systems/debian/main.ts`,
+        cwd: baseline,
+      },
     ].map((b, i) => ({
       ...b,
       root: `${tmp}/root${i}`,

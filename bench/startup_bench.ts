@@ -58,9 +58,9 @@ function casesOf(tree: string, dir: string): Case[] {
     args: [at(entry), ...args],
   });
   return [
-    c("host --help", "host/debian.ts", ["--help"]),
-    c("host --version", "host/debian.ts", ["--version"]),
-    c("host apply --help", "host/debian.ts", ["apply", "--help"]),
+    c("host --help", "systems/debian/main.ts", ["--help"]),
+    c("host --version", "systems/debian/main.ts", ["--version"]),
+    c("host apply --help", "systems/debian/main.ts", ["apply", "--help"]),
     c("control --help", "control/main.ts", ["--help"]),
     c("control --version", "control/main.ts", ["--version"]),
     c("control status --help", "control/main.ts", ["status", "--help"]),

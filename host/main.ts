@@ -10,7 +10,7 @@ import { SYSTEM_NAMES } from "./system.ts";
 /** The refusal a host built for no system gives, whatever it was asked. */
 export function refusal(): string {
   return `mesh-host: this host was built for no system and refuses everything; the hosts that exist are ${
-    SYSTEM_NAMES.map((s) => `mesh-host-${s} (host/${s}.ts)`).join(", ")
+    SYSTEM_NAMES.map((s) => `mesh-host-${s} (systems/${s}/main.ts)`).join(", ")
   }\n`;
 }
 

@@ -2,9 +2,9 @@
  * The system contract: what a system is (its name, how it is recognised, its appliers and what it
  * refuses), what a host entry point passes in, and the one check, at start, that the machine is
  * the system this host was built for. A host is pinned to one system by which entry point was
- * built (`host/<system>.ts`, which imports its own `systems/<system>/mod.ts`); the system is detected
- * once at start and passed in, never re-guessed. systems/ holds each system (what differs) and
- * imports this; host/ imports systems/ only in those entry points.
+ * built (`systems/<system>/main.ts`, which imports its own `systems/<system>/mod.ts`); the system
+ * is detected once at start and passed in, never re-guessed. systems/ holds each system (what
+ * differs, and its entry point) and imports this; host/ never imports systems/.
  *
  * @module
  */

@@ -9,7 +9,7 @@
  * of the checkout's `bundles/substrate-<system>.lock`. `FILE` is validated by the host's own
  * {@linkcode loadBundle} (the path `mesh-host bundle` and `reconcile` take) before anything is
  * built; a file that is not a valid bundle for that system is refused (exit 2, naming the problem).
- * The checkout is not touched: the entry point is `host/<system>.ts` rewritten into a temporary
+ * The checkout is not touched: the entry point is `systems/<system>/main.ts` rewritten into a temporary
  * directory, its relative imports made absolute and its bundle import pointed at a copy of
  * `FILE` there; the directory is removed when the build ends. The output and `hosts.json` name the
  * bundle carried and its digest (sha256 of its declaration, as `mesh-host bundle` shows it).
@@ -153,7 +153,7 @@ async function carriedBundle(
 
 /**
  * Writes, into a new temporary directory, the entry point of `system`'s host carrying `text`:
- * `host/<system>.ts` with its relative imports made absolute and its bundle import pointed at a
+ * `systems/<system>/main.ts` with its relative imports made absolute and its bundle import pointed at a
  * copy of the bundle beside it. The caller removes the directory.
  *
  * @throws {Error} when the entry point does not import `../bundles/substrate-<system>.lock`.
@@ -162,9 +162,9 @@ async function entryCarrying(
   system: string,
   text: string,
 ): Promise<{ dir: string; entry: string }> {
-  const host = new URL(`../host/${system}.ts`, import.meta.url);
+  const host = new URL(`../systems/${system}/main.ts`, import.meta.url);
   const source = await Deno.readTextFile(host);
-  const lock = `../bundles/substrate-${system}.lock`;
+  const lock = `../../bundles/substrate-${system}.lock`;
   let replaced = 0;
   const rewritten = source.replace(
     /(\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(["'])(\.{1,2}\/[^"']+)\2/g,
@@ -178,7 +178,7 @@ async function entryCarrying(
   );
   if (replaced !== 1) {
     throw new Error(
-      `Cannot build ${system} with another bundle: host/${system}.ts imports "${lock}" ${replaced} times, not once`,
+      `Cannot build ${system} with another bundle: systems/${system}/main.ts imports "${lock}" ${replaced} times, not once`,
     );
   }
   const dir = await Deno.makeTempDir({ prefix: `mesh-hosts-${system}-bundle-` });
@@ -268,7 +268,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 const entries = new Map<string, string>();
 for (const system of systems) {
   if (given === undefined) {
-    entries.set(system, `${root}host/${system}.ts`);
+    entries.set(system, `${root}systems/${system}/main.ts`);
     continue;
   }
   try {

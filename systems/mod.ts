@@ -1,7 +1,8 @@
 /**
  * Systems: what differs between the machines a host is built for, one folder each
  * (systems/<system>/mod.ts: how it is recognised, its appliers, what it refuses; beside it its
- * package applier), and here what a one-file host must know of each. The contract they implement is host/system.ts.
+ * package applier and its host's entry point, main.ts), and here what a one-file host must know
+ * of each. The contract they implement is host/system.ts; host/ never imports systems/.
  *
  * @module
  */

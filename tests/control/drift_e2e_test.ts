@@ -1,6 +1,6 @@
 /**
  * Drift over the link, end to end, against the real PostgreSQL and RabbitMQ: two hosts, each
- * `mesh-host link --reconcile-result FILE` (host/debian.ts) with its own broker account, and each
+ * `mesh-host link --reconcile-result FILE` (systems/debian/main.ts) with its own broker account, and each
  * running `mesh-reconcile run --result FILE --interval 4s` under `mesh-every` (the shipped OpenRC
  * scheduler, packaging/mesh-every.sh) in its own network namespace (`ip netns`), so each has a
  * socket table of its own as two machines would. Their registry declares nothing for an account
@@ -173,7 +173,7 @@ Deno.test(
         await mustRun(inv, ["node", "assign", host.node, host.node]);
         if (host !== none) host.reconcile = startReconcile(host);
         host.link = spawnJsonLines([
-          `${ROOT}host/debian.ts`,
+          `${ROOT}systems/debian/main.ts`,
           "link",
           "--control-key",
           TEST_KEYS.controlKey,

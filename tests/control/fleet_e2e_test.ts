@@ -1,5 +1,5 @@
 /**
- * The fleet's truth end to end: real links (`deno run host/debian.ts link`, temporary roots on
+ * The fleet's truth end to end: real links (`deno run systems/debian/main.ts link`, temporary roots on
  * this machine) reporting every second through the real broker (a vhost of its own) into a real
  * inventory, judged by `mesh-control status` and `board`.
  *
@@ -37,7 +37,7 @@ type LinkProcess = JsonLinesProcess<ReportMessage>;
 
 function startLink(url: string, stateDir: string): LinkProcess {
   return spawnJsonLines([
-    `${ROOT}host/debian.ts`,
+    `${ROOT}systems/debian/main.ts`,
     "link",
     "--control-key",
     TEST_KEYS.controlKey,

@@ -1,6 +1,6 @@
 /**
  * The control plane and the link end to end, against the real PostgreSQL and RabbitMQ, with host
- * processes (`deno run host/debian.ts link`) under temporary roots on this Debian machine: real
+ * processes (`deno run systems/debian/main.ts link`) under temporary roots on this Debian machine: real
  * apt for the package that does not exist.
  */
 

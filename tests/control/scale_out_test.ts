@@ -29,7 +29,7 @@ async function queueTypes(api: string): Promise<Map<string, string>> {
 
 function startLink(url: string, stateDir: string): JsonLinesProcess<ReportMessage> {
   return spawnJsonLines([
-    `${ROOT}host/debian.ts`,
+    `${ROOT}systems/debian/main.ts`,
     "link",
     "--control-key",
     TEST_KEYS.controlKey,

@@ -83,7 +83,7 @@ Deno.test("the web and batch examples converge in the systemd lab", async () => 
       const text = await Deno.readTextFile(`${EXAMPLES}declarations/${name}.json`);
       await m.exec(["sh", "-c", 'printf %s "$1" > /root/example.json', "sh", text]);
       const apply = async () => {
-        const r = await m.host("host/debian.ts", [
+        const r = await m.host("systems/debian/main.ts", [
           "apply",
           "/root/example.json",
           "--json",

@@ -7,9 +7,9 @@
  * - each folder imports only the folders below it ({@linkcode MAY_IMPORT}): lib/ nothing;
  *   control/, builder/ and reconcile/ only lib/ (what they share with the host, the declaration
  *   and the container runtime, is in lib/), so never host/;
- * - host/ imports nothing from systems/ but in its entry points, `host/<system>.ts`, each of
- *   which imports its own `systems/<system>/mod.ts` (systems/ holds what differs and imports host/'s
- *   appliers and the system contract, host/system.ts).
+ * - host/ imports only lib/, never systems/: systems/ holds what differs (each system's entry
+ *   point `systems/<system>/main.ts`, its `mod.ts`, its package applier) and imports host/'s
+ *   appliers, the system contract (host/system.ts) and the command line (host/cli.ts).
  *
  * Each failure names the files and the line of the import.
  */
@@ -166,15 +166,15 @@ export function circles(edges: Edge[]): string[] {
 }
 
 /**
- * Which folders each folder's modules may import, besides their own (README.md, "Layout"). host/
- * imports systems/ only in its entry points (see {@linkcode wrongWay}); scripts/ may import any.
+ * Which folders each folder's modules may import, besides their own (README.md, "Layout"); scripts/
+ * may import any.
  */
 export const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   "lib": [],
   "control": ["lib"],
   "builder": ["lib"],
   "reconcile": ["lib"],
-  "host": ["lib", "systems"],
+  "host": ["lib"],
   "systems": ["host", "lib"],
   "mod.ts": ["lib", "reconcile"],
 };
@@ -191,13 +191,6 @@ export function wrongWay(edges: Edge[]): string[] {
     if (!allowed.includes(to)) {
       const may = allowed.length === 0 ? "nothing outside itself" : `only ${allowed.join("/, ")}/`;
       out.push(`${say} (${from === "mod.ts" ? from : `${from}/`} may import ${may})`);
-    } else if (from === "host" && to === "systems") {
-      const entry = /^host\/(debian|arch|alpine|android)\.ts$/.exec(e.from);
-      if (entry === null || e.to !== `systems/${entry[1]}/mod.ts`) {
-        out.push(
-          `${say} (host/ imports systems/ only in an entry point host/<system>.ts, its own system)`,
-        );
-      }
     }
   }
   return [...new Set(out)].sort();
@@ -209,7 +202,7 @@ Deno.test("layers: production code has no import circle", () => {
   assertEquals(circles(graph.edges), []);
 });
 
-Deno.test("layers: each folder imports only the folders below it (control/, builder/ and reconcile/ only lib/; host/ systems/ only in its entry points)", () => {
+Deno.test("layers: each folder imports only the folders below it (control/, builder/, reconcile/ and host/ only lib/)", () => {
   assertEquals(wrongWay(graph.edges), []);
 });
 
@@ -221,7 +214,7 @@ Deno.test("layers: the circle finder names a circle and the wrong-way finder an 
     { from: "host/c.ts", to: "lib/d.ts", line: 6 },
     { from: "control/x.ts", to: "host/a.ts", line: 7 },
     { from: "host/cli.ts", to: "systems/mod.ts", line: 8 },
-    { from: "host/arch.ts", to: "systems/arch/mod.ts", line: 9 },
+    { from: "systems/arch/main.ts", to: "systems/arch/mod.ts", line: 9 },
     { from: "lib/e.ts", to: "control/x.ts", line: 10 },
   ];
   assertEquals(circles(edges), [
@@ -230,8 +223,7 @@ Deno.test("layers: the circle finder names a circle and the wrong-way finder an 
   ]);
   assertEquals(wrongWay(edges), [
     "control/x.ts:7 imports host/a.ts (control/ may import only lib/)",
-    "host/cli.ts:8 imports systems/mod.ts (host/ imports systems/ only in an entry point " +
-    "host/<system>.ts, its own system)",
+    "host/cli.ts:8 imports systems/mod.ts (host/ may import only lib/)",
     "lib/e.ts:10 imports control/x.ts (lib/ may import nothing outside itself)",
   ]);
   assertEquals(graph.files.includes("mod.ts") && graph.edges.length > 100, true);

@@ -215,7 +215,16 @@ Deno.test("a kill during a grouped converge leaves a store the next apply recove
     await Deno.writeTextFile(file, JSON.stringify({ version: 1, resources }));
     const apply = () =>
       new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", `${ROOT}host/debian.ts`, "apply", file, "--state-dir", state, "--json"],
+        args: [
+          "run",
+          "-A",
+          `${ROOT}systems/debian/main.ts`,
+          "apply",
+          file,
+          "--state-dir",
+          state,
+          "--json",
+        ],
         stdout: "piped",
         stderr: "piped",
       });

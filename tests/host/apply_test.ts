@@ -32,7 +32,7 @@ class Fixture {
   }
   async apply(resources: Record<string, unknown>[], extra: string[] = []) {
     const file = await this.declare(resources);
-    const r = await cli("host/debian.ts", [
+    const r = await cli("systems/debian/main.ts", [
       "apply",
       file,
       "--json",
@@ -175,7 +175,7 @@ Deno.test("the footprint: what left is removed first, what the host took over is
     await Deno.writeTextFile(`${f.root}/app/notes.txt`, "not declared\n"); // foreign
     const first = await f.apply(base(f));
     assertEquals(first.result.changes.map((c) => c.change), ["updated", "updated", "created"]);
-    const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
+    const owned = await cli("systems/debian/main.ts", ["owned", "--state-dir", f.state]);
     assertStringIncludes(owned.stdout, "(taken over: its original is put back when it leaves)");
     assertStringIncludes(owned.stdout, "local ");
 
@@ -363,7 +363,7 @@ Deno.test("--dry-run runs the same code and changes nothing; exit 4 when changes
     const secret = await f.apply(base(f), ["--dry-run"]);
     const deep = secret.result.changes.find((c) => c.id === "deep") as { detail?: string };
     assertEquals(deep.detail, "content differs (7 -> 5 bytes; not shown: mode 0600 or stricter)");
-    const text = await cli("host/debian.ts", [
+    const text = await cli("systems/debian/main.ts", [
       "apply",
       await f.declare(base(f)),
       "--dry-run",
@@ -393,7 +393,7 @@ Deno.test("a store that exists and cannot be read stops the host and is kept as 
     const shape = await f.apply(base(f));
     assertEquals(shape.code, 3);
     assertStringIncludes(shape.stderr, "resources.0.id");
-    const owned = await cli("host/debian.ts", ["owned", "--state-dir", f.state]);
+    const owned = await cli("systems/debian/main.ts", ["owned", "--state-dir", f.state]);
     assertEquals(owned.code, 3);
   });
 });
@@ -413,7 +413,7 @@ Deno.test("an owner that does not exist fails the resource, naming it", async ()
 });
 
 Deno.test("apply --help documents the exit codes; a missing file is refused", async () => {
-  const help = await cli("host/debian.ts", ["apply", "--help"]);
+  const help = await cli("systems/debian/main.ts", ["apply", "--help"]);
   assertEquals(help.code, 0);
   for (
     const words of [
@@ -426,7 +426,7 @@ Deno.test("apply --help documents the exit codes; a missing file is refused", as
   ) {
     assertStringIncludes(help.stdout, words);
   }
-  const missing = await cli("host/debian.ts", ["apply", "/nonexistent.json"]);
+  const missing = await cli("systems/debian/main.ts", ["apply", "/nonexistent.json"]);
   assertEquals(missing.code, 2);
   assertStringIncludes(missing.stderr, 'Cannot read declaration "/nonexistent.json"');
 });
@@ -435,7 +435,7 @@ Deno.test("the state directory must be absolute and is the host's own; a huge in
   await withFixture(async (f) => {
     const file = await f.declare(base(f));
     for (const dir of ["", "state", "./state"]) {
-      const r = await cli("host/debian.ts", ["apply", file, "--state-dir", dir]);
+      const r = await cli("systems/debian/main.ts", ["apply", file, "--state-dir", dir]);
       assertEquals(r.code, 2, `${JSON.stringify(dir)}: ${r.stderr}`);
       assertStringIncludes(r.stderr, "--state-dir must be an absolute path");
     }
@@ -452,13 +452,13 @@ Deno.test("the state directory must be absolute and is the host's own; a huge in
     assertEquals(itself.code, 0, "the state directory itself may be declared: " + itself.stdout);
     // A device that never ends is refused before it is opened; a regular file past the limit
     // after the limit (sparse: it takes no disk).
-    const zero = await cli("host/debian.ts", ["apply", "/dev/zero", "--dry-run"]);
+    const zero = await cli("systems/debian/main.ts", ["apply", "/dev/zero", "--dry-run"]);
     assertEquals(zero.code, 2);
     assertStringIncludes(zero.stderr, "it is a character device, not a regular file");
     const huge = `${f.dir}/huge.json`;
     await Deno.writeTextFile(huge, "{}");
     await Deno.truncate(huge, 64 * 1024 * 1024 + 1);
-    const big = await cli("host/debian.ts", ["apply", huge, "--dry-run"]);
+    const big = await cli("systems/debian/main.ts", ["apply", huge, "--dry-run"]);
     assertEquals(big.code, 2);
     assertStringIncludes(big.stderr, "is larger than 67108864 bytes");
   });
@@ -470,7 +470,7 @@ Deno.test("a reader that goes away does not turn an applied result into another 
     const out = await new Deno.Command("sh", {
       args: [
         "-c",
-        `"$1" run -A --quiet host/debian.ts apply "$2" --state-dir "$3" --json | head -c 1 >/dev/null; echo "\${PIPESTATUS:-}"`,
+        `"$1" run -A --quiet systems/debian/main.ts apply "$2" --state-dir "$3" --json | head -c 1 >/dev/null; echo "\${PIPESTATUS:-}"`,
         "sh",
         Deno.execPath(),
         file,

@@ -1,5 +1,5 @@
 /**
- * Crash safety of `mesh-host apply`: the CLI (`deno run -A host/debian.ts apply`) run as a child
+ * Crash safety of `mesh-host apply`: the CLI (`deno run -A systems/debian/main.ts apply`) run as a child
  * over a declaration of 1,000 directories and files, SIGKILLed at many points of its work (while
  * it starts, creates, rewrites, removes, and while it saves its store), each kill followed by a
  * full apply that must converge. Foreign things stand in the tree: undeclared files in declared
@@ -24,7 +24,7 @@ import { FAST_TIER } from "../support/tier.ts";
 import { Store } from "../../host/store.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const HOST = `${ROOT}host/debian.ts`;
+const HOST = `${ROOT}systems/debian/main.ts`;
 
 /** Groups 0-99 are the base declaration (a directory and 9 files each: 1,000 resources). */
 const BASE_GROUPS = 100;

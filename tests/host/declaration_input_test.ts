@@ -21,7 +21,7 @@ for (
     const dir = await Deno.makeTempDir({ prefix: "mesh-host-input-" });
     try {
       const path = await make(dir);
-      const r = await cli("host/debian.ts", ["apply", path, "--state-dir", `${dir}/state`]);
+      const r = await cli("systems/debian/main.ts", ["apply", path, "--state-dir", `${dir}/state`]);
       assertEquals(r.code, 2, r.stderr);
       assert(r.stderr.includes(`Cannot read declaration "${path}": it is ${what}`), r.stderr);
       const state = await Deno.stat(`${dir}/state`).then(() => true, () => false);

@@ -2,7 +2,7 @@
  * `deno task hosts --system debian --bundle FILE`: a host carrying another bundle. The file is
  * validated as the host validates its carried bundle (host/bundle.ts `loadBundle`), refused with
  * exit 2 naming the problem otherwise; the build names the bundle and its digest; the checkout's
- * bundles/ and host/ are untouched and nothing is left in the temporary directory.
+ * bundles/ and the entry points (systems/<system>/main.ts) are untouched and nothing is left in the temporary directory.
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
@@ -24,7 +24,9 @@ const build = (args: string[], tmp: string) =>
 /** The checkout's bundles and host entry points, to show they are left as they were. */
 async function checkout(): Promise<string> {
   const parts = [];
-  for (const dir of ["bundles", "host"]) {
+  for (
+    const dir of ["bundles", "systems/debian", "systems/arch", "systems/alpine", "systems/android"]
+  ) {
     for await (const e of Deno.readDir(`${ROOT}${dir}`)) {
       if (e.isFile) {
         parts.push(`${dir}/${e.name}:${await Deno.readTextFile(`${ROOT}${dir}/${e.name}`)}`);

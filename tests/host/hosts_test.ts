@@ -43,7 +43,7 @@ Deno.test("a host built for no system refuses everything, naming the hosts that 
 });
 
 Deno.test("a host on the wrong machine refuses, naming both", async () => {
-  const r = await cli("host/arch.ts", ["owned"]);
+  const r = await cli("systems/arch/main.ts", ["owned"]);
   assertEquals(r.code, 2);
   assertStringIncludes(r.stderr, "(ID=debian), not arch: mesh-host-arch refuses to run here");
   const dir = await Deno.makeTempDir();
@@ -174,7 +174,7 @@ Deno.test("`bundle` shows the carried bundle and what it would do, changing noth
     // The committed lock pins the images of the machine that made it (127.0.0.1:5000): which of
     // them this machine can have decides the answer, so ask first.
     const missing = await imagesNotHeld();
-    const shown = await cli("host/debian.ts", ["bundle", "--state-dir", `${dir}/state`]);
+    const shown = await cli("systems/debian/main.ts", ["bundle", "--state-dir", `${dir}/state`]);
     assertStringIncludes(shown.stdout, "bundle substrate-debian");
     if (missing.length === 0) {
       // A dry run like every other: changes pending exit 4 (EXIT_PENDING), as `reconcile --dry-run`.

@@ -24,7 +24,7 @@ async function apply(
 ): Promise<Result & { code: number | null; stderr: string }> {
   const text = JSON.stringify({ version: 1, resources });
   await m.exec(["sh", "-c", 'printf %s "$1" > /root/declaration.json', "sh", text]);
-  const r = await m.host("host/debian.ts", ["apply", "/root/declaration.json", "--json"], {
+  const r = await m.host("systems/debian/main.ts", ["apply", "/root/declaration.json", "--json"], {
     allowFailure: true,
   });
   let parsed: Result;
@@ -206,7 +206,7 @@ for (const kind of ["systemd", "openrc"] as const) {
           (await m.exec(["test", "-d", "/srv/b"], { allowFailure: true })).code !== 0,
           "stops at the failure",
         );
-        const owned = await m.host("host/debian.ts", ["owned", "--json"]);
+        const owned = await m.host("systems/debian/main.ts", ["owned", "--json"]);
         assert(owned.stdout.includes('"/srv/a"'), owned.stdout);
       } finally {
         await m.destroy();

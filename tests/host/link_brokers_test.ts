@@ -37,7 +37,7 @@ async function runLink(
   until: (reports: Record<string, unknown>[], stderr: string) => boolean,
 ) {
   const link = spawnJsonLines<Record<string, unknown>>([
-    `${ROOT}host/debian.ts`,
+    `${ROOT}systems/debian/main.ts`,
     "link",
     "--json",
     "--control-key",
@@ -137,7 +137,7 @@ Deno.test("link with several brokers: the first that answers is used", opts, asy
 });
 
 Deno.test("link: broker URLs that are not AMQP URLs are refused, each named", opts, async () => {
-  const run = await cli("host/debian.ts", [
+  const run = await cli("systems/debian/main.ts", [
     "link",
     "--broker",
     "amqp://n:pw@127.0.0.1:5672/%2F,http://n:pw@example.invalid/,not a url",
@@ -204,7 +204,7 @@ Deno.test(
       }
     }
     // One that cannot be parsed is refused at start (exit 2), its credential masked.
-    const bad = await cli("host/debian.ts", [
+    const bad = await cli("systems/debian/main.ts", [
       "link",
       "--broker",
       "amqp://lonely:pass-word-9@broker:99999/%2F",
@@ -231,7 +231,7 @@ Deno.test(
         headers: { authorization: `Basic ${btoa("guest:guest")}`, "x-reason": "test closes it" },
       });
     const link = spawnJsonLines<Record<string, unknown>>([
-      `${ROOT}host/debian.ts`,
+      `${ROOT}systems/debian/main.ts`,
       "link",
       "--json",
       "--control-key",

@@ -504,12 +504,12 @@ Deno.test(
 );
 
 Deno.test("link: refused before it starts", opts, async () => {
-  const none = await cli("host/debian.ts", ["link", "--state-dir", "/tmp/mesh-none"], {
+  const none = await cli("systems/debian/main.ts", ["link", "--state-dir", "/tmp/mesh-none"], {
     MESH_BROKER_URL: "",
   });
   assertEquals(none.code, 2);
   assertMatch(none.stderr, /No broker given: pass --broker URL or set MESH_BROKER_URL/);
-  const badName = await cli("host/debian.ts", [
+  const badName = await cli("systems/debian/main.ts", [
     "link",
     "--broker",
     "amqp://Web.1:x@127.0.0.1:5672/%2F",
@@ -532,7 +532,7 @@ Deno.test(
           "run",
           "-A",
           "--quiet",
-          `${ROOT}host/debian.ts`,
+          `${ROOT}systems/debian/main.ts`,
           "link",
           "--broker",
           "amqp://n1:x@127.0.0.1:1/%2F",

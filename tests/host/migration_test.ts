@@ -136,7 +136,7 @@ Deno.test("a migrated store keeps working: owned shows sources, and the old reco
     await Deno.mkdir(`${dir}/root/etc`, { mode: 0o755 });
     await Deno.chmod(`${dir}/root/etc`, 0o755);
     await Deno.writeTextFile(`${dir}/root/etc/motd`, "managed by mesh\n");
-    const owned = await cli("host/debian.ts", [
+    const owned = await cli("systems/debian/main.ts", [
       "owned",
       "--state-dir",
       `${dir}/state`,

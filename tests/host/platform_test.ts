@@ -59,7 +59,7 @@ Deno.test("the appliers ask the platform, which probes once per process", async 
 
 Deno.test("inventory says what the appliers use, with the evidence", async () => {
   const here = await detectPlatform();
-  const r = await cli("host/debian.ts", ["inventory", "--json"]);
+  const r = await cli("systems/debian/main.ts", ["inventory", "--json"]);
   assertEquals(r.code, 0, r.stderr);
   const shown = JSON.parse(r.stdout).platform;
   assertEquals([shown.service.manager ?? null, shown.service.reason], [
@@ -68,6 +68,6 @@ Deno.test("inventory says what the appliers use, with the evidence", async () =>
   ]);
   assertEquals(shown.containers.runtime.program, here.containers.runtime?.program);
   assertEquals(shown.containers.reason.split(";")[0], here.containers.reason.split(";")[0]);
-  const text = await cli("host/debian.ts", ["inventory"]);
+  const text = await cli("systems/debian/main.ts", ["inventory"]);
   assert(text.stdout.startsWith("this host uses:\nservice manager   none: "), text.stdout);
 });

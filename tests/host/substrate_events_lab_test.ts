@@ -63,7 +63,7 @@ Deno.test({
         "-c",
         `cat >/tmp/decl/events.json <<'EOF'\n${JSON.stringify({ version: 1, resources })}\nEOF`,
       ]);
-      const applied = await m.host("host/debian.ts", [
+      const applied = await m.host("systems/debian/main.ts", [
         "apply",
         "/tmp/decl/events.json",
         "--source",

@@ -11,7 +11,12 @@ import { VERSION as HOST_VERSION } from "../../host/version.ts";
 Deno.test("every program prints the one version with --version, and exits 0", async () => {
   assertEquals(HOST_VERSION, VERSION);
   for (
-    const program of ["host/debian.ts", "control/main.ts", "builder/main.ts", "reconcile/main.ts"]
+    const program of [
+      "systems/debian/main.ts",
+      "control/main.ts",
+      "builder/main.ts",
+      "reconcile/main.ts",
+    ]
   ) {
     for (const flag of ["--version", "-V"]) {
       const r = await cli(program, [flag]);
@@ -24,7 +29,7 @@ Deno.test("known-good records the version --version prints", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/d.json`, JSON.stringify({ version: 1, resources: [] }));
-    const r = await cli("host/debian.ts", [
+    const r = await cli("systems/debian/main.ts", [
       "apply",
       `${dir}/d.json`,
       "--state-dir",

@@ -325,7 +325,7 @@ export interface LabMachine {
   /** Copies a file of this VM into the machine at `dest` (`podman cp`). */
   copyIn(source: string, dest: string): Promise<void>;
   /**
-   * Runs a host entry point (e.g. `host/debian.ts`) inside the machine with `deno run -A`.
+   * Runs a host entry point (e.g. `systems/debian/main.ts`) inside the machine with `deno run -A`.
    * @throws {Error} on a bare machine, which has no Deno and no checkout.
    */
   host(entry: string, args: string[], options?: { allowFailure?: boolean }): Promise<

@@ -41,12 +41,12 @@ Deno.test("mesh-host apply --dry-run shows a disguised path and diff as <U+XXXX>
       }),
     );
     const args = ["apply", declaration, "--dry-run", "--state-dir", `${dir}/state`];
-    const text = await cli("host/debian.ts", args);
+    const text = await cli("systems/debian/main.ts", args);
     assertEquals(text.code, 4, text.stderr);
     // The path in the change line, and the new content in the diff.
     assertShown(text.stdout.slice(0, text.stdout.indexOf("line")), "mesh-host: the path");
     assertShown(text.stdout.slice(text.stdout.indexOf("line")), "mesh-host: the diff");
-    const json = await cli("host/debian.ts", [...args, "--json"]);
+    const json = await cli("systems/debian/main.ts", [...args, "--json"]);
     assertEquals(json.code, 4, json.stderr);
     assertJsonEscaped(json.stdout, "mesh-host --json");
     const result = JSON.parse(json.stdout) as { changes: { subject?: string }[] };

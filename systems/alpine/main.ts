@@ -1,18 +1,19 @@
 /**
  * `mesh-host-alpine`: the host built for alpine. The system and its bundle are pinned here by
  * imports (the system's appliers by a dynamic import of a static specifier: loaded only when a
- * command runs, and bundled all the same), so `deno run -A host/alpine.ts` behaves exactly like the compiled binary.
+ * command runs, and bundled all the same), so `deno run -A systems/alpine/main.ts` behaves exactly like
+ * the compiled binary.
  *
  * @module
  */
 
-import bundle from "../bundles/substrate-alpine.lock" with { type: "text" };
-import { hostMain } from "./cli.ts";
+import bundle from "../../bundles/substrate-alpine.lock" with { type: "text" };
+import { hostMain } from "../../host/cli.ts";
 
 if (import.meta.main) {
   const system = {
     name: "alpine",
-    load: async () => (await import("../systems/alpine/mod.ts")).alpine,
+    load: async () => (await import("./mod.ts")).alpine,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

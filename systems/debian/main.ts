@@ -1,18 +1,19 @@
 /**
  * `mesh-host-debian`: the host built for debian. The system and its bundle are pinned here by
  * imports (the system's appliers by a dynamic import of a static specifier: loaded only when a
- * command runs, and bundled all the same), so `deno run -A host/debian.ts` behaves exactly like the compiled binary.
+ * command runs, and bundled all the same), so `deno run -A systems/debian/main.ts` behaves exactly like
+ * the compiled binary.
  *
  * @module
  */
 
-import bundle from "../bundles/substrate-debian.lock" with { type: "text" };
-import { hostMain } from "./cli.ts";
+import bundle from "../../bundles/substrate-debian.lock" with { type: "text" };
+import { hostMain } from "../../host/cli.ts";
 
 if (import.meta.main) {
   const system = {
     name: "debian",
-    load: async () => (await import("../systems/debian/mod.ts")).debian,
+    load: async () => (await import("./mod.ts")).debian,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }

@@ -1,18 +1,19 @@
 /**
  * `mesh-host-arch`: the host built for arch. The system and its bundle are pinned here by
  * imports (the system's appliers by a dynamic import of a static specifier: loaded only when a
- * command runs, and bundled all the same), so `deno run -A host/arch.ts` behaves exactly like the compiled binary.
+ * command runs, and bundled all the same), so `deno run -A systems/arch/main.ts` behaves exactly like
+ * the compiled binary.
  *
  * @module
  */
 
-import bundle from "../bundles/substrate-arch.lock" with { type: "text" };
-import { hostMain } from "./cli.ts";
+import bundle from "../../bundles/substrate-arch.lock" with { type: "text" };
+import { hostMain } from "../../host/cli.ts";
 
 if (import.meta.main) {
   const system = {
     name: "arch",
-    load: async () => (await import("../systems/arch/mod.ts")).arch,
+    load: async () => (await import("./mod.ts")).arch,
   } as const;
   Deno.exit(await hostMain(Deno.args, { system, bundle }));
 }
