@@ -148,7 +148,9 @@ Deno.test("a program's help, --version and bare start load no npm package, node:
     const loaded = await loadedAtStart(entry);
     assert(loaded.length > 3, `${entry}: ${loaded.join(" ")}`);
     assertEquals(
-      loaded.filter((s) => /^npm:|^node:|\/commands\/|\/systems\/(?!mod\.ts|[a-z]+\/main\.ts)/.test(s)),
+      loaded.filter((s) =>
+        /^npm:|^node:|\/commands\/|\/systems\/(?!mod\.ts|[a-z]+\/main\.ts)/.test(s)
+      ),
       [],
       entry,
     );
