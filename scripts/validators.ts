@@ -124,6 +124,18 @@ export const TARGETS: readonly Target[] = [
       load: () => import("../lib/declaration_base.ts"),
     },
   },
+  {
+    path: "reconcile/registry_validators.js",
+    from: "reconcile/registry_schema.ts",
+    schemas: async () => {
+      const { Registry } = await import("../reconcile/registry_schema.ts");
+      return { isRegistry: Registry };
+    },
+    checks: {
+      path: "reconcile/registry_base.ts",
+      load: () => import("../reconcile/registry_base.ts"),
+    },
+  },
 ];
 
 /**
