@@ -144,13 +144,16 @@ const FIELDS = [
   "__proto__",
 ];
 
+const isObj = (x: unknown): x is Obj => typeof x === "object" && x !== null && !Array.isArray(x);
+/** The objects of {@linkcode BAD_VALUES}, which a mutation sets as values but never changes. */
+const SHARED = new Set<unknown>(BAD_VALUES.flat().filter(isObj));
+
 /** The objects of `d` a mutation may change: entries, TLS endpoints, the backup and its restic. */
 function objectsOf(d: Obj): Obj[] {
-  const isObj = (x: unknown): x is Obj => typeof x === "object" && x !== null && !Array.isArray(x);
   const services = isObj(d.services) ? Object.values(d.services).filter(isObj) : [];
   const tls = services.flatMap((e) => [e.tls].flat().filter(isObj));
   const backup = [d.backup, isObj(d.backup) ? d.backup.restic : undefined].filter(isObj);
-  return [...services, ...tls, ...backup];
+  return [...services, ...tls, ...backup].filter((o) => !SHARED.has(o));
 }
 
 function mutate(r: Rng, d: Obj): void {
@@ -165,17 +168,14 @@ function mutate(r: Rng, d: Obj): void {
     case 0: // a field's value broken
     case 1: // a field removed
     case 2: // a field added: known to another kind, unknown, or an own "__proto__"
-    case 3: { // keys in another order: still valid, the output in the schema's order
-      // A copy: an object value set here may be mutated later, and must not be the list's own.
-      const bad = structuredClone(BAD_VALUES);
+    case 3: // keys in another order: still valid, the output in the schema's order
       mutateFields(r, target, {
         which,
-        bad,
+        bad: BAD_VALUES,
         fields: FIELDS,
-        added: [...bad, "root", "x.example.org", "c1", 7000, ["s"], "t1.timer"],
+        added: [...BAD_VALUES, "root", "x.example.org", "c1", 7000, ["s"], "t1.timer"],
       });
       break;
-    }
     case 4: // the kind changed
       if ("kind" in target) target.kind = r.pick(["service", "site", "batch", "daemon", "x"]);
       break;
@@ -212,7 +212,7 @@ Deno.test("a registry read without zod is the schema's own: same answer, values,
   const seed = Number(Deno.env.get("MESH_FUZZ_SEED") ?? 16);
   const r = rng(seed);
   let accepted = 0;
-  for (let n = 0; n < 4000; n++) {
+  for (let n = 0; n < 3000; n++) {
     const services: Obj = {};
     const count = r.int(6);
     for (let i = 0; i < count; i++) services[`e${i}`] = entry(r, i);
@@ -249,13 +249,13 @@ Deno.test("a registry read without zod is the schema's own: same answer, values,
     const got = validRegistry(JSON.parse(text));
     const want = Registry.safeParse(JSON.parse(text));
     const where = `seed ${seed}, input ${n}: ${text}`;
-    assertEquals(got !== undefined, want.success, where);
+    if ((got !== undefined) !== want.success) assertEquals(got !== undefined, want.success, where);
     if (!want.success) continue;
     accepted++;
     assertEquals(JSON.stringify(got), JSON.stringify(want.data), where);
   }
   // Both answers are drawn often.
-  assert(accepted > 500 && accepted < 3500, `${accepted} of 4000 accepted`);
+  assert(accepted > 300 && accepted < 2700, `${accepted} of 3000 accepted`);
 });
 
 Deno.test("every field of every kind, set to each value that breaks a rule: the schema's answer", () => {
@@ -276,7 +276,9 @@ Deno.test("every field of every kind, set to each value that breaks a rule: the 
         const text = JSON.stringify(d);
         const got = validRegistry(JSON.parse(text));
         const want = Registry.safeParse(JSON.parse(text));
-        assertEquals(got !== undefined, want.success, text);
+        if ((got !== undefined) !== want.success) {
+          assertEquals(got !== undefined, want.success, text);
+        }
         if (want.success) assertEquals(JSON.stringify(got), JSON.stringify(want.data), text);
         checked++;
       }
