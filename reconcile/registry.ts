@@ -1,9 +1,9 @@
 /**
- * The registry's positioned read: a registry the fast read declines or the schema refuses
- * (reconcile/registry_schema.ts) is read again with the `yaml` package, whose line counter places
- * every problem at its line and column; every problem is collected at once. The schema and the
- * types are reconcile/registry_schema.ts's, re-exported here; reading a file (the fast read, then
- * this one when needed) is reconcile/registry_load.ts's `loadRegistry`.
+ * The registry's positioned read: a registry the fast read declines or the validator generated
+ * from the schema (reconcile/registry_schema.ts) refuses is read again with the `yaml` package,
+ * whose line counter places every problem at its line and column; every problem is collected at
+ * once. The schema and the types are reconcile/registry_schema.ts's, re-exported here; reading a
+ * file (the fast read, then this one when needed) is reconcile/registry_load.ts's `loadRegistry`.
  *
  * @module
  */
@@ -30,19 +30,20 @@ import {
   crossCheck,
   ENTRY_KINDS,
   formatPath,
-  readFast,
   Registry,
   RegistryError,
   type RegistryProblem,
   SharedFields,
 } from "./registry_schema.ts";
+import { quickLoad, validRegistry } from "./registry_fast.ts";
 
 export * from "./registry_schema.ts";
 
 /**
  * Validates registry text. `file` is used only in messages. Linear in the text, problems
  * included (`bench/registry_parse_bench.ts`). A valid registry is read by the fast reader
- * ({@linkcode quickLoad}); one it declines or the schema refuses is read with positions.
+ * ({@linkcode quickLoad}, {@linkcode validRegistry}); one it declines or refuses is read with
+ * positions.
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
  *
@@ -73,14 +74,14 @@ export * from "./registry_schema.ts";
  */
 export function parseRegistry(text: string, file = "<registry>"): Registry {
   // A valid registry needs no position: read fast, and only a registry the fast read declines or
-  // the schema refuses is read again with every node's position (reconcile/registry_fast.ts).
-  return readFast(text) ?? parsePlaced(text, file);
+  // the validator refuses is read again with every node's position (reconcile/registry_fast.ts).
+  return validRegistry(quickLoad(text)) ?? parsePlaced(text, file);
 }
 
 /**
  * Validates registry text with every node's position (the `yaml` package), without trying the
- * fast read first: what {@linkcode parseRegistry} does once the fast read declined or the schema
- * refused.
+ * fast read first: what {@linkcode parseRegistry} does once the fast read declined or the
+ * validator refused.
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
  */

@@ -1,29 +1,29 @@
 /**
  * The half of the registry's schema that needs no zod: the limit, the patterns each field's rule
- * is built from, the checks that span entries, the error a refused registry is, and
- * {@linkcode validRegistry}: a registry that is valid, checked without zod.
+ * is built from, the predicates the schema refines with (each written once, here), the checks
+ * that span entries, and the error a refused registry is.
  *
  * The zod schema of reconcile/registry_schema.ts stays the one definition of a registry: its
  * JSON Schema, and every problem of an invalid registry (placed at its line and column by
- * reconcile/registry.ts). `validRegistry` only answers for data that passes every rule; it gives
- * up (undefined) on anything else, and on a field whose rule it does not repeat (a site's
- * `redirect`, zod's URL check), and the caller then asks the zod schema, which says what is
- * wrong. What it returns is what the zod schema returns for the same data (the same values, the
- * keys in the schema's order); tests/reconcile/registry_check_test.ts holds the two equal on
- * seeded mutations of valid registries. `mesh-reconcile run` of a valid registry thus loads no
- * zod to read it.
+ * reconcile/registry.ts). This module is its checks module: the validator generated from the
+ * schema (reconcile/registry_validators.js, by scripts/validators.ts) imports it and calls each
+ * predicate where the schema's `.refine` does, so a valid registry is checked without loading zod
+ * (reconcile/registry_fast.ts `validRegistry`).
  *
  * @module
  */
 
 import { parseDuration } from "../lib/duration.ts";
 
+// The patterns the schema's `.regex` rules use carry the `u` flag: the generated validator
+// compiles each (as JSON Schema's `pattern`) with it, so both read it alike.
+
 /** An entry's name, also the key of the `services` map. */
-export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/u;
 /** Linux account names as `useradd` accepts them (lowercase, digits, `_`, `-`, optional `$`). */
-export const ACCOUNT = /^[a-z_][a-z0-9_-]*\$?$/;
+export const ACCOUNT = /^[a-z_][a-z0-9_-]*\$?$/u;
 /** Container names as podman and docker accept them. */
-export const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+export const CONTAINER = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/u;
 /** A DNS host name (lowercase), optionally a leading `*.` wildcard label. */
 export const HOST =
   /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -31,9 +31,9 @@ export const HOST =
  * A systemd timer unit. A template without an instance (`foo@.timer`) cannot run, and asking
  * systemd about one fails the whole call for every other timer.
  */
-export const TIMER_UNIT = /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.timer$/;
+export const TIMER_UNIT = /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.timer$/u;
 /** A systemd service unit (a template needs an instance). */
-export const SERVICE_UNIT = /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.service$/;
+export const SERVICE_UNIT = /^[A-Za-z0-9:._\\-]+(@[A-Za-z0-9:._\\-]+)?\.service$/u;
 
 /**
  * The largest registry read, in bytes (16 MiB; a registry of a thousand entries is well under
@@ -61,6 +61,42 @@ export function isTlsName(h: string): boolean {
 /** Whether `p` is an absolute path without a `..` segment or a NUL byte. */
 export function isAbsolutePath(p: string): boolean {
   return p.startsWith("/") && !p.split("/").includes("..") && !p.includes("\0");
+}
+
+/** Whether `text` is a backup's `maxAge`: a duration with its unit, longer than zero. */
+export function isMaxAge(text: string): boolean {
+  try {
+    return parseDuration(text) > 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether `u` is an http(s) URL (a site's `redirect`) as zod 4's `z.url({ protocol: /^https?$/ })`
+ * accepts one (the rule the schema had; tests/reconcile/registry_check_test.ts holds the two
+ * equal): trimmed, it starts with `http://` or `https://` (any case) and the WHATWG URL parser
+ * reads it.
+ */
+export function isHttpUrl(u: string): boolean {
+  const trimmed = u.trim();
+  return /^https?:\/\//i.test(trimmed) && URL.canParse(trimmed);
+}
+
+/**
+ * A redirect as the schema reads it (what zod's URL rule returns): trimmed, without the ASCII
+ * tabs and line breaks the URL parser deletes.
+ */
+export function urlAsRead(u: string): string {
+  return u.trim().replace(/[\t\n\r]/g, "");
+}
+
+/**
+ * A field written as one value or a list of them, as a list: what the schema reads such a field
+ * as (`port`, `web`, `tls`, `database`, `tls.name`), and the fast read too.
+ */
+export function asList<T>(value: T | T[]): T[] {
+  return Array.isArray(value) ? value : [value];
 }
 
 /**
@@ -98,9 +134,8 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     }
     if (typeof value !== "object" || value === null) continue;
     const entry = value as Record<string, unknown>;
-    const many = <T>(v: unknown, ok: (x: unknown) => x is T): T[] =>
-      Array.isArray(v) ? v.filter(ok) : ok(v) ? [v] : [];
-    for (const p of many(entry.port, (x): x is number => typeof x === "number")) {
+    const declaredPorts = many(entry.port, isNumber);
+    for (const p of declaredPorts) {
       const other = ports.get(p);
       if (other !== undefined) {
         issues.push({
@@ -111,7 +146,7 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
         });
       } else ports.set(p, name);
     }
-    for (const address of many(entry.web, (x): x is string => typeof x === "string")) {
+    for (const address of many(entry.web, isText)) {
       const other = addresses.get(address);
       if (other !== undefined) {
         issues.push({
@@ -147,23 +182,21 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
         }
       }
     }
-    const declaredPorts = many(entry.port, (x): x is number => typeof x === "number");
     const tlsPorts = new Set<number>();
-    many(entry.tls, (x): x is Record<string, unknown> => typeof x === "object" && x !== null)
-      .forEach((t, i) => {
-        if (typeof t.port !== "number") return;
-        const path = ["services", name, "tls", ...(Array.isArray(entry.tls) ? [i] : []), "port"];
-        if (!declaredPorts.includes(t.port)) {
-          issues.push({
-            path,
-            message: `TLS port ${t.port} is not one of this entry's ports (list it in port)`,
-          });
-        }
-        if (tlsPorts.has(t.port)) {
-          issues.push({ path, message: `TLS port ${t.port} is listed twice in this entry` });
-        }
-        tlsPorts.add(t.port);
-      });
+    many(entry.tls, isRecord).forEach((t, i) => {
+      if (typeof t.port !== "number") return;
+      const path = ["services", name, "tls", ...(Array.isArray(entry.tls) ? [i] : []), "port"];
+      if (!declaredPorts.includes(t.port)) {
+        issues.push({
+          path,
+          message: `TLS port ${t.port} is not one of this entry's ports (list it in port)`,
+        });
+      }
+      if (tlsPorts.has(t.port)) {
+        issues.push({ path, message: `TLS port ${t.port} is listed twice in this entry` });
+      }
+      tlsPorts.add(t.port);
+    });
     if (entry.kind === "site" && entry.redirect !== undefined && entry.web === undefined) {
       issues.push({
         path: ["services", name, "redirect"],
@@ -172,6 +205,22 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     }
   }
   return issues;
+}
+
+/** The items of `v` (a list, or a single value) that pass `ok`. */
+function many<T>(v: unknown, ok: (x: unknown) => x is T): T[] {
+  return Array.isArray(v) ? v.filter(ok) : ok(v) ? [v] : [];
+}
+const isNumber = (x: unknown): x is number => typeof x === "number";
+const isText = (x: unknown): x is string => typeof x === "string";
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null;
+
+/**
+ * Whether {@linkcode crossCheck} finds nothing in `registry`: the predicate that stands for the
+ * schema's `superRefine` in the generated validator, which calls it once every other rule holds.
+ */
+export function passesCrossCheck(registry: unknown): boolean {
+  return crossCheck(registry).length === 0;
 }
 
 /** One problem found in a registry file, placed where it is. */
@@ -264,148 +313,4 @@ export class RegistryError extends Error {
 export function formatProblem(file: string, p: RegistryProblem): string {
   const where = p.line > 0 ? `${file}:${p.line}:${p.column}` : file;
   return `${where}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
-}
-
-/** A plain object, as read from YAML. */
-export type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isString(value: unknown, pattern: RegExp): value is string {
-  return typeof value === "string" && pattern.test(value);
-}
-
-function isPort(value: unknown): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= 65535;
-}
-
-/** A value or a non-empty list of values each passing `ok`, as a list (zod's `OneOrMany`). */
-function oneOrMany(value: unknown, ok: (item: unknown) => boolean): unknown[] | undefined {
-  if (!Array.isArray(value)) return ok(value) ? [value] : undefined;
-  return value.length >= 1 && value.every(ok) ? [...value] : undefined;
-}
-
-function listOf(value: unknown, ok: (item: unknown) => boolean): unknown[] | undefined {
-  return Array.isArray(value) && value.every(ok) ? [...value] : undefined;
-}
-
-const nonEmpty = (s: unknown) => typeof s === "string" && s.length >= 1;
-
-/**
- * The shared fields, in the schema's order, each with what it reads a valid value as (undefined:
- * not valid).
- */
-const SHARED: readonly [string, (value: unknown) => unknown][] = [
-  ["user", (v) => isString(v, ACCOUNT) ? v : undefined],
-  ["port", (v) => oneOrMany(v, isPort)],
-  ["web", (v) => oneOrMany(v, (h) => typeof h === "string" && isWebAddress(h))],
-  ["telemetry", (v) => typeof v === "boolean" ? v : undefined],
-  ["secrets", (v) => listOf(v, nonEmpty)],
-  ["state", (v) => listOf(v, (p) => typeof p === "string" && isAbsolutePath(p))],
-  ["database", (v) => oneOrMany(v, nonEmpty)],
-  ["note", (v) => typeof v === "string" ? v : undefined],
-];
-
-const container = (v: unknown) => isString(v, CONTAINER) ? v : undefined;
-
-/** Each kind's own fields after `kind`, in the schema's order; `required` ones must be there. */
-const KIND_FIELDS: Readonly<
-  Record<string, readonly [string, (value: unknown) => unknown, boolean][]>
-> = {
-  service: [["container", container, true]],
-  // A site's `redirect` is left to zod (its URL check is not repeated here): see validEntry.
-  site: [["container", container, false]],
-  batch: [
-    ["timer", (v) => isString(v, TIMER_UNIT) ? v : undefined, true],
-    ["container", container, false],
-  ],
-  daemon: [["unit", (v) => isString(v, SERVICE_UNIT) ? v : undefined, false]],
-};
-
-function validEntry(raw: unknown): Raw | undefined {
-  if (!isObject(raw) || typeof raw.kind !== "string" || !Object.hasOwn(KIND_FIELDS, raw.kind)) {
-    return undefined;
-  }
-  const own = KIND_FIELDS[raw.kind]!;
-  const fields = [...own.map(([k, read]) => [k, read] as const), ...SHARED];
-  let known = 1;
-  const out: Raw = { kind: raw.kind };
-  for (const [key, read] of fields) {
-    if (!Object.hasOwn(raw, key)) continue;
-    const value = read(raw[key]);
-    if (value === undefined) return undefined;
-    out[key] = value;
-    known++;
-  }
-  for (const [key, , required] of own) if (required && !(key in out)) return undefined;
-  // Any other key (a site's redirect included): the schema decides, and says what is wrong.
-  if (Object.keys(raw).length !== known) return undefined;
-  return out;
-}
-
-/**
- * A valid registry checked without zod, or undefined when it is not one or this check does not
- * know a field of it (a site's `redirect`): then the zod schema (reconcile/registry_schema.ts)
- * decides, and says what is wrong.
- *
- * @param data the registry as plain data (reconcile/registry_fast.ts `quickLoad`).
- * @returns what the zod schema `Registry` returns for `data` (a `Registry` of
- *   reconcile/registry_schema.ts, whose type this module does not import: that module imports
- *   this one): the same values (a single port, address or database as a list of one), each
- *   object's keys in the schema's order.
- */
-export function validRegistry(data: unknown): Raw | undefined {
-  if (!isObject(data) || data.version !== 1) return undefined;
-  const keys = Object.keys(data);
-  const roots = data.roots;
-  const backup = data.backup === undefined ? undefined : validBackup(data.backup);
-  if (data.backup !== undefined && backup === undefined) return undefined;
-  if (keys.length !== 3 + (roots === undefined ? 0 : 1) + (backup === undefined ? 0 : 1)) {
-    return undefined;
-  }
-  if (!("accounts" in data) || !("services" in data)) return undefined;
-  if (
-    roots !== undefined &&
-    (!Array.isArray(roots) || roots.length < 1 ||
-      !roots.every((p) => typeof p === "string" && isAbsolutePath(p)))
-  ) return undefined;
-  const accounts = data.accounts;
-  if (!Array.isArray(accounts) || accounts.length < 1) return undefined;
-  if (!accounts.every((a) => isString(a, ACCOUNT))) return undefined;
-  const raw = data.services;
-  if (!isObject(raw)) return undefined;
-  const services: Record<string, Raw> = {};
-  for (const name of Object.keys(raw)) {
-    if (!NAME.test(name)) return undefined;
-    const entry = validEntry(raw[name]);
-    if (entry === undefined) return undefined;
-    services[name] = entry;
-  }
-  if (crossCheck(data).length > 0) return undefined;
-  return {
-    version: 1,
-    accounts: [...accounts],
-    ...(roots !== undefined ? { roots: [...roots] } : {}),
-    ...(backup !== undefined ? { backup } : {}),
-    services,
-  };
-}
-
-/** A valid `backup` (`{restic: {repository, passwordFile}, maxAge}`) in the schema's order, or undefined. */
-function validBackup(raw: unknown): Raw | undefined {
-  if (!isObject(raw) || Object.keys(raw).length !== 2 || !isObject(raw.restic)) return undefined;
-  const { restic, maxAge } = raw;
-  if (Object.keys(restic).length !== 2) return undefined;
-  const { repository, passwordFile } = restic;
-  if (typeof repository !== "string" || repository.length < 1) return undefined;
-  if (typeof passwordFile !== "string" || !isAbsolutePath(passwordFile)) return undefined;
-  if (typeof maxAge !== "string") return undefined;
-  try {
-    if (!(parseDuration(maxAge) > 0)) return undefined;
-  } catch {
-    return undefined;
-  }
-  return { restic: { repository, passwordFile }, maxAge };
 }

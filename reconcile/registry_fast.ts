@@ -11,12 +11,20 @@
  * `tests/reconcile/registry_fast_test.ts` holds the two reads to the same data (every scalar
  * form, the test fixtures, and thousands of random edits of a registry).
  *
+ * The data read is checked by {@linkcode validRegistry}: the validator generated from the zod
+ * schema (./registry_validators.js, by scripts/validators.ts from reconcile/registry_schema.ts,
+ * calling the predicates of reconcile/registry_base.ts the schema refines with), so a valid
+ * registry is read without loading zod; it returns what the schema returns.
+ *
  * @module
  */
 
 // @ts-types="@types/js-yaml"
 import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
 import { longLine, MAX_YAML_DEPTH } from "../lib/text_bounds.ts";
+import { asList, urlAsRead } from "./registry_base.ts";
+import { isRegistry } from "./registry_validators.js";
+import type { Registry } from "./registry_schema.ts";
 
 // The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
 // (yaml/dist/schema/common/null.js, core/bool.js, core/int.js, core/float.js). js-yaml's own
@@ -167,4 +175,78 @@ export function quickLoad(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A plain object, as read from YAML. */
+type Raw = Record<string, unknown>;
+
+// An entry's keys in the order of its kind's zod schema (reconcile/registry_schema.ts), the order
+// zod returns them in (tests/reconcile/registry_check_test.ts holds the two reads equal).
+const SHARED_KEYS = [
+  "user",
+  "port",
+  "web",
+  "tls",
+  "telemetry",
+  "secrets",
+  "state",
+  "database",
+  "note",
+];
+const ENTRY_KEYS: Readonly<Record<string, readonly string[]>> = {
+  service: ["kind", "container", ...SHARED_KEYS],
+  site: ["kind", "container", "redirect", ...SHARED_KEYS],
+  batch: ["kind", "timer", "container", ...SHARED_KEYS],
+  daemon: ["kind", "unit", ...SHARED_KEYS],
+};
+/** The fields written as one value or a list (`tls` too, whose endpoints are read further). */
+const LISTED: ReadonlySet<string> = new Set(["port", "web", "database"]);
+
+/**
+ * A valid registry as the zod schema `Registry` (reconcile/registry_schema.ts) returns it, or
+ * undefined when `data` is not one: then the schema, with positions (reconcile/registry.ts),
+ * says what is wrong. Checked by the validator generated from that schema, then read as its
+ * transforms read it, by the same functions ({@linkcode asList}: a single port, address, TLS
+ * endpoint, TLS name or database as a list of one; {@linkcode urlAsRead}: a redirect), each
+ * object's keys in the schema's order. `data` is not changed; the lists of the result may be its
+ * own (zod's are copies, of the same values).
+ *
+ * @param data plain data, e.g. {@linkcode quickLoad}'s (undefined is refused).
+ */
+export function validRegistry(data: unknown): Registry | undefined {
+  if (!isRegistry(data)) return undefined;
+  const registry = data as Raw;
+  const raw = registry.services as Record<string, Raw>;
+  const services: Record<string, Raw> = {};
+  for (const name in raw) services[name] = entryAsRead(raw[name]!);
+  const out: Raw = { version: registry.version, accounts: registry.accounts };
+  if (registry.roots !== undefined) out.roots = registry.roots;
+  if (registry.backup !== undefined) {
+    const { restic, maxAge } = registry.backup as { restic: Raw; maxAge: string };
+    out.backup = {
+      restic: { repository: restic.repository, passwordFile: restic.passwordFile },
+      maxAge,
+    };
+  }
+  out.services = services;
+  return out as Registry;
+}
+
+/** A valid entry as the schema reads it (see {@linkcode validRegistry}). */
+function entryAsRead(entry: Raw): Raw {
+  const out: Raw = {};
+  for (const key of ENTRY_KEYS[entry.kind as string]!) {
+    const value = entry[key];
+    if (value === undefined) continue;
+    out[key] = LISTED.has(key) ? asList(value) : key === "tls"
+      ? asList(value as Raw[]).map((t) => {
+        const endpoint: Raw = { port: t.port, name: asList(t.name) };
+        if (t.starttls !== undefined) endpoint.starttls = t.starttls;
+        return endpoint;
+      })
+      : key === "redirect"
+      ? urlAsRead(value as string)
+      : value;
+  }
+  return out;
 }

@@ -1,19 +1,18 @@
 /**
- * Reading a registry file: the fast read (reconcile/registry_fast.ts) and the plain checks of a
- * valid registry (reconcile/registry_base.ts `validRegistry`) first; only when the plain checks
- * are not sure, the zod schema (reconcile/registry_schema.ts, zod loaded then); and only when
- * the fast read declines or the schema refuses, the positioned read (reconcile/registry.ts, with
- * the `yaml` package), loaded then. Kept apart from all three so that none imports another back
- * (the positioned read builds on the schema module). A valid registry is read without loading
- * zod.
+ * Reading a registry file: the fast read (reconcile/registry_fast.ts: js-yaml, then the validator
+ * generated from the zod schema) first; only when the fast read declines or the validator
+ * refuses, the positioned read (reconcile/registry.ts, with the `yaml` package and the zod schema
+ * of reconcile/registry_schema.ts, which says every problem), loaded then. Kept apart from both
+ * so that neither imports the other back (the positioned read builds on the schema module). A
+ * valid registry is read without loading zod.
  *
  * @module
  */
 
 import { messageOf } from "../lib/atomic.ts";
 import { readRegularFile } from "../lib/regular_file.ts";
-import { MAX_REGISTRY_BYTES, RegistryError, validRegistry } from "./registry_base.ts";
-import { quickLoad } from "./registry_fast.ts";
+import { MAX_REGISTRY_BYTES, RegistryError } from "./registry_base.ts";
+import { quickLoad, validRegistry } from "./registry_fast.ts";
 import type { Registry } from "./registry_schema.ts";
 
 /**
@@ -63,21 +62,14 @@ export async function loadRegistry(file: string): Promise<Registry> {
 
 /**
  * Validates registry text as {@linkcode parseRegistry} (reconcile/registry.ts) does: the fast
- * read and the plain checks; when they are not sure, the zod schema (loaded then); and only when
- * the fast read declines or the schema refuses, the positioned read (reconcile/registry.ts, the
- * `yaml` package, loaded then).
+ * read and the generated validator; only when the fast read declines or the validator refuses,
+ * the positioned read (reconcile/registry.ts: the `yaml` package and zod, loaded then).
  *
  * @throws {RegistryError} with every YAML and schema problem, each at its line and column.
  */
 export async function parseRegistryText(text: string, file = "<registry>"): Promise<Registry> {
-  const quick = quickLoad(text);
-  if (quick !== undefined) {
-    const valid = validRegistry(quick) as Registry | undefined;
-    if (valid !== undefined) return valid;
-    const { Registry } = await import("./registry_schema.ts");
-    const parsed = Registry.safeParse(quick);
-    if (parsed.success) return parsed.data;
-  }
+  const valid = validRegistry(quickLoad(text));
+  if (valid !== undefined) return valid;
   const { parsePlaced } = await import("./registry.ts");
   return parsePlaced(text, file);
 }

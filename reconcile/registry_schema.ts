@@ -1,10 +1,12 @@
 /**
  * The registry's schema and its read: what should exist on this machine (docs/design.md,
  * "Registry (reconcile input), version 1, YAML"). One strict zod schema; the type is derived from
- * it. A valid registry is read here by the fast reader (reconcile/registry_fast.ts, js-yaml)
- * without loading the `yaml` package or Deno's Node compatibility layer; only a registry the fast
- * read declines or the schema refuses loads reconcile/registry.ts, which reads it again with
- * every node's position and places every problem at its line and column.
+ * it. Its refinements are predicates of reconcile/registry_base.ts (zod-free), so the validator
+ * generated from it (reconcile/registry_validators.js, by scripts/validators.ts) calls the same
+ * ones: a valid registry is read by the fast reader (reconcile/registry_fast.ts) without loading
+ * zod, the `yaml` package or Deno's Node compatibility layer; only a registry the fast read
+ * declines or the validator refuses is read again with every node's position
+ * (reconcile/registry.ts), and each problem placed at its line and column.
  *
  * @module
  */
@@ -12,19 +14,20 @@
 import { z } from "zod";
 
 import { formatPath } from "../lib/json_path.ts";
-import { parseDuration } from "../lib/duration.ts";
-import { quickLoad } from "./registry_fast.ts";
 import {
   ACCOUNT,
+  asList,
   CONTAINER,
   crossCheck,
   isAbsolutePath,
+  isHttpUrl,
+  isMaxAge,
   isTlsName,
   isWebAddress,
   NAME,
   SERVICE_UNIT,
   TIMER_UNIT,
-  validRegistry,
+  urlAsRead,
 } from "./registry_base.ts";
 
 export { formatPath };
@@ -75,7 +78,7 @@ export const TlsEndpoint = z.strictObject({
   name: z.union([
     z.string().refine(isTlsName, TLS_NAME_MESSAGE),
     z.array(z.string().refine(isTlsName, TLS_NAME_MESSAGE)).min(1),
-  ]).transform((v) => Array.isArray(v) ? v : [v]),
+  ]).transform(asList),
   /**
    * The protocol that asks for TLS before the handshake: `postgres` (PostgreSQL's SSLRequest).
    * Absent: TLS from the first byte.
@@ -88,9 +91,7 @@ const AbsolutePath = z.string().refine(
   "Must be an absolute path without '..'",
 );
 const OneOrMany = <T extends z.ZodType>(item: T) =>
-  z.union([item, z.array(item).min(1)]).transform((v) =>
-    (Array.isArray(v) ? v : [v]) as z.output<T>[]
-  );
+  z.union([item, z.array(item).min(1)]).transform((v) => asList<z.output<T>>(v));
 
 const shared = {
   /** The account the entry's container or process runs as; containers are asked about there. */
@@ -126,11 +127,13 @@ export const ServiceEntry = z.strictObject({
   container: ContainerName,
   ...shared,
 });
+const URL_MESSAGE = "Must be an http(s) URL";
 /** `kind: site`: a static site served by the proxy; `redirect` for an address that only redirects. */
 export const SiteEntry = z.strictObject({
   kind: z.literal("site"),
   container: ContainerName.optional(),
-  redirect: z.url({ protocol: /^https?$/, error: "Must be an http(s) URL" }).optional(),
+  redirect: z.string({ error: URL_MESSAGE }).refine(isHttpUrl, URL_MESSAGE).transform(urlAsRead)
+    .optional(),
   ...shared,
 });
 /** `kind: batch`: a timer-driven job; its `container` runs only while the job does. */
@@ -157,7 +160,11 @@ export const DaemonEntry = z.strictObject({
   ...shared,
 });
 
-/** One registry entry: a discriminated union on `kind`. */
+/**
+ * One registry entry: a discriminated union on `kind`. Its metadata names the tag for the
+ * generated validator (OpenAPI's `discriminator`), which then checks an entry against its kind's
+ * schema only.
+ */
 export const Entry = z.discriminatedUnion("kind", [
   ServiceEntry,
   SiteEntry,
@@ -168,7 +175,7 @@ export const Entry = z.discriminatedUnion("kind", [
     issue.code === "invalid_union"
       ? "kind must be one of: service, site, batch, daemon"
       : undefined,
-});
+}).meta({ type: "object", discriminator: { propertyName: "kind" } });
 
 /**
  * The backup that should hold the declared state (`backup`): a restic repository and how old its
@@ -187,13 +194,7 @@ export const Backup = z.strictObject({
       typeof issue.input === "number"
         ? `Must be a duration with its unit, e.g. ${issue.input}h`
         : "Must be a duration with its unit, e.g. 26h",
-  }).refine((v) => {
-    try {
-      return parseDuration(v) > 0;
-    } catch {
-      return false;
-    }
-  }, "Must be a duration with its unit, e.g. 26h"),
+  }).refine(isMaxAge, "Must be a duration with its unit, e.g. 26h"),
 });
 
 const RegistryShape = z.strictObject({
@@ -240,7 +241,7 @@ const RegistryShape = z.strictObject({
 export const Registry: z.ZodType<z.output<typeof RegistryShape>, unknown> = RegistryShape
   .superRefine((registry, ctx) => {
     for (const issue of crossCheck(registry)) ctx.addIssue({ code: "custom", ...issue });
-  });
+  }).meta({ "x-check": ["passesCrossCheck"] });
 
 /** A parsed, valid registry. */
 export type Registry = z.output<typeof RegistryShape>;
@@ -248,19 +249,6 @@ export type Registry = z.output<typeof RegistryShape>;
 export type Entry = z.output<typeof Entry>;
 /** The kinds of entry. */
 export type EntryKind = Entry["kind"];
-
-/**
- * A valid registry read fast ({@linkcode quickLoad}) and accepted by the schema, or undefined
- * when the fast read declines it or the schema refuses it (then it must be read with positions).
- */
-export function readFast(text: string): Registry | undefined {
-  const quick = quickLoad(text);
-  if (quick === undefined) return undefined;
-  const valid = validRegistry(quick) as Registry | undefined;
-  if (valid !== undefined) return valid;
-  const parsed = Registry.safeParse(quick);
-  return parsed.success ? parsed.data : undefined;
-}
 
 /**
  * The JSON Schema of the registry, for editors (`mesh-reconcile schema`).

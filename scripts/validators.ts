@@ -2,9 +2,9 @@
  * The fast path of a boundary's reader, generated from its one zod schema: each schema of
  * {@linkcode TARGETS} is turned into JSON Schema (zod's `z.toJSONSchema`, the input side) and
  * compiled by ajv (JSON Schema draft 2020-12, `strict`) into standalone validator code, a module
- * with no import that says whether a value has the schema's shape. The reader runs it first and
- * asks the zod schema itself (loaded only then) for what it refuses, so zod keeps the last word
- * and the messages; a rule is written once, in the schema.
+ * that says whether a value has the schema's shape and imports nothing but the target's checks
+ * module. The reader runs it first and asks the zod schema itself (loaded only then) for what it
+ * refuses, so zod keeps the last word and the messages; a rule is written once, in the schema.
  *
  * zod's JSON Schema leaves refinements out. So every `.refine` of a target's schemas must be a
  * predicate exported by the target's zod-free checks module ({@linkcode ChecksModule}); the
@@ -52,6 +52,13 @@ export interface Target {
    * the fast path loads no zod), and is called by the generated code where the schema calls it.
    */
   checks?: ChecksModule;
+  /**
+   * Whether a subschema used more than once is written once, as a function called where it is
+   * used (zod's `reused: "ref"`, ajv's `inlineRefs: false`), rather than as its code again at
+   * each use: for schemas that repeat large parts, a smaller module whose functions V8 compiles
+   * sooner and can optimise, for a call more at each use.
+   */
+  reuse?: boolean;
 }
 
 /** A module of named predicates (`(value) => boolean`) the schemas refine with. */
@@ -124,6 +131,20 @@ export const TARGETS: readonly Target[] = [
       load: () => import("../lib/declaration_base.ts"),
     },
   },
+  {
+    path: "reconcile/registry_validators.js",
+    from: "reconcile/registry_schema.ts",
+    schemas: async () => {
+      const { Registry } = await import("../reconcile/registry_schema.ts");
+      return { isRegistry: Registry };
+    },
+    checks: {
+      path: "reconcile/registry_base.ts",
+      load: () => import("../reconcile/registry_base.ts"),
+    },
+    // Each entry kind repeats the shared fields, and each TLS endpoint is written twice.
+    reuse: true,
+  },
 ];
 
 /**
@@ -141,6 +162,9 @@ export async function generate(target: Target): Promise<{ code: string; types: s
   const ajv = new Ajv2020({
     code: { source: true, esm: true },
     strict: true,
+    // A target's subschema used more than once, written once under `$defs` (below), stays one
+    // function, called where it is used.
+    ...(target.reuse ? { inlineRefs: false } : {}),
     // A union whose JSON Schema names its tag (zod: `.meta({ type: "object", discriminator:
     // { propertyName } })`) is checked by the branch of the value's tag alone, not by each branch.
     discriminator: true,
@@ -175,6 +199,7 @@ export async function generate(target: Target): Promise<{ code: string; types: s
     const seen = { unnamed: new Set<string>(), declared: new Set<string>(), target };
     const json = z.toJSONSchema(schema, {
       io: "input",
+      reused: target.reuse ? "ref" : "inline",
       unrepresentable: "throw",
       override: (ctx) => writeChecks(ctx, checks, seen),
     });
