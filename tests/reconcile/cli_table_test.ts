@@ -34,6 +34,18 @@ function quiet(): ReconcileContext {
   return { out: () => {}, err: () => {}, code: 0 };
 }
 
+/** Runs `args` through commander with `entry` alone defined, printing nothing: the exit code. */
+function runQuietly(entry: CommandEntry<ReconcileContext>, args: string[]): Promise<number> {
+  return runTable(TABLE, entry, args, {
+    out: () => {},
+    err: () => {},
+    context: quiet(),
+    code: () => 0,
+    usageCode: 2,
+    onError: () => 2,
+  });
+}
+
 const DAY = 86_400_000;
 /** What `run` was given for every option not named, before it was declared as data. */
 const RUN_DEFAULTS = { caddyAdmin: "localhost:2019", boot: "systemd", certWarn: 14 * DAY };
@@ -360,14 +372,7 @@ Deno.test("reconcile: a group's plain invocation is parsed as commander parses i
       const want = { subcommand, ...expected };
       assertEquals(parseSubcommand(group, args), want, args.join(" "));
       seen = undefined;
-      const code = await runTable(TABLE, entry, args, {
-        out: () => {},
-        err: () => {},
-        context: quiet(),
-        code: () => 0,
-        usageCode: 2,
-        onError: () => 2,
-      });
+      const code = await runQuietly(entry, args);
       assertEquals([code, seen], [0, want], `commander: ${args.join(" ")}`);
     }
     // Misuse is commander's: a required option missing, an unknown one.
@@ -412,14 +417,7 @@ Deno.test("reconcile: a plain invocation is parsed as commander parses it, to wh
       assertEquals(parsed, expected, args.join(" "));
       assert(isOptionsOf(command.options!, parsed!.options), args.join(" "));
       seen = undefined;
-      const code = await runTable(TABLE, entry, args, {
-        out: () => {},
-        err: () => {},
-        context: quiet(),
-        code: () => 0,
-        usageCode: 2,
-        onError: () => 2,
-      });
+      const code = await runQuietly(entry, args);
       assertEquals(code, 0, args.join(" "));
       assertEquals(seen, expected, `commander: ${args.join(" ")}`);
     }
