@@ -281,7 +281,8 @@ async function withoutRequire(code: string): Promise<string> {
  * `unnamed` (by the node's path), and stands only if a node at the same path names the check
  * that stands for it in its metadata (`.meta({ "x-check": ["name"] })`, recorded in `declared`).
  *
- * @throws {Error} naming the node's path when a check its metadata names is not in `checks`.
+ * @throws {Error} naming the node's path when a check its metadata names is not in `checks`, or
+ *   when one of its checks changes the value (`.trim()`).
  */
 function writeChecks(
   ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown>; path: (string | number)[] },
@@ -289,7 +290,18 @@ function writeChecks(
   seen: { unnamed: Set<string>; declared: Set<string>; target: Target },
 ): void {
   const zod = (ctx.zodSchema as { _zod: { def: { checks?: { _zod: { def: Check } }[] } } })._zod;
-  const custom = (zod.def.checks ?? []).map((c) => c._zod.def).filter((d) => d.check === "custom");
+  const defs = (zod.def.checks ?? []).map((c) => c._zod.def);
+  // A check that changes the value before the next one sees it (`.trim()`, `.toLowerCase()`:
+  // zod's `overwrite`) is not in the JSON Schema either, and no predicate can stand for it.
+  const changes = defs.find((d) => d.check === "overwrite");
+  if (changes !== undefined) {
+    throw new Error(
+      `Cannot generate ${seen.target.path}: a check at ${JSON.stringify(ctx.path)} changes the ` +
+        `value (zod's ${changes.check}), which JSON Schema cannot say: the validator would judge ` +
+        `the value the schema does not`,
+    );
+  }
+  const custom = defs.filter((d) => d.check === "custom");
   const meta = z.globalRegistry.get(ctx.zodSchema as z.ZodType) as
     | Record<string, unknown>
     | undefined;

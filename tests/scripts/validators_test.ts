@@ -48,7 +48,7 @@ Deno.test("validators: an argument other than --check is refused and nothing is 
 });
 
 Deno.test("validators: a refinement is called by its named check; one without a name is refused", async () => {
-  const { Checked, Unnamed } = await import("./fixtures/checked_schema.ts");
+  const { Checked, Trimmed, Unnamed } = await import("./fixtures/checked_schema.ts");
   const checks = {
     path: "tests/scripts/fixtures/checked_checks.ts",
     load: () => import("./fixtures/checked_checks.ts"),
@@ -87,6 +87,9 @@ Deno.test("validators: a refinement is called by its named check; one without a 
   const unnamed = { ...target, schemas: () => Promise.resolve({ isUnnamed: Unnamed }) };
   const refused = await generate(unnamed).then(() => undefined, (e: Error) => e.message);
   assert(refused?.includes("is not a predicate exported by"), refused);
+  const trimmed = { ...target, schemas: () => Promise.resolve({ isTrimmed: Trimmed }) };
+  const changing = await generate(trimmed).then(() => undefined, (e: Error) => e.message);
+  assert(changing?.includes("changes the value"), changing);
   const without = { ...target, checks: undefined };
   assert(await generate(without).then(() => false, () => true), "a target without checks");
 });
