@@ -9,6 +9,7 @@
 
 import { z } from "zod";
 import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
+import { RESOURCE_TYPES } from "../lib/declaration.ts";
 
 /** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
 export const SourceName = z.string().regex(SOURCE_NAME_PATTERN, SOURCE_NAME_MESSAGE);
@@ -40,7 +41,7 @@ export const FootprintEntry = z.strictObject({
   /** The source that applied it: only that source ever removes it. */
   source: SourceName,
   id: z.string(),
-  type: z.enum(["directory", "file", "service", "package", "container", "action"]),
+  type: z.enum(RESOURCE_TYPES),
   /** What it is on the machine: a path, unit, package, container name, or the action's id. */
   subject: z.string(),
   /** Whether this host created it (only what it created is ever removed). */

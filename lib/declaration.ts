@@ -165,20 +165,23 @@ export const Action = z.strictObject({
 });
 
 /**
+ * Each resource type's schema, in the order of the contract: the one list of the types, from
+ * which the union, {@linkcode RESOURCE_TYPES}, the store's entry types (host/store_schema.ts) and
+ * the docs' order (tests/docs/tables_test.ts) follow.
+ */
+const RESOURCE_SCHEMAS = [Directory, File, Service, Package, Container, Action] as const;
+
+/** Every resource type, in the order of the contract. */
+export const RESOURCE_TYPES = RESOURCE_SCHEMAS.map((s) => s.shape.type.value);
+
+/**
  * One resource: a discriminated union on `type`. Its JSON Schema names the tag (`discriminator`),
  * so the validator generated from it checks a resource by its type's schema alone.
  */
-export const Resource = z.discriminatedUnion("type", [
-  Directory,
-  File,
-  Service,
-  Package,
-  Container,
-  Action,
-], {
+export const Resource = z.discriminatedUnion("type", RESOURCE_SCHEMAS, {
   error: (issue) =>
     issue.code === "invalid_union"
-      ? "type must be one of: directory, file, service, package, container, action"
+      ? `type must be one of: ${RESOURCE_TYPES.join(", ")}`
       : undefined,
 }).meta({ type: "object", discriminator: { propertyName: "type" } });
 
@@ -206,15 +209,6 @@ type Fields<U> = U extends { type: infer T extends string } ? `${T}.${Exclude<ke
 const _resourceIsSchema: Mutual<z.output<typeof Resource>, Resource> = true;
 const _fieldsAreSchema: Mutual<Fields<z.output<typeof Resource>>, Fields<Resource>> = true;
 const _declarationIsSchema: Mutual<z.output<typeof DeclarationShape>, Declaration> = true;
-/** Every resource type, in the order of the contract. */
-export const RESOURCE_TYPES: readonly ResourceType[] = [
-  "directory",
-  "file",
-  "service",
-  "package",
-  "container",
-  "action",
-];
 
 /**
  * Parses an untrusted declaration (from the link): `action` resources are refused.
