@@ -255,6 +255,22 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
 }
 
 /**
+ * The appliers a partial host carries for the types `refuses` names (type: why), each an
+ * {@linkcode unsupportedApplier}: the refusals written once, as the system's `refuses` (what
+ * apply checks before anything is applied) and as these.
+ */
+export function refusedAppliers(
+  system: string,
+  refuses: Readonly<Partial<Record<ResourceType, string>>>,
+): Appliers {
+  const appliers: Record<string, Applier> = {};
+  for (const [type, why] of Object.entries(refuses)) {
+    if (why !== undefined) appliers[type] = unsupportedApplier(type as ResourceType, system, why);
+  }
+  return appliers;
+}
+
+/**
  * An applier whose module is loaded when one of its methods is first called: a dynamic import of
  * a static specifier, so a bundled or compiled host still carries it, while an apply whose
  * declaration never names its type does not load it. It has no `prepare` (only the path appliers

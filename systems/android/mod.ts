@@ -9,12 +9,15 @@
 
 import { actionApplier } from "../../host/resources/action.ts";
 import { directoryApplier, fileApplier } from "../../host/resources/fs.ts";
-import { unsupportedApplier } from "../../host/applier.ts";
+import { refusedAppliers } from "../../host/applier.ts";
 import type { System } from "../../host/system.ts";
 
-const NO_INIT = "Android has no service manager a host can drive (init needs root)";
-const NO_PACKAGES = "Android has no package manager a host can drive";
-const NO_RUNTIME = "Android has no container runtime";
+/** What Android refuses, and why. */
+const REFUSES = {
+  service: "Android has no service manager a host can drive (init needs root)",
+  package: "Android has no package manager a host can drive",
+  container: "Android has no container runtime",
+};
 
 /** Android (no /etc/os-release; recognised by /system/build.prop). */
 export const android: System = {
@@ -24,10 +27,8 @@ export const android: System = {
     directory: directoryApplier,
     file: fileApplier,
     action: actionApplier,
-    // Refused before anything is applied (below); these only make reaching them loud.
-    service: unsupportedApplier("service", "android", NO_INIT),
-    package: unsupportedApplier("package", "android", NO_PACKAGES),
-    container: unsupportedApplier("container", "android", NO_RUNTIME),
+    // Refused before anything is applied (`refuses`); these only make reaching them loud.
+    ...refusedAppliers("android", REFUSES),
   },
-  refuses: { service: NO_INIT, package: NO_PACKAGES, container: NO_RUNTIME },
+  refuses: REFUSES,
 };

@@ -11,7 +11,7 @@ import { android } from "../../systems/android/mod.ts";
 import { arch } from "../../systems/arch/mod.ts";
 import { debian } from "../../systems/debian/mod.ts";
 import { confirmSystem, parseOsRelease, WrongSystemError } from "../../host/system.ts";
-import { type Applier, lazyApplier } from "../../host/applier.ts";
+import { type Applier, lazyApplier, UnsupportedError } from "../../host/applier.ts";
 import { loadedAtStart } from "../support/module_graph.ts";
 import { imagesNotHeld } from "../support/substrate_lock.ts";
 
@@ -116,6 +116,15 @@ Deno.test("android refuses service, package and container by name, before anythi
     assertEquals(await Deno.stat(`${dir}/d`).then(() => true, () => false), false);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+  // Each refused type's applier, never reached, fails loudly if it is, saying why.
+  for (const [type, why] of Object.entries(android.refuses)) {
+    const applier = android.appliers[type as keyof typeof android.appliers]!;
+    const error = await assertRejects(
+      () => applier.observe({} as never, {} as never),
+      UnsupportedError,
+    );
+    assertStringIncludes(error.message, why!);
   }
 });
 
