@@ -12,7 +12,8 @@
  * {@linkcode CHECK_KEYWORD} keyword, after the node's other keywords). A refinement that is not
  * one (an inline function; a `superRefine` without `.meta({ "x-check": [name] })` naming the
  * predicate that stands for it) stops the generation: the validator would accept what the schema
- * refuses. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
+ * refuses. So does a pattern JavaScript matches otherwise than ajv, which compiles each with the
+ * `u` flag alone (`/^.$/` without it takes "😀" as two characters, ajv as one). ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
  * does; {@linkcode HELPERS}) are written into the module, which imports nothing else. A validator
  * only says yes or no (what it refuses, the reader asks the schema about), so ajv builds no error
  * objects: the module is half the code the hosts compile when it is first called.
@@ -301,6 +302,17 @@ function writeChecks(
         `the value the schema does not`,
     );
   }
+  // ajv compiles every `pattern` with the `u` flag and no other: a pattern zod matches otherwise
+  // (by UTF-16 unit, sticky, case-blind, ...) could be accepted by the validator and refused by
+  // the schema (`/^.$/`: "😀" is one code point for ajv, two units for zod).
+  const unlike = defs.find((d) => d.pattern instanceof RegExp && !matchesAsAjv(d.pattern));
+  if (unlike !== undefined) {
+    throw new Error(
+      `Cannot generate ${seen.target.path}: the pattern ${String(unlike.pattern)} at ` +
+        `${JSON.stringify(ctx.path)} matches otherwise than ajv's (which adds the u flag and ` +
+        `keeps no other): write it with the u flag alone`,
+    );
+  }
   const custom = defs.filter((d) => d.check === "custom");
   const meta = z.globalRegistry.get(ctx.zodSchema as z.ZodType) as
     | Record<string, unknown>
@@ -329,6 +341,21 @@ function writeChecks(
 interface Check {
   check: string;
   fn?: unknown;
+  /** A string check's regular expression (`.regex()`, and zod's own formats). */
+  pattern?: unknown;
+}
+
+/**
+ * Whether `re` matches what ajv's `new RegExp(re.source, "u")` matches: it has the `u` flag and no
+ * other, or no flag and a source that cannot tell units from code points (printable ASCII only,
+ * no `.`, no negated class or escape, no `\u` escape: each atom then matches one BMP character
+ * that is not a surrogate, either way), as zod's own formats (`z.iso.datetime`) are written.
+ */
+function matchesAsAjv(re: RegExp): boolean {
+  if (re.flags === "u") return true;
+  if (re.flags !== "") return false;
+  const escapesRemoved = re.source.replace(/\\[^SWDBpPuxc]/g, "");
+  return !/[^ -~]|\\|\[\^|\./.test(escapesRemoved);
 }
 
 /** `to` (from the repository root) as an import specifier relative to the module `from`. */
