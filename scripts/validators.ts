@@ -13,7 +13,9 @@
  * one (an inline function; a `superRefine` without `.meta({ "x-check": [name] })` naming the
  * predicate that stands for it) stops the generation: the validator would accept what the schema
  * refuses. So does a pattern JavaScript matches otherwise than ajv, which compiles each with the
- * `u` flag alone (`/^.$/` without it takes "😀" as two characters, ajv as one). ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
+ * `u` flag alone (`/^.$/` without it takes "😀" as two characters, ajv as one), and a step the
+ * input's JSON Schema leaves out: a pipe into anything but a transform (`.pipe()`,
+ * `z.preprocess`), a default. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
  * does; {@linkcode HELPERS}) are written into the module, which imports nothing else. A validator
  * only says yes or no (what it refuses, the reader asks the schema about), so ajv builds no error
  * objects: the module is half the code the hosts compile when it is first called.
@@ -290,7 +292,21 @@ function writeChecks(
   checks: Record<string, unknown>,
   seen: { unnamed: Set<string>; declared: Set<string>; target: Target },
 ): void {
-  const zod = (ctx.zodSchema as { _zod: { def: { checks?: { _zod: { def: Check } }[] } } })._zod;
+  const zod = (ctx.zodSchema as { _zod: { def: Node } })._zod;
+  // The input's JSON Schema is the pipe's input side: the checks of what it pipes into (a
+  // `.pipe()`, the schema after `z.preprocess`) are left out, and a default is filled in by zod
+  // alone. Only a pipe into a transform (`.transform(f)`, which checks nothing) is said whole; its
+  // reader applies `f` to what the validator accepted.
+  const kind = zod.def.type;
+  if (
+    kind === "default" || kind === "prefault" ||
+    (kind === "pipe" && zod.def.out?._zod.def.type !== "transform")
+  ) {
+    throw new Error(
+      `Cannot generate ${seen.target.path}: the ${kind} at ${JSON.stringify(ctx.path)} checks or ` +
+        `fills in what the input's JSON Schema leaves out: the validator would judge another value`,
+    );
+  }
   const defs = (zod.def.checks ?? []).map((c) => c._zod.def);
   // A check that changes the value before the next one sees it (`.trim()`, `.toLowerCase()`:
   // zod's `overwrite`) is not in the JSON Schema either, and no predicate can stand for it.
@@ -335,6 +351,14 @@ function writeChecks(
     else if (!names.includes(name)) names.push(name);
   }
   if (names.length > 0) ctx.jsonSchema[CHECK_KEYWORD] = names;
+}
+
+/** A zod node's definition, as far as {@linkcode writeChecks} reads it. */
+interface Node {
+  type: string;
+  checks?: { _zod: { def: Check } }[];
+  /** A pipe's second schema (`.transform(f)`: a transform). */
+  out?: { _zod: { def: { type: string } } };
 }
 
 /** A zod check's definition, as far as {@linkcode writeChecks} reads it. */
