@@ -50,7 +50,7 @@ export const DIGEST = /^sha256:[0-9a-f]{64}$/;
  */
 export const EPOCH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A source of declarations (`link`, `bundle`, a local declaration's name). */
-export const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/u;
 
 /** The longest `hostVersion`, in characters. */
 export const MAX_HOST_VERSION_LENGTH = 100;

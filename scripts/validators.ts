@@ -12,7 +12,10 @@
  * {@linkcode CHECK_KEYWORD} keyword, after the node's other keywords). A refinement that is not
  * one (an inline function; a `superRefine` without `.meta({ "x-check": [name] })` naming the
  * predicate that stands for it) stops the generation: the validator would accept what the schema
- * refuses. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
+ * refuses. So does a pattern JavaScript matches otherwise than ajv, which compiles each with the
+ * `u` flag alone (`/^.$/` without it takes "😀" as two characters, ajv as one), and a step the
+ * input's JSON Schema leaves out: a pipe into anything but a transform (`.pipe()`,
+ * `z.preprocess`), a default. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
  * does; {@linkcode HELPERS}) are written into the module, which imports nothing else. A validator
  * only says yes or no (what it refuses, the reader asks the schema about), so ajv builds no error
  * objects: the module is half the code the hosts compile when it is first called.
@@ -289,7 +292,21 @@ function writeChecks(
   checks: Record<string, unknown>,
   seen: { unnamed: Set<string>; declared: Set<string>; target: Target },
 ): void {
-  const zod = (ctx.zodSchema as { _zod: { def: { checks?: { _zod: { def: Check } }[] } } })._zod;
+  const zod = (ctx.zodSchema as { _zod: { def: Node } })._zod;
+  // The input's JSON Schema is the pipe's input side: the checks of what it pipes into (a
+  // `.pipe()`, the schema after `z.preprocess`) are left out, and a default is filled in by zod
+  // alone. Only a pipe into a transform (`.transform(f)`, which checks nothing) is said whole; its
+  // reader applies `f` to what the validator accepted.
+  const kind = zod.def.type;
+  if (
+    kind === "default" || kind === "prefault" ||
+    (kind === "pipe" && zod.def.out?._zod.def.type !== "transform")
+  ) {
+    throw new Error(
+      `Cannot generate ${seen.target.path}: the ${kind} at ${JSON.stringify(ctx.path)} checks or ` +
+        `fills in what the input's JSON Schema leaves out: the validator would judge another value`,
+    );
+  }
   const defs = (zod.def.checks ?? []).map((c) => c._zod.def);
   // A check that changes the value before the next one sees it (`.trim()`, `.toLowerCase()`:
   // zod's `overwrite`) is not in the JSON Schema either, and no predicate can stand for it.
@@ -299,6 +316,17 @@ function writeChecks(
       `Cannot generate ${seen.target.path}: a check at ${JSON.stringify(ctx.path)} changes the ` +
         `value (zod's ${changes.check}), which JSON Schema cannot say: the validator would judge ` +
         `the value the schema does not`,
+    );
+  }
+  // ajv compiles every `pattern` with the `u` flag and no other: a pattern zod matches otherwise
+  // (by UTF-16 unit, sticky, case-blind, ...) could be accepted by the validator and refused by
+  // the schema (`/^.$/`: "😀" is one code point for ajv, two units for zod).
+  const unlike = defs.find((d) => d.pattern instanceof RegExp && !matchesAsAjv(d.pattern));
+  if (unlike !== undefined) {
+    throw new Error(
+      `Cannot generate ${seen.target.path}: the pattern ${String(unlike.pattern)} at ` +
+        `${JSON.stringify(ctx.path)} matches otherwise than ajv's (which adds the u flag and ` +
+        `keeps no other): write it with the u flag alone`,
     );
   }
   const custom = defs.filter((d) => d.check === "custom");
@@ -325,10 +353,33 @@ function writeChecks(
   if (names.length > 0) ctx.jsonSchema[CHECK_KEYWORD] = names;
 }
 
+/** A zod node's definition, as far as {@linkcode writeChecks} reads it. */
+interface Node {
+  type: string;
+  checks?: { _zod: { def: Check } }[];
+  /** A pipe's second schema (`.transform(f)`: a transform). */
+  out?: { _zod: { def: { type: string } } };
+}
+
 /** A zod check's definition, as far as {@linkcode writeChecks} reads it. */
 interface Check {
   check: string;
   fn?: unknown;
+  /** A string check's regular expression (`.regex()`, and zod's own formats). */
+  pattern?: unknown;
+}
+
+/**
+ * Whether `re` matches what ajv's `new RegExp(re.source, "u")` matches: it has the `u` flag and no
+ * other, or no flag and a source that cannot tell units from code points (printable ASCII only,
+ * no `.`, no negated class or escape, no `\u` escape: each atom then matches one BMP character
+ * that is not a surrogate, either way), as zod's own formats (`z.iso.datetime`) are written.
+ */
+function matchesAsAjv(re: RegExp): boolean {
+  if (re.flags === "u") return true;
+  if (re.flags !== "") return false;
+  const escapesRemoved = re.source.replace(/\\[^SWDBpPuxc]/g, "");
+  return !/[^ -~]|\\|\[\^|\./.test(escapesRemoved);
 }
 
 /** `to` (from the repository root) as an import specifier relative to the module `from`. */

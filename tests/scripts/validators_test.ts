@@ -48,7 +48,9 @@ Deno.test("validators: an argument other than --check is refused and nothing is 
 });
 
 Deno.test("validators: a refinement is called by its named check; one without a name is refused", async () => {
-  const { Checked, Trimmed, Unnamed } = await import("./fixtures/checked_schema.ts");
+  const { Checked, Piped, StickyPattern, Trimmed, Unnamed, UnitPattern } = await import(
+    "./fixtures/checked_schema.ts"
+  );
   const checks = {
     path: "tests/scripts/fixtures/checked_checks.ts",
     load: () => import("./fixtures/checked_checks.ts"),
@@ -90,6 +92,16 @@ Deno.test("validators: a refinement is called by its named check; one without a 
   const trimmed = { ...target, schemas: () => Promise.resolve({ isTrimmed: Trimmed }) };
   const changing = await generate(trimmed).then(() => undefined, (e: Error) => e.message);
   assert(changing?.includes("changes the value"), changing);
+  for (const pattern of [UnitPattern, StickyPattern]) {
+    const flagged = { ...target, schemas: () => Promise.resolve({ isFlagged: pattern }) };
+    const unlike = await generate(flagged).then(() => undefined, (e: Error) => e.message);
+    assert(unlike?.includes("matches otherwise"), unlike);
+  }
+  for (const piped of Piped) {
+    const left = { ...target, schemas: () => Promise.resolve({ isPiped: piped }) };
+    const out = await generate(left).then(() => undefined, (e: Error) => e.message);
+    assert(out?.includes("leaves out"), out);
+  }
   const without = { ...target, checks: undefined };
   assert(await generate(without).then(() => false, () => true), "a target without checks");
 });
