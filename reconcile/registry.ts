@@ -142,16 +142,26 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   } catch (cause) {
     throw new RegistryError(file, [{ path: "", line: 1, column: 1, message: messageOf(cause) }]);
   }
+  // zod's record skips a key named `__proto__` without checking it: an entry of that name would
+  // vanish without a word. No name or field of a registry may be one.
+  const prototypes = protoKeys(data, []);
   const parsed = Registry.safeParse(data);
-  if (parsed.success) return parsed.data;
-  const issues = withKindless(data, flattenUnions(data, parsed.error.issues));
+  if (parsed.success && prototypes.length === 0) return parsed.data;
+  const index = new WeakMap<YAMLMap, Map<string, Pair>>();
+  for (const path of prototypes) {
+    problems.push({
+      path: formatPath(path),
+      ...positionOf(doc.contents, path, { lineCounter, index, atKey: true }),
+      message: 'A key may not be "__proto__" (JavaScript objects cannot hold it as a name)',
+    });
+  }
+  const issues = parsed.success ? [] : withKindless(data, flattenUnions(data, parsed.error.issues));
   const key = (path: PropertyKey[], message: string) =>
     `${formatPath(path as (string | number)[])}\0${message}`;
   const already = new Set(issues.map((i) => key(i.path, i.message)));
-  for (const extra of crossCheck(data)) {
+  for (const extra of parsed.success ? [] : crossCheck(data)) {
     if (!already.has(key(extra.path, extra.message))) issues.push({ code: "custom", ...extra });
   }
-  const index = new WeakMap<YAMLMap, Map<string, Pair>>();
   for (const issue of issues) {
     const path = issue.path.map((k) => (typeof k === "symbol" ? String(k) : k));
     if (issue.code === "unrecognized_keys") {
@@ -173,6 +183,21 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   }
   problems.sort((a, b) => a.line - b.line || a.column - b.column);
   throw new RegistryError(file, problems);
+}
+
+/** The path of each own `__proto__` key in `value` (a registry as the `yaml` package reads it). */
+function protoKeys(value: unknown, at: (string | number)[]): (string | number)[][] {
+  if (typeof value !== "object" || value === null) return [];
+  const out: (string | number)[][] = [];
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => out.push(...protoKeys(item, [...at, i])));
+    return out;
+  }
+  for (const key of Object.keys(value)) {
+    if (key === "__proto__") out.push([...at, key]);
+    else out.push(...protoKeys((value as Record<string, unknown>)[key], [...at, key]));
+  }
+  return out;
 }
 
 /** An issue as {@linkcode parseRegistry} places it. */

@@ -53,6 +53,29 @@ Deno.test("an unknown key is an error at its line and column", () => {
   assert(p[0]!.message.includes('Unknown field "colour"'));
 });
 
+Deno.test("an entry or a field named __proto__ is an error at its key, never dropped unread", async () => {
+  const entry = VALID.replace(
+    "  sshd:\n",
+    "  __proto__:\n    kind: bogus\n    port: 99999\n  sshd:\n",
+  );
+  const p = problemsOf(entry);
+  assertEquals(p.map((x) => x.path), ["services.__proto__"]);
+  assert(p[0]!.message.includes('may not be "__proto__"'), p[0]!.message);
+  const field = problemsOf(
+    VALID.replace("    kind: daemon\n", "    kind: daemon\n    __proto__: 1\n"),
+  );
+  assert(field.some((x) => x.path === "services.sshd.__proto__" && /may not be/.test(x.message)));
+  // The file reader (fast read first) says the same.
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/r.yaml`, entry);
+    const error = await assertRejects(() => loadRegistry(`${dir}/r.yaml`), RegistryError);
+    assertEquals(error.problems.map((x) => x.path), ["services.__proto__"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a field another kind uses is an error for this kind (strict per kind)", () => {
   const p = problemsOf(VALID.replace("    kind: daemon\n", "    kind: daemon\n    container: x\n"));
   assertEquals(p.map((x) => x.path), ["services.sshd.container"]);
