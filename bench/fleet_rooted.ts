@@ -15,6 +15,7 @@ import {
   type Applier,
   type ApplyContext,
   type Plan,
+  type RemovalPlan,
   ResourceError,
   type SourceFootprint,
 } from "../host/applier.ts";
@@ -77,17 +78,19 @@ export function rootedSystem(system: System, root: string): System {
   };
   // Typed per resource: the directory applier and the file applier each keep their own
   // observation and plan types.
-  const wrap = <R extends PathResource, O, P extends Plan>(
-    applier: Applier<R, O, P>,
-  ): Applier<R, O, P> => ({
+  const wrap = <R extends PathResource, O, P extends Plan, Q extends RemovalPlan>(
+    applier: Applier<R, O, P, Q>,
+  ): Applier<R, O, P, Q> => ({
     observe: (r, c) => Promise.resolve().then(() => applier.observe(res(r), ctx(c))),
     plan: (r, o, c) => applier.plan(res(r), o, ctx(c)),
     act: (r, p, c) => applier.act(res(r), p, ctx(c)),
     ...(applier.prepare
       ? { prepare: (r: R, p: P, c: ApplyContext) => applier.prepare!(res(r), p, ctx(c)) }
       : {}),
-    remove: (entry: FootprintEntry, c) =>
-      applier.remove({ ...entry, subject: inside(entry.subject) }, ctx(c)),
+    planRemoval: (entry: FootprintEntry, c) =>
+      applier.planRemoval!({ ...entry, subject: inside(entry.subject) }, ctx(c)),
+    remove: (entry: FootprintEntry, q, c) =>
+      applier.remove!({ ...entry, subject: inside(entry.subject) }, q, ctx(c)),
   });
   return {
     name: system.name,

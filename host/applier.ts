@@ -172,7 +172,12 @@ export interface Prepared {
 }
 
 /** Converges resources of one type. */
-export interface Applier<R extends Resource = Resource, O = unknown, P extends Plan = Plan> {
+export interface Applier<
+  R extends Resource = Resource,
+  O = unknown,
+  P extends Plan = Plan,
+  Q extends RemovalPlan = RemovalPlan,
+> {
   /** Reads the machine's state for `resource`. Never changes anything. */
   observe(resource: R, context: ApplyContext): Promise<O>;
   /**
@@ -215,15 +220,39 @@ export interface Applier<R extends Resource = Resource, O = unknown, P extends P
    */
   admit?(resources: R[], context: ApplyContext): Promise<{ id: string; message: string }[]>;
   /**
-   * Removes what this host created for a footprint entry that is no longer declared; what it
-   * took over is put back as it was when the original was saved (`restored`), or else left
-   * (`forgotten`); what is already gone is `removed`, not an error.
+   * Optional: decides, read-only, what removing a footprint entry that is no longer declared will
+   * do, from what is there now: what this host created is `removed` (already gone: `removed`,
+   * with nothing to do); what it took over is put back as it was when the original was saved
+   * (`restored`), or else left (`forgotten`). A dry run stops here; the apply executes the plan
+   * with `remove`. Without it, an entry leaving the declaration is `forgotten`: the thing is left
+   * as it is (an action's effects, a service, a package).
+   *
+   * @throws {ResourceError} naming the cause when it cannot be removed (what stands there now is
+   *   something else than the original to put back).
    */
-  remove(
-    entry: FootprintEntry,
-    context: ApplyContext,
-  ): Promise<"removed" | "restored" | "forgotten">;
+  planRemoval?(entry: FootprintEntry, context: ApplyContext): Promise<Q>;
+  /**
+   * Executes exactly a plan of `planRemoval` (never a dry run; only when its `act` is true).
+   * Returns the change made: `forgotten` when the machine changed since the plan so that it is not
+   * this host's to remove any more (a directory that holds something now).
+   *
+   * @throws {ResourceError} naming the cause when a step fails.
+   */
+  remove?(entry: FootprintEntry, plan: Q, context: ApplyContext): Promise<RemovalPlan["change"]>;
 }
+
+/**
+ * What removing one footprint entry will do, decided by {@linkcode Applier.planRemoval}; an
+ * applier extends it with what its `remove` needs (a container's id).
+ */
+export interface RemovalPlan {
+  change: "removed" | "restored" | "forgotten";
+  /** Whether `remove` has anything to do on the machine (false: already gone, or left as is). */
+  act: boolean;
+}
+
+/** The plan of an entry whose applier has no `planRemoval`: the thing is left as it is. */
+export const FORGET: RemovalPlan = { change: "forgotten", act: false };
 
 /** The appliers of one system, by resource type; a type without one is refused by that system. */
 export type Appliers = { [T in ResourceType]?: Applier<Extract<Resource, { type: T }>, unknown> };
@@ -250,6 +279,7 @@ export function unsupportedApplier(type: ResourceType, system: string, why: stri
     observe: () => Promise.resolve().then(fail),
     plan: () => Promise.resolve().then(fail),
     act: () => Promise.resolve().then(fail),
+    planRemoval: () => Promise.resolve().then(fail),
     remove: () => Promise.resolve().then(fail),
   };
 }
@@ -276,17 +306,27 @@ export function refusedAppliers(
  * declaration never names its type does not load it. It has no `prepare` (only the path appliers
  * have one, and they are loaded with the host); its `admit` is the module's, when it has one. A module that fails to load fails every call.
  */
-export function lazyApplier<R extends Resource, O, P extends Plan>(
-  load: () => Promise<Applier<R, O, P>>,
-): Applier<R, O, P> {
-  let loading: Promise<Applier<R, O, P>> | undefined;
+export function lazyApplier<R extends Resource, O, P extends Plan, Q extends RemovalPlan>(
+  load: () => Promise<Applier<R, O, P, Q>>,
+): Applier<R, O, P, Q> {
+  let loading: Promise<Applier<R, O, P, Q>> | undefined;
   const applier = () => loading ??= load();
   return {
     observe: async (resource, context) => await (await applier()).observe(resource, context),
     plan: async (resource, observed, context) =>
       await (await applier()).plan(resource, observed, context),
     act: async (resource, plan, context) => await (await applier()).act(resource, plan, context),
-    remove: async (entry, context) => await (await applier()).remove(entry, context),
+    // Forwarded whether or not the module has them: without one, the entry is forgotten.
+    planRemoval: async (entry, context) => {
+      const loaded = await applier();
+      return loaded.planRemoval === undefined
+        ? FORGET as Q
+        : await loaded.planRemoval(entry, context);
+    },
+    remove: async (entry, plan, context) => {
+      const loaded = await applier();
+      return loaded.remove === undefined ? plan.change : await loaded.remove(entry, plan, context);
+    },
     // Forwarded whether or not the module has one (it is not loaded yet to tell).
     admit: async (resources, context) => {
       const loaded = await applier();

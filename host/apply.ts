@@ -11,7 +11,15 @@ import { basename, dirname, join } from "../lib/path.ts";
 import { readAccounts, readGroups } from "../lib/accounts.ts";
 import { messageOf, writeFileAtomic } from "../lib/atomic.ts";
 import { readRegularTextFile } from "../lib/regular_file.ts";
-import type { Applier, ApplyContext, Change, Converged, Ids, Prepared } from "./applier.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Change,
+  type Converged,
+  FORGET,
+  type Ids,
+  type Prepared,
+} from "./applier.ts";
 import type { Declaration, Resource, ResourceType } from "../lib/declaration.ts";
 import {
   declarationDigest,
@@ -218,15 +226,21 @@ function whatOf(type: string): string {
 
 /**
  * Applies several sources in one run, on one state directory under one lock, in the order
- * given. Each source is refused or applied as a whole, on its own footprint:
+ * given. An apply run is a value computed before it acts: first the run's plan
+ * ({@linkcode RunPlan}, decided from the inputs, the footprint and the machine as read, changing
+ * nothing), then each accepted source's steps at its turn (its removals, then its resources),
+ * each step planned from what the machine is when its turn comes (after the steps before it) and
+ * then executed. A dry run computes the same plans and stops there: what it says is what the
+ * apply does. Each source is refused or applied as a whole, on its own footprint:
  *
  * - refused when its input was, when this system cannot apply a type it declares, when it
  *   declares something inside the state directory, when two of its resources name one path by
- *   its real location (through a symlinked or bind-mounted directory), or when it declares a
+ *   its real location (through a symlinked or bind-mounted directory), when it declares a
  *   subject (path, unit, package, container name) that another source holds (its record says so)
- *   or that a source earlier in this run declares: nothing of it is applied, and its footprint
- *   is untouched. A path is compared by its real location ({@linkcode realLocation}): one file
- *   reached by two paths is one subject;
+ *   or that a source earlier in this run declares, or when an applier's `admit` says a resource
+ *   cannot be applied: nothing of it is applied, and its footprint is untouched. A path is
+ *   compared by its real location ({@linkcode realLocation}): one file reached by two paths is
+ *   one subject;
  * - a subject held by a source of this run that no longer declares it, and declared by another
  *   source of this run, is moved to that source (its record keeps whether this host created it
  *   and its original): never removed and made again;
@@ -247,59 +261,23 @@ export async function applySources(
   options: RunOptions,
 ): Promise<ApplyResult[]> {
   const inputs = [...given];
-  const dry = options.dryRun ? { dryRun: true } : {};
-  const results = new Map<string, ApplyResult>();
-  const refuse = (input: SourceInput, problems: ApplyProblem[]) =>
-    results.set(input.name, {
-      source: input.name,
-      outcome: "refused",
-      applied: 0,
-      total: input.declaration?.resources.length ?? 0,
-      changes: [],
-      problems,
-      declaration: input.digest,
-      ...dry,
-    });
-  const own = options.stateDir.replace(/\/+$/, "");
+  const dryRun = options.dryRun ?? false;
   /** The directories this run read the identity of, before it changed anything. */
   const locations: Locations = new Map();
+  const early = new Map<string, ApplyProblem[]>();
   for (const input of inputs) {
-    if (input.declaration === undefined) {
-      refuse(input, input.refused ?? [{ message: "No declaration" }]);
-      continue;
-    }
-    const refused: ApplyProblem[] = [];
-    for (const r of input.declaration.resources) {
-      const why = refusal(options.system, r.type);
-      if (why !== undefined) refused.push({ id: r.id, message: why });
-      // The state directory itself may be declared (its mode held, as the Debian bundle does);
-      // nothing inside it, which only the host writes.
-      const path = r.type === "file" || r.type === "directory";
-      const inside = path &&
-        (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
-      // Or reached another way (a symlinked or bind-mounted directory), by real location.
-      const alias = path && !inside && isInside(r.path, own, locations);
-      if (inside || alias) {
-        refused.push({
-          id: r.id,
-          message: `"${r.path}" is inside this host's state directory "${own}"${
-            alias ? " (reached through another path)" : ""
-          }, which only the host writes`,
-        });
-      }
-    }
-    refused.push(...aliasedPaths(input.name, input.declaration.resources, locations));
-    if (refused.length > 0) refuse(input, refused);
+    const refused = refusedBeforeReading(input, options, locations);
+    if (refused.length > 0) early.set(input.name, refused);
   }
-  if (options.departedFrom === undefined && inputs.every((i) => results.has(i.name))) {
-    return inputs.map((i) => results.get(i.name)!);
+  if (options.departedFrom === undefined && inputs.every((i) => early.has(i.name))) {
+    return inputs.map((i) => refusedResult(i, early.get(i.name)!, dryRun));
   }
 
   const store = await Store.load(options.stateDir, {
-    create: !options.dryRun,
-    readOnly: options.dryRun,
+    create: !dryRun,
+    readOnly: dryRun,
     exists: async (intent) => {
-      if (intent.type === "file" && !options.dryRun) {
+      if (intent.type === "file" && !dryRun) {
         // A creation that was killed may have left its temporary file: it is this host's own.
         await Deno.remove(tempPathFor(intent.subject)).catch(() => {});
       }
@@ -313,157 +291,57 @@ export async function applySources(
     ...(options.migration ? { migration: options.migration } : {}),
     ...(options.blockingLock ? { blockingLock: true } : {}),
   });
+  const results = new Map<string, ApplyResult>();
   try {
     if (options.heldOnly !== undefined) {
       // Held: the store knows the source, or holds a record of it.
       const held = new Set([...store.sources().keys(), ...store.entries().map((e) => e.source)]);
       for (let i = inputs.length - 1; i >= 0; i--) {
         const name = inputs[i]!.name;
-        if (options.heldOnly.includes(name) && !held.has(name)) {
-          inputs.splice(i, 1);
-          results.delete(name);
-        }
+        if (options.heldOnly.includes(name) && !held.has(name)) inputs.splice(i, 1);
       }
     }
     // A local declaration whose file was removed: its source is applied empty, first.
     if (options.departedFrom !== undefined) {
-      const gone: SourceInput[] = [];
-      for (const [name, info] of store.sources()) {
-        if (info.origin !== "declarations" || inputs.some((i) => i.name === name)) continue;
-        const file = info.file ?? join(options.stateDir, `${name}.json`);
-        if (await Deno.lstat(file).then(() => true, () => false)) continue;
-        gone.push({
-          name,
-          origin: "declarations",
-          file,
-          digest: await declarationDigest(EMPTY_DECLARATION),
-          declaration: { version: 1, resources: [] },
-        });
-      }
-      inputs.unshift(...gone);
+      inputs.unshift(...await departed(inputs, store, options));
     }
     // Read again after each action or package that changed something (see readIds).
     const ids = await readIds({ users: new Map(), groups: new Map() });
-
-    // Who holds each subject now, and what each source of this run declares.
-    const holders = new Map<string, FootprintEntry>();
-    for (const e of store.entries()) {
-      const k = spaceKey(e.type, e.subject, locations);
-      if (k !== undefined && !holders.has(k)) holders.set(k, e);
-    }
-    const declares = new Map<string, Set<string>>();
-    for (const input of inputs) {
-      if (input.declaration === undefined || results.has(input.name)) continue;
-      const keys = new Set<string>();
-      for (const r of input.declaration.resources) {
-        const k = spaceKey(r.type, subjectOf(r), locations);
-        if (k !== undefined) keys.add(k);
-      }
-      declares.set(input.name, keys);
-    }
-    // Sources that gave up nothing: refused before reading, or by this system. A refused source
-    // keeps what it holds.
-    const givesUp = (source: string, k: string) => {
-      const keys = declares.get(source);
-      return keys !== undefined && !keys.has(k) && inputs.some((i) => i.name === source);
-    };
-    /** Each subject declared by a source accepted in this run: the source, and its path. */
-    const claimed = new Map<string, { source: SourceName; subject: string }>();
-    /** Entries moved in a dry run (the store is not changed): their old source skips them. */
-    const movedAway = new Set<FootprintEntry>();
-    /** Entries forgotten in a dry run (the store is not changed): they hold nothing any more. */
-    const dropped = new Set<FootprintEntry>();
-
-    for (const input of inputs) {
-      if (results.has(input.name)) continue;
-      const declaration = input.declaration!;
-      const conflicts: ApplyProblem[] = [];
-      const moves: { entry: FootprintEntry; id: string; subject: string }[] = [];
-      for (const r of declaration.resources) {
-        const subject = subjectOf(r);
-        const k = spaceKey(r.type, subject, locations);
-        if (k === undefined) continue;
-        const holder = holders.get(k);
-        const first = claimed.get(k);
-        if (holder !== undefined && holder.source !== input.name) {
-          const movable = givesUp(holder.source, k) || holder.source === options.takeFrom;
-          if (movable && holder.type === r.type && first === undefined) {
-            moves.push({ entry: holder, id: r.id, subject });
-          } else {
-            conflicts.push({
-              id: r.id,
-              message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
-                `source "${holder.source}" holds it (its resource "${holder.id}"${
-                  alias(subject, holder.subject)
-                }); the whole source "${input.name}" is refused`,
-            });
-          }
-        } else if (first !== undefined && first.source !== input.name) {
-          conflicts.push({
-            id: r.id,
-            message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
-              `source "${first.source}" declares it too${
-                first.subject === subject ? "" : ` (as "${first.subject}": one path reached by two)`
-              } and was applied first in this run; the whole source "${input.name}" is refused`,
-          });
-        }
-      }
-      if (conflicts.length > 0) {
-        refuse(input, conflicts);
-        continue;
-      }
-      for (const r of declaration.resources) {
-        const k = spaceKey(r.type, subjectOf(r), locations);
-        if (k !== undefined) claimed.set(k, { source: input.name, subject: subjectOf(r) });
-      }
-      for (const { entry, id, subject } of moves) {
-        const k = spaceKey(entry.type, entry.subject, locations)!;
-        // It takes the path as the source declares it: the same thing, named as it is now.
-        const moved = { ...entry, source: input.name, id, subject };
-        if (options.dryRun) movedAway.add(entry);
-        else store.rekey(entry, { source: input.name, id, subject });
-        holders.set(k, moved);
+    const run = await planRun(inputs, { store, locations, early, ids, options });
+    for (const source of run.sources) {
+      if ("refused" in source) {
+        results.set(source.input.name, refusedResult(source.input, source.refused, dryRun));
       }
     }
-
-    // Then each accepted source on its own footprint. Every move was made above, before any
-    // source's removals: a subject moving to a later source is never removed by an earlier one.
-    for (const input of inputs) {
-      if (results.has(input.name)) continue;
-      const context = contextOf(input, input.declaration!, store, options.dryRun ?? false, ids);
-      // What can be known before anything is done (every pinned image can be had): a problem
-      // refuses the whole source, its footprint untouched.
-      const inadmissible = await admit(input.declaration!, context, options.system);
-      if (inadmissible.length > 0) {
-        refuse(input, inadmissible);
-        continue;
+    // Every move is made before any source's removals: a subject moving to a later source is
+    // never removed by an earlier one.
+    if (!dryRun) {
+      for (const { entry, id, subject, to } of run.moves) {
+        store.rekey(entry, { source: to, id, subject });
       }
+    }
+    for (const source of run.sources) {
+      if ("refused" in source) continue;
+      const { input, context } = source;
       results.set(
         input.name,
-        await applyOne(input, input.declaration!, store, context, {
-          system: options.system,
-          dryRun: options.dryRun ?? false,
-          movedAway,
-          dropped,
-        }),
+        await applyOne(input, store, context, { plan: run, system: options.system }),
       );
-      if (!options.dryRun) {
-        const held = store.entries().some((e) => e.source === input.name);
-        if (!held && input.declaration!.resources.length === 0) store.forgetSource(input.name);
-        else {
-          store.noteSource(input.name, {
-            origin: input.origin,
-            ...(input.file !== undefined ? { file: input.file } : {}),
-            declaration: input.digest,
-            applied: store.sources().get(input.name)?.declaration === input.digest
-              ? store.sources().get(input.name)!.applied
-              : new Date().toISOString(),
-          });
-        }
+      if (dryRun) continue;
+      const held = store.entries().some((e) => e.source === input.name);
+      if (!held && context.declaration.resources.length === 0) store.forgetSource(input.name);
+      else {
+        const before = store.sources().get(input.name);
+        store.noteSource(input.name, {
+          origin: input.origin,
+          ...(input.file !== undefined ? { file: input.file } : {}),
+          declaration: input.digest,
+          applied: before?.declaration === input.digest ? before.applied : new Date().toISOString(),
+        });
       }
     }
   } finally {
-    if (options.dryRun) store.close();
+    if (dryRun) store.close();
     else {
       try {
         await store.save();
@@ -473,6 +351,205 @@ export async function applySources(
     }
   }
   return inputs.map((i) => results.get(i.name)!);
+}
+
+/**
+ * A run's plan, decided before anything of the run is done: each source refused (and why) or
+ * accepted (its context), and the footprint entries that move from one source to another.
+ * Each accepted source's steps are planned at its turn (see {@linkcode applyOne}).
+ */
+export interface RunPlan {
+  /** Every source of the run, in the order applied. */
+  sources: SourcePlan[];
+  /** Subjects held by a source that gives them up, taken by a source that declares them. */
+  moves: { entry: FootprintEntry; to: SourceName; id: string; subject: string }[];
+  /** Entries the plans so far forget (a dry run leaves them in the store): they hold nothing. */
+  dropped: Set<FootprintEntry>;
+}
+
+/** One source of a {@linkcode RunPlan}. */
+export type SourcePlan =
+  | { input: SourceInput; refused: ApplyProblem[] }
+  | { input: SourceInput; context: ApplyContext };
+
+/** What refuses a source before its footprint is read: its input, this system, the state dir. */
+function refusedBeforeReading(
+  input: SourceInput,
+  options: RunOptions,
+  locations: Locations,
+): ApplyProblem[] {
+  if (input.declaration === undefined) return input.refused ?? [{ message: "No declaration" }];
+  const own = options.stateDir.replace(/\/+$/, "");
+  const refused: ApplyProblem[] = [];
+  for (const r of input.declaration.resources) {
+    const why = refusal(options.system, r.type);
+    if (why !== undefined) refused.push({ id: r.id, message: why });
+    // The state directory itself may be declared (its mode held, as the Debian bundle does);
+    // nothing inside it, which only the host writes.
+    const path = r.type === "file" || r.type === "directory";
+    const inside = path &&
+      (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
+    // Or reached another way (a symlinked or bind-mounted directory), by real location.
+    const alias = path && !inside && isInside(r.path, own, locations);
+    if (inside || alias) {
+      refused.push({
+        id: r.id,
+        message: `"${r.path}" is inside this host's state directory "${own}"${
+          alias ? " (reached through another path)" : ""
+        }, which only the host writes`,
+      });
+    }
+  }
+  refused.push(...aliasedPaths(input.name, input.declaration.resources, locations));
+  return refused;
+}
+
+/** A refused source's result: nothing of it applied. */
+function refusedResult(input: SourceInput, problems: ApplyProblem[], dryRun: boolean): ApplyResult {
+  return {
+    source: input.name,
+    outcome: "refused",
+    applied: 0,
+    total: input.declaration?.resources.length ?? 0,
+    changes: [],
+    problems,
+    declaration: input.digest,
+    ...(dryRun ? { dryRun: true } : {}),
+  };
+}
+
+/** The sources of local declarations whose file is gone, each as an empty declaration. */
+async function departed(
+  inputs: readonly SourceInput[],
+  store: Store,
+  options: RunOptions,
+): Promise<SourceInput[]> {
+  const gone: SourceInput[] = [];
+  for (const [name, info] of store.sources()) {
+    if (info.origin !== "declarations" || inputs.some((i) => i.name === name)) continue;
+    const file = info.file ?? join(options.stateDir, `${name}.json`);
+    if (await Deno.lstat(file).then(() => true, () => false)) continue;
+    gone.push({
+      name,
+      origin: "declarations",
+      file,
+      digest: await declarationDigest(EMPTY_DECLARATION),
+      declaration: { version: 1, resources: [] },
+    });
+  }
+  return gone;
+}
+
+/**
+ * Decides the run (changing nothing): which sources are refused and why (`early`: before the
+ * footprint was read; then a subject another source holds or declares first; then what an
+ * applier's `admit` refuses), and which footprint entries move to another source.
+ */
+async function planRun(
+  inputs: readonly SourceInput[],
+  run: {
+    store: Store;
+    locations: Locations;
+    early: ReadonlyMap<string, ApplyProblem[]>;
+    ids: Ids;
+    options: RunOptions;
+  },
+): Promise<RunPlan> {
+  const { store, locations, options } = run;
+  const plan: RunPlan = { sources: [], moves: [], dropped: new Set() };
+  const accepted = inputs.filter((i) => !run.early.has(i.name));
+  // Who holds each subject now, and what each source of this run declares.
+  const holders = new Map<string, FootprintEntry>();
+  for (const e of store.entries()) {
+    const k = spaceKey(e.type, e.subject, locations);
+    if (k !== undefined && !holders.has(k)) holders.set(k, e);
+  }
+  const declares = new Map<string, Set<string>>();
+  for (const input of accepted) {
+    const keys = new Set<string>();
+    for (const r of input.declaration!.resources) {
+      const k = spaceKey(r.type, subjectOf(r), locations);
+      if (k !== undefined) keys.add(k);
+    }
+    declares.set(input.name, keys);
+  }
+  // Sources that gave up nothing: refused before reading, or by this system. A refused source
+  // keeps what it holds.
+  const givesUp = (source: string, k: string) => {
+    const keys = declares.get(source);
+    return keys !== undefined && !keys.has(k);
+  };
+  /** Each subject declared by a source accepted in this run: the source, and its path. */
+  const claimed = new Map<string, { source: SourceName; subject: string }>();
+  for (const input of inputs) {
+    const early = run.early.get(input.name);
+    if (early !== undefined) {
+      plan.sources.push({ input, refused: early });
+      continue;
+    }
+    const declaration = input.declaration!;
+    const conflicts: ApplyProblem[] = [];
+    const moves: RunPlan["moves"] = [];
+    for (const r of declaration.resources) {
+      const subject = subjectOf(r);
+      const k = spaceKey(r.type, subject, locations);
+      if (k === undefined) continue;
+      const holder = holders.get(k);
+      const first = claimed.get(k);
+      if (holder !== undefined && holder.source !== input.name) {
+        const movable = givesUp(holder.source, k) || holder.source === options.takeFrom;
+        if (movable && holder.type === r.type && first === undefined) {
+          moves.push({ entry: holder, to: input.name, id: r.id, subject });
+        } else {
+          conflicts.push({
+            id: r.id,
+            message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+              `source "${holder.source}" holds it (its resource "${holder.id}"${
+                alias(subject, holder.subject)
+              }); the whole source "${input.name}" is refused`,
+          });
+        }
+      } else if (first !== undefined && first.source !== input.name) {
+        conflicts.push({
+          id: r.id,
+          message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+            `source "${first.source}" declares it too${
+              first.subject === subject ? "" : ` (as "${first.subject}": one path reached by two)`
+            } and was applied first in this run; the whole source "${input.name}" is refused`,
+        });
+      }
+    }
+    if (conflicts.length > 0) {
+      plan.sources.push({ input, refused: conflicts });
+      continue;
+    }
+    for (const r of declaration.resources) {
+      const k = spaceKey(r.type, subjectOf(r), locations);
+      if (k !== undefined) claimed.set(k, { source: input.name, subject: subjectOf(r) });
+    }
+    for (const move of moves) {
+      // It takes the path as the source declares it: the same thing, named as it is now.
+      holders.set(spaceKey(move.entry.type, move.entry.subject, locations)!, {
+        ...move.entry,
+        source: input.name,
+        id: move.id,
+        subject: move.subject,
+      });
+    }
+    plan.moves.push(...moves);
+    plan.sources.push({
+      input,
+      context: contextOf(input, declaration, store, options.dryRun ?? false, run.ids),
+    });
+  }
+  // What can be known before anything is done (every pinned image can be had): a problem
+  // refuses the whole source, its footprint untouched.
+  for (const [i, source] of plan.sources.entries()) {
+    if ("refused" in source) continue;
+    const inadmissible = await admit(source.context.declaration, source.context, options.system);
+    if (inadmissible.length > 0) plan.sources[i] = { input: source.input, refused: inadmissible };
+  }
+  return plan;
 }
 
 /** The context one source's resources are observed, planned and applied in. */
@@ -504,7 +581,7 @@ function contextOf(
 
 /**
  * Asks each applier that can (its `admit`) about the source's resources of its type at once,
- * before anything of the source is done. Every problem is returned, in declaration order.
+ * before anything of the run is done. Every problem is returned, in declaration order.
  */
 async function admit(
   declaration: Declaration,
@@ -523,34 +600,34 @@ async function admit(
   return problems.sort((a, b) => (order.get(a.id ?? "") ?? 0) - (order.get(b.id ?? "") ?? 0));
 }
 
-/** Applies one accepted source on its own footprint: removal first, then each resource. */
-async function applyOne(
-  input: SourceInput,
+/**
+ * One step of a source's removal, decided from its footprint and the real locations of paths as
+ * the machine is at its turn: `rename`, the same thing declared under an id or path the
+ * footprint lacks (its record is kept, under the declared name); `forget`, a path another record
+ * still holds under another name (the record goes, the thing stays); `remove`, its applier plans
+ * and executes the removal; `stop`, no applier of its type in this build (the apply stops there,
+ * the record kept).
+ */
+export type RemovalStep =
+  | { step: "rename"; entry: FootprintEntry; id: string; subject: string }
+  | { step: "forget"; entry: FootprintEntry }
+  | { step: "remove"; entry: FootprintEntry; applier: Applier }
+  | { step: "stop"; entry: FootprintEntry; message: string };
+
+/**
+ * Plans a source's removals (changing nothing): what it applied and no longer declares, last
+ * applied first and never a directory before what it holds.
+ */
+function planRemovals(
+  source: SourceName,
   declaration: Declaration,
   store: Store,
-  context: ApplyContext,
-  options: {
-    system: System;
-    dryRun: boolean;
-    movedAway: Set<FootprintEntry>;
-    dropped: Set<FootprintEntry>;
-  },
-): Promise<ApplyResult> {
-  const source = input.name;
-  const total = declaration.resources.length;
-  const base = {
-    source,
-    declaration: input.digest,
-    ...(options.dryRun ? { dryRun: true } : {}),
-  };
-  const changes: ResourceChange[] = [];
-  const problems: ApplyProblem[] = [];
-  let applied = 0;
-
-  // Removal first: what this source applied and is no longer declared.
+  run: { plan: RunPlan; system: System },
+): RemovalStep[] {
   const declared = new Set(declaration.resources.map((r) => key(r.id, r.type, subjectOf(r))));
+  const moved = new Set(run.plan.moves.map((m) => m.entry));
   const leaving = store.entries().filter((e) =>
-    e.source === source && !options.movedAway.has(e) && !declared.has(key(e.id, e.type, e.subject))
+    e.source === source && !moved.has(e) && !declared.has(key(e.id, e.type, e.subject))
   ).reverse();
   // Last applied first, and never a directory before what it holds (a record moved in from
   // another source keeps its older place in the order).
@@ -570,8 +647,13 @@ async function applyOne(
   const isPath = (type: string) => type === "file" || type === "directory";
   /** The declared paths by real location, in declaration order. */
   let declaredAt: Map<string, Resource[]> | undefined;
+  /** The declared resources a record leaving is renamed to, by key. */
+  const renamedTo = new Set<string>();
+  /** The real locations records renamed here hold. */
+  const renamedAt = new Set<string>();
   /** The real locations every record that stays holds (of any source). */
   let held: Set<string> | undefined;
+  const steps: RemovalStep[] = [];
   for (const entry of ordered) {
     // Renamed, not leaving: the same thing is declared under an id the footprint lacks, or under
     // another path to it (a symlinked parent directory). It keeps its entry (and whether this
@@ -589,83 +671,191 @@ async function applyOne(
     const renamed = (here !== undefined ? declaredAt!.get(here) ?? [] : declaration.resources)
       .find((r) =>
         r.type === entry.type && (here !== undefined || subjectOf(r) === entry.subject) &&
-        !store.find(source, r.id, r.type, subjectOf(r))
+        !store.find(source, r.id, r.type, subjectOf(r)) &&
+        !renamedTo.has(key(r.id, r.type, subjectOf(r)))
       );
     if (renamed !== undefined) {
-      if (!context.dryRun) store.rekey(entry, { id: renamed.id, subject: subjectOf(renamed) });
-      if (here !== undefined) held?.add(here);
+      steps.push({ step: "rename", entry, id: renamed.id, subject: subjectOf(renamed) });
+      renamedTo.add(key(renamed.id, renamed.type, subjectOf(renamed)));
+      if (here !== undefined) renamedAt.add(here);
       continue;
     }
     // Another record still holds this path under another name (of another source, or of this
-    // one and declared still): removing or restoring it here would delete, through the alias,
-    // what that record holds. The record is forgotten; the thing stays.
+    // one and declared still, or renamed above): removing or restoring it here would delete,
+    // through the alias, what that record holds. The record is forgotten; the thing stays.
     if (here !== undefined && held === undefined) {
       held = new Set();
       for (const e of store.entries()) {
-        if (leavingNow.has(e) || options.dropped.has(e) || !isPath(e.type)) continue;
+        if (leavingNow.has(e) || run.plan.dropped.has(e) || !isPath(e.type)) continue;
         held.add(realLocation(e.subject, now));
       }
     }
-    if (here !== undefined && held!.has(here)) {
-      changes.push({ id: entry.id, type: entry.type, change: "forgotten" });
-      if (context.dryRun) options.dropped.add(entry);
-      else store.drop(entry);
+    if (here !== undefined && (held!.has(here) || renamedAt.has(here))) {
+      steps.push({ step: "forget", entry });
+      run.plan.dropped.add(entry);
       continue;
     }
-    const applier = options.system.appliers[entry.type] as Applier | undefined;
+    const applier = run.system.appliers[entry.type] as Applier | undefined;
     if (applier === undefined) {
-      // Its applier is not in this build: leave it in the footprint, untouched.
-      problems.push({
-        id: entry.id,
-        message: `Cannot remove ${entry.type} "${entry.subject}": ${
-          refusal(options.system, entry.type)
-        }`,
+      const why = refusal(run.system, entry.type);
+      steps.push({
+        step: "stop",
+        entry,
+        message: `Cannot remove ${entry.type} "${entry.subject}": ${why}`,
       });
-      return { outcome: "failed", applied, total, changes, problems, ...base };
+      break;
+    }
+    steps.push({ step: "remove", entry, applier });
+  }
+  return steps;
+}
+
+/**
+ * Applies one accepted source on its own footprint, step by step: its removals first (planned
+ * by {@linkcode planRemovals}), then each declared resource in order; each step is observed and
+ * planned at its turn, from the machine the steps before it left. A dry run stops at each plan:
+ * its result says what each step would change, and nothing is.
+ */
+async function applyOne(
+  input: SourceInput,
+  store: Store,
+  context: ApplyContext,
+  run: { plan: RunPlan; system: System },
+): Promise<ApplyResult> {
+  const source = input.name;
+  const declaration = context.declaration;
+  const dryRun = context.dryRun;
+  const changes: ResourceChange[] = [];
+  const problems: ApplyProblem[] = [];
+  const end = (outcome: "applied" | "failed", applied: number): ApplyResult => ({
+    source,
+    outcome,
+    applied,
+    total: declaration.resources.length,
+    changes,
+    problems,
+    declaration: input.digest,
+    ...(dryRun ? { dryRun: true } : {}),
+  });
+
+  for (const step of planRemovals(source, declaration, store, run)) {
+    const { entry } = step;
+    if (step.step === "stop") {
+      problems.push({ id: entry.id, message: step.message });
+      return end("failed", 0);
+    }
+    if (step.step === "rename") {
+      if (!dryRun) store.rekey(entry, { id: step.id, subject: step.subject });
+      continue;
     }
     try {
-      const change = await applier.remove(entry, context);
+      let change: Change = "forgotten";
+      if (step.step === "remove") {
+        const plan = await step.applier.planRemoval?.(entry, context) ?? FORGET;
+        change = plan.change;
+        if (!dryRun && plan.act) change = await step.applier.remove!(entry, plan, context);
+      }
       changes.push({ id: entry.id, type: entry.type, change });
-      if (!context.dryRun) store.drop(entry);
+      if (!dryRun) store.drop(entry);
     } catch (error) {
       problems.push({ id: entry.id, message: messageOf(error) });
-      return { outcome: "failed", applied, total, changes, problems, ...base };
+      return end("failed", 0);
     }
   }
 
-  // Then every declared resource, in order; later ones may depend on earlier ones. A resource
-  // whose applier can prepare its plan joins a group: the group's durable work (temporary files
-  // fsync'd, journal entries made durable by one fdatasync) runs together, then each effect is
-  // made visible in declaration order, stopping at the first that failed (what follows it is
-  // discarded, never visible). Any other resource first completes the group before it, so it
-  // sees the machine as a one-by-one apply would.
-  const recordOf = (resource: Resource, result: Converged) => {
-    changes.push({
-      id: resource.id,
-      type: resource.type,
-      change: result.change,
-      ...(context.dryRun && result.detail ? { detail: result.detail } : {}),
+  const converged = dryRun
+    ? await planResources(declaration, context, run.system, changes)
+    : await actResources(declaration, context, {
+      system: run.system,
+      record: (resource, result) => {
+        changes.push({ id: resource.id, type: resource.type, change: result.change });
+        recordIn(store, source, resource, result);
+      },
     });
-    if (!context.dryRun) {
-      const known = store.find(source, resource.id, resource.type, subjectOf(resource));
-      // Unchanged and recorded so already (created kept, no original to add): the record would
-      // stay as it is.
-      const kept = known !== undefined && result.change === "unchanged" && !result.original &&
-        (known.created || !result.created);
-      if (!kept) {
-        store.record({
-          source,
+  if (converged.problem !== undefined) {
+    problems.push(converged.problem);
+    return end("failed", converged.applied);
+  }
+  return end("applied", converged.applied);
+}
+
+/** How far a source's resources got: how many converged, and the failure that stopped them. */
+interface Converging {
+  applied: number;
+  problem?: ApplyProblem;
+}
+
+/**
+ * A dry run's resources: each observed and planned in order, nothing executed; each plan's
+ * change and detail pushed on `changes`. An account-changing resource that would change something
+ * is noted as pending (`Ids.pending`), so that a path declared after it names the owner it would
+ * create rather than fail.
+ */
+async function planResources(
+  declaration: Declaration,
+  context: ApplyContext,
+  system: System,
+  changes: ResourceChange[],
+): Promise<Converging> {
+  let applied = 0;
+  for (const resource of declaration.resources) {
+    const applier = system.appliers[resource.type] as Applier<Resource>;
+    try {
+      const plan = await applier.plan(resource, await applier.observe(resource, context), context);
+      const { change, detail } = plan.result;
+      changes.push({ id: resource.id, type: resource.type, change, ...(detail ? { detail } : {}) });
+      if (changesAccounts(resource.type) && change !== "unchanged") {
+        context.ids.pending ??= {
+          source: context.store.source,
           id: resource.id,
           type: resource.type,
-          subject: subjectOf(resource),
-          created: result.created,
-          applied: result.change === "unchanged" && known
-            ? known.applied
-            : new Date().toISOString(),
-          ...(result.original ? { original: result.original } : {}),
-        });
+        };
       }
+      applied++;
+    } catch (error) {
+      return { applied, problem: { id: resource.id, message: messageOf(error) } };
     }
+  }
+  return { applied };
+}
+
+/** Records a converged resource in its source's footprint, unless the record would stay as is. */
+function recordIn(store: Store, source: SourceName, resource: Resource, result: Converged): void {
+  const known = store.find(source, resource.id, resource.type, subjectOf(resource));
+  // Unchanged and recorded so already (created kept, no original to add): the record would
+  // stay as it is.
+  const kept = known !== undefined && result.change === "unchanged" && !result.original &&
+    (known.created || !result.created);
+  if (kept) return;
+  store.record({
+    source,
+    id: resource.id,
+    type: resource.type,
+    subject: subjectOf(resource),
+    created: result.created,
+    applied: result.change === "unchanged" && known ? known.applied : new Date().toISOString(),
+    ...(result.original ? { original: result.original } : {}),
+  });
+}
+
+/**
+ * Converges every declared resource, in order (later ones may depend on earlier ones): each
+ * observed, planned, then acted on. A resource whose applier can prepare its plan joins a group:
+ * the group's durable work (temporary files fsync'd, journal entries made durable by one
+ * fdatasync) runs together, then each effect is made visible in declaration order, stopping at
+ * the first that failed (what follows it is discarded, never visible). Any other resource first
+ * completes the group before it, so it sees the machine as a one-by-one apply would. After a
+ * resource that can change accounts changed something, they are read again (an owner it made is
+ * found by the paths after it).
+ */
+async function actResources(
+  declaration: Declaration,
+  context: ApplyContext,
+  options: { system: System; record: (resource: Resource, result: Converged) => void },
+): Promise<Converging> {
+  let applied = 0;
+  const record = (resource: Resource, result: Converged) => {
+    options.record(resource, result);
     applied++;
   };
   let group: { resource: Resource; prepared: Prepared }[] = [];
@@ -691,7 +881,7 @@ async function applyOne(
         problem = { id: resource.id, message: messageOf(done.reason) };
       } else {
         try {
-          recordOf(resource, await prepared.commit());
+          record(resource, await prepared.commit());
         } catch (error) {
           problem = { id: resource.id, message: messageOf(error) };
         }
@@ -704,7 +894,7 @@ async function applyOne(
     return undefined;
   };
   for (const resource of declaration.resources) {
-    const applier = options.system.appliers[resource.type] as Applier<Resource> | undefined;
+    const applier = options.system.appliers[resource.type] as Applier<Resource>;
     try {
       // Only a path that nothing of the group stands at, above or below (a path declared twice,
       // under another name through a symlink, a file declared where a later resource expects a
@@ -713,7 +903,7 @@ async function applyOne(
       // reading its unit file, an action) sees the group done.
       const subject = subjectOf(resource);
       const path = (resource.type === "file" || resource.type === "directory") &&
-        applier!.prepare !== undefined;
+        applier.prepare !== undefined;
       // While no member changes anything (a no-op's groups), every path is clear: none is
       // resolved.
       const real = path && subjects.size > 0 ? resolvedPath(subject, realParents) : undefined;
@@ -723,30 +913,15 @@ async function applyOne(
             !ancestors(real).some((a) => subjects.has(a))));
       if (!clear && group.length > 0) {
         const failed = await complete();
-        if (failed !== undefined) {
-          problems.push(failed);
-          return { outcome: "failed", applied, total, changes, problems, ...base };
-        }
+        if (failed !== undefined) return { applied, problem: failed };
       }
-      // Observe, plan (read-only), then: a dry run stops at the plan; an apply executes it.
-      const observed = await applier!.observe(resource, context);
-      const plan = await applier!.plan(resource, observed, context);
-      if (context.dryRun) {
-        recordOf(resource, plan.result);
-        if (changesAccounts(resource.type) && plan.result.change !== "unchanged") {
-          context.ids.pending ??= { source, id: resource.id, type: resource.type };
-        }
-        continue;
-      }
-      let prepared = applier!.prepare?.(resource, plan, context);
+      const plan = await applier.plan(resource, await applier.observe(resource, context), context);
+      let prepared = applier.prepare?.(resource, plan, context);
       if (prepared === undefined && group.length > 0) {
         const failed = await complete();
-        if (failed !== undefined) {
-          problems.push(failed);
-          return { outcome: "failed", applied, total, changes, problems, ...base };
-        }
+        if (failed !== undefined) return { applied, problem: failed };
         // What it waited for may be there now (its directory).
-        prepared = applier!.prepare?.(resource, plan, context);
+        prepared = applier.prepare?.(resource, plan, context);
       }
       if (prepared !== undefined) {
         group.push({ resource, prepared });
@@ -757,15 +932,12 @@ async function applyOne(
         }
         if (group.length >= GROUP_SIZE) {
           const failed = await complete();
-          if (failed !== undefined) {
-            problems.push(failed);
-            return { outcome: "failed", applied, total, changes, problems, ...base };
-          }
+          if (failed !== undefined) return { applied, problem: failed };
         }
         continue;
       }
-      const done = await applier!.act(resource, plan, context);
-      recordOf(resource, done);
+      const done = await applier.act(resource, plan, context);
+      record(resource, done);
       // It may have made an account or a group (useradd, a package's postinst): read them
       // again, so that a path declared after it finds its owner.
       if (changesAccounts(resource.type) && done.change !== "unchanged") {
@@ -778,16 +950,11 @@ async function applyOne(
     } catch (error) {
       // Those before it come first: they were declared first.
       const failed = group.length > 0 ? await complete() : undefined;
-      problems.push(failed ?? { id: resource.id, message: messageOf(error) });
-      return { outcome: "failed", applied, total, changes, problems, ...base };
+      return { applied, problem: failed ?? { id: resource.id, message: messageOf(error) } };
     }
   }
   const failed = await complete();
-  if (failed !== undefined) {
-    problems.push(failed);
-    return { outcome: "failed", applied, total, changes, problems, ...base };
-  }
-  return { outcome: "applied", applied, total, changes, problems, ...base };
+  return failed !== undefined ? { applied, problem: failed } : { applied };
 }
 
 /**

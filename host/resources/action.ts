@@ -255,9 +255,6 @@ export const actionApplier: Applier<ActionResource, ActionObservation, ActionPla
       }`,
     );
   },
-
-  remove() {
-    // What an action did stays; the host owns nothing of it.
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. What an action did stays; the host
+  // owns nothing of it.
 };

@@ -44,7 +44,13 @@ import { messageOf } from "../../lib/atomic.ts";
 import { checkOutput } from "../../lib/runtime_output.ts";
 import type { ContainerInspect } from "../../lib/runtime_schemas.ts";
 import { isLoopback, manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
-import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
+import {
+  type Applier,
+  type ApplyContext,
+  type Plan,
+  type RemovalPlan,
+  ResourceError,
+} from "../applier.ts";
 import type { Container } from "../../lib/declaration.ts";
 import { declarationDigest } from "../../lib/declaration_base.ts";
 
@@ -522,8 +528,18 @@ async function insecureRegistry(registry: string): Promise<boolean> {
   return false;
 }
 
+/** What removing a container's footprint entry will do: `id`, the container `remove` stops. */
+interface ContainerRemovalPlan extends RemovalPlan {
+  id?: string;
+}
+
 /** The `container` applier (docker or podman, whichever the machine has). */
-export const containerApplier: Applier<ContainerResource, ContainerObservation, ContainerPlan> = {
+export const containerApplier: Applier<
+  ContainerResource,
+  ContainerObservation,
+  ContainerPlan,
+  ContainerRemovalPlan
+> = {
   async observe(resource, context) {
     const runtime = await containerRuntime();
     let seen = context.cache.get(CACHE_KEY) as Seen | undefined;
@@ -705,18 +721,23 @@ export const containerApplier: Applier<ContainerResource, ContainerObservation, 
     return result;
   },
 
-  async remove(entry, context) {
-    if (!entry.created) return "forgotten";
+  async planRemoval(entry) {
+    if (!entry.created) return { change: "forgotten", act: false };
     const runtime = await containerRuntime();
     const state = (await inspectContainers(runtime, [entry.subject])).get(entry.subject);
-    if (state === undefined) return "removed";
+    if (state === undefined) return { change: "removed", act: false };
     // Only what carries this host's label, for this very resource, was created by it.
     if (state.labels[DECLARATION_LABEL] === undefined || state.labels[ID_LABEL] !== entry.id) {
-      return "forgotten";
+      return { change: "forgotten", act: false };
     }
-    if (context.dryRun) return "removed";
+    return { change: "removed", act: true, id: state.id };
+  },
+
+  async remove(entry, plan) {
+    if (plan.id === undefined) return plan.change;
+    const runtime = await containerRuntime();
     try {
-      await stopAndRemove(runtime, state.id);
+      await stopAndRemove(runtime, plan.id);
     } catch (error) {
       const still = (await inspectContainers(runtime, [entry.subject])).get(entry.subject);
       if (still === undefined) return "removed"; // gone meanwhile

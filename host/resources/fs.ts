@@ -26,6 +26,7 @@ import {
   type Ids,
   type Plan,
   type Prepared,
+  type RemovalPlan,
   ResourceError,
 } from "../applier.ts";
 import type { FootprintEntry, Original } from "../store.ts";
@@ -391,7 +392,8 @@ function pathSteps(plan: PathPlan, kind: "file" | "directory"): string[] {
 export const directoryApplier: Applier<
   DirectoryResource,
   PathState,
-  PathActPlan<PathState>
+  PathActPlan<PathState>,
+  PathRemovalPlan
 > = {
   observe(resource) {
     return observePath(resource.path);
@@ -459,9 +461,8 @@ export const directoryApplier: Applier<
       discard() {},
     };
   },
-  async remove(entry, context) {
-    return await removePath(entry, "directory", context);
-  },
+  planRemoval: (entry, context) => planPathRemoval(entry, "directory", context),
+  remove: (entry, plan, context) => removePath(entry, plan, context),
 };
 
 /**
@@ -476,7 +477,8 @@ function deferred(act: () => Promise<Converged>, inert: boolean): Prepared {
 export const fileApplier: Applier<
   FileResource,
   PathState & { bytes: Uint8Array },
-  PathActPlan<PathState & { bytes: Uint8Array }>
+  PathActPlan<PathState & { bytes: Uint8Array }>,
+  PathRemovalPlan
 > = {
   async observe(resource) {
     const bytes = ENCODER.encode(resource.content);
@@ -576,9 +578,8 @@ export const fileApplier: Applier<
       },
     };
   },
-  async remove(entry, context) {
-    return await removePath(entry, "file", context);
-  },
+  planRemoval: (entry, context) => planPathRemoval(entry, "file", context),
+  remove: (entry, plan, context) => removePath(entry, plan, context),
 };
 
 /**
@@ -620,34 +621,21 @@ async function takeOver(
 }
 
 /**
- * Puts back what a taken-over path was: a file's saved content, mode, owner and group; a
- * directory's mode, owner and group (made again when it is gone). A dry run changes nothing.
+ * Puts back what a taken-over path was, as planned by {@linkcode planPathRemoval}: a file's saved
+ * content, mode, owner and group; a directory's mode, owner and group (made again when it is
+ * gone).
  *
- * @throws {ResourceError} when the path is now something else, or it cannot be written.
+ * @throws {ResourceError} when it cannot be written.
  */
-async function restore(
-  entry: FootprintEntry,
-  original: Original,
-  context: ApplyContext,
-): Promise<"restored"> {
-  const path = entry.subject;
-  const state = await observePath(path);
-  if (state.kind !== "absent" && state.kind !== original.kind) {
-    throw new ResourceError(
-      `Cannot restore the original ${original.kind} "${path}": it is now ${
-        state.kind === "symlink" ? `a symlink to "${state.target}"` : `a ${state.kind}`
-      }`,
-    );
-  }
-  if (context.dryRun) return "restored";
+async function restore(path: string, original: Original, context: ApplyContext): Promise<void> {
   const want = { mode: original.mode, uid: original.uid, gid: original.gid };
   if (original.kind === "file") {
     const bytes = await context.store.readOriginal(original.copy);
     await writeReplacing(path, bytes, want);
-    return "restored";
+    return;
   }
   try {
-    if (state.kind === "absent") await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+    await Deno.mkdir(path, { recursive: true, mode: 0o700 });
     await lchown(path, original.uid, original.gid);
     await Deno.chmod(path, original.mode);
   } catch (error) {
@@ -656,7 +644,6 @@ async function restore(
       { cause: error },
     );
   }
-  return "restored";
 }
 
 /** How a temporary file is written: owner and group kept from `previous` when not declared. */
@@ -791,46 +778,96 @@ export function tempPathFor(path: string): string {
 
 const TEMP_SUFFIX = ".mesh-tmp";
 
-/** The cache key under which a dry run remembers what it would have removed. */
-const DRY_REMOVED = "fs:dry-removed";
+/**
+ * The cache key under which an apply remembers the paths its removals plan to remove, so that a
+ * directory's plan counts what is planned to leave it before (a dry run removes nothing).
+ */
+const PLANNED_REMOVALS = "fs:planned-removals";
 
-async function removePath(
+/** What removing a path's footprint entry will do (see {@linkcode planPathRemoval}). */
+export interface PathRemovalPlan extends RemovalPlan {
+  /** The path was there, as this host made it, when planned: `remove` deletes it. */
+  present: boolean;
+  /** A file's entry: a temporary file a killed write left beside it is deleted first. */
+  temp: boolean;
+}
+
+/**
+ * Decides what removing a path's footprint entry does: what this host created is removed
+ * (`removed` also when it is gone already), unless something else stands there now, or a
+ * directory still holds what no removal planned before it takes away (`forgotten`: not this
+ * host's to remove); what it took over is put back (`restored`) when its original was saved,
+ * else left (`forgotten`).
+ *
+ * @throws {ResourceError} when a taken-over path is now something else than its original.
+ */
+async function planPathRemoval(
   entry: FootprintEntry,
   kind: "file" | "directory",
   context: ApplyContext,
-): Promise<"removed" | "restored" | "forgotten"> {
-  if (kind === "file" && !context.dryRun) {
-    // A temporary file a killed write left beside it is this host's own, created or not.
-    await Deno.remove(tempPathFor(entry.subject)).catch(() => {});
-  }
+): Promise<PathRemovalPlan> {
+  const path = entry.subject;
+  // A temporary file a killed write left beside it is this host's own, created or not.
+  const temp = kind === "file" && (await observePath(tempPathFor(path))).kind !== "absent";
+  const plan = (change: PathRemovalPlan["change"], present = false): PathRemovalPlan => ({
+    change,
+    act: temp || present || change === "restored",
+    present,
+    temp,
+  });
+  const planned = (context.cache.get(PLANNED_REMOVALS) ?? new Set<string>()) as Set<string>;
+  context.cache.set(PLANNED_REMOVALS, planned);
+  if (temp) planned.add(tempPathFor(path));
+  const state = await observePath(path);
   if (!entry.created) {
     // Taken over: put back as it was, when it was saved; else left as it is.
-    return entry.original ? await restore(entry, entry.original, context) : "forgotten";
-  }
-  const state = await observePath(entry.subject);
-  if (state.kind === "absent") return "removed";
-  if (state.kind !== kind) return "forgotten"; // something else stands there now: not ours
-  if (context.dryRun) {
-    // Say what the real removal would: a directory still holding something this dry run did
-    // not remove first is kept ("forgotten"), as the real one keeps it.
-    const removed = (context.cache.get(DRY_REMOVED) ?? new Set<string>()) as Set<string>;
-    context.cache.set(DRY_REMOVED, removed);
-    if (kind === "directory") {
-      for await (const e of Deno.readDir(entry.subject)) {
-        if (!removed.has(join(entry.subject, e.name))) return "forgotten";
-      }
+    if (entry.original === undefined) return plan("forgotten");
+    if (state.kind !== "absent" && state.kind !== entry.original.kind) {
+      throw new ResourceError(
+        `Cannot restore the original ${entry.original.kind} "${path}": it is now ${
+          state.kind === "symlink" ? `a symlink to "${state.target}"` : `a ${state.kind}`
+        }`,
+      );
     }
-    removed.add(entry.subject);
-    return "removed";
+    return plan("restored");
   }
+  if (state.kind === "absent") return plan("removed");
+  if (state.kind !== kind) return plan("forgotten"); // something else stands there now: not ours
+  if (kind === "directory") {
+    // It holds what this host does not own (what it owns was planned to leave first).
+    for await (const e of Deno.readDir(path)) {
+      if (!planned.has(join(path, e.name))) return plan("forgotten");
+    }
+  }
+  planned.add(path);
+  return plan("removed", true);
+}
+
+/**
+ * Executes a plan of {@linkcode planPathRemoval}.
+ *
+ * @returns the change made: `forgotten` when a directory to remove holds something now.
+ * @throws {ResourceError} when the path cannot be removed or restored.
+ */
+async function removePath(
+  entry: FootprintEntry,
+  plan: PathRemovalPlan,
+  context: ApplyContext,
+): Promise<PathRemovalPlan["change"]> {
+  if (plan.temp) await Deno.remove(tempPathFor(entry.subject)).catch(() => {});
+  if (plan.change === "restored" && entry.original !== undefined) {
+    await restore(entry.subject, entry.original, context);
+  }
+  if (!plan.present) return plan.change;
   try {
     await Deno.remove(entry.subject);
     return "removed";
   } catch (error) {
-    if (kind === "directory" && /not empty/i.test(messageOf(error))) {
+    if (error instanceof Deno.errors.NotFound) return "removed"; // gone meanwhile
+    if (entry.type === "directory" && /not empty/i.test(messageOf(error))) {
       return "forgotten"; // it holds what this host does not own
     }
-    throw new ResourceError(`Cannot remove ${kind} "${entry.subject}": ${messageOf(error)}`, {
+    throw new ResourceError(`Cannot remove ${entry.type} "${entry.subject}": ${messageOf(error)}`, {
       cause: error,
     });
   }

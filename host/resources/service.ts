@@ -75,9 +75,7 @@ export const serviceApplier: Applier<ServiceResource, ServiceObserved, ServicePl
       ? await (await systemd()).act(resource, plan, context)
       : await (await openrc()).act(resource, plan, context);
   },
-  remove() {
-    // Both managers leave a service leaving the declaration as it is: "forgotten", never
-    // "removed" (its unit file or init script, if this host wrote it, is a file resource).
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. Both managers leave a service leaving
+  // the declaration as it is: "forgotten", never "removed" (its unit file or init script, if this
+  // host wrote it, is a file resource).
 };

@@ -429,12 +429,9 @@ export function openrcServiceApplierAt(
       }
       return result;
     },
-
-    remove() {
-      // A service leaving the declaration is left as it is; its init script, if this host wrote
-      // it, is a file resource and is removed by the file applier.
-      return Promise.resolve("forgotten");
-    },
+    // No planRemoval: leaving the declaration, it is forgotten. A service leaving the declaration
+    // is left as it is; its init script, if this host wrote it, is a file resource and is removed
+    // by the file applier.
   };
 }
 

@@ -673,12 +673,9 @@ export const systemdServiceApplier: Applier<ServiceResource, UnitState, SystemdP
     await verify(resource, context);
     return { change: "updated", created: false };
   },
-
-  remove() {
-    // A service leaving the declaration is left as it is; its unit file, if this host wrote
-    // it, is a file resource and is removed by the file applier.
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. A service leaving the declaration is
+  // left as it is; its unit file, if this host wrote it, is a file resource and is removed by the
+  // file applier.
 };
 
 function clip(text: string): string {

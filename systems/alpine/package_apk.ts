@@ -145,9 +145,6 @@ export const apkPackageApplier: Applier<PackageResource, ApkObservation, ApkPlan
     }
     return result;
   },
-  remove() {
-    // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host
-    // installed.
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. Packages are never uninstalled
+  // (docs/design.md, "Declaration"), not even ones this host installed.
 };

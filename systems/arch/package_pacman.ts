@@ -190,9 +190,6 @@ export const pacmanPackageApplier: Applier<PackageResource, PacmanObservation, P
     }
     return result;
   },
-  remove() {
-    // Packages are never uninstalled (docs/design.md, "Declaration"), not even ones this host
-    // installed.
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. Packages are never uninstalled
+  // (docs/design.md, "Declaration"), not even ones this host installed.
 };

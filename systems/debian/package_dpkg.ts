@@ -300,9 +300,7 @@ export const dpkgPackageApplier: Applier<PackageResource, DpkgObservation, DpkgP
     }
     return result;
   },
-  remove() {
-    // Packages are never uninstalled (docs/design.md, "Declaration"): not even ones this host
-    // installed, and not in a dry run either.
-    return Promise.resolve("forgotten");
-  },
+  // No planRemoval: leaving the declaration, it is forgotten. Packages are never uninstalled
+  // (docs/design.md, "Declaration"): not even ones this host installed, and not in a dry run
+  // either.
 };

@@ -87,7 +87,12 @@ function spying(c: ContractCase, spied: Spied): System {
       if (mine(r)) spied.acts.push({ plan, result });
       return result;
     },
-    remove: (entry, ctx) => inner.remove(entry, ctx),
+    ...(inner.planRemoval !== undefined
+      ? { planRemoval: (entry, ctx) => inner.planRemoval!(entry, ctx) }
+      : {}),
+    ...(inner.remove !== undefined
+      ? { remove: (entry, plan, ctx) => inner.remove!(entry, plan, ctx) }
+      : {}),
   };
   return { ...c.system, appliers: { ...c.system.appliers, [c.resource.type]: wrapped } };
 }

@@ -364,7 +364,8 @@ Deno.test("android's unreachable appliers throw unsupported rather than answer",
     await assertRejects(() => anyApplier.observe({}, {}), UnsupportedError);
     await assertRejects(() => anyApplier.plan({}, {}, {}), UnsupportedError);
     await assertRejects(() => anyApplier.act({}, {}, {}), UnsupportedError);
-    await assertRejects(() => anyApplier.remove({}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.planRemoval({}, {}), UnsupportedError);
+    await assertRejects(() => anyApplier.remove({}, {}, {}), UnsupportedError);
   }
 });
 
@@ -441,7 +442,12 @@ Deno.test("a lazy applier loads its module once, at the first call, and hands ev
     plan: (r) =>
       Promise.resolve({ result: { change: "unchanged", created: false }, steps: [r.id] }),
     act: (r) => Promise.resolve({ change: "updated", created: false, detail: r.id }),
-    remove: (e) => Promise.resolve(e.id === "gone" ? "removed" : "forgotten"),
+    planRemoval: (e) =>
+      Promise.resolve({ change: e.id === "gone" ? "removed" : "forgotten", act: e.id === "gone" }),
+    remove: (e, plan) => {
+      calls.push(`remove ${e.id}`);
+      return Promise.resolve(plan.change);
+    },
   };
   const applier = lazyApplier(() => {
     loads++;
@@ -455,11 +461,14 @@ Deno.test("a lazy applier loads its module once, at the first call, and hands ev
   assertEquals(plan.steps, ["a"]);
   assertEquals((await applier.act(r, plan, context)).detail, "a");
   const entry = { source: "local", id: "gone", type: "action", subject: "gone" } as const;
-  assertEquals(
-    await applier.remove({ ...entry, created: true, applied: "2026-01-01T00:00:00Z" }, context),
-    "removed",
-  );
-  assertEquals([loads, calls], [1, ["observe a"]]);
+  const gone = { ...entry, created: true, applied: "2026-01-01T00:00:00Z" };
+  const removal = await applier.planRemoval!(gone, context);
+  assertEquals(removal, { change: "removed", act: true });
+  assertEquals(await applier.remove!(gone, removal, context), "removed");
+  assertEquals([loads, calls], [1, ["observe a", "remove gone"]]);
+  // A module without a removal plan forgets what leaves: the thing is left as it is.
+  const plain = lazyApplier(() => Promise.resolve({ ...inner, planRemoval: undefined }));
+  assertEquals(await plain.planRemoval!(gone, context), { change: "forgotten", act: false });
   const failing = lazyApplier(() => Promise.reject(new Error("Cannot load the applier")));
   const error = await assertRejects(() => failing.observe(r, context), Error);
   assertEquals(error.message, "Cannot load the applier");
