@@ -19,10 +19,17 @@ const WOULD: Record<Change, string> = {
   forgotten: "would forget",
 };
 
-/** The text form of an apply result, headed by the source it is about. */
-export function applyText(result: ApplyResult): string {
+/**
+ * The text form of an apply result, headed by the source it is about; `file`, the file the
+ * source's declaration was read from, is named on a refused source's line (a problem's path is
+ * inside that file).
+ */
+export function applyText(result: ApplyResult, options: { file?: string } = {}): string {
   const head = result.dryRun ? "dry run: would have " : "";
-  const source = `source ${result.source}: `;
+  const file = result.outcome === "refused" && options.file !== undefined
+    ? ` (file "${printable(options.file)}")`
+    : "";
+  const source = `source ${result.source}${file}: `;
   const lines: string[] = [];
   switch (result.outcome) {
     case "applied":

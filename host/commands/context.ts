@@ -68,7 +68,13 @@ export function migration(
 export async function finish(
   ctx: HostContext,
   results: ApplyResult[],
-  options: { json?: boolean; stateDir: string; lines?: boolean },
+  options: {
+    json?: boolean;
+    stateDir: string;
+    lines?: boolean;
+    /** The file each source's declaration was read from, named when it is refused. */
+    files?: ReadonlyMap<string, string>;
+  },
 ): Promise<void> {
   const clean = results.every((r) => r.outcome === "applied");
   if (clean && results.length > 0 && !results[0]!.dryRun) {
@@ -80,7 +86,9 @@ export async function finish(
         ? jsonText(results[0], 2) + "\n"
         : results.map((r) => jsonText(r) + "\n").join(""),
     );
-  } else ctx.out(results.map(applyText).join(""));
+  } else {
+    ctx.out(results.map((r) => applyText(r, { file: options.files?.get(r.source) })).join(""));
+  }
   ctx.code = exitCodeOf(results);
 }
 

@@ -66,7 +66,8 @@ export const action: CommandAction<HostContext, ReconcileOptions> = async (ctx, 
     if (bundle === undefined && absent !== undefined) {
       err(`mesh-host: ${absent}; reconciling the local declarations only\n`);
     }
-    const results = await applySources([...(bundle ? [bundle] : []), ...locals], {
+    const inputs = [...(bundle ? [bundle] : []), ...locals];
+    const results = await applySources(inputs, {
       system: build.system,
       stateDir: opts.stateDir,
       departedFrom: opts.declarations,
@@ -83,7 +84,8 @@ export const action: CommandAction<HostContext, ReconcileOptions> = async (ctx, 
           })\n`,
       );
     }
-    await finish(ctx, results, { json: opts.json, stateDir: opts.stateDir, lines: true });
+    const files = new Map(inputs.flatMap((i) => i.file !== undefined ? [[i.name, i.file]] : []));
+    await finish(ctx, results, { json: opts.json, stateDir: opts.stateDir, lines: true, files });
     if (opts.every === undefined) return;
     await new Promise((r) => setTimeout(r, opts.every));
     const why = replacedSince(ctx.start);

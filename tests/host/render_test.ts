@@ -32,3 +32,15 @@ Deno.test("a refused source says what was refused and why, never 0 of 0", () => 
   assertStringIncludes(counted, "refused, none of its 3 resources applied: ");
   assertStringIncludes(counted, "held by source web (and 1 more, below)");
 });
+
+Deno.test("a refused source read from a file names the file; an applied one does not need to", () => {
+  const withFile = applyText(refused(1, ["bad"]), { file: "/etc/mesh/declarations/web.json" });
+  assertStringIncludes(
+    withFile.split("\n")[0]!,
+    'source local (file "/etc/mesh/declarations/web.json"): refused, none of its 1 resource',
+  );
+  const applied = applyText({ ...refused(1, []), outcome: "applied", applied: 1 }, {
+    file: "/etc/mesh/declarations/web.json",
+  });
+  assert(applied.startsWith("source local: applied 1 of 1"), applied);
+});

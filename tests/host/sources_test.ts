@@ -375,6 +375,12 @@ Deno.test("a local declaration that cannot be read is refused alone, its footpri
     assertEquals(web.outcome, "refused");
     assertEquals(web.problems.map((p) => p.path).sort(), ["resources", "resources[0].mode"]);
     assertEquals(r.by("db")?.outcome, "applied");
+    // Said for people, the refused source names its file: the problems' paths are inside it.
+    const text = await w.host(["reconcile"]);
+    assertStringIncludes(
+      text.stdout,
+      `source web (file "${w.declarations}/web.json"): refused, nothing applied: `,
+    );
     assert(await exists(`${w.root}/web`), "a refused source keeps its footprint");
     assertEquals(((await Deno.lstat(`${w.root}/web`)).mode ?? 0) & 0o777, 0o755);
   });
