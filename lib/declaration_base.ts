@@ -21,7 +21,7 @@
 import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
-import { isDeclaration } from "./declaration_validators.js";
+import { isDeclaration, RESOURCE_FIELDS } from "./declaration_validators.js";
 
 /** The largest declaration accepted, in bytes (64 MiB). */
 export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
@@ -386,16 +386,13 @@ export function validParsed(
 
 /**
  * Each resource type's fields in the order of its zod schema, which is the order zod returns
- * them in (tests/host/declaration_fast_test.ts holds the two equal).
+ * them in: generated from the schema's JSON Schema with the validator (scripts/validators.ts), so
+ * a field moved in the schema moves here. Its type holds every resource type to be there, with
+ * only its own fields.
  */
-const FIELDS: Record<ResourceType, readonly string[]> = {
-  directory: ["id", "type", "path", "mode", "owner", "group"],
-  file: ["id", "type", "path", "content", "mode", "owner", "group"],
-  service: ["id", "type", "unit", "state", "boot"],
-  package: ["id", "type", "package"],
-  container: ["id", "type", "name", "image", "env", "ports", "volumes", "args", "command"],
-  action: ["id", "type", "command", "verify", "in"],
-};
+const FIELDS: {
+  readonly [T in ResourceType]: readonly (keyof Extract<Resource, { type: T }>)[];
+} = RESOURCE_FIELDS;
 
 /**
  * A valid declaration (`data`, which the generated validator accepted) as the zod schema returns

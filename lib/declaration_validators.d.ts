@@ -3,3 +3,26 @@
 
 /** Whether `data` has the shape of the schema `isDeclaration` validates (ajv, generated). */
 export declare function isDeclaration(data: unknown): boolean;
+
+/**
+ * For each `type` of the tagged union, its object's keys in the order of the schema
+ * (lib/declaration.ts), which is the order zod returns them in (generated).
+ */
+export declare const RESOURCE_FIELDS: {
+  readonly directory: readonly ["id", "type", "path", "mode", "owner", "group"];
+  readonly file: readonly ["id", "type", "path", "content", "mode", "owner", "group"];
+  readonly service: readonly ["id", "type", "unit", "state", "boot"];
+  readonly package: readonly ["id", "type", "package"];
+  readonly container: readonly [
+    "id",
+    "type",
+    "name",
+    "image",
+    "env",
+    "ports",
+    "volumes",
+    "args",
+    "command",
+  ];
+  readonly action: readonly ["id", "type", "command", "verify", "in"];
+};

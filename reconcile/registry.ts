@@ -162,10 +162,13 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   for (const extra of parsed.success ? [] : crossCheck(data)) {
     if (!already.has(key(extra.path, extra.message))) issues.push({ code: "custom", ...extra });
   }
+  // A strict object's `__proto__` field is also one of zod's unknown keys: said once, above.
+  const placed = new Set(prototypes.map(formatPath));
   for (const issue of issues) {
     const path = issue.path.map((k) => (typeof k === "symbol" ? String(k) : k));
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys ?? []) {
+        if (placed.has(formatPath([...path, key]))) continue;
         const pos = positionOf(doc.contents, [...path, key], { lineCounter, index, atKey: true });
         problems.push({
           path: formatPath([...path, key]),

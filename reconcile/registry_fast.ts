@@ -23,8 +23,8 @@
 import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
 import { longLine, MAX_YAML_DEPTH } from "../lib/text_bounds.ts";
 import { asList, urlAsRead } from "./registry_base.ts";
-import { isRegistry } from "./registry_validators.js";
-import type { Registry } from "./registry_schema.ts";
+import { ENTRY_KEYS, isRegistry } from "./registry_validators.js";
+import type { EntryKind, Registry } from "./registry_schema.ts";
 
 // The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
 // (yaml/dist/schema/common/null.js, core/bool.js, core/int.js, core/float.js). js-yaml's own
@@ -181,24 +181,7 @@ export function quickLoad(text: string): unknown {
 type Raw = Record<string, unknown>;
 
 // An entry's keys in the order of its kind's zod schema (reconcile/registry_schema.ts), the order
-// zod returns them in (tests/reconcile/registry_check_test.ts holds the two reads equal).
-const SHARED_KEYS = [
-  "user",
-  "port",
-  "web",
-  "tls",
-  "telemetry",
-  "secrets",
-  "state",
-  "database",
-  "note",
-];
-const ENTRY_KEYS: Readonly<Record<string, readonly string[]>> = {
-  service: ["kind", "container", ...SHARED_KEYS],
-  site: ["kind", "container", "redirect", ...SHARED_KEYS],
-  batch: ["kind", "timer", "container", ...SHARED_KEYS],
-  daemon: ["kind", "unit", ...SHARED_KEYS],
-};
+// zod returns them in, are ENTRY_KEYS: generated with the validator (scripts/validators.ts).
 /** The fields written as one value or a list (`tls` too, whose endpoints are read further). */
 const LISTED: ReadonlySet<string> = new Set(["port", "web", "database"]);
 
@@ -235,7 +218,7 @@ export function validRegistry(data: unknown): Registry | undefined {
 /** A valid entry as the schema reads it (see {@linkcode validRegistry}). */
 function entryAsRead(entry: Raw): Raw {
   const out: Raw = {};
-  for (const key of ENTRY_KEYS[entry.kind as string]!) {
+  for (const key of ENTRY_KEYS[entry.kind as EntryKind]) {
     const value = entry[key];
     if (value === undefined) continue;
     out[key] = LISTED.has(key) ? asList(value) : key === "tls"

@@ -3,3 +3,64 @@
 
 /** Whether `data` has the shape of the schema `isRegistry` validates (ajv, generated). */
 export declare function isRegistry(data: unknown): boolean;
+
+/**
+ * For each `kind` of the tagged union, its object's keys in the order of the schema
+ * (reconcile/registry_schema.ts), which is the order zod returns them in (generated).
+ */
+export declare const ENTRY_KEYS: {
+  readonly service: readonly [
+    "kind",
+    "container",
+    "user",
+    "port",
+    "web",
+    "tls",
+    "telemetry",
+    "secrets",
+    "state",
+    "database",
+    "note",
+  ];
+  readonly site: readonly [
+    "kind",
+    "container",
+    "redirect",
+    "user",
+    "port",
+    "web",
+    "tls",
+    "telemetry",
+    "secrets",
+    "state",
+    "database",
+    "note",
+  ];
+  readonly batch: readonly [
+    "kind",
+    "timer",
+    "container",
+    "user",
+    "port",
+    "web",
+    "tls",
+    "telemetry",
+    "secrets",
+    "state",
+    "database",
+    "note",
+  ];
+  readonly daemon: readonly [
+    "kind",
+    "unit",
+    "user",
+    "port",
+    "web",
+    "tls",
+    "telemetry",
+    "secrets",
+    "state",
+    "database",
+    "note",
+  ];
+};

@@ -750,13 +750,37 @@ const LAZY_REQUIRE = "var __deno_internal_require;\n" +
   '.getBuiltinModule("node:module").createRequire(import.meta.url))(id);\n';
 
 /**
+ * A part of the bundle imported when first used: `import("./<part>.js")`, as `deno bundle` writes
+ * it. `deno run` reads at start every module a literal specifier names, dynamic imports' included,
+ * and holds them through the run: every part of the bundle (zod, the AMQP client, every command)
+ * was read at every start, ~1.8 MiB of the one-file host's peak RSS for a no-op `apply`
+ * (docs/mesh-host.md). Written `import(String("./<part>.js"))` ({@linkcode deferredImports}), the
+ * part is imported at the same moment as before and read only then. Such an import needs read
+ * permission on the program's directory: every program runs with `--allow-read` or `--allow-all`
+ * (one without would fail at its first such import, saying so).
+ */
+const PART_IMPORT = /\bimport\("\.\/([A-Za-z0-9._-]+\.js)"\)/g;
+
+/**
+ * `text`, a file of the bundle whose files are `names`, with each dynamic import of one of them
+ * ({@linkcode PART_IMPORT}) in a form Deno reads only when it runs.
+ */
+export function deferredImports(text: string, names: readonly string[]): string {
+  return text.replace(
+    PART_IMPORT,
+    (all, name: string) => names.includes(name) ? `import(String("./${name}"))` : all,
+  );
+}
+
+/**
  * Bundles the program `entry` (a module path) into the new directory `dir` as a one-file build
  * carries it: `deno bundle` with its npm dependencies inlined and code splitting, so that what the
  * program imports dynamically (a command's module, a package only one command uses, and the Node
  * built-ins those import) stays a file of its own, loaded when first imported as it is from the
- * sources, rather than parsed and loaded at every start; the entry is `main.js`; Deno's
- * `require` helper is made lazy ({@linkcode EAGER_REQUIRE}); `SHA256SUMS` lists each file's
- * sha256 (`sha256sum`'s format, sorted by name), and its own sha256 names the program.
+ * sources, rather than parsed and loaded at every start (nor read: {@linkcode PART_IMPORT}); the
+ * entry is `main.js`; Deno's `require` helper is made lazy ({@linkcode EAGER_REQUIRE});
+ * `SHA256SUMS` lists each file's sha256 (`sha256sum`'s format, sorted by name), and its own
+ * sha256 names the program.
  *
  * @throws {CommandError} when `deno bundle` fails; {@linkcode Error} when the bundle has no
  *   `main.js`-able entry or Deno's `require` helper is not in the form this function rewrites
@@ -815,6 +839,7 @@ export async function bundleProgram(
       text = text.replace(EAGER_REQUIRE, LAZY_REQUIRE);
       rewritten++;
     }
+    text = deferredImports(text, names);
     if (text.includes("__deno_internal_createRequire") || /__require\s*\./.test(text)) {
       throw new Error(
         `Cannot bundle "${entry}": "${name}" uses Deno's require helper in a form this build ` +

@@ -18,7 +18,10 @@
  * `z.preprocess`), a default. ajv's runtime helpers (`ucs2length`, which makes `maxLength` count code points as zod
  * does; {@linkcode HELPERS}) are written into the module, which imports nothing else. A validator
  * only says yes or no (what it refuses, the reader asks the schema about), so ajv builds no error
- * objects: the module is half the code the hosts compile when it is first called.
+ * objects: the module is half the code the hosts compile when it is first called. A reader that
+ * builds the value zod returns (its keys in the schema's order) takes that order from the module
+ * too: a target's {@linkcode Target.orders} are exported after the validators, each a tagged
+ * union's keys per tag, as the schema's JSON Schema lists its `properties` ({@linkcode keyOrder}).
  *
  * Run from the repository root: `deno run -A scripts/validators.ts` writes every target's module
  * as ajv writes it (deno.json keeps `deno fmt` and `deno lint` off `*_validators.js`) and its
@@ -62,6 +65,13 @@ export interface Target {
    * sooner and can optimise, for a call more at each use.
    */
   reuse?: boolean;
+  /**
+   * The key orders the module exports beside its validators, for a reader that builds the value
+   * zod returns (whose keys are in the schema's order) from what the validator accepted: each
+   * constant's name, and the tag (`discriminator.propertyName`) of the discriminated union of the
+   * schemas' JSON Schema whose order it holds ({@linkcode keyOrder}).
+   */
+  orders?: Record<string, string>;
 }
 
 /** A module of named predicates (`(value) => boolean`) the schemas refine with. */
@@ -133,6 +143,7 @@ export const TARGETS: readonly Target[] = [
       path: "lib/declaration_base.ts",
       load: () => import("../lib/declaration_base.ts"),
     },
+    orders: { RESOURCE_FIELDS: "type" },
   },
   {
     path: "reconcile/registry_validators.js",
@@ -147,6 +158,7 @@ export const TARGETS: readonly Target[] = [
     },
     // Each entry kind repeats the shared fields, and each TLS endpoint is written twice.
     reuse: true,
+    orders: { ENTRY_KEYS: "kind" },
   },
 ];
 
@@ -198,6 +210,7 @@ export async function generate(target: Target): Promise<{ code: string; types: s
     },
   });
   const exports: Record<string, string> = {};
+  const jsonSchemas: Record<string, unknown>[] = [];
   for (const [name, schema] of Object.entries(schemas)) {
     const seen = { unnamed: new Set<string>(), declared: new Set<string>(), target };
     const json = z.toJSONSchema(schema, {
@@ -215,6 +228,7 @@ export async function generate(target: Target): Promise<{ code: string; types: s
           `Schema cannot say it: the validator would accept what the schema refuses`,
       );
     }
+    jsonSchemas.push(json);
     const { $schema: _schema, $defs, ...checked } = json;
     ajv.addSchema({ $id: name, ...($defs ? { $defs } : {}), [QUIET_KEYWORD]: checked });
     exports[name] = name;
@@ -227,13 +241,89 @@ export async function generate(target: Target): Promise<{ code: string; types: s
   const imports = target.checks
     ? `import * as checks from "${relativePath(target.path, target.checks.path)}";\n`
     : "";
-  const code = `${self}${header}${imports}${await withoutRequire(standaloneCode(ajv, exports))}\n`;
+  // Each key order after the validators, whose code stays as ajv writes it: one line each.
+  const orders = Object.entries(target.orders ?? {}).map(([constant, tag]) => ({
+    constant,
+    tag,
+    order: keyOrder(jsonSchemas, tag, target),
+  }));
+  const code = `${self}${header}${imports}${await withoutRequire(standaloneCode(ajv, exports))}\n` +
+    orders.map(({ constant, order }) => `export const ${constant} = ${JSON.stringify(order)};\n`)
+      .join("");
   const types = `${header}\n` +
     Object.keys(schemas).map((name) =>
       `/** Whether \`data\` has the shape of the schema \`${name}\` validates (ajv, generated). */\n` +
       `export declare function ${name}(data: unknown): boolean;\n`
-    ).join("\n");
+    ).join("\n") +
+    orders.map(({ constant, tag, order }) =>
+      `\n/**\n * For each \`${tag}\` of the tagged union, its object's keys in the order of the ` +
+      `schema\n * (${target.from}), which is the order zod returns them in (generated).\n */\n` +
+      `export declare const ${constant}: {\n` +
+      Object.entries(order).map(([value, keys]) =>
+        `  readonly ${propertyName(value)}: readonly ${JSON.stringify(keys)};\n`
+      ).join("") + "};\n"
+    ).join("");
   return { code, types: await format(types, "ts") };
+}
+
+/**
+ * The key order of the discriminated union tagged `tag` in `schemas` (JSON Schemas, as zod writes
+ * them): for each value of the tag, the `properties` keys of its branch in their order, which is
+ * the order of the zod object's shape and the order zod returns its keys in. The union is the node
+ * whose `discriminator.propertyName` is `tag`, with its branches under `oneOf` or `anyOf`; a
+ * branch or the union itself may be a `$ref` into the schema's `$defs`.
+ *
+ * @throws {Error} when no union or more than one is tagged `tag`, or a branch does not hold the
+ *   tag as a `const` or an `enum` of strings.
+ */
+export function keyOrder(
+  schemas: readonly Record<string, unknown>[],
+  tag: string,
+  target: Pick<Target, "path" | "from">,
+): Record<string, string[]> {
+  const refused = (why: string) =>
+    new Error(`Cannot generate the key order of ${target.path} tagged "${tag}": ${why}`);
+  const found: Record<string, string[]>[] = [];
+  for (const root of schemas) {
+    const defs = (root.$defs ?? {}) as Record<string, Record<string, unknown>>;
+    const resolved = (node: Record<string, unknown>): Record<string, unknown> => {
+      const ref = node.$ref;
+      if (typeof ref !== "string") return node;
+      const def = ref.startsWith("#/$defs/") ? defs[ref.slice("#/$defs/".length)] : undefined;
+      if (def === undefined) throw refused(`the reference ${ref} is not one of the schema's $defs`);
+      return resolved(def);
+    };
+    // Every node once: each of $defs is walked where it is defined, not where it is referred to.
+    const walk = (node: unknown): void => {
+      if (typeof node !== "object" || node === null) return;
+      if (Array.isArray(node)) return node.forEach(walk);
+      const n = node as Record<string, unknown>;
+      const discriminator = n.discriminator as { propertyName?: unknown } | undefined;
+      if (discriminator?.propertyName === tag) {
+        const branches = n.oneOf ?? n.anyOf;
+        if (!Array.isArray(branches)) throw refused("the union has no oneOf or anyOf");
+        const order: Record<string, string[]> = {};
+        for (const branch of branches as Record<string, unknown>[]) {
+          const properties = (resolved(branch).properties ?? {}) as Record<string, unknown>;
+          const held = resolved((properties[tag] ?? {}) as Record<string, unknown>);
+          const values = "const" in held ? [held.const] : held.enum;
+          if (!Array.isArray(values) || !values.every((v) => typeof v === "string")) {
+            throw refused(`a branch holds no string const or enum at "${tag}"`);
+          }
+          for (const value of values) order[value] = Object.keys(properties);
+        }
+        found.push(order);
+      }
+      for (const value of Object.values(n)) walk(value);
+    };
+    walk(root);
+  }
+  if (found.length !== 1) {
+    throw refused(
+      `${target.from}'s JSON Schema has ${found.length} discriminated unions of that tag, not one`,
+    );
+  }
+  return found[0]!;
 }
 
 /**
@@ -380,6 +470,11 @@ function matchesAsAjv(re: RegExp): boolean {
   if (re.flags !== "") return false;
   const escapesRemoved = re.source.replace(/\\[^SWDBpPuxc]/g, "");
   return !/[^ -~]|\\|\[\^|\./.test(escapesRemoved);
+}
+
+/** `name` as a property name of a type literal: bare when it is an identifier, else quoted. */
+function propertyName(name: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name);
 }
 
 /** `to` (from the repository root) as an import specifier relative to the module `from`. */

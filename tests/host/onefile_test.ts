@@ -7,6 +7,7 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { NATIVE_ARCH, oneFileHost } from "../support/onefile.ts";
 import { TEST_KEYS } from "../support/signing.ts";
+import { deferredImports } from "../../scripts/onefile.ts";
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -74,6 +75,16 @@ Deno.test("a one-file host keeps argv and exit codes, and unpacks once into a co
     visit("main.js");
     assertEquals([...external], [], `main.js's static imports: ${[...loaded]}`);
     assert(loaded.size < files.length - 1, `every part is loaded at start: ${[...loaded]}`);
+    // Nor is a part it does not load read at start: Deno reads every module a literal specifier
+    // names, a dynamic import's too, so each part is imported by a specifier it reads only then.
+    for (const name of files.filter((f) => f.endsWith(".js"))) {
+      const literal = Deno.readTextFileSync(`${programDir}/${name}`).match(/\bimport\("\.\//g);
+      assertEquals(literal, null, `${name} imports a part by a literal specifier`);
+    }
+    assert(
+      Deno.readTextFileSync(`${programDir}/main.js`).includes('import(String("./'),
+      "main.js imports no part when first used: the check above would see nothing",
+    );
     assert(
       files.some((f) => Deno.readTextFileSync(`${programDir}/${f}`).includes('from "node:')),
       "no part imports a Node built-in: the check above would see nothing",
@@ -450,4 +461,15 @@ Deno.test("a one-file host on another architecture refuses with exit 2, saying w
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a part is imported by a specifier read when the import runs; nothing else is rewritten", () => {
+  const names = ["main.js", "apply-A1.js", "chunk-B2.js"];
+  const text = 'const a = import("./apply-A1.js");\nimport { x } from "./chunk-B2.js";\n' +
+    'const b = import("./elsewhere.js"); const c = reimport("./apply-A1.js");\n';
+  assertEquals(
+    deferredImports(text, names),
+    'const a = import(String("./apply-A1.js"));\nimport { x } from "./chunk-B2.js";\n' +
+      'const b = import("./elsewhere.js"); const c = reimport("./apply-A1.js");\n',
+  );
 });

@@ -116,3 +116,56 @@ Deno.test("validators: a helper written in place of ajv's is the same function",
   for (let n = 0; n < 4; n++) strings = strings.flatMap((s) => parts.map((p) => s + p));
   for (const s of new Set(strings)) assertEquals(ours(s), ajv(s), JSON.stringify(s));
 });
+
+Deno.test("validators: a key order is the schema's, moved when a field moves, the validator the same", async () => {
+  const { Drawing, Reordered, Shape, TwoUnions } = await import("./fixtures/tagged_schema.ts");
+  const target = (schema: unknown, reuse = false) => ({
+    path: "tests/scripts/fixtures/tagged_validators.js",
+    from: "tests/scripts/fixtures/tagged_schema.ts",
+    schemas: () => Promise.resolve({ isShape: schema as typeof Shape }),
+    orders: { SHAPE_KEYS: "shape" },
+    reuse,
+  });
+  const before = await generate(target(Shape));
+  const after = await generate(target(Reordered));
+  const circle = ["shape", "radius", "colour", "note"];
+  const box = ["shape", "width", "height", "colour", "note"];
+  const line = (order: unknown) => `export const SHAPE_KEYS = ${JSON.stringify(order)};\n`;
+  assert(before.code.endsWith(line({ circle, square: box, rectangle: box })), before.code);
+  assert(
+    after.code.endsWith(
+      line({ circle: ["note", "radius", "shape", "colour"], square: box, rectangle: box }),
+    ),
+    after.code,
+  );
+  // The order is only added: the validators' code is what the target without it makes.
+  const without = await generate({ ...target(Shape), orders: undefined });
+  assertEquals(before.code, without.code + line({ circle, square: box, rectangle: box }));
+  assert(
+    before.types.includes(
+      'readonly circle: readonly ["shape", "radius", "colour", "note"];',
+    ),
+    before.types,
+  );
+  // The order is the one zod returns the keys in, read from the module as a reader imports it.
+  const dir = await Deno.makeTempDir();
+  try {
+    for (const [schema, { code }] of [[Shape, before], [Reordered, after]] as const) {
+      const file = `${dir}/${crypto.randomUUID()}.js`;
+      await Deno.writeTextFile(file, code);
+      const { SHAPE_KEYS, isShape } = await import(file);
+      const value = { note: "n", radius: 1, colour: "red", shape: "circle" };
+      assert(isShape(value));
+      assertEquals(SHAPE_KEYS.circle, Object.keys(schema.parse(value)));
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // The union and its branches written once under $defs (reuse) and referred to: the same order.
+  const reused = await generate(target(Drawing, true));
+  assert(reused.code.endsWith(line({ circle, square: box, rectangle: box })), reused.code);
+  for (const [schema, count] of [[TwoUnions, 2], [Shape.options[0], 0]] as const) {
+    const refused = await generate(target(schema)).then(() => undefined, (e: Error) => e.message);
+    assert(refused?.includes(`has ${count} discriminated unions of that tag, not one`), refused);
+  }
+});
