@@ -44,8 +44,8 @@ import { messageOf } from "../../lib/atomic.ts";
 import { checkOutput } from "../../lib/runtime_output.ts";
 import type { ContainerInspect } from "../../lib/runtime_schemas.ts";
 import { isLoopback, manifestMissing, splitPinned } from "../../lib/registry_manifest.ts";
-import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
-import type { Container } from "../../lib/declaration.ts";
+import { type Applier, type ApplyContext, type Plan, ResourceError } from "../../host/applier.ts";
+import type { Container } from "./schema.ts";
 import { declarationDigest } from "../../lib/declaration_base.ts";
 
 /** A `container` resource. */
@@ -71,8 +71,8 @@ export const RUNTIME_TIMEOUT_MS = 10 * 60_000;
 
 const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
 
-export { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
-import { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
+export { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../../host/platform.ts";
+import { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../../host/platform.ts";
 
 /** What the runtime says about one container. */
 export interface ContainerState {
