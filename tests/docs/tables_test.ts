@@ -1,7 +1,8 @@
 /**
  * The tables in docs/ that list a kind (a resource type, a system, a reconcile check) are held to
  * the code's one table of that kind: a kind added, removed or renamed in the code and not in the
- * docs (or the other way) fails here, naming the table and what differs.
+ * docs (or the other way) fails here, naming the table and what differs. So is reconcile's check
+ * table to the list of check names lib/drift_checks.ts keeps for the result file and mesh-control.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -9,6 +10,7 @@ import { RESOURCE_TYPES } from "../../lib/declaration.ts";
 import { SYSTEM_NAMES } from "../../host/system.ts";
 import type { System } from "../../host/system.ts";
 import { CHECKS } from "../../reconcile/compare.ts";
+import { CHECKS as CHECK_NAMES } from "../../lib/drift_checks.ts";
 import { alpine } from "../../systems/alpine/mod.ts";
 import { android } from "../../systems/android/mod.ts";
 import { arch } from "../../systems/arch/mod.ts";
@@ -64,4 +66,10 @@ Deno.test("docs/mesh-reconcile.md's table of checks is reconcile's, in the order
   const [header, ...rows] = await tableAfter("docs/mesh-reconcile.md", "| check ");
   assertEquals(header![0], "check");
   assertEquals(rows.map((r) => r[0]!.replaceAll("`", "")), CHECKS.map((c) => c.check));
+});
+
+Deno.test("reconcile's check table has one row for each check lib/drift_checks.ts names", () => {
+  const rows = CHECKS.map((c) => c.check);
+  assertEquals(new Set(rows).size, rows.length, `a check twice in the table: ${rows.join(", ")}`);
+  assertEquals([...rows].sort(), [...CHECK_NAMES].sort());
 });
