@@ -21,7 +21,8 @@ import {
 } from "../host/applier.ts";
 import type { Resource } from "../lib/declaration.ts";
 import type { FootprintEntry } from "../host/store.ts";
-import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
+import { directoryApplier } from "../resources/directory/applier.ts";
+import { fileApplier } from "../resources/file/applier.ts";
 import type { System } from "../host/system.ts";
 
 /** Every path a fleet module declares is under this one, which no machine has. */

@@ -13,6 +13,7 @@
 import type { CommandSpec, OptionSpec } from "../lib/cli_table.ts";
 import { durationArgument } from "../lib/duration.ts";
 import { collectBrokerUrls } from "../lib/broker_urls.ts";
+import { SYSTEM_NAMES } from "../lib/system_names.ts";
 import { DEFAULT_GRACE_MS } from "./state.ts";
 
 /** Input refused before anything is done (exit 2). */
@@ -245,7 +246,9 @@ export const NODE_COMMANDS = [
     options: [
       {
         flags: "--system <system>",
-        description: "the node's system: arch, alpine, android or debian",
+        description: `the node's system: ${SYSTEM_NAMES.slice(0, -1).join(", ")} or ${
+          SYSTEM_NAMES.at(-1)
+        }`,
         mandatory: true,
       },
       {

@@ -38,7 +38,7 @@ import {
   Store,
 } from "./store.ts";
 import type { System } from "./system.ts";
-import { observePath, tempPathFor } from "./resources/fs.ts";
+import { observePath, tempPathFor } from "./path_state.ts";
 
 /** The file beside the store holding the version that last completed a clean apply. */
 export const KNOWN_GOOD_FILE = "known-good";

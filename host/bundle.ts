@@ -11,7 +11,7 @@
 
 import type { Declaration } from "../lib/declaration.ts";
 import { declarationDigest } from "../lib/declaration_base.ts";
-import type { SystemName } from "./system.ts";
+import { SYSTEM_NAMES, type SystemName } from "../lib/system_names.ts";
 import { duplicateKeyMessage, duplicateKeys } from "../lib/json_keys.ts";
 
 /**
@@ -24,7 +24,7 @@ async function schemas() {
   const { parseTrusted } = await import("../lib/declaration.ts");
   const BundleFile = z.strictObject({
     bundle: z.literal(1, { error: "Unsupported bundle format; this host reads bundle 1" }),
-    system: z.enum(["debian", "arch", "alpine", "android"]),
+    system: z.enum(SYSTEM_NAMES),
     says: z.string().min(1),
     declaration: z.unknown(),
   });

@@ -21,7 +21,7 @@
  * opens only to a program started with `--allow-all` itself (reconcile/permissions.ts says why
  * mesh-reconcile is). A read there is refused under these permissions, whatever `--allow-read`
  * says, so the OpenRC applier asks whether a pidfile's process is alive with `kill -0`
- * (host/resources/service_openrc.ts), and the service contract's lab test runs the host with these
+ * (resources/service/openrc.ts), and the service contract's lab test runs the host with these
  * permissions rather than `-A`.
  */
 export const HOST_PERMISSIONS: readonly string[] = [

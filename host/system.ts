@@ -11,12 +11,9 @@
 
 import type { Appliers } from "./applier.ts";
 import type { ResourceType } from "../lib/declaration.ts";
+import type { SystemName } from "../lib/system_names.ts";
 
-/** The systems hosts are built for. */
-export type SystemName = "debian" | "arch" | "alpine" | "android";
-
-/** Every system a host exists for, in the order `host/main.ts` names them. */
-export const SYSTEM_NAMES: readonly SystemName[] = ["arch", "alpine", "android", "debian"];
+export { SYSTEM_NAMES, type SystemName } from "../lib/system_names.ts";
 
 /** `/etc/os-release` as read (format: os-release(5), `KEY=value` lines, values optionally quoted). */
 export type OsRelease = Record<string, string>;

@@ -1,6 +1,7 @@
 /**
  * Declarations: what a host is told to be (docs/design.md, "Declaration (host input), version 1").
- * One strict zod schema per resource type in a discriminated union; the types are written once in
+ * One strict zod schema per resource type (resources/<type>/schema.ts, listed in
+ * resources/schemas.ts) in a discriminated union; the types are written once in
  * ./declaration_base.ts (which reads a valid declaration without zod, by the validator
  * scripts/validators.ts generates from {@linkcode DeclarationShape}) and checked here, at type
  * check, to be exactly what the schemas return. Each refinement is a predicate of
@@ -18,29 +19,18 @@
 import { z } from "zod";
 import { formatPath, issueMessage } from "./json_path.ts";
 import {
-  ACCOUNT_PATTERN,
   assertShallow,
-  CONTAINER_NAME_PATTERN,
-  contentFits,
   crossResourceProblems,
   type Declaration as DeclarationType,
   DeclarationError,
   type DeclarationProblem,
-  ID_PATTERN,
-  isAbsolutePath,
-  MAX_PATH_LENGTH,
-  MODE_PATTERN,
-  noNul,
-  PACKAGE_PATTERN,
   type ParseOptions,
-  pathProblem,
   readDeclarationText,
   repeatedKeyProblems,
   type Resource as ResourceOf,
-  UNIT_PATTERN,
   validParsed,
-  wellFormed,
 } from "./declaration_base.ts";
+import { RESOURCE_SCHEMAS } from "../resources/schemas.ts";
 
 export {
   declarationDigest,
@@ -51,127 +41,11 @@ export {
   subjectOf,
 } from "./declaration_base.ts";
 
-const Id = z.string().regex(
-  ID_PATTERN,
-  "Must be 1 to 200 letters, digits, '.', '_' or '-'",
-);
-
 /**
- * An absolute, normalised path: starts with `/`, no `.` or `..` segment, no empty segment
- * (`//`), no trailing `/`, no NUL byte.
+ * Every resource type, in the order of the contract (resources/schemas.ts's list, from which the
+ * union, the store's entry types (host/store_schema.ts) and the docs' order
+ * (tests/docs/tables_test.ts) follow).
  */
-export const AbsolutePath = z.string().max(MAX_PATH_LENGTH).refine(isAbsolutePath, {
-  error: (issue) => pathProblem(issue.input as string),
-});
-
-/** A mode as an octal string: `"0644"`, `"755"`, `"2775"`. */
-export const Mode = z.string({
-  error: (issue) =>
-    typeof issue.input === "number"
-      ? `Must be an octal mode as a string, not the number ${issue.input} (a JSON number is ` +
-        (/^[0-7]{3,4}$/.test(String(issue.input))
-          ? `decimal; write "${String(issue.input).padStart(4, "0")}")`
-          : 'decimal; write the mode in octal digits such as "0644")')
-      : 'Must be an octal mode such as "0644"',
-}).regex(
-  MODE_PATTERN,
-  'Must be an octal mode such as "0644"',
-);
-const AccountRef = z.string().regex(
-  ACCOUNT_PATTERN,
-  "Must be an account name or a numeric id",
-);
-const Content = z.string().refine(
-  wellFormed,
-  "Must be valid Unicode text (a lone surrogate cannot be written as UTF-8)",
-).refine(
-  contentFits,
-  "Content is larger than 16 MiB (as UTF-8)",
-);
-const ContainerName = z.string().regex(
-  CONTAINER_NAME_PATTERN,
-  "Must be a container name",
-);
-/** Text handed to another program: no NUL byte, valid Unicode. */
-const Arg = z.string()
-  .refine(noNul, "Must not contain a NUL byte")
-  .refine(wellFormed, "Must be valid Unicode (a lone surrogate cannot be passed on)");
-const Argv = z.array(Arg).min(1, "Must name a program");
-
-/** `directory`: a directory with its mode (and owner and group when given) maintained. */
-export const Directory = z.strictObject({
-  id: Id,
-  type: z.literal("directory"),
-  path: AbsolutePath,
-  mode: Mode,
-  owner: AccountRef.optional(),
-  group: AccountRef.optional(),
-});
-/** `file`: a regular file's content, mode (and owner and group when given), all maintained. */
-export const File = z.strictObject({
-  id: Id,
-  type: z.literal("file"),
-  path: AbsolutePath,
-  content: Content,
-  mode: Mode,
-  owner: AccountRef.optional(),
-  group: AccountRef.optional(),
-});
-/** `service`: a unit's running state, and its boot state when `boot` is given. */
-export const Service = z.strictObject({
-  id: Id,
-  type: z.literal("service"),
-  unit: z.string().regex(UNIT_PATTERN, "Must be a unit or service name"),
-  state: z.enum(["running", "stopped"]),
-  boot: z.enum(["enabled", "disabled"]).optional(),
-});
-/** `package`: a package present. Never upgraded, never uninstalled. */
-export const Package = z.strictObject({
-  id: Id,
-  type: z.literal("package"),
-  package: z.string().regex(PACKAGE_PATTERN, "Must be a package name"),
-});
-/** `container`: a container from an image pinned by digest; any change is a replacement. */
-export const Container = z.strictObject({
-  id: Id,
-  type: z.literal("container"),
-  name: ContainerName,
-  image: z.string().regex(
-    /^[^\s@]+@sha256:[0-9a-f]{64}$/u,
-    "Must be pinned by digest: name@sha256:<64 hex digits>",
-  ),
-  env: z.record(
-    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/u, "Must be an environment variable name"),
-    Arg,
-  )
-    .optional(),
-  ports: z.array(
-    z.string().regex(
-      /^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):)?\d{1,5}:\d{1,5}(\/(tcp|udp))?$/u,
-      'Must be "[address:]hostPort:containerPort[/tcp|/udp]"',
-    ),
-  ).optional(),
-  volumes: z.array(Arg.min(1)).optional(),
-  args: z.array(Arg).optional(),
-  command: z.array(Arg).optional(),
-});
-/** `action` (trusted input only): a command and the verify that is its idempotency check. */
-export const Action = z.strictObject({
-  id: Id,
-  type: z.literal("action"),
-  command: Argv,
-  verify: Argv,
-  in: ContainerName.optional(),
-});
-
-/**
- * Each resource type's schema, in the order of the contract: the one list of the types, from
- * which the union, {@linkcode RESOURCE_TYPES}, the store's entry types (host/store_schema.ts) and
- * the docs' order (tests/docs/tables_test.ts) follow.
- */
-const RESOURCE_SCHEMAS = [Directory, File, Service, Package, Container, Action] as const;
-
-/** Every resource type, in the order of the contract. */
 export const RESOURCE_TYPES = RESOURCE_SCHEMAS.map((s) => s.shape.type.value);
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The container runtimes' outputs that mesh reads, one reader for the host and mesh-reconcile:
  * `podman container inspect` / `docker container inspect` (the host's container applier,
- * host/resources/container.ts, and reconcile's boot view, reconcile/observe/boot.ts),
+ * resources/container/applier.ts, and reconcile's boot view, reconcile/observe/boot.ts),
  * `podman ps --all --format json` and `docker inspect` (reconcile/observe/containers.ts). Their
  * schemas are in ./runtime_schemas.ts. Each output is checked first by the validator generated
  * from its zod schema (./runtime_validators.js, made by scripts/validators.ts: one rule, written

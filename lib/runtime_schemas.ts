@@ -1,6 +1,6 @@
 /**
  * The zod schemas of the container runtimes' outputs that the host's container applier
- * (host/resources/container.ts) and mesh-reconcile's observers (reconcile/observe/containers.ts,
+ * (resources/container/applier.ts) and mesh-reconcile's observers (reconcile/observe/containers.ts,
  * boot.ts) read: loaded only when the generated checks of lib/runtime_output.ts refuse an output,
  * to have the last word and say what is wrong.
  *

@@ -16,23 +16,17 @@ import type { BootObservation } from "./observe/boot.ts";
 import type { RepoObservation } from "./observe/repo.ts";
 import type { BackupObservation } from "./observe/backup.ts";
 import type { SeenByRepo } from "./repo_seen.ts";
+import type { CHECKS, DIRECTIONS } from "../lib/drift_checks.ts";
 
-/** The checks a finding can come from, one row each in the table of `./compare.ts`. */
-export type Check =
-  | "container"
-  | "leftover"
-  | "port"
-  | "address"
-  | "redirect"
-  | "certificate"
-  | "route"
-  | "repo"
-  | "timer"
-  | "boot"
-  | "backup";
+/**
+ * The checks a finding can come from: lib/drift_checks.ts names them (for the result file's
+ * schema and mesh-control, which read them without this program), one row each in the table of
+ * `./compare.ts` (tests/docs/tables_test.ts holds the table to the list).
+ */
+export type Check = typeof CHECKS[number];
 
 /** Which side of the anti-join a finding is on. */
-export type Direction = "missing" | "rogue";
+export type Direction = typeof DIRECTIONS[number];
 
 /** One difference between the registry and the machine (docs/design.md, "Reconcile result"). */
 export interface Finding {

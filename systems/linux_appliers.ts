@@ -1,14 +1,15 @@
 /**
- * The appliers every full Linux system (debian, arch, alpine) shares: directories and files,
- * loaded with the host; services, containers and actions, each loaded when a declaration first
- * names its type (a file-only apply loads none of them). The package applier is each system's own.
+ * The appliers every full Linux system (debian, arch, alpine) has: every generic applier
+ * (resources/appliers.ts: directories and files, loaded with the host; services, containers and
+ * actions, each loaded when a declaration first names its type), and the system's own package
+ * applier.
  *
  * @module
  */
 
 import { type Applier, type Appliers, lazyApplier } from "../host/applier.ts";
 import type { Resource } from "../lib/declaration.ts";
-import { directoryApplier, fileApplier } from "../host/resources/fs.ts";
+import { GENERIC_APPLIERS } from "../resources/appliers.ts";
 
 /** A package resource, as a package applier takes it. */
 type PackageResource = Extract<Resource, { type: "package" }>;
@@ -24,14 +25,5 @@ type PackageResource = Extract<Resource, { type: "package" }>;
 export function linuxAppliers(
   loadPackages: () => Promise<Applier<PackageResource, unknown>>,
 ): Appliers {
-  return {
-    directory: directoryApplier,
-    file: fileApplier,
-    service: lazyApplier(async () => (await import("../host/resources/service.ts")).serviceApplier),
-    package: lazyApplier(loadPackages),
-    container: lazyApplier(async () =>
-      (await import("../host/resources/container.ts")).containerApplier
-    ),
-    action: lazyApplier(async () => (await import("../host/resources/action.ts")).actionApplier),
-  };
+  return { ...GENERIC_APPLIERS, package: lazyApplier(loadPackages) };
 }

@@ -36,7 +36,7 @@
 import type { z } from "zod";
 import { CommandError, run } from "../../lib/command.ts";
 import { type Applier, type Plan, ResourceError } from "../../host/applier.ts";
-import type { Package } from "../../lib/declaration.ts";
+import type { Package } from "../../resources/package/schema.ts";
 
 type PackageResource = z.output<typeof Package>;
 

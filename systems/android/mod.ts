@@ -2,13 +2,13 @@
  * Android, the partial host. It implements the shapes that need only a filesystem and a way to
  * run something (directory, file, action) and refuses service, package and container by name,
  * before anything is applied: there is no init to ask, no package manager to query and no
- * container runtime on an ordinary Android device.
+ * container runtime on an ordinary Android device. A type it neither lists nor refuses (one added
+ * since) is refused as not built yet (host/apply.ts, `refusal`).
  *
  * @module
  */
 
-import { actionApplier } from "../../host/resources/action.ts";
-import { directoryApplier, fileApplier } from "../../host/resources/fs.ts";
+import { GENERIC_APPLIERS } from "../../resources/appliers.ts";
 import { refusedAppliers } from "../../host/applier.ts";
 import type { System } from "../../host/system.ts";
 
@@ -24,9 +24,9 @@ export const android: System = {
   name: "android",
   matches: (release, probe) => release === undefined && probe.androidBuildProp,
   appliers: {
-    directory: directoryApplier,
-    file: fileApplier,
-    action: actionApplier,
+    directory: GENERIC_APPLIERS.directory,
+    file: GENERIC_APPLIERS.file,
+    action: GENERIC_APPLIERS.action,
     // Refused before anything is applied (`refuses`); these only make reaching them loud.
     ...refusedAppliers("android", REFUSES),
   },

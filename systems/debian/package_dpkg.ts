@@ -46,7 +46,7 @@ import type { z } from "zod";
 import { messageOf } from "../../lib/atomic.ts";
 import { CommandError, formatArgv, run } from "../../lib/command.ts";
 import { type Applier, type ApplyContext, type Plan, ResourceError } from "../../host/applier.ts";
-import type { Package } from "../../lib/declaration.ts";
+import type { Package } from "../../resources/package/schema.ts";
 
 type PackageResource = z.output<typeof Package>;
 

@@ -11,7 +11,7 @@ import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { openBroker } from "../../lib/amqp.ts";
 import { type ReportMessage, REPORTS_QUEUE } from "../../lib/broker.ts";
 import { journal, linkReport, sendJournaled } from "../../host/link.ts";
-import { actionApplier } from "../../host/resources/action.ts";
+import { actionApplier } from "../../resources/action/applier.ts";
 import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
 import { applyResources } from "../host/support.ts";

@@ -15,8 +15,8 @@ import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, type FootprintEntry, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
-import { containerApplier } from "../../host/resources/container.ts";
-import { actionApplier } from "../../host/resources/action.ts";
+import { containerApplier } from "../../resources/container/applier.ts";
+import { actionApplier } from "../../resources/action/applier.ts";
 
 const system: System = {
   ...debian,

@@ -5,7 +5,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { cli } from "../support/mod.ts";
-import { equalBytes } from "../../host/resources/fs.ts";
+import { equalBytes } from "../../resources/fs.ts";
 
 interface Result {
   outcome: string;

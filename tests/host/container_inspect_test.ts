@@ -1,12 +1,12 @@
 /**
- * The host's container inspect (host/resources/container.ts `inspectContainers`) reads what the
+ * The host's container inspect (resources/container/applier.ts `inspectContainers`) reads what the
  * runtime answers through lib/runtime_output.ts, the reader reconcile's boot view shares: a fake
  * runtime (a script answering `container inspect`) says what a real one would, and what no
  * runtime says.
  */
 
 import { assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
-import { inspectContainers, type Runtime } from "../../host/resources/container.ts";
+import { inspectContainers, type Runtime } from "../../resources/container/applier.ts";
 import { ResourceError } from "../../host/applier.ts";
 
 /** A runtime whose `container inspect` prints `stdout` and `stderr` and exits `code`. */

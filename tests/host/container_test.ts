@@ -32,8 +32,8 @@ import {
   RESTART_POLICY,
   runArgv,
   type Runtime,
-} from "../../host/resources/container.ts";
-import { actionApplier } from "../../host/resources/action.ts";
+} from "../../resources/container/applier.ts";
+import { actionApplier } from "../../resources/action/applier.ts";
 
 const system: System = {
   ...debian,
@@ -179,7 +179,7 @@ Deno.test("when docker and podman both answer, docker is used and the reason giv
     await Deno.chmod(`${fake}/docker`, 0o755);
     await Deno.symlink(podman, `${fake}/podman`);
     const out = await subprocess(
-      `import { containerRuntime } from "${ROOT}host/resources/container.ts";\n` +
+      `import { containerRuntime } from "${ROOT}resources/container/applier.ts";\n` +
         `console.log(JSON.stringify(await containerRuntime()));\n`,
       { PATH: fake, CONTAINERS_CONF: `${ROOT}containers.conf` },
     );
@@ -214,7 +214,7 @@ Deno.test("with neither docker nor podman on PATH the resource fails naming both
     const out = await subprocess(
       `import { applyBytes } from "${ROOT}host/apply.ts";\n` +
         `import { debian } from "${ROOT}systems/debian/mod.ts";\n` +
-        `import { containerApplier } from "${ROOT}host/resources/container.ts";\n` +
+        `import { containerApplier } from "${ROOT}resources/container/applier.ts";\n` +
         `const system = { ...debian, appliers: { ...debian.appliers, container: containerApplier } };\n` +
         `const r = await applyBytes(new TextEncoder().encode(${
           JSON.stringify(declaration)

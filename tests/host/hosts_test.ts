@@ -416,22 +416,30 @@ Deno.test("deno task hosts: a runtime that does not run is refused and removed; 
 
 Deno.test("a system loads its service, package, container and action appliers when first used, the service applier only its manager's", async () => {
   const lazy = [
-    "host/resources/service.ts",
-    "host/resources/container.ts",
-    "host/resources/action.ts",
+    "resources/service/applier.ts",
+    "resources/container/applier.ts",
+    "resources/action/applier.ts",
     "systems/debian/package_dpkg.ts",
     "systems/alpine/package_apk.ts",
     "systems/arch/package_pacman.ts",
-    "host/resources/service_systemd.ts",
-    "host/resources/service_openrc.ts",
+    "resources/service/systemd.ts",
+    "resources/service/openrc.ts",
   ];
-  for (const entry of ["systems/debian/mod.ts", "systems/alpine/mod.ts", "systems/arch/mod.ts"]) {
+  for (
+    const entry of [
+      "systems/debian/mod.ts",
+      "systems/alpine/mod.ts",
+      "systems/arch/mod.ts",
+      "systems/android/mod.ts",
+    ]
+  ) {
     const loaded = await loadedAtStart(entry);
-    assert(loaded.some((s) => s.endsWith("/host/resources/fs.ts")), entry);
+    assert(loaded.some((s) => s.endsWith("/resources/file/applier.ts")), entry);
+    assert(loaded.some((s) => s.endsWith("/resources/directory/applier.ts")), entry);
     assertEquals(loaded.filter((s) => lazy.some((l) => s.endsWith(`/${l}`))), [], entry);
   }
-  const service = await loadedAtStart("host/resources/service.ts");
-  assertEquals(service.filter((s) => /service_(systemd|openrc)\.ts$/.test(s)), []);
+  const service = await loadedAtStart("resources/service/applier.ts");
+  assertEquals(service.filter((s) => /\/resources\/service\/(systemd|openrc)\.ts$/.test(s)), []);
 });
 
 Deno.test("a lazy applier loads its module once, at the first call, and hands every call on", async () => {

@@ -13,7 +13,7 @@ import type { ApplyResult } from "../../host/apply.ts";
 import { applyResources, readFootprint } from "./support.ts";
 import { debian } from "../../systems/debian/mod.ts";
 import type { System } from "../../host/system.ts";
-import { actionApplier } from "../../host/resources/action.ts";
+import { actionApplier } from "../../resources/action/applier.ts";
 
 const system: System = { ...debian, appliers: { ...debian.appliers, action: actionApplier } };
 

@@ -13,8 +13,8 @@ import {
 } from "../../host/platform.ts";
 import { applyResources } from "./support.ts";
 import { debian } from "../../systems/debian/mod.ts";
-import * as container from "../../host/resources/container.ts";
-import * as service from "../../host/resources/service.ts";
+import * as container from "../../resources/container/applier.ts";
+import * as service from "../../resources/service/applier.ts";
 
 Deno.test("one detection per process, shared by the appliers", async () => {
   const platform = await detectPlatform();

@@ -19,9 +19,9 @@
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { bootLab, type LabKind, type LabMachine } from "../lab/mod.ts";
-import { detectServiceManager } from "../../host/resources/service.ts";
-import { unitStates } from "../../host/resources/service_systemd.ts";
-import { parseRunlevel, parseStatus } from "../../host/resources/service_openrc.ts";
+import { detectServiceManager } from "../../resources/service/applier.ts";
+import { unitStates } from "../../resources/service/systemd.ts";
+import { parseRunlevel, parseStatus } from "../../resources/service/openrc.ts";
 import { ResourceError } from "../../host/applier.ts";
 import type { CommandOutput } from "../../lib/command.ts";
 import { HOST_PERMISSIONS } from "../../host/permissions.ts";
@@ -270,8 +270,9 @@ const OPENRC: Driver = {
 // suite tests the service appliers and does not depend on the other appliers systems/debian/mod.ts
 // imports. It is named and matched as debian, as the debian host is.
 const ENTRY = `import { hostMain } from "file:///mesh/host/cli.ts";
-import { directoryApplier, fileApplier } from "file:///mesh/host/resources/fs.ts";
-import { serviceApplier } from "file:///mesh/host/resources/service.ts";
+import { directoryApplier } from "file:///mesh/resources/directory/applier.ts";
+import { fileApplier } from "file:///mesh/resources/file/applier.ts";
+import { serviceApplier } from "file:///mesh/resources/service/applier.ts";
 
 const system = {
   name: "debian",

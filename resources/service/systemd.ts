@@ -62,8 +62,8 @@ import {
   type Converged,
   type Plan,
   ResourceError,
-} from "../applier.ts";
-import type { Service } from "../../lib/declaration.ts";
+} from "../../host/applier.ts";
+import type { Service } from "./schema.ts";
 import { aliasOnlyReason, readInstallSection } from "../../lib/unit_install.ts";
 import { parseShow, SystemdFormatError } from "../../lib/systemd.ts";
 

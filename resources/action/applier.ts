@@ -31,14 +31,14 @@ import {
   run,
 } from "../../lib/command.ts";
 import { messageOf } from "../../lib/atomic.ts";
-import { type Applier, type ApplyContext, type Plan, ResourceError } from "../applier.ts";
-import type { Action } from "../../lib/declaration.ts";
+import { type Applier, type ApplyContext, type Plan, ResourceError } from "../../host/applier.ts";
+import type { Action } from "./schema.ts";
 import {
   containerRuntime,
   type ContainerState,
   imageMissingOnce,
   inspectContainers,
-} from "./container.ts";
+} from "../container/applier.ts";
 import { pinnedReferences } from "../../lib/registry_manifest.ts";
 
 /** An `action` resource. */

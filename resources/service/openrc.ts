@@ -58,8 +58,8 @@ import {
   type Converged,
   type Plan,
   ResourceError,
-} from "../applier.ts";
-import type { Service } from "../../lib/declaration.ts";
+} from "../../host/applier.ts";
+import type { Service } from "./schema.ts";
 
 /** A `service` resource. */
 export type ServiceResource = z.output<typeof Service>;

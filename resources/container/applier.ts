@@ -50,8 +50,8 @@ import {
   type Plan,
   type RemovalPlan,
   ResourceError,
-} from "../applier.ts";
-import type { Container } from "../../lib/declaration.ts";
+} from "../../host/applier.ts";
+import type { Container } from "./schema.ts";
 import { declarationDigest } from "../../lib/declaration_base.ts";
 
 /** A `container` resource. */
@@ -77,8 +77,8 @@ export const RUNTIME_TIMEOUT_MS = 10 * 60_000;
 
 const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
 
-export { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
-import { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../platform.ts";
+export { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../../host/platform.ts";
+import { containerRuntime, PROBE_TIMEOUT_MS, type Runtime } from "../../host/platform.ts";
 
 /** What the runtime says about one container. */
 export interface ContainerState {

@@ -1,9 +1,8 @@
 /**
- * `directory` and `file`: the same on every system. Content, mode, owner and group are
- * maintained on every apply, not only set at creation. A file is written to a temporary file in
- * the same directory with its mode (and owner) already set, then renamed into place, so no
- * reader sees partial content or a wider mode. A symlink found at a declared path is never
- * followed: the resource fails naming it.
+ * What the `directory` and `file` appliers (./directory/applier.ts, ./file/applier.ts) share: the
+ * same on every system. Content, mode, owner and group are maintained on every apply, not only
+ * set at creation. A symlink found at a declared path is never followed: the resource fails
+ * naming it.
  *
  * A path that exists before this source first applies it is taken over: its original (a file's
  * content, mode, owner and group; a directory's mode, owner and group) is saved in the state
@@ -14,13 +13,13 @@
  * @module
  */
 
-import { basename, dirname, join } from "../../lib/path.ts";
-import { messageOf } from "../../lib/atomic.ts";
-import { readRegularFile } from "../../lib/regular_file.ts";
-import { unifiedDiff } from "../../lib/diff.ts";
-import type { Directory, File } from "../../lib/declaration.ts";
+import { basename, dirname, join } from "../lib/path.ts";
+import { messageOf } from "../lib/atomic.ts";
+import { readRegularFile } from "../lib/regular_file.ts";
+import { unifiedDiff } from "../lib/diff.ts";
+import type { Directory } from "./directory/schema.ts";
+import type { File } from "./file/schema.ts";
 import {
-  type Applier,
   type ApplyContext,
   type Converged,
   type Ids,
@@ -28,83 +27,25 @@ import {
   type Prepared,
   type RemovalPlan,
   ResourceError,
-} from "../applier.ts";
-import type { FootprintEntry, Original } from "../store.ts";
+} from "../host/applier.ts";
+import { observePath, type PathState, TEMP_SUFFIX, tempPathFor } from "../host/path_state.ts";
+import type { FootprintEntry, Original } from "../host/store.ts";
 import type { z } from "zod";
 
 type DirectoryResource = z.output<typeof Directory>;
 type FileResource = z.output<typeof File>;
 
-/** What is at a path now. */
-export type PathState =
-  | { kind: "absent" }
-  | { kind: "symlink"; target: string }
-  | { kind: "other"; what: string }
-  | { kind: "directory"; mode: number; uid: number; gid: number }
-  | { kind: "file"; mode: number; uid: number; gid: number; size: number; content?: Uint8Array };
-
-/**
- * Reads what is at `path` without following a symlink (and its content when `readContent` is
- * given and the size matches: a file of another size differs without reading it).
- *
- * Synchronous underneath: one `lstat` and at most one read of a local file, where an
- * asynchronous call per path only left the thread idle between them (an apply converges one
- * resource after the other and has nothing else to do meanwhile).
- */
-export function observePath(
-  path: string,
-  readContent?: { size: number },
-): Promise<PathState> {
-  try {
-    return Promise.resolve(observePathSync(path, readContent));
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-function observePathSync(path: string, readContent?: { size: number }): PathState {
-  let info: Deno.FileInfo;
-  try {
-    info = Deno.lstatSync(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { kind: "absent" };
-    if (error instanceof Deno.errors.NotADirectory) {
-      return { kind: "other", what: "below something that is not a directory" };
-    }
-    throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
-  }
-  if (info.isSymlink) {
-    let target = "?";
-    try {
-      target = Deno.readLinkSync(path);
-    } catch { /* gone meanwhile */ }
-    return { kind: "symlink", target };
-  }
-  const ids = { mode: (info.mode ?? 0) & 0o7777, uid: info.uid ?? -1, gid: info.gid ?? -1 };
-  if (info.isDirectory) return { kind: "directory", ...ids };
-  if (!info.isFile) return { kind: "other", what: "neither a file nor a directory" };
-  const state: PathState = { kind: "file", ...ids, size: info.size };
-  if (readContent && readContent.size === info.size) {
-    try {
-      state.content = Deno.readFileSync(path);
-    } catch (error) {
-      throw new ResourceError(`Cannot read "${path}": ${messageOf(error)}`, { cause: error });
-    }
-  }
-  return state;
-}
-
 /**
  * `lchown` of Node's `fs/promises`, loaded only when an owner or group is changed: that module
  * brings Node's whole file system layer (~10 MiB and ~30 ms at start-up) to every apply otherwise.
  */
-async function lchown(path: string, uid: number, gid: number): Promise<void> {
+export async function lchown(path: string, uid: number, gid: number): Promise<void> {
   const fs = await import("node:fs/promises");
   await fs.lchown(path, uid, gid);
 }
 
 /** The cache key prefix under which a run remembers the temporary files of a directory. */
-const TEMPS = "fs:temps\0";
+export const TEMPS = "fs:temps\0";
 
 /**
  * Whether a temporary file of this host (see {@linkcode tempPathFor}) may stand beside `path`:
@@ -112,14 +53,14 @@ const TEMPS = "fs:temps\0";
  * trying to remove one beside every file, which almost never exists. Unknown (the directory
  * cannot be listed) counts as yes.
  */
-function mayHaveTemp(path: string, context: ApplyContext): boolean {
+export function mayHaveTemp(path: string, context: ApplyContext): boolean {
   const temps = tempsIn(dirname(path), context);
   // The usual directory holds none: the name is not even built.
   return temps === null || (temps.size > 0 && temps.has(basename(tempPathFor(path))));
 }
 
 /** The temporary files of this host in `dir` when the run first listed it; null: not listable. */
-function tempsIn(dir: string, context: ApplyContext): Set<string> | null {
+export function tempsIn(dir: string, context: ApplyContext): Set<string> | null {
   let temps = context.cache.get(TEMPS + dir) as Set<string> | null | undefined;
   if (temps === undefined) {
     temps = new Set();
@@ -143,7 +84,7 @@ function tempsIn(dir: string, context: ApplyContext): Set<string> | null {
  *
  * @throws {ResourceError} `Owner "name" does not exist on this machine` (or `Group`) otherwise.
  */
-function resolveId(
+export function resolveId(
   kind: "owner" | "group",
   name: string | undefined,
   context: ApplyContext,
@@ -168,7 +109,7 @@ function resolveId(
   );
 }
 
-function refuseNonTarget(path: string, state: PathState, want: "file" | "directory"): void {
+export function refuseNonTarget(path: string, state: PathState, want: "file" | "directory"): void {
   if (state.kind === "symlink") {
     throw new ResourceError(
       `"${path}" is a symlink (to "${state.target}"); a declared path is never followed`,
@@ -180,7 +121,7 @@ function refuseNonTarget(path: string, state: PathState, want: "file" | "directo
   }
 }
 
-function ensureParents(path: string, context: ApplyContext): void {
+export function ensureParents(path: string, context: ApplyContext): void {
   if (context.dryRun) return;
   try {
     Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
@@ -191,7 +132,7 @@ function ensureParents(path: string, context: ApplyContext): void {
   }
 }
 
-async function holdAttributes(
+export async function holdAttributes(
   path: string,
   state: { mode: number; uid: number; gid: number },
   want: { mode: number; uid?: number; gid?: number },
@@ -219,7 +160,7 @@ async function holdAttributes(
  * footprint knows of the resource, and (a dry run only) an owner or group not there yet that an
  * earlier step may create, said in `notes` (one line each).
  */
-function prepare(
+export function prepare(
   resource: DirectoryResource | FileResource,
   state: PathState,
   context: ApplyContext,
@@ -253,133 +194,13 @@ export interface PathPlan {
   attributes: boolean;
 }
 
-type Want = { mode: number; uid?: number; gid?: number };
-
-/** Plans a `directory` resource. */
-export function planDirectory(
-  resource: DirectoryResource,
-  state: PathState,
-  context: ApplyContext,
-): { plan: PathPlan; want: Want } {
-  const { want, known, notes } = prepare(resource, state, context);
-  if (state.kind === "absent") {
-    return {
-      want,
-      plan: {
-        result: {
-          change: "created",
-          created: true,
-          detail: [`new directory, ${attributesOf(want)}`, ...notes].join("\n"),
-        },
-        takeOver: false,
-        create: true,
-        write: false,
-        attributes: true,
-      },
-    };
-  }
-  const dir = state as Extract<PathState, { kind: "directory" }>;
-  // An owner not there yet (a dry run's note) is one to set: the path is not owned by it.
-  const changes = [...attributeChanges(dir, want), ...notes];
-  return {
-    want,
-    plan: {
-      result: {
-        change: changes.length > 0 ? "updated" : "unchanged",
-        created: known?.created ?? false,
-        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
-      },
-      takeOver: known === undefined,
-      create: false,
-      write: false,
-      attributes: changes.length > 0,
-    },
-  };
-}
-
-/** Plans a `file` resource. */
-export async function planFile(
-  resource: FileResource,
-  observed: PathState & { bytes: Uint8Array },
-  context: ApplyContext,
-): Promise<{ plan: PathPlan; want: Want }> {
-  const { bytes, ...state } = observed;
-  const { want, known, notes } = prepare(resource, state, context);
-  if (state.kind === "absent") {
-    return {
-      want,
-      plan: {
-        result: {
-          change: "created",
-          created: true,
-          ...(context.dryRun
-            ? {
-              detail: [
-                `new file, ${bytes.length} bytes, ${attributesOf(want)}`,
-                ...notes,
-                contentDiff(resource.path, new Uint8Array(), bytes, [want.mode]),
-              ].join("\n"),
-            }
-            : {}),
-        },
-        takeOver: false,
-        create: true,
-        write: false,
-        attributes: false,
-      },
-    };
-  }
-  const file = state as Extract<PathState, { kind: "file" }>;
-  const same = file.content !== undefined && equalBytes(file.content, bytes);
-  const changes = [...attributeChanges(file, want), ...notes];
-  const base = { takeOver: known === undefined, create: false };
-  if (!same) {
-    return {
-      want,
-      plan: {
-        ...base,
-        result: {
-          change: "updated",
-          created: known?.created ?? false,
-          ...(context.dryRun
-            ? {
-              detail: [
-                ...changes,
-                contentDiff(
-                  resource.path,
-                  await readForDiff(resource.path, file.size),
-                  bytes,
-                  [file.mode, want.mode],
-                ),
-              ].join("\n"),
-            }
-            : {}),
-        },
-        write: true, // written with its mode and owner already set
-        attributes: false,
-      },
-    };
-  }
-  return {
-    want,
-    plan: {
-      ...base,
-      result: {
-        change: changes.length > 0 ? "updated" : "unchanged",
-        created: known?.created ?? false,
-        ...(changes.length > 0 ? { detail: changes.join("\n") } : {}),
-      },
-      write: false,
-      attributes: changes.length > 0,
-    },
-  };
-}
+export type Want = { mode: number; uid?: number; gid?: number };
 
 /** What a path applier's `act` is given: the plan, its steps, and what it was judged on. */
 export type PathActPlan<S> = PathPlan & Plan & { want: Want; observed: S };
 
 /** The steps of a path plan, in the order `act` takes them. */
-function pathSteps(plan: PathPlan, kind: "file" | "directory"): string[] {
+export function pathSteps(plan: PathPlan, kind: "file" | "directory"): string[] {
   return [
     ...(plan.takeOver ? ["save the original"] : []),
     ...(plan.create ? [`create the ${kind}`] : []),
@@ -388,199 +209,13 @@ function pathSteps(plan: PathPlan, kind: "file" | "directory"): string[] {
   ];
 }
 
-/** The `directory` applier: plan, then (unless a dry run) exactly that plan. */
-export const directoryApplier: Applier<
-  DirectoryResource,
-  PathState,
-  PathActPlan<PathState>,
-  PathRemovalPlan
-> = {
-  observe(resource) {
-    return observePath(resource.path);
-  },
-  plan(resource, state, context) {
-    const { plan, want } = planDirectory(resource, state, context);
-    return Promise.resolve({ ...plan, steps: pathSteps(plan, "directory"), want, observed: state });
-  },
-  async act(resource, plan, context) {
-    const { want, observed: state } = plan;
-    const { detail: _, ...result } = plan.result;
-    let original: Original | undefined;
-    if (plan.takeOver) {
-      original = await takeOver(
-        resource,
-        state as Extract<PathState, { kind: "directory" }>,
-        context,
-      );
-    }
-    if (plan.create) {
-      await context.store.intend({ id: resource.id, type: "directory", subject: resource.path });
-      ensureParents(resource.path, context);
-      try {
-        Deno.mkdirSync(resource.path, { mode: want.mode & 0o777 });
-      } catch (error) {
-        throw new ResourceError(
-          `Cannot create directory "${resource.path}": ${messageOf(error)}`,
-          { cause: error },
-        );
-      }
-      await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, want, context);
-    } else if (plan.attributes) {
-      await holdAttributes(
-        resource.path,
-        state as Extract<PathState, { kind: "directory" }>,
-        want,
-        context,
-      );
-    }
-    return { ...result, ...(original ? { original } : {}) };
-  },
-  prepare(resource, plan, context) {
-    if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create) {
-      return deferred(() => this.act(resource, plan, context), !plan.attributes);
-    }
-    // Journaled now, durable with the rest of its group; made (in order) only after.
-    context.store.journal({ id: resource.id, type: "directory", subject: resource.path });
-    const { detail: _, ...result } = plan.result;
-    return {
-      ready: () => context.store.durable(),
-      async commit() {
-        ensureParents(resource.path, context);
-        try {
-          Deno.mkdirSync(resource.path, { mode: plan.want.mode & 0o777 });
-        } catch (error) {
-          throw new ResourceError(
-            `Cannot create directory "${resource.path}": ${messageOf(error)}`,
-            { cause: error },
-          );
-        }
-        await holdAttributes(resource.path, { mode: -1, uid: -1, gid: -1 }, plan.want, context);
-        return result;
-      },
-      discard() {},
-    };
-  },
-  planRemoval: (entry, context) => planPathRemoval(entry, "directory", context),
-  remove: (entry, plan, context) => removePath(entry, plan, context),
-};
-
 /**
  * A plan with nothing durable to prepare: all of it happens at its turn; `inert` when that is
  * nothing at all (see {@linkcode Prepared.inert}).
  */
-function deferred(act: () => Promise<Converged>, inert: boolean): Prepared {
+export function deferred(act: () => Promise<Converged>, inert: boolean): Prepared {
   return { ready: () => Promise.resolve(), commit: act, discard() {}, inert };
 }
-
-/** The `file` applier: plan, then (unless a dry run) exactly that plan. */
-export const fileApplier: Applier<
-  FileResource,
-  PathState & { bytes: Uint8Array },
-  PathActPlan<PathState & { bytes: Uint8Array }>,
-  PathRemovalPlan
-> = {
-  async observe(resource) {
-    const bytes = ENCODER.encode(resource.content);
-    return { ...(await observePath(resource.path, { size: bytes.length })), bytes };
-  },
-  async plan(resource, observed, context) {
-    const { plan, want } = await planFile(resource, observed, context);
-    // Bookkeeping, not an effect: a later service resource reloads its manager for this file,
-    // in a dry run too.
-    if (plan.create || plan.write) context.written.add(resource.path);
-    return { ...plan, steps: pathSteps(plan, "file"), want, observed };
-  },
-  async act(resource, plan, context) {
-    const { want, observed } = plan;
-    const { detail: _, ...result } = plan.result;
-    const { bytes, ...state } = observed;
-    const file = state as Extract<PathState, { kind: "file" }>;
-    let original: Original | undefined;
-    if (plan.takeOver) original = await takeOver(resource, file, context);
-    if (plan.create) {
-      // Journaled before the file appears under its name (the rename), not before its temporary
-      // file is written: the journal's sync and the file's run together.
-      const journaled = context.store.intend({
-        id: resource.id,
-        type: "file",
-        subject: resource.path,
-      });
-      journaled.catch(() => {}); // awaited below; a rejection is never left unhandled meanwhile
-      try {
-        ensureParents(resource.path, context);
-      } catch (error) {
-        await journaled.catch(() => {});
-        throw error;
-      }
-      await writeReplacing(resource.path, bytes, want, {
-        temp: mayHaveTemp(resource.path, context),
-        before: journaled,
-      });
-    } else if (plan.write) {
-      await writeReplacing(resource.path, bytes, want, {
-        previous: file,
-        temp: mayHaveTemp(resource.path, context),
-      });
-    } else {
-      // A write killed before its rename leaves the host's temporary file: consume it.
-      if (mayHaveTemp(resource.path, context)) removeQuietly(tempPathFor(resource.path));
-      if (plan.attributes) await holdAttributes(resource.path, file, want, context);
-    }
-    return { ...result, ...(original ? { original } : {}) };
-  },
-  prepare(resource, plan, context) {
-    if (context.dryRun || plan.takeOver) return undefined;
-    if (!plan.create && !plan.write) {
-      // Its act consumes a temporary file left beside it, or sets mode or owner: anything else
-      // changes nothing.
-      const inert = !plan.attributes && !mayHaveTemp(resource.path, context);
-      return deferred(() => this.act(resource, plan, context), inert);
-    }
-    // Its directory must be there: making it now would be visible before its turn.
-    const dir = dirname(resource.path);
-    const temps = tempsIn(dir, context);
-    if (temps === null) {
-      context.cache.delete(TEMPS + dir); // listed again once an earlier resource made it
-      return undefined;
-    }
-    const { want, observed } = plan;
-    const { detail: _, ...result } = plan.result;
-    const { bytes, ...state } = observed;
-    // Journaled before its temporary file is made (a kill leaves no temporary file the journal
-    // does not name), durable with the rest of its group before the rename.
-    if (plan.create) {
-      context.store.journal({ id: resource.id, type: "file", subject: resource.path });
-    }
-    const { temp, synced } = beginTemp(resource.path, bytes, want, {
-      ...(plan.create ? {} : { previous: state as Extract<PathState, { kind: "file" }> }),
-      temp: temps.size > 0 && temps.has(basename(tempPathFor(resource.path))),
-    });
-    synced.catch(() => {}); // awaited by ready; a rejection is never left unhandled meanwhile
-    return {
-      async ready() {
-        const [written, journaled] = await Promise.allSettled([
-          synced,
-          plan.create ? context.store.durable() : undefined,
-        ]);
-        if (written.status === "rejected") throw written.reason;
-        if (journaled.status === "rejected") {
-          removeQuietly(temp);
-          throw journaled.reason;
-        }
-      },
-      commit() {
-        renameInto(temp, resource.path);
-        return Promise.resolve(result);
-      },
-      discard() {
-        removeQuietly(temp);
-      },
-    };
-  },
-  planRemoval: (entry, context) => planPathRemoval(entry, "file", context),
-  remove: (entry, plan, context) => removePath(entry, plan, context),
-};
 
 /**
  * Saves what `resource.path` is before this source first changes it, and journals the takeover,
@@ -589,7 +224,7 @@ export const fileApplier: Applier<
  * @throws {ResourceError} "Cannot take over ..." when the original cannot be read or saved:
  *   nothing has been changed then.
  */
-async function takeOver(
+export async function takeOver(
   resource: DirectoryResource | FileResource,
   state: Extract<PathState, { kind: "file" | "directory" }>,
   context: ApplyContext,
@@ -627,7 +262,11 @@ async function takeOver(
  *
  * @throws {ResourceError} when it cannot be written.
  */
-async function restore(path: string, original: Original, context: ApplyContext): Promise<void> {
+async function restore(
+  path: string,
+  original: Original,
+  context: ApplyContext,
+): Promise<void> {
   const want = { mode: original.mode, uid: original.uid, gid: original.gid };
   if (original.kind === "file") {
     const bytes = await context.store.readOriginal(original.copy);
@@ -659,7 +298,7 @@ interface TempOptions {
  * With `options.before` (the creation's journal entry being synced), the rename waits for it;
  * when it fails nothing is renamed and its error is thrown.
  */
-async function writeReplacing(
+export async function writeReplacing(
   path: string,
   bytes: Uint8Array,
   want: { mode: number; uid?: number; gid?: number },
@@ -691,7 +330,7 @@ async function writeReplacing(
  * @throws {ResourceError} "Cannot write ..." (thrown, or `synced` rejects) when it cannot; the
  *   temporary file is removed then.
  */
-function beginTemp(
+export function beginTemp(
   path: string,
   bytes: Uint8Array,
   want: { mode: number; uid?: number; gid?: number },
@@ -753,7 +392,7 @@ function beginTemp(
  *
  * @throws {ResourceError} "Cannot write ..." when it cannot; the temporary file is removed then.
  */
-function renameInto(temp: string, path: string): void {
+export function renameInto(temp: string, path: string): void {
   try {
     Deno.renameSync(temp, path);
   } catch (error) {
@@ -762,21 +401,11 @@ function renameInto(temp: string, path: string): void {
   }
 }
 
-function removeQuietly(path: string): void {
+export function removeQuietly(path: string): void {
   try {
     Deno.removeSync(path);
   } catch { /* gone, or never made */ }
 }
-
-/**
- * The temporary file a write of `path` uses: `.<name>.mesh-tmp` in the same directory (the same
- * filesystem, so the rename is atomic).
- */
-export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}${TEMP_SUFFIX}`);
-}
-
-const TEMP_SUFFIX = ".mesh-tmp";
 
 /**
  * The cache key under which an apply remembers the paths its removals plan to remove, so that a
@@ -801,7 +430,7 @@ export interface PathRemovalPlan extends RemovalPlan {
  *
  * @throws {ResourceError} when a taken-over path is now something else than its original.
  */
-async function planPathRemoval(
+export async function planPathRemoval(
   entry: FootprintEntry,
   kind: "file" | "directory",
   context: ApplyContext,
@@ -849,7 +478,7 @@ async function planPathRemoval(
  * @returns the change made: `forgotten` when a directory to remove holds something now.
  * @throws {ResourceError} when the path cannot be removed or restored.
  */
-async function removePath(
+export async function removePath(
   entry: FootprintEntry,
   plan: PathRemovalPlan,
   context: ApplyContext,
@@ -881,7 +510,7 @@ const MAX_DIFF_CHARS = 8192;
 const octal = (mode: number) => mode.toString(8).padStart(4, "0");
 
 /** `mode 0644, owner 0, group 0` for what is declared (owner and group when declared). */
-function attributesOf(want: { mode: number; uid?: number; gid?: number }): string {
+export function attributesOf(want: { mode: number; uid?: number; gid?: number }): string {
   return [
     `mode ${octal(want.mode)}`,
     ...(want.uid !== undefined ? [`owner ${want.uid}`] : []),
@@ -890,7 +519,7 @@ function attributesOf(want: { mode: number; uid?: number; gid?: number }): strin
 }
 
 /** `mode 0666 -> 0644`, `owner 0 -> 65534`, `group ...`: what a dry run would change. */
-function attributeChanges(
+export function attributeChanges(
   state: { mode: number; uid: number; gid: number },
   want: { mode: number; uid?: number; gid?: number },
 ): string[] {
@@ -906,7 +535,7 @@ function attributeChanges(
 }
 
 /** The current content of `path` for a diff (read-only), or undefined when too large. */
-async function readForDiff(path: string, size: number): Promise<Uint8Array | undefined> {
+export async function readForDiff(path: string, size: number): Promise<Uint8Array | undefined> {
   if (size > MAX_DIFF_BYTES) return undefined;
   try {
     return await readRegularFile(path, { maxBytes: MAX_DIFF_BYTES });
@@ -920,7 +549,7 @@ async function readForDiff(path: string, size: number): Promise<Uint8Array | und
  * after) gives group and others nothing (0600 or stricter: it may hold a secret), nor for one
  * too large, nor for bytes that are not text.
  */
-function contentDiff(
+export function contentDiff(
   path: string,
   before: Uint8Array | undefined,
   after: Uint8Array,
@@ -948,8 +577,6 @@ function contentDiff(
     maxChars: MAX_DIFF_CHARS,
   });
 }
-
-const ENCODER = new TextEncoder();
 
 /**
  * Whether `a` and `b` hold the same bytes: compared four at a time where both are aligned to four

@@ -10,20 +10,20 @@
  * @module
  */
 
-import { type Applier, ResourceError } from "../applier.ts";
-import type { ServiceResource, SystemdPlan, UnitState } from "./service_systemd.ts";
-import type { OpenrcObserved, OpenrcPlan } from "./service_openrc.ts";
+import { type Applier, ResourceError } from "../../host/applier.ts";
+import type { ServiceResource, SystemdPlan, UnitState } from "./systemd.ts";
+import type { OpenrcObserved, OpenrcPlan } from "./openrc.ts";
 
-export type { ServiceResource } from "./service_systemd.ts";
+export type { ServiceResource } from "./systemd.ts";
 
 export {
   detectServiceManager,
   type ManagerDetection,
   type ServiceManager,
   serviceManager,
-} from "../platform.ts";
-import { serviceManager } from "../platform.ts";
-import type { ServiceManager } from "../platform.ts";
+} from "../../host/platform.ts";
+import { serviceManager } from "../../host/platform.ts";
+import type { ServiceManager } from "../../host/platform.ts";
 
 /** What the delegate observed, and which delegate it was. */
 export type ServiceObserved =
@@ -38,12 +38,12 @@ async function managerOrFail(): Promise<ServiceManager> {
 
 /** The systemd applier, loaded when systemd runs this machine. */
 async function systemd() {
-  return (await import("./service_systemd.ts")).systemdServiceApplier;
+  return (await import("./systemd.ts")).systemdServiceApplier;
 }
 
 /** The OpenRC applier, loaded when OpenRC runs this machine. */
 async function openrc() {
-  return (await import("./service_openrc.ts")).openrcServiceApplier;
+  return (await import("./openrc.ts")).openrcServiceApplier;
 }
 
 /** What the delegate planned, and which delegate it was. */
