@@ -37,6 +37,7 @@ import {
   type SourceOrigin,
   Store,
 } from "./store.ts";
+import { isPathType, type Subject, SUBJECTS } from "../resources/subjects.ts";
 import type { System } from "./system.ts";
 import { observePath, tempPathFor } from "./path_state.ts";
 
@@ -195,33 +196,14 @@ export async function applyDeclaration(
 }
 
 /**
- * What a resource is about, in the space where two sources can collide (no actions): a path by
- * its real location ({@linkcode realLocation}), so that one file reached by two paths is one.
+ * What a resource is about, in the space where two sources can collide (resources/subjects.ts; no
+ * actions): a path by its real location ({@linkcode realLocation}), so that one file reached by
+ * two paths is one.
  */
-function spaceKey(type: string, subject: string, locations: Locations): string | undefined {
-  switch (type) {
-    case "file":
-    case "directory":
-      return `path\0${realLocation(subject, locations)}`;
-    case "service":
-      return `unit\0${subject}`;
-    case "package":
-      return `package\0${subject}`;
-    case "container":
-      return `container\0${subject}`;
-    default:
-      return undefined; // an action's subject is its id, which is its source's own
-  }
-}
-
-function whatOf(type: string): string {
-  return type === "file" || type === "directory"
-    ? "path"
-    : type === "service"
-    ? "unit"
-    : type === "container"
-    ? "container name"
-    : type;
+function spaceKey(type: ResourceType, subject: string, locations: Locations): string | undefined {
+  const { space }: Subject = SUBJECTS[type];
+  if (space === undefined) return undefined; // an action's subject is its id, its source's own
+  return `${space}\0${space === "path" ? realLocation(subject, locations) : subject}`;
 }
 
 /**
@@ -284,7 +266,7 @@ export async function applySources(
       // Only a path can be checked here. A package or a container is never taken to exist from
       // a journaled intent alone (a failed install is not an install); their appliers know
       // their own: packages are never removed, and containers are removed by their label.
-      return intent.type === "file" || intent.type === "directory"
+      return isPathType(intent.type)
         ? (await observePath(intent.subject)).kind !== "absent"
         : false;
     },
@@ -386,15 +368,15 @@ function refusedBeforeReading(
     if (why !== undefined) refused.push({ id: r.id, message: why });
     // The state directory itself may be declared (its mode held, as the Debian bundle does);
     // nothing inside it, which only the host writes.
-    const path = r.type === "file" || r.type === "directory";
-    const inside = path &&
-      (r.path.startsWith(`${own}/`) || (r.path === own && r.type === "file"));
+    const path = isPathType(r.type) ? subjectOf(r) : undefined;
+    const inside = path !== undefined &&
+      (path.startsWith(`${own}/`) || (path === own && r.type === "file"));
     // Or reached another way (a symlinked or bind-mounted directory), by real location.
-    const alias = path && !inside && isInside(r.path, own, locations);
+    const alias = path !== undefined && !inside && isInside(path, own, locations);
     if (inside || alias) {
       refused.push({
         id: r.id,
-        message: `"${r.path}" is inside this host's state directory "${own}"${
+        message: `"${path}" is inside this host's state directory "${own}"${
           alias ? " (reached through another path)" : ""
         }, which only the host writes`,
       });
@@ -503,7 +485,8 @@ async function planRun(
         } else {
           conflicts.push({
             id: r.id,
-            message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+            message:
+              `Cannot apply ${SUBJECTS[r.type].what} "${subject}" in source "${input.name}": ` +
               `source "${holder.source}" holds it (its resource "${holder.id}"${
                 alias(subject, holder.subject)
               }); the whole source "${input.name}" is refused`,
@@ -512,7 +495,8 @@ async function planRun(
       } else if (first !== undefined && first.source !== input.name) {
         conflicts.push({
           id: r.id,
-          message: `Cannot apply ${whatOf(r.type)} "${subject}" in source "${input.name}": ` +
+          message:
+            `Cannot apply ${SUBJECTS[r.type].what} "${subject}" in source "${input.name}": ` +
             `source "${first.source}" declares it too${
               first.subject === subject ? "" : ` (as "${first.subject}": one path reached by two)`
             } and was applied first in this run; the whole source "${input.name}" is refused`,
@@ -634,7 +618,7 @@ function planRemovals(
   const ordered: FootprintEntry[] = [];
   for (const e of leaving) {
     const i = ordered.findIndex((o) =>
-      o.type === "directory" && (e.type === "file" || e.type === "directory") &&
+      o.type === "directory" && isPathType(e.type) &&
       e.subject.startsWith(`${o.subject}/`)
     );
     if (i === -1) ordered.push(e);
@@ -644,7 +628,6 @@ function planRemovals(
   // may have changed it): read again for this source's removals, each path once.
   const now: Locations = new Map();
   const leavingNow = new Set(ordered);
-  const isPath = (type: string) => type === "file" || type === "directory";
   /** The declared paths by real location, in declaration order. */
   let declaredAt: Map<string, Resource[]> | undefined;
   /** The declared resources a record leaving is renamed to, by key. */
@@ -659,11 +642,11 @@ function planRemovals(
     // another path to it (a symlinked parent directory). It keeps its entry (and whether this
     // host created it, and its original) instead of being removed and made again, which a
     // directory holding declared files could not even be.
-    const here = isPath(entry.type) ? realLocation(entry.subject, now) : undefined;
+    const here = isPathType(entry.type) ? realLocation(entry.subject, now) : undefined;
     if (here !== undefined && declaredAt === undefined) {
       declaredAt = new Map();
       for (const r of declaration.resources) {
-        if (!isPath(r.type)) continue;
+        if (!isPathType(r.type)) continue;
         const at = realLocation(subjectOf(r), now);
         declaredAt.set(at, [...declaredAt.get(at) ?? [], r]);
       }
@@ -686,7 +669,7 @@ function planRemovals(
     if (here !== undefined && held === undefined) {
       held = new Set();
       for (const e of store.entries()) {
-        if (leavingNow.has(e) || run.plan.dropped.has(e) || !isPath(e.type)) continue;
+        if (leavingNow.has(e) || run.plan.dropped.has(e) || !isPathType(e.type)) continue;
         held.add(realLocation(e.subject, now));
       }
     }
@@ -902,8 +885,7 @@ async function actResources(
       // group is not visible yet: it observes its own path alone. Anything else (a service
       // reading its unit file, an action) sees the group done.
       const subject = subjectOf(resource);
-      const path = (resource.type === "file" || resource.type === "directory") &&
-        applier.prepare !== undefined;
+      const path = isPathType(resource.type) && applier.prepare !== undefined;
       // While no member changes anything (a no-op's groups), every path is clear: none is
       // resolved.
       const real = path && subjects.size > 0 ? resolvedPath(subject, realParents) : undefined;
@@ -979,7 +961,8 @@ export async function recordKnownGood(stateDir: string, version: string): Promis
 
 /** Whether a resource of `type` can create accounts or groups (an action, a package). */
 function changesAccounts(type: ResourceType): boolean {
-  return type === "action" || type === "package";
+  const subject: Subject = SUBJECTS[type];
+  return subject.changesAccounts === true;
 }
 
 /**

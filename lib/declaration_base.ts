@@ -18,6 +18,7 @@
  * @module
  */
 
+import { subjectOfType, SUBJECTS } from "../resources/subjects.ts";
 import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
 import { duplicateKeyMessage, duplicateKeys } from "./json_keys.ts";
@@ -186,21 +187,12 @@ export interface Declaration {
   resources: Resource[];
 }
 
-/** What a resource is about on the machine: a path, a unit, a package, a container, or the action's id. */
+/**
+ * What a resource is about on the machine: a path, a unit, a package, a container, or the
+ * action's id (the field resources/subjects.ts names for its type).
+ */
 export function subjectOf(resource: Resource): string {
-  switch (resource.type) {
-    case "directory":
-    case "file":
-      return resource.path;
-    case "service":
-      return resource.unit;
-    case "package":
-      return resource.package;
-    case "container":
-      return resource.name;
-    case "action":
-      return resource.id;
-  }
+  return String(Reflect.get(resource, SUBJECTS[resource.type].field));
 }
 
 /**
@@ -331,23 +323,12 @@ export function crossResourceProblems(data: unknown, options: ParseOptions): Dec
 function rawSubject(
   r: Record<string, unknown>,
 ): { key: string; field: string; what: string; value: string } | undefined {
-  const pick = (field: string, what: string, space: string) =>
-    typeof r[field] === "string"
-      ? { key: `${space}\0${r[field]}`, field, what, value: r[field] as string }
-      : undefined;
-  switch (r.type) {
-    case "directory":
-    case "file":
-      return pick("path", "path", "path");
-    case "service":
-      return pick("unit", "unit", "unit");
-    case "package":
-      return pick("package", "package", "package");
-    case "container":
-      return pick("name", "container name", "container");
-    default:
-      return undefined;
-  }
+  const subject = subjectOfType(r.type);
+  if (subject?.space === undefined) return undefined; // an action's id: checked as an id
+  const value = r[subject.field];
+  return typeof value === "string"
+    ? { key: `${subject.space}\0${value}`, field: subject.field, what: subject.what, value }
+    : undefined;
 }
 
 /**

@@ -218,9 +218,13 @@ export function layerOf(file: string): Layer | undefined {
   return Object.hasOwn(MAY_IMPORT, top) ? top : undefined;
 }
 
-/** Whether `file` is the list of the resource schemas or one resource type's schema. */
+/**
+ * Whether `file` is the list of the resource schemas, the table of their subjects, or one
+ * resource type's schema.
+ */
 export function isSchemaFile(file: string): boolean {
-  return file === "resources/schemas.ts" || /^resources\/[^/]+\/schema\.ts$/.test(file);
+  return file === "resources/schemas.ts" || file === "resources/subjects.ts" ||
+    /^resources\/[^/]+\/schema\.ts$/.test(file);
 }
 
 /**

@@ -10,6 +10,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { RESOURCE_TYPES } from "../../lib/declaration.ts";
+import { SUBJECTS } from "../../resources/subjects.ts";
 import { RESOURCE_SCHEMAS } from "../../resources/schemas.ts";
 import { GENERIC_APPLIERS } from "../../resources/appliers.ts";
 import { alpine } from "../../systems/alpine/mod.ts";
@@ -36,6 +37,15 @@ function isFile(path: string): boolean {
 
 Deno.test("resources: every folder of resources/ is a type of resources/schemas.ts, and every type has its folder", () => {
   assertEquals(folders(), [...RESOURCE_TYPES].sort());
+});
+
+Deno.test("resources: resources/subjects.ts names one subject for every type, each a field of the type's schema", () => {
+  assertEquals(Object.keys(SUBJECTS).sort(), [...RESOURCE_TYPES].sort());
+  for (const schema of RESOURCE_SCHEMAS) {
+    const type = schema.shape.type.value;
+    const field = SUBJECTS[type].field;
+    assert(Object.hasOwn(schema.shape, field), `${type}: its subject field "${field}"`);
+  }
 });
 
 Deno.test("resources: each type's schema is its folder's schema.ts, the one resources/schemas.ts lists", async () => {
