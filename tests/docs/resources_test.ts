@@ -11,6 +11,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { RESOURCE_TYPES } from "../../lib/declaration.ts";
 import { SUBJECTS } from "../../resources/subjects.ts";
+import { moduleInfo } from "../support/module_graph.ts";
 import { RESOURCE_SCHEMAS } from "../../resources/schemas.ts";
 import { GENERIC_APPLIERS } from "../../resources/appliers.ts";
 import { alpine } from "../../systems/alpine/mod.ts";
@@ -63,16 +64,7 @@ Deno.test("resources: each type's schema is its folder's schema.ts, the one reso
 Deno.test("resources: resources/appliers.ts lists each folder's applier.ts, from that folder", async () => {
   const withApplier = folders().filter((type) => isFile(`resources/${type}/applier.ts`));
   assertEquals(Object.keys(GENERIC_APPLIERS).sort(), withApplier, "the table and the folders");
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "resources/appliers.ts"],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert(out.success, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: { specifier: string; dependencies?: { specifier: string }[] }[];
-  };
+  const info = await moduleInfo("resources/appliers.ts");
   const table = info.modules.find((m) => m.specifier.endsWith("/resources/appliers.ts"));
   const imported = (table?.dependencies ?? []).map((d) => d.specifier)
     .filter((s) => /^\.\/[^/]+\/applier\.ts$/.test(s)).map((s) => s.split("/")[1]!).sort();
