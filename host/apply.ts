@@ -710,13 +710,14 @@ async function applyOne(
   const dryRun = context.dryRun;
   const changes: ResourceChange[] = [];
   const problems: ApplyProblem[] = [];
+  // The keys in the order the result has always been printed in (the link's line, --json).
   const end = (outcome: "applied" | "failed", applied: number): ApplyResult => ({
-    source,
     outcome,
     applied,
     total: declaration.resources.length,
     changes,
     problems,
+    source,
     declaration: input.digest,
     ...(dryRun ? { dryRun: true } : {}),
   });

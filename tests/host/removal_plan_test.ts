@@ -72,6 +72,9 @@ Deno.test("a dry run says of every removal what the apply then does, and changes
 
     const real = await apply(state, []);
     assertEquals([real.outcome, changes(real)], ["applied", expected]);
+    // The result's keys in the order it has always been printed in (the link's line, --json).
+    const keys = ["outcome", "applied", "total", "changes", "problems", "source", "declaration"];
+    assertEquals([Object.keys(dry), Object.keys(real)], [[...keys, "dryRun"], keys]);
     assertEquals(await Deno.readTextFile(`${root}/taken`), "before\n");
     assertEquals(
       await Promise.all(
