@@ -14,6 +14,10 @@
  * - its result file truncated, then larger than the limit: `unreadable` with the path and the
  *   reason on the board, and the link goes on applying and reporting.
  *
+ * @tier whole (two hosts' links and mesh-reconcile under mesh-every in network namespaces, and
+ * the control plane, end to end: 19 s of CPU in test:fast; the drift rules are held there by
+ * drift_judge_test, drift_board_test and host/drift_summary_test)
+ *
  * @module
  */
 

@@ -11,6 +11,9 @@
  * - Removing a node whose link is running: the link is disconnected and says so, and is refused
  *   from then on; nothing it sends is recorded.
  *
+ * @tier whole (links, the broker and the control plane end to end, waiting out report intervals:
+ * 41 s and 20 s of CPU in test:fast; the verdicts are held there by board_test and silence_test)
+ *
  * @module
  */
 

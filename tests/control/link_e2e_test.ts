@@ -2,6 +2,9 @@
  * The control plane and the link end to end, against the real PostgreSQL and RabbitMQ, with host
  * processes (`deno run systems/debian/main.ts link`) under temporary roots on this Debian machine: real
  * apt for the package that does not exist.
+ *
+ * @tier whole (host links, the control plane and the broker end to end, 35 s; and one test stops
+ * the machine's RabbitMQ application, which would fail the broker tests test:fast runs beside it)
  */
 
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";

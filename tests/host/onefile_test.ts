@@ -2,6 +2,9 @@
  * The one-file host (scripts/onefile.ts), run as a process on this VM: argv, exit codes and
  * signals are the program's own; it unpacks once into a content-addressed cache and verifies
  * what it unpacked; it refuses, naming why, when it cannot unpack.
+ *
+ * @tier whole (compiles the one-file host, 26 s of CPU in test:fast, for what only a build
+ * changes; tests/host/onefile_cache_test.ts keeps the cache's rules in the fast tier)
  */
 
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";

@@ -4,6 +4,9 @@
  * before the test (so the machine's own daemons are declared) and adds the test's fixtures.
  * Every run passes `--boot none`: this VM is not booted with systemd, so what a reboot would
  * produce cannot be read here (without it, every run exits 2; boot_test.ts covers both).
+ *
+ * @tier alone (a clean run here is the whole machine as the registry adopted it: a port or
+ * container another test opens meanwhile is rogue, so test:fast runs it with nothing beside it)
  */
 
 import { parse, stringify } from "yaml";

@@ -4,6 +4,9 @@
  * mesh-reconcile's stamp and watch units run it as a dynamic user, which cannot write the runtime
  * cache: their `ExecStartPre=+... --version` (as root) unpacks it, and the unprivileged run then
  * reads it.
+ *
+ * @tier whole (compiles mesh-reconcile, mesh-control and mesh-builder, 22 s of CPU in test:fast,
+ * for what only a build changes)
  */
 
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
