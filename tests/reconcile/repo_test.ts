@@ -3,6 +3,9 @@
  * origin, a clone where commits are made and pushed, and the checkout "on the box"), with real
  * commits dated by GIT_COMMITTER_DATE and a different GIT_AUTHOR_DATE, real files with real
  * owners and modes, and the real CLI.
+ *
+ * @tier alone (its clean run adopts the whole machine with `init`: a port another test opens or
+ * closes meanwhile is drift, so test:fast runs it with nothing beside it)
  */
 
 import { parse } from "yaml";
