@@ -6,8 +6,8 @@
  * header reads `uname -m` and would refuse; on an aarch64 machine it runs as the x86_64 one does
  * here (tests/lab/noglibc_test.ts, tests/host/onefile_test.ts).
  *
- * @tier whole (builds two aarch64 one-file hosts and starts their runtime under qemu: 86 s of
- * test:fast's 17 minutes, for what only a cross-architecture build changes)
+ * @tier whole (builds two aarch64 one-file hosts and starts their runtime under qemu: about 86 s,
+ * for what only a cross-architecture build changes)
  */
 
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";

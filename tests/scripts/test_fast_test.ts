@@ -33,8 +33,8 @@ Deno.test("test:fast leaves out the lab, Chromium and cluster tests by their imp
   // By its marker, whose reason may run over several comment lines.
   assertEquals(
     whole.get("tests/host/onefile_arch_test.ts"),
-    "builds two aarch64 one-file hosts and starts their runtime under qemu: 86 s of " +
-      "test:fast's 17 minutes, for what only a cross-architecture build changes",
+    "builds two aarch64 one-file hosts and starts their runtime under qemu: about 86 s, " +
+      "for what only a cross-architecture build changes",
   );
   // End to end, and it stops the machine's broker under the tests run beside it.
   assertMatch(whole.get("tests/control/link_e2e_test.ts") ?? "", /stops the machine's RabbitMQ/);
