@@ -59,6 +59,11 @@ export interface BrokerEndpoints {
 export interface BrokerOptions {
   /** Time limit of each AMQP connect and each HTTP request, in ms ({@linkcode DEFAULT_TIMEOUT_MS}). */
   timeoutMs?: number;
+  /**
+   * How long closing an account's connections asks the management API again until it lists
+   * none, in ms (10,000 when not given): the API's list trails the broker by a moment.
+   */
+  settleMs?: number;
 }
 
 /** A node's broker account, as {@linkcode createNodeAccount} made it. */
@@ -610,7 +615,10 @@ async function requireAccountShape(
   }
 }
 
-/** How long {@linkcode closeUserConnections} waits for the API to stop listing closed ones, in ms. */
+/**
+ * How long {@linkcode closeUserConnections} waits for the API to stop listing closed ones, in ms,
+ * unless {@linkcode BrokerOptions.settleMs} says otherwise.
+ */
 const CLOSE_SETTLE_MS = 10_000;
 
 /** The names of the connections the management API lists for `user`. */
@@ -645,13 +653,13 @@ async function userConnections(
  * A close the API answers with a server error (5xx) is not final: RabbitMQ answers 500 when the
  * connection's process ends while the API is asking it to close (seen in CI: a deleted user's
  * connection, which the broker closes itself, "user ... is deleted"). The list is asked again, and
- * a connection still listed is closed again, until {@linkcode CLOSE_SETTLE_MS}.
+ * a connection still listed is closed again, until `settleMs` ({@linkcode CLOSE_SETTLE_MS}).
  *
  * @returns the names of the connections asked to close here (each one gone when this returns,
  *   whether this close or the broker's own ended it).
  * @throws {BrokerError} when the API cannot be reached, refuses the credential or answers a close
  *   with anything but 204, 404 or a server error, or connections are still listed after
- *   {@linkcode CLOSE_SETTLE_MS} (the message then names the last server error, if any).
+ *   `settleMs` (the message then names the last server error, if any).
  */
 async function closeUserConnections(
   api: ApiTarget,
@@ -659,7 +667,7 @@ async function closeUserConnections(
   how: { action: string; options: BrokerOptions; reason: string },
 ): Promise<string[]> {
   const closed = new Set<string>();
-  const deadline = Date.now() + CLOSE_SETTLE_MS;
+  const deadline = Date.now() + (how.options.settleMs ?? CLOSE_SETTLE_MS);
   let serverError: BrokerError | undefined;
   for (;;) {
     const open = await userConnections(api, user, how);

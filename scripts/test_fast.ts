@@ -10,9 +10,9 @@
  * repeats its work many times (fuzz inputs, kill points, mutations) takes a smaller count then
  * (tests/support/tier.ts).
  *
- * The files are run by one `deno test` process per core (`--shards N` says otherwise), split by
- * the seconds each took in the last whole run here ({@linkcode DURATIONS_FILE}), or by size for a
- * file with none; each process's lines are said prefixed with its number (`[1] `), and the run
+ * The files are run by one `deno test` process per core and one more (`--shards N` says
+ * otherwise), split by the seconds each took in the last whole run here
+ * ({@linkcode DURATIONS_FILE}), or by size for a file with none; each process's lines are said prefixed with its number (`[1] `), and the run
  * closes with their counts added up. Separate processes, not `deno test --parallel`: a test's
  * environment variables and working directory are its process's own. What files share across
  * processes is made unique per test (databases, broker vhosts, node names, temporary
@@ -376,10 +376,14 @@ export function closingLine(outcome: ShardsOutcome, seconds: number): string {
     (silent > 0 ? `; ${silent} ended without a summary (see its output above)` : "");
 }
 
-/** `--shards N` (or `--shards=N`) taken out of `args`; the default is this machine's cores. */
+/**
+ * `--shards N` (or `--shards=N`) taken out of `args`; the default is one more than this machine's
+ * cores: the tests wait on the broker, PostgreSQL and their children for about a third of the
+ * run, so a third process fills 2 cores (measured in docs/testing.md).
+ */
 export function shardOption(args: string[]): { n: number; rest: string[] } {
   const rest: string[] = [];
-  let n = navigator.hardwareConcurrency || 1;
+  let n = (navigator.hardwareConcurrency || 1) + 1;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const value = a === "--shards" ? args[++i] : a.startsWith("--shards=") ? a.slice(9) : undefined;

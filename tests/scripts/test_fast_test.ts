@@ -96,7 +96,7 @@ Deno.test("test:fast reads deno test's closing line, coloured or not, and --shar
   assertEquals(tally("a test named ok | 7 passed ... ok (1ms)"), undefined);
   assertEquals(shardOption(["--filter", "x", "--shards", "3"]), { n: 3, rest: ["--filter", "x"] });
   assertEquals(shardOption(["--shards=1", "--fail-fast"]), { n: 1, rest: ["--fail-fast"] });
-  assertEquals(shardOption([]).n, navigator.hardwareConcurrency || 1);
+  assertEquals(shardOption([]).n, (navigator.hardwareConcurrency || 1) + 1);
   assertMatch(
     assertThrows(() => shardOption(["--shards", "0"]), Error).message,
     /^Reading --shards failed/,
