@@ -16,6 +16,7 @@ import {
   shardOption,
   tally,
 } from "../../scripts/test_fast.ts";
+import { FREE_PORTS, freePort } from "../support/mod.ts";
 
 Deno.test("test:fast leaves out the lab, Chromium and cluster tests by their imports, and keeps the rest", async () => {
   const { fast, whole, alone } = await fastTier();
@@ -165,5 +166,28 @@ Deno.test("test:fast runs its processes side by side, then the alone files, says
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("freePort draws below the ephemeral range, so no process's connect takes it, and skips a port in use", () => {
+  const [low, high] = Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").trim()
+    .split(/\s+/).map(Number);
+  for (let i = 0; i < 200; i++) {
+    const port = freePort();
+    assert(port >= FREE_PORTS.from && port <= FREE_PORTS.to, `${port}`);
+    assert(port < low! || port > high!, `${port} is in the ephemeral range ${low}-${high}`);
+  }
+  const held = Deno.listen({ hostname: "127.0.0.1", port: freePort() });
+  try {
+    const port = (held.addr as Deno.NetAddr).port;
+    for (let i = 0; i < 20; i++) {
+      assertEquals(freePort({ from: port, to: port + 1 }), port + 1);
+    }
+    assertMatch(
+      assertThrows(() => freePort({ from: port, to: port }), Error).message,
+      /^Cannot find a free port/,
+    );
+  } finally {
+    held.close();
   }
 });

@@ -71,12 +71,35 @@ export async function removeContainer(name: string): Promise<void> {
   await run(["podman", "rm", "-f", "-t", "0", name], { allowFailure: true });
 }
 
-/** A free TCP port on the loopback address (bound, then released). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
+/**
+ * Where {@linkcode freePort} draws from: below Linux's ephemeral range (32768-60999 by default,
+ * /proc/sys/net/ipv4/ip_local_port_range), which the kernel hands out for `port: 0` and for every
+ * outgoing connection. A port drawn from that range and released could be taken, before the test
+ * binds it, by any connect of the test processes running beside it (broker, PostgreSQL, HTTP).
+ */
+export const FREE_PORTS = { from: 20_000, to: 32_767 } as const;
+
+/**
+ * A free TCP port on the loopback address, drawn at random from `range` ({@linkcode FREE_PORTS})
+ * and bound on both 127.0.0.1 and every address to be sure it is free (then released); one in use
+ * is skipped (RabbitMQ's inter-node port 25672 is in the range, say).
+ *
+ * @throws {Error} when 1,000 draws find none free.
+ */
+export function freePort(range: { from: number; to: number } = FREE_PORTS): number {
+  for (let i = 0; i < 1_000; i++) {
+    const port = range.from + Math.floor(Math.random() * (range.to - range.from + 1));
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      Deno.listen({ hostname: "0.0.0.0", port }).close();
+      return port;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    }
+  }
+  throw new Error(
+    `Cannot find a free port: 1,000 draws from ${range.from}-${range.to} were in use`,
+  );
 }
 
 /** A running Caddy with its own admin API and ports, and a temporary home. */
