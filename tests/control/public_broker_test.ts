@@ -13,6 +13,7 @@ import { openBroker } from "../../lib/amqp.ts";
 import { nodeQueue } from "../../lib/broker.ts";
 import { controlCli, mustControl, type TestInventory, uniqueNode } from "./support.ts";
 import { brokerApi, type TestVhost, withVhost } from "./vhost.ts";
+import { freePort } from "../support/mod.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
@@ -270,10 +271,8 @@ Deno.test(
         const first = await enroll(vhost, keeper, ["--public-broker", good]);
         assertEquals(first.code, 0, first.stderr);
         const keeperUrl = printedUrl(first.stdout);
-        // A port nothing listens on: bound, then closed again.
-        const closed = Deno.listen({ hostname: host, port: 0 });
-        const closedPort = (closed.addr as Deno.NetAddr).port;
-        closed.close();
+        // A port nothing listens on (below the ephemeral range: no connect beside takes it).
+        const closedPort = freePort();
         const node = uniqueNode("bad");
         const cases: [string, string[], RegExp][] = [
           [
