@@ -1,11 +1,11 @@
 /**
  * Declarations: what a host is told to be (docs/design.md, "Declaration (host input), version 1").
  * One strict zod schema per resource type (resources/<type>/schema.ts, listed in
- * resources/schemas.ts) in a discriminated union; the types are written once in
+ * resources/schemas.ts) in a discriminated union; the types are the schemas' output, derived in
  * ./declaration_base.ts (which reads a valid declaration without zod, by the validator
- * scripts/validators.ts generates from {@linkcode DeclarationShape}) and checked here, at type
- * check, to be exactly what the schemas return. Each refinement is a predicate of
- * ./declaration_base.ts, which the generated validator calls too. The whole declaration is
+ * scripts/validators.ts generates from {@linkcode DeclarationShape}; its `Declaration` is checked
+ * here, at type check, to be exactly what the schema returns). Each refinement is a predicate of
+ * ./resource_rules.ts, which the generated validator calls too. The whole declaration is
  * refused when anything is wrong, with every problem at once and its JSON path. Shared by the
  * host, which applies a declaration, and the control plane, which renders and checks one (so it
  * lives in lib/, below both).
@@ -36,10 +36,10 @@ export {
   declarationDigest,
   DeclarationError,
   type DeclarationProblem,
-  MAX_CONTENT_BYTES,
   MAX_DECLARATION_BYTES,
   subjectOf,
 } from "./declaration_base.ts";
+export { MAX_CONTENT_BYTES } from "./resource_rules.ts";
 
 /**
  * Every resource type, in the order of the contract (resources/schemas.ts's list, from which the
@@ -67,21 +67,15 @@ export const DeclarationShape = z.strictObject({
 
 /** A valid declaration (defined in ./declaration_base.ts, which needs it without zod). */
 export type Declaration = DeclarationType;
-/** One valid resource. */
+/** One valid resource: the output of its type's schema (resources/<type>/schema.ts). */
 export type Resource = ResourceOf;
 /** The resource types. */
 export type ResourceType = Resource["type"];
 
 /** Whether `A` and `B` are each assignable to the other. */
 type Mutual<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-/** Each field of each variant of a union on `type`, as `"type.field"`. */
-type Fields<U> = U extends { type: infer T extends string } ? `${T}.${Exclude<keyof U, symbol>}`
-  : never;
-// The schema's output is the declaration's type: each assignable to the other, and each resource
-// type with the same fields (an optional field added to one only is caught too). Changing one
-// without the other fails the type check here.
-const _resourceIsSchema: Mutual<z.output<typeof Resource>, Resource> = true;
-const _fieldsAreSchema: Mutual<Fields<z.output<typeof Resource>>, Fields<Resource>> = true;
+// The schema's output is the declaration's type (its resources are the schemas' output by
+// definition): changing the one without the other fails the type check here.
 const _declarationIsSchema: Mutual<z.output<typeof DeclarationShape>, Declaration> = true;
 
 /**

@@ -1,16 +1,18 @@
 /**
  * The half of lib/declaration.ts that needs no zod: the limits, the error a refused declaration
  * is, the reading of its text (size, UTF-8, JSON, repeated keys), the checks across resources,
- * the rules of each field (the patterns and the predicates the zod schema is built from and
- * refines with), and {@linkcode parseValid}: a declaration that is valid, read without zod.
+ * and {@linkcode parseValid}: a declaration that is valid, read without zod. The rules of each
+ * field (the patterns and the predicates the zod schemas are built from and refine with) are
+ * ./resource_rules.ts; the types of a resource and a declaration are the schemas' own output,
+ * imported as types only (erased at run time).
  *
  * The zod schema of lib/declaration.ts stays the one definition of a declaration: its JSON
  * Schema, and every problem of an invalid declaration with its message and path. `parseValid`
  * asks the validator generated from that schema (./declaration_validators.js, written by
- * scripts/validators.ts; it calls this module's predicates where the schema refines), then the
- * checks across resources and the repeated keys the zod path runs too; it answers only for a
- * declaration that passes all of them (every valid one, of every resource type) and gives up
- * (undefined) on anything else, and the caller then asks the zod schema, which says what is
+ * scripts/validators.ts; it calls ./resource_rules.ts's predicates where the schema refines),
+ * then the checks across resources and the repeated keys the zod path runs too; it answers only
+ * for a declaration that passes all of them (every valid one, of every resource type) and gives
+ * up (undefined) on anything else, and the caller then asks the zod schema, which says what is
  * wrong. What it returns is what the zod schema returns for the same text (the same values, the
  * keys in the schema's order); tests/host/declaration_fast_test.ts holds the two equal.
  * `mesh-host apply` of a valid declaration thus loads no zod at all.
@@ -18,6 +20,8 @@
  * @module
  */
 
+import type { z } from "zod";
+import type { RESOURCE_SCHEMAS } from "../resources/schemas.ts";
 import { subjectOfType, SUBJECTS } from "../resources/subjects.ts";
 import { jsonTooDeep, jsonTooDeepMessage } from "./text_bounds.ts";
 import { MAX_DECLARATION_MESSAGE_BYTES } from "./broker_names.ts";
@@ -32,79 +36,6 @@ export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
  * writes it again, with 1 MiB of room for what writing it again may change.
  */
 export const MAX_KEPT_DECLARATION_BYTES = MAX_DECLARATION_MESSAGE_BYTES + (1 << 20);
-/** The largest `content` of one file, in bytes of UTF-8 (16 MiB). */
-export const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
-
-/** A resource id. */
-export const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/u;
-/** A mode in octal digits. */
-export const MODE_PATTERN = /^0?[0-7]{3}$|^[0-7]{4}$/u;
-/** An account (owner or group): a name or a numeric id. */
-export const ACCOUNT_PATTERN = /^([a-z_][a-z0-9_-]*\$?|\d+)$/u;
-/** A unit or service name. */
-export const UNIT_PATTERN = /^[A-Za-z0-9:_.@\\-]{1,255}$/u;
-/** A package name. */
-export const PACKAGE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9+._@-]{0,127}$/u;
-/** A container name. */
-export const CONTAINER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/u;
-/** The longest path accepted, in code points (as `z.string().max` and JSON Schema count). */
-export const MAX_PATH_LENGTH = 4096;
-
-/** The length of `s` encoded as UTF-8, without encoding it. */
-export function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
-
-/**
- * What is wrong with `p` as an absolute, normalised path (starts with `/`, no `.` or `..`
- * segment, no empty segment, no trailing `/`, no NUL byte, valid Unicode), or undefined when
- * nothing is. Its length is checked apart ({@linkcode MAX_PATH_LENGTH}).
- */
-export function pathProblem(p: string): string | undefined {
-  if (p.includes("\0")) return "Must not contain a NUL byte";
-  if (!p.isWellFormed()) return "Must be valid Unicode (a lone surrogate is no file name)";
-  if (!p.startsWith("/")) return "Must be an absolute path";
-  if (p === "/") return "Must not be the root directory";
-  const segments = p.slice(1).split("/");
-  if (segments.includes("..")) return "Must not contain '..'";
-  if (segments.includes(".") || segments.includes("")) {
-    return "Must be normalised (no '.', '//' or trailing '/')";
-  }
-  return undefined;
-}
-
-/** Whether `s` fits a file's `content`: at most 16 MiB as UTF-8 ({@linkcode MAX_CONTENT_BYTES}). */
-export function contentFits(s: string): boolean {
-  // utf8Length counts at most 4 bytes for each code unit (a lone high surrogate, which the
-  // schema refuses apart, included): a string of at most a quarter of the limit fits uncounted.
-  if (s.length <= MAX_CONTENT_BYTES / 4) return true;
-  return s.length <= MAX_CONTENT_BYTES && utf8Length(s) <= MAX_CONTENT_BYTES;
-}
-
-/** Whether `s` is valid Unicode: no lone surrogate (which UTF-8 cannot carry). */
-export function wellFormed(s: string): boolean {
-  return s.isWellFormed();
-}
-
-/** Whether `s` has no NUL byte (which no argument, environment value or file name can carry). */
-export function noNul(s: string): boolean {
-  return !s.includes("\0");
-}
-
-/** Whether `p` is an absolute, normalised path ({@linkcode pathProblem} finds nothing). */
-export function isAbsolutePath(p: string): boolean {
-  return pathProblem(p) === undefined;
-}
 
 /** One problem of a refused declaration: where (JSON path, and the resource's id) and what. */
 export interface DeclarationProblem {
@@ -136,47 +67,11 @@ export interface ParseOptions {
 }
 
 /**
- * One valid resource, as the zod schema of lib/declaration.ts returns it (that module checks, at
- * type-check time, that its schema's output is exactly this type).
+ * One valid resource: what the zod schema of its type (resources/<type>/schema.ts, listed in
+ * resources/schemas.ts) returns. Derived from the schemas by a type import, erased at run time,
+ * so this module loads neither them nor zod.
  */
-export type Resource =
-  | {
-    id: string;
-    type: "directory";
-    path: string;
-    mode: string;
-    owner?: string;
-    group?: string;
-  }
-  | {
-    id: string;
-    type: "file";
-    path: string;
-    content: string;
-    mode: string;
-    owner?: string;
-    group?: string;
-  }
-  | {
-    id: string;
-    type: "service";
-    unit: string;
-    state: "running" | "stopped";
-    boot?: "enabled" | "disabled";
-  }
-  | { id: string; type: "package"; package: string }
-  | {
-    id: string;
-    type: "container";
-    name: string;
-    image: string;
-    env?: Record<string, string>;
-    ports?: string[];
-    volumes?: string[];
-    args?: string[];
-    command?: string[];
-  }
-  | { id: string; type: "action"; command: string[]; verify: string[]; in?: string };
+export type Resource = z.output<(typeof RESOURCE_SCHEMAS)[number]>;
 
 /** The resource types. */
 export type ResourceType = Resource["type"];

@@ -1,8 +1,8 @@
 /**
  * The zod schemas of the fields several resource types share (an id, a path, a mode, an account,
  * a file's content, a container name, an argument), from which each type's schema
- * (resources/<type>/schema.ts) is built. Every refinement is a predicate of
- * ./declaration_base.ts, which the validator generated from the declaration's schema calls too
+ * (resources/<type>/schema.ts) is built. Every refinement is a predicate of the zod-free
+ * ./resource_rules.ts, which the validator generated from the declaration's schema calls too
  * (scripts/validators.ts).
  *
  * @module
@@ -20,7 +20,7 @@ import {
   noNul,
   pathProblem,
   wellFormed,
-} from "./declaration_base.ts";
+} from "./resource_rules.ts";
 
 /** A resource id: 1 to 200 letters, digits, `.`, `_` or `-`. */
 export const Id = z.string().regex(

@@ -140,8 +140,8 @@ export const TARGETS: readonly Target[] = [
       return { isDeclaration: DeclarationShape };
     },
     checks: {
-      path: "lib/declaration_base.ts",
-      load: () => import("../lib/declaration_base.ts"),
+      path: "lib/resource_rules.ts",
+      load: () => import("../lib/resource_rules.ts"),
     },
     orders: { RESOURCE_FIELDS: "type" },
   },

@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import { PACKAGE_PATTERN } from "../../lib/declaration_base.ts";
+import { PACKAGE_PATTERN } from "../../lib/resource_rules.ts";
 import { Id } from "../../lib/resource_fields.ts";
 
 /** `package`: a package present. Never upgraded, never uninstalled. */

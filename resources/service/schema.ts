@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import { UNIT_PATTERN } from "../../lib/declaration_base.ts";
+import { UNIT_PATTERN } from "../../lib/resource_rules.ts";
 import { Id } from "../../lib/resource_fields.ts";
 
 /** `service`: a unit's running state, and its boot state when `boot` is given. */
