@@ -8,7 +8,10 @@
  * once); what it refuses is handed to the zod schema itself (loaded then), which has the last word
  * and says what is wrong. A validator accepts exactly what its schema accepts
  * (tests/lib/runtime_output_test.ts over seeded mutations), so an output read without zod is read
- * as with it: the readers use only the schema's fields.
+ * as with it: the readers use only the schema's fields. A record (labels, docker's ports) is read
+ * whole either way, an own `__proto__` key included (podman allows a label of that name; JSON.parse
+ * makes it an own key): the schemas' records check and keep it as any other key, where zod's own
+ * skips it unchecked (./runtime_schemas.ts `OwnKeysRecord`).
  *
  * @module
  */

@@ -23,7 +23,14 @@
 import { FAILSAFE_SCHEMA, load, type Schema, Type } from "js-yaml";
 import { longLine, MAX_YAML_DEPTH } from "../lib/text_bounds.ts";
 import { asList, urlAsRead } from "./registry_base.ts";
-import { ENTRY_KEYS, isRegistry } from "./registry_validators.js";
+import {
+  BACKUP_KEYS,
+  ENTRY_KEYS,
+  isRegistry,
+  REGISTRY_KEYS,
+  RESTIC_KEYS,
+  TLS_KEYS,
+} from "./registry_validators.js";
 import type { EntryKind, Registry } from "./registry_schema.ts";
 
 // The YAML 1.2 core schema's implicit scalars, as the `yaml` package 2.x resolves them
@@ -180,8 +187,9 @@ export function quickLoad(text: string): unknown {
 /** A plain object, as read from YAML. */
 type Raw = Record<string, unknown>;
 
-// An entry's keys in the order of its kind's zod schema (reconcile/registry_schema.ts), the order
-// zod returns them in, are ENTRY_KEYS: generated with the validator (scripts/validators.ts).
+// Every object's keys in the order of its zod schema (reconcile/registry_schema.ts), the order zod
+// returns them in, are generated with the validator (scripts/validators.ts): an entry's per kind
+// (ENTRY_KEYS), the registry's, its backup's and restic's, and a TLS endpoint's.
 /** The fields written as one value or a list (`tls` too, whose endpoints are read further). */
 const LISTED: ReadonlySet<string> = new Set(["port", "web", "database"]);
 
@@ -202,14 +210,12 @@ export function validRegistry(data: unknown): Registry | undefined {
   const raw = registry.services as Record<string, Raw>;
   const services: Record<string, Raw> = {};
   for (const name in raw) services[name] = entryAsRead(raw[name]!);
-  const out: Raw = { version: registry.version, accounts: registry.accounts };
-  if (registry.roots !== undefined) out.roots = registry.roots;
-  if (registry.backup !== undefined) {
-    const { restic, maxAge } = registry.backup as { restic: Raw; maxAge: string };
-    out.backup = {
-      restic: { repository: restic.repository, passwordFile: restic.passwordFile },
-      maxAge,
-    };
+  // A key given a value again keeps its place: each object is first copied in the schema's order.
+  const out = inOrder(registry, REGISTRY_KEYS);
+  if (out.backup !== undefined) {
+    const backup = inOrder(out.backup as Raw, BACKUP_KEYS);
+    backup.restic = inOrder(backup.restic as Raw, RESTIC_KEYS);
+    out.backup = backup;
   }
   out.services = services;
   return out as Registry;
@@ -223,13 +229,23 @@ function entryAsRead(entry: Raw): Raw {
     if (value === undefined) continue;
     out[key] = LISTED.has(key) ? asList(value) : key === "tls"
       ? asList(value as Raw[]).map((t) => {
-        const endpoint: Raw = { port: t.port, name: asList(t.name) };
-        if (t.starttls !== undefined) endpoint.starttls = t.starttls;
+        const endpoint = inOrder(t, TLS_KEYS);
+        endpoint.name = asList(endpoint.name);
         return endpoint;
       })
       : key === "redirect"
       ? urlAsRead(value as string)
       : value;
+  }
+  return out;
+}
+
+/** The fields of `object` that `keys` names and it holds (not undefined), in the order of `keys`. */
+function inOrder(object: Raw, keys: readonly string[]): Raw {
+  const out: Raw = {};
+  for (const key of keys) {
+    const value = object[key];
+    if (value !== undefined) out[key] = value;
   }
   return out;
 }

@@ -64,3 +64,27 @@ export declare const ENTRY_KEYS: {
     "note",
   ];
 };
+
+/**
+ * The keys of the object at the root in the order of the schema
+ * (reconcile/registry_schema.ts), which is the order zod returns them in (generated).
+ */
+export declare const REGISTRY_KEYS: readonly ["version", "accounts", "roots", "backup", "services"];
+
+/**
+ * The keys of the object at `backup` in the order of the schema
+ * (reconcile/registry_schema.ts), which is the order zod returns them in (generated).
+ */
+export declare const BACKUP_KEYS: readonly ["restic", "maxAge"];
+
+/**
+ * The keys of the object at `backup.restic` in the order of the schema
+ * (reconcile/registry_schema.ts), which is the order zod returns them in (generated).
+ */
+export declare const RESTIC_KEYS: readonly ["repository", "passwordFile"];
+
+/**
+ * The keys of the object at `services.*.tls` in the order of the schema
+ * (reconcile/registry_schema.ts), which is the order zod returns them in (generated).
+ */
+export declare const TLS_KEYS: readonly ["port", "name", "starttls"];

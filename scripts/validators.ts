@@ -21,7 +21,9 @@
  * objects: the module is half the code the hosts compile when it is first called. A reader that
  * builds the value zod returns (its keys in the schema's order) takes that order from the module
  * too: a target's {@linkcode Target.orders} are exported after the validators, each a tagged
- * union's keys per tag, as the schema's JSON Schema lists its `properties` ({@linkcode keyOrder}).
+ * union's keys per tag, as the schema's JSON Schema lists its `properties` ({@linkcode keyOrder}),
+ * and its {@linkcode Target.objects}, each an untagged object's keys, found by its place in a value
+ * ({@linkcode objectKeyOrder}).
  *
  * Run from the repository root: `deno run -A scripts/validators.ts` writes every target's module
  * as ajv writes it (deno.json keeps `deno fmt` and `deno lint` off `*_validators.js`) and its
@@ -72,6 +74,14 @@ export interface Target {
    * schemas' JSON Schema whose order it holds ({@linkcode keyOrder}).
    */
   orders?: Record<string, string>;
+  /**
+   * The key orders of untagged objects the module exports beside its validators, for the same
+   * reader: each constant's name, and the object's place in a valid value, as the keys that lead
+   * to it from the schema's root (`[]`: the root itself; `"*"`: any value of a record, `"[]"`: any
+   * item of a list), whose `properties` the constant lists in their order
+   * ({@linkcode objectKeyOrder}).
+   */
+  objects?: Record<string, readonly string[]>;
 }
 
 /** A module of named predicates (`(value) => boolean`) the schemas refine with. */
@@ -159,6 +169,12 @@ export const TARGETS: readonly Target[] = [
     // Each entry kind repeats the shared fields, and each TLS endpoint is written twice.
     reuse: true,
     orders: { ENTRY_KEYS: "kind" },
+    objects: {
+      REGISTRY_KEYS: [],
+      BACKUP_KEYS: ["backup"],
+      RESTIC_KEYS: ["backup", "restic"],
+      TLS_KEYS: ["services", "*", "tls"],
+    },
   },
 ];
 
@@ -247,8 +263,17 @@ export async function generate(target: Target): Promise<{ code: string; types: s
     tag,
     order: keyOrder(jsonSchemas, tag, target),
   }));
+  const objects = Object.entries(target.objects ?? {}).map(([constant, at]) => ({
+    constant,
+    at,
+    keys: objectKeyOrder(jsonSchemas, at, target),
+  }));
   const code = `${self}${header}${imports}${await withoutRequire(standaloneCode(ajv, exports))}\n` +
-    orders.map(({ constant, order }) => `export const ${constant} = ${JSON.stringify(order)};\n`)
+    [
+      ...orders.map(({ constant, order }) => [constant, order]),
+      ...objects.map(({ constant, keys }) => [constant, keys]),
+    ]
+      .map(([constant, order]) => `export const ${constant} = ${JSON.stringify(order)};\n`)
       .join("");
   const types = `${header}\n` +
     Object.keys(schemas).map((name) =>
@@ -262,6 +287,11 @@ export async function generate(target: Target): Promise<{ code: string; types: s
       Object.entries(order).map(([value, keys]) =>
         `  readonly ${propertyName(value)}: readonly ${JSON.stringify(keys)};\n`
       ).join("") + "};\n"
+    ).join("") +
+    objects.map(({ constant, at, keys }) =>
+      `\n/**\n * The keys of the object at ${placeName(at)} in the order of the schema\n` +
+      ` * (${target.from}), which is the order zod returns them in (generated).\n */\n` +
+      `export declare const ${constant}: readonly ${JSON.stringify(keys)};\n`
     ).join("");
   return { code, types: await format(types, "ts") };
 }
@@ -324,6 +354,79 @@ export function keyOrder(
     );
   }
   return found[0]!;
+}
+
+/**
+ * The key order of the untagged object at `at` in `schemas` (JSON Schemas, as zod writes them):
+ * its `properties` keys in their order, which is the order of the zod object's shape and the
+ * order zod returns its keys in. `at` is the keys that lead to the object from a schema's root:
+ * each step goes into the node's `properties` of that name, `"*"` into its `additionalProperties`
+ * (a record's values), `"[]"` into its `items` (a list's). A `$ref` into the schema's `$defs` is
+ * followed, and every branch of a union (`anyOf`, `oneOf`) is walked: a branch the step cannot go
+ * into (a list where a key is asked for) is no place of the object, so a field that is an object or
+ * a list of them (`tls`) names the object by either place. Every object found must list the same
+ * keys in the same order.
+ *
+ * @throws {Error} when no object with `properties` is at `at`, or objects whose keys differ are
+ *   (the branches of a tagged union: {@linkcode keyOrder}'s).
+ */
+export function objectKeyOrder(
+  schemas: readonly Record<string, unknown>[],
+  at: readonly string[],
+  target: Pick<Target, "path" | "from">,
+): string[] {
+  const refused = (why: string) =>
+    new Error(`Cannot generate the key order of ${target.path} at ${placeName(at)}: ${why}`);
+  const orders = new Set<string>();
+  for (const root of schemas) {
+    const defs = (root.$defs ?? {}) as Record<string, unknown>;
+    // Each node once for each number of steps left: a $ref that leads back ends there.
+    const seen = new Map<unknown, Set<number>>();
+    const walk = (node: unknown, step: number): void => {
+      if (typeof node !== "object" || node === null || Array.isArray(node)) return;
+      const n = node as Record<string, unknown>;
+      const visited = seen.get(n) ?? new Set<number>();
+      if (visited.has(step)) return;
+      seen.set(n, visited.add(step));
+      if (typeof n.$ref === "string") {
+        const ref = n.$ref;
+        const def = ref.startsWith("#/$defs/") ? defs[ref.slice("#/$defs/".length)] : undefined;
+        if (def === undefined) {
+          throw refused(`the reference ${ref} is not one of the schema's $defs`);
+        }
+        walk(def, step);
+      }
+      for (const branches of [n.anyOf, n.oneOf]) {
+        if (Array.isArray(branches)) { for (const branch of branches) walk(branch, step); }
+      }
+      const properties = n.properties as Record<string, unknown> | undefined;
+      if (step === at.length) {
+        if (typeof properties === "object" && properties !== null) {
+          orders.add(JSON.stringify(Object.keys(properties)));
+        }
+        return;
+      }
+      const key = at[step]!;
+      walk(
+        key === "*" ? n.additionalProperties : key === "[]" ? n.items : properties?.[key],
+        step + 1,
+      );
+    };
+    walk(root, 0);
+  }
+  if (orders.size !== 1) {
+    throw refused(
+      orders.size === 0
+        ? `${target.from}'s JSON Schema has no object there`
+        : `${target.from}'s JSON Schema has objects of ${orders.size} key orders there, not one`,
+    );
+  }
+  return JSON.parse([...orders][0]!);
+}
+
+/** A place in a value ({@linkcode Target.objects}) as a message names it: `the root`, `backup.restic`. */
+function placeName(at: readonly string[]): string {
+  return at.length === 0 ? "the root" : `\`${at.join(".")}\``;
 }
 
 /**

@@ -6,7 +6,7 @@
  * misses; what a validator refuses is left to the schema, which says why.
  */
 
-import { assert } from "../support/assert.ts";
+import { assert, assertEquals } from "../support/assert.ts";
 import {
   checkOutput,
   isContainerInspect,
@@ -124,11 +124,17 @@ function mutate(r: Rng, data: Obj[]): void {
       if (keys.length > 0) delete target[r.pick(keys)];
       break;
     default:
-      target[r.pick(["x", "range", "ExitCode", "Labels", "Ports"])] = structuredClone(
-        r.pick(BAD_VALUES),
-      );
+      // An own "__proto__" too, as JSON.parse makes it (a label of that name is podman's to allow).
+      Object.defineProperty(target, r.pick(["x", "range", "ExitCode", "Labels", "Ports", PROTO]), {
+        value: structuredClone(r.pick(BAD_VALUES)),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
 }
+
+const PROTO = "__proto__";
 
 /** Whether every value `kept` holds is in `raw` as it is there (what the schema kept of it). */
 function within(kept: unknown, raw: unknown): boolean {
@@ -142,6 +148,34 @@ function within(kept: unknown, raw: unknown): boolean {
   }
   return Object.is(kept, raw);
 }
+
+/**
+ * The records of the schema's value `kept` (each output's `Labels`, docker's
+ * `NetworkSettings.Ports`) beside the same record of `raw`, the data it was read from.
+ */
+function records(kept: unknown, raw: unknown): [Obj, Obj][] {
+  const out: [Obj, Obj][] = [];
+  const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null;
+  (kept as unknown[]).forEach((c, i) => {
+    const r = (raw as Obj[])[i]!;
+    const pairs: [unknown, unknown][] = [
+      [(c as Obj).Labels, r.Labels],
+      [((c as Obj).Config as Obj | undefined)?.Labels, (r.Config as Obj | undefined)?.Labels],
+      [
+        ((c as Obj).NetworkSettings as Obj | undefined)?.Ports,
+        (r.NetworkSettings as Obj | undefined)?.Ports,
+      ],
+    ];
+    for (const [k, g] of pairs) if (isObj(k) && isObj(g)) out.push([k, g]);
+  });
+  return out;
+}
+
+const PLAIN: Record<RuntimeOutput, (data: unknown) => boolean> = {
+  "podman ps": isPodmanPs,
+  "docker inspect": isDockerInspect,
+  "container inspect": isContainerInspect,
+};
 
 const CASES: [RuntimeOutput, (r: Rng, i: number) => Obj, (data: unknown) => boolean][] = [
   ["podman ps", podmanPs, isPodmanPs],
@@ -168,6 +202,10 @@ for (const [what, make, plain] of CASES) {
       if (!plain(raw)) continue;
       fast++;
       assert(within(want.data, raw), `a field the schema keeps differs: ${where}`);
+      // A record (labels, docker's ports) is kept whole: its keys are the schema's fields.
+      for (const [kept, given] of records(want.data, raw)) {
+        assertEquals(Object.keys(kept), Object.keys(given), `a record's keys differ: ${where}`);
+      }
       assert((await checkOutput(what, raw)) === raw, where);
     }
     assert(fast > 500 && refused > 500, `fast ${fast}, refused ${refused}`);
@@ -182,4 +220,46 @@ Deno.test("an output the validator refuses is the schema's to judge: its first p
     error = e;
   }
   assert(String(error).includes("expected string"), String(error));
+});
+
+Deno.test("a label named __proto__ (podman allows it) is data to both readers, its value checked", async () => {
+  const outputs: [RuntimeOutput, (labels: string) => string][] = [
+    ["podman ps", (l) => `[{"Id":"i","Names":["c"],"Image":"x","Labels":${l},"State":"running"}]`],
+    [
+      "docker inspect",
+      (l) =>
+        `[{"Id":"i","Name":"/c","Config":{"Image":"x","Labels":${l}},"State":{"Status":"running"},` +
+        `"NetworkSettings":{"Ports":null}}]`,
+    ],
+    [
+      "container inspect",
+      (l) => `[{"Name":"c","State":{"Status":"running"},"HostConfig":{},"Config":{"Labels":${l}}}]`,
+    ],
+  ];
+  const labelsOf = (value: unknown): Obj => {
+    const c = (value as Obj[])[0]!;
+    return (c.Labels ?? (c.Config as Obj).Labels) as Obj;
+  };
+  for (const [what, output] of outputs) {
+    // Kept, in its place, by the validator's reader and by the schema alike.
+    const text = output('{"a":"b","__proto__":"x","c":"d"}');
+    assert(PLAIN[what](JSON.parse(text)), `${what}: the validator refuses ${text}`);
+    const parsed = RUNTIME_SCHEMAS[what].safeParse(JSON.parse(text));
+    assert(parsed.success, `${what}: the schema refuses ${text}`);
+    for (
+      const labels of [labelsOf(await checkOutput(what, JSON.parse(text))), labelsOf(parsed.data)]
+    ) {
+      assertEquals(Object.keys(labels), ["a", "__proto__", "c"], `${what}: ${text}`);
+      assertEquals(labels.__proto__, "x", `${what}: ${text}`);
+      assertEquals(Object.getPrototypeOf(labels), Object.prototype, `${what}: ${text}`);
+    }
+    // A value that is not a string refused by both, the schema naming the label.
+    const bad = output('{"a":"b","__proto__":5}');
+    assert(!PLAIN[what](JSON.parse(bad)), `${what}: the validator accepts ${bad}`);
+    const refused = RUNTIME_SCHEMAS[what].safeParse(JSON.parse(bad));
+    assert(!refused.success, `${what}: the schema accepts ${bad}`);
+    assertEquals(refused.error.issues[0]?.path.slice(-2), ["Labels", "__proto__"], bad);
+    const error = await checkOutput(what, JSON.parse(bad)).then(() => undefined, (e) => e);
+    assert(error instanceof Error, `${what}: checkOutput accepts ${bad}`);
+  }
 });

@@ -287,40 +287,143 @@ Deno.test("every field of every kind, set to each value that breaks a rule: the 
   assert(checked > 1000);
 });
 
+/** Each object's fields of `o`, at every depth, in reverse order. */
+const reversed = (o: unknown): unknown =>
+  Array.isArray(o)
+    ? o.map(reversed)
+    : typeof o === "object" && o !== null
+    ? Object.fromEntries(Object.entries(o).reverse().map(([k, v]) => [k, reversed(v)]))
+    : o;
+
+const fullShared = (i: number) => ({
+  user: "root",
+  port: 8000 + i,
+  web: `e${i}.example.org`,
+  tls: { port: 8000 + i, name: `e${i}.example.org`, starttls: "postgres" },
+  telemetry: true,
+  secrets: ["token"],
+  state: ["/srv"],
+  database: "db",
+  note: "kept",
+});
+
+/**
+ * A valid registry with every field the schema knows, of every kind of entry, at every depth (a
+ * test below holds it to the schema's fields, so a field the schema gains is added here and the
+ * fast read held to it).
+ */
+const FULL = {
+  version: 1,
+  accounts: ["root"],
+  roots: ["/etc/mesh/ca.pem"],
+  backup: { restic: { repository: "/srv/restic", passwordFile: "/p" }, maxAge: "26h" },
+  services: {
+    web: { kind: "service", container: "web", ...fullShared(0) },
+    docs: { kind: "site", container: "docs", redirect: " https://a.org/\n", ...fullShared(1) },
+    publish: { kind: "batch", timer: "publish.timer", container: "pub", ...fullShared(2) },
+    ssh: { kind: "daemon", unit: "ssh.service", ...fullShared(3) },
+  },
+};
+
+/** A zod node's definition, as far as {@linkcode schemaFields} reads it. */
+interface Def {
+  type: string;
+  innerType?: { _zod: { def: Def } };
+  in?: { _zod: { def: Def } };
+  element?: { _zod: { def: Def } };
+  valueType?: { _zod: { def: Def } };
+  options?: { _zod: { def: Def } }[];
+  discriminator?: string;
+  shape?: Record<string, { _zod: { def: Def } }>;
+  values?: unknown[];
+}
+
+/**
+ * The fields of the zod schema `def` (as `backup.restic.repository`; a record's values as `*`, a
+ * tagged union's branch as `<tag>`, a list's items at the list's place) into `known`, and those
+ * that one of `values` (read at the same place) holds into `held`.
+ */
+function schemaFields(
+  def: Def,
+  values: unknown[],
+  path: string,
+  known: Set<string>,
+  held: Set<string>,
+): void {
+  const isObject = (v: unknown): v is Obj =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  switch (def.type) {
+    case "optional":
+      return schemaFields(def.innerType!._zod.def, values, path, known, held);
+    case "pipe":
+      return schemaFields(def.in!._zod.def, values, path, known, held);
+    case "array":
+      return schemaFields(
+        def.element!._zod.def,
+        values.flatMap((v) => Array.isArray(v) ? v : []),
+        path,
+        known,
+        held,
+      );
+    case "record":
+      return schemaFields(
+        def.valueType!._zod.def,
+        values.flatMap((v) => isObject(v) ? Object.values(v) : []),
+        `${path}.*`,
+        known,
+        held,
+      );
+    case "union":
+      for (const option of def.options!) {
+        const tag = def.discriminator;
+        if (tag === undefined) {
+          schemaFields(option._zod.def, values, path, known, held);
+          continue;
+        }
+        const tags = option._zod.def.shape![tag]!._zod.def.values!;
+        const tagged = values.filter((v) => isObject(v) && tags.includes(v[tag]));
+        schemaFields(option._zod.def, tagged, `${path}<${tags.join("|")}>`, known, held);
+      }
+      return;
+    case "object": {
+      const objects = values.filter(isObject);
+      for (const [key, field] of Object.entries(def.shape!)) {
+        const place = path === "" ? key : `${path}.${key}`;
+        known.add(place);
+        const there = objects.map((o) => o[key]).filter((v) => v !== undefined);
+        if (there.length > 0) held.add(place);
+        schemaFields(field._zod.def, there, place, known, held);
+      }
+      return;
+    }
+  }
+}
+
+Deno.test("the full registry holds every field of the schema, at every depth, of every kind", () => {
+  const known = new Set<string>();
+  const held = new Set<string>();
+  schemaFields((Registry as unknown as { _zod: { def: Def } })._zod.def, [FULL], "", known, held);
+  // The walk reaches every object of the schema: an entry's of each kind, a TLS endpoint's.
+  for (const place of ["backup.restic.passwordFile", "services.*<site>.redirect"]) {
+    assert(known.has(place), `${place} not among ${[...known].join(", ")}`);
+  }
+  assert(known.has("services.*<daemon>.tls.starttls"), [...known].join(", "));
+  const missing = [...known].filter((place) => !held.has(place));
+  assertEquals(
+    missing,
+    [],
+    "the schema has fields the full registry (FULL, above) leaves out: add them, so that the " +
+      "fast read is held to the schema on them (its values and key order)",
+  );
+});
+
 Deno.test("every field of every kind, written in reverse: the schema's values in its key order", () => {
-  const reversed = (o: unknown): unknown =>
-    Array.isArray(o)
-      ? o.map(reversed)
-      : typeof o === "object" && o !== null
-      ? Object.fromEntries(Object.entries(o).reverse().map(([k, v]) => [k, reversed(v)]))
-      : o;
-  const shared = (i: number) => ({
-    user: "root",
-    port: 8000 + i,
-    web: `e${i}.example.org`,
-    tls: { port: 8000 + i, name: `e${i}.example.org`, starttls: "postgres" },
-    telemetry: true,
-    secrets: ["token"],
-    state: ["/srv"],
-    database: "db",
-    note: "kept",
-  });
-  const d = {
-    version: 1,
-    accounts: ["root"],
-    roots: ["/etc/mesh/ca.pem"],
-    backup: { restic: { repository: "/srv/restic", passwordFile: "/p" }, maxAge: "26h" },
-    services: {
-      web: { kind: "service", container: "web", ...shared(0) },
-      docs: { kind: "site", container: "docs", redirect: " https://a.org/\n", ...shared(1) },
-      publish: { kind: "batch", timer: "publish.timer", container: "pub", ...shared(2) },
-      ssh: { kind: "daemon", unit: "ssh.service", ...shared(3) },
-    },
-  };
-  const got = validRegistry(reversed(d));
-  assertEquals(JSON.stringify(got), JSON.stringify(Registry.parse(reversed(d))));
+  const got = validRegistry(reversed(FULL));
+  assertEquals(JSON.stringify(got), JSON.stringify(Registry.parse(reversed(FULL))));
+  // And as written, in the schema's order.
+  assertEquals(JSON.stringify(validRegistry(FULL)), JSON.stringify(Registry.parse(FULL)));
   assertEquals(got!.services.docs as unknown, {
-    ...d.services.docs,
+    ...FULL.services.docs,
     redirect: "https://a.org/",
     port: [8001],
     web: ["e1.example.org"],

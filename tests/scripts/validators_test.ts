@@ -169,3 +169,83 @@ Deno.test("validators: a key order is the schema's, moved when a field moves, th
     assert(refused?.includes(`has ${count} discriminated unions of that tag, not one`), refused);
   }
 });
+
+Deno.test("validators: an untagged object's key order is the schema's, found by its place", async () => {
+  const { Nested, Shape } = await import("./fixtures/tagged_schema.ts");
+  const objects = {
+    ROOT_KEYS: [],
+    OWNER_KEYS: ["owner"],
+    HOST_KEYS: ["hosts", "*"],
+    ENDPOINT_KEYS: ["hosts", "*", "endpoint"],
+    LISTED_KEYS: ["hosts", "*", "endpoint", "[]"],
+    SPARE_KEYS: ["spare", "[]"],
+  };
+  const target = (schema: unknown, reuse: boolean, at: Record<string, string[]> = objects) => ({
+    path: "tests/scripts/fixtures/nested_validators.js",
+    from: "tests/scripts/fixtures/tagged_schema.ts",
+    schemas: () => Promise.resolve({ isNested: schema as typeof Nested }),
+    objects: at,
+    reuse,
+  });
+  const endpoint = ["port", "name", "tls"];
+  const want = {
+    ROOT_KEYS: ["version", "owner", "hosts", "spare"],
+    OWNER_KEYS: ["name", "mail"],
+    HOST_KEYS: ["address", "endpoint"],
+    ENDPOINT_KEYS: endpoint,
+    LISTED_KEYS: endpoint,
+    SPARE_KEYS: endpoint,
+  };
+  const lines = Object.entries(want)
+    .map(([name, keys]) => `export const ${name} = ${JSON.stringify(keys)};\n`).join("");
+  const value = {
+    spare: [{ tls: true, name: "s", port: 2 }],
+    hosts: { h: { endpoint: [{ name: "e", port: 1 }], address: "a" } },
+    owner: { mail: "m", name: "n" },
+    version: 1,
+  };
+  const dir = await Deno.makeTempDir();
+  try {
+    for (const reuse of [false, true]) {
+      const made = await generate(target(Nested, reuse));
+      // The orders are only added: the validators' code is what the target without them makes.
+      const without = await generate({ ...target(Nested, reuse), objects: undefined });
+      assertEquals(made.code, without.code + lines);
+      assert(made.types.includes('export declare const OWNER_KEYS: readonly ["name", "mail"];'));
+      // Each order is the one zod returns the keys in, read from the module as a reader would.
+      const file = `${dir}/${crypto.randomUUID()}.js`;
+      await Deno.writeTextFile(file, made.code);
+      const module = await import(file);
+      assert(module.isNested(value));
+      const parsed = Nested.parse(value);
+      assertEquals(module.ROOT_KEYS, Object.keys(parsed));
+      assertEquals(module.OWNER_KEYS, Object.keys(parsed.owner!));
+      assertEquals(module.HOST_KEYS, Object.keys(parsed.hosts.h!));
+      assertEquals(module.SPARE_KEYS, Object.keys(parsed.spare![0]!));
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // No object there (a literal, a field the schema lacks), or the branches of a tagged union,
+  // whose keys differ (keyOrder's), each refused, naming the place.
+  for (
+    const [schema, at, why] of [
+      [
+        Nested,
+        ["version"],
+        "at `version`: tests/scripts/fixtures/tagged_schema.ts's JSON Schema has no object there",
+      ],
+      [Nested, ["owner", "nick"], "at `owner.nick`"],
+      [Nested, ["hosts"], "at `hosts`"],
+      [
+        Shape,
+        [],
+        "at the root: tests/scripts/fixtures/tagged_schema.ts's JSON Schema has objects of 2 key orders there, not one",
+      ],
+    ] as const
+  ) {
+    const refused = await generate(target(schema, false, { KEYS: [...at] }))
+      .then(() => undefined, (e: Error) => e.message);
+    assert(refused?.includes(why), refused);
+  }
+});
