@@ -57,3 +57,26 @@ Deno.test("an own __proto__ key the key schema refuses is zod's invalid_key at t
   const listed = record(z.enum(["a"]), z.number()).safeParse(JSON.parse('{"a":1,"__proto__":1}'));
   assertEquals(listed.error?.issues.map((i) => i.code), ["unrecognized_keys"]);
 });
+
+Deno.test("no production schema uses zod's own record: each is lib/zod_record.ts's", async () => {
+  const root = new URL("../../", import.meta.url).pathname;
+  const found: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for await (const entry of Deno.readDir(`${root}${dir}`)) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else if (entry.isFile && path.endsWith(".ts") && path !== "lib/zod_record.ts") {
+        const lines = (await Deno.readTextFile(`${root}${path}`)).split("\n");
+        lines.forEach((line, i) => {
+          if (/\bz\s*\.\s*(record|partialRecord|looseRecord)\s*\(/.test(line)) {
+            found.push(`${path}:${i + 1}`);
+          }
+        });
+      }
+    }
+  };
+  for (const dir of ["lib", "host", "control", "reconcile", "resources", "builder", "systems"]) {
+    await walk(dir);
+  }
+  assertEquals(found, []);
+});
