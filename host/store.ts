@@ -819,9 +819,8 @@ function migrate(
  * `data` when it is a valid store file of format 2, by the validator generated from the zod schema
  * `StoreFile` (./store_validators.js, made by scripts/validators.ts from ./store_schema.ts: the
  * rules are written once, there), else undefined: then the schema, loaded only then, reads it or
- * says what is wrong. It accepts what the schema accepts (but a source named `__proto__`, which
- * zod's record skips and the validator refuses: the schema reads that store), and the schema
- * returns the same values (it has no default, transform or refinement); each object keeps its keys
+ * says what is wrong. It accepts what the schema accepts (a source named `__proto__` neither: it is
+ * not a source's name), and the schema returns the same values (it has no default, transform or refinement); each object keeps its keys
  * in the file's order, which is the schema's in every file the store writes
  * (tests/host/declaration_fast_test.ts).
  */

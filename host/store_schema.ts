@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { SOURCE_NAME_MESSAGE, SOURCE_NAME_PATTERN } from "./source_name.ts";
 import { RESOURCE_TYPES } from "../lib/declaration.ts";
+import { record } from "../lib/zod_record.ts";
 
 /** A source's name: `bundle`, `link`, `local`, or a local declaration's file name without `.json`. */
 export const SourceName = z.string().regex(SOURCE_NAME_PATTERN, SOURCE_NAME_MESSAGE);
@@ -81,8 +82,12 @@ export const StoreFileV1 = z.strictObject({
 
 export const StoreFile = z.strictObject({
   version: z.literal(2),
-  /** The sources that applied something here, by name. */
-  sources: z.record(SourceName, SourceInfo),
+  /**
+   * The sources that applied something here, by name. A source named `__proto__` (an own key, as
+   * JSON.parse makes it) is refused as any other name that is not a source's, not skipped
+   * unchecked as by zod's own record (lib/zod_record.ts).
+   */
+  sources: record(SourceName, SourceInfo),
   /** In the order they were applied. */
   resources: z.array(FootprintEntry),
 });

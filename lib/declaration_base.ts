@@ -273,18 +273,14 @@ const FIELDS: {
 /**
  * A valid declaration (`data`, which the generated validator accepted) as the zod schema returns
  * it: each resource's fields in its schema's order (the resource itself when they already are, as
- * a program writes them), and a container's `env` without an own `__proto__` key, which zod's
- * record leaves out (it neither checks nor copies it, so that it cannot set the copy's prototype).
+ * a program writes them). A container's `env` is the file's, an own `__proto__` key included as
+ * any other (the schema's record keeps it too, lib/zod_record.ts).
  */
 function schemaValue(data: Declaration): Declaration {
-  const resources = data.resources.map((r) => {
-    const out = inOrder(r, FIELDS[r.type]) as Resource;
-    if (out.type !== "container" || !out.env || !Object.hasOwn(out.env, "__proto__")) return out;
-    const env: Record<string, string> = {};
-    for (const [key, value] of Object.entries(out.env)) if (key !== "__proto__") env[key] = value;
-    return { ...out, env };
-  });
-  return { version: 1, resources };
+  return {
+    version: 1,
+    resources: data.resources.map((r) => inOrder(r, FIELDS[r.type]) as Resource),
+  };
 }
 
 /** `r` (whose fields are all of `fields`) with its fields in that order: `r` when they are. */

@@ -142,8 +142,9 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   } catch (cause) {
     throw new RegistryError(file, [{ path: "", line: 1, column: 1, message: messageOf(cause) }]);
   }
-  // zod's record skips a key named `__proto__` without checking it: an entry of that name would
-  // vanish without a word. No name or field of a registry may be one.
+  // No name or field of a registry may be named `__proto__`: said once, at its key, here. (The
+  // schema refuses one too, the entry by its name, a field as unknown; what it says of it, or of
+  // anything under it, is not said again below.)
   const prototypes = protoKeys(data, []);
   const parsed = Registry.safeParse(data);
   if (parsed.success && prototypes.length === 0) return parsed.data;
@@ -164,8 +165,11 @@ export function parsePlaced(text: string, file = "<registry>"): Registry {
   }
   // A strict object's `__proto__` field is also one of zod's unknown keys: said once, above.
   const placed = new Set(prototypes.map(formatPath));
+  const under = (path: (string | number)[]) =>
+    prototypes.some((p) => p.length <= path.length && p.every((k, i) => path[i] === k));
   for (const issue of issues) {
     const path = issue.path.map((k) => (typeof k === "symbol" ? String(k) : k));
+    if (under(path)) continue;
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys ?? []) {
         if (placed.has(formatPath([...path, key]))) continue;

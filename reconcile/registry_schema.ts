@@ -14,6 +14,7 @@
 import { z } from "zod";
 
 import { formatPath } from "../lib/json_path.ts";
+import { record } from "../lib/zod_record.ts";
 import {
   ACCOUNT,
   asList,
@@ -209,8 +210,10 @@ const RegistryShape = z.strictObject({
   /** The backup that should hold every declared state directory (`backup`). */
   backup: Backup.optional(),
   // Names are checked with the other cross-entry checks: a bad name must not hide the
-  // problems of its entry (a record's key failing stops zod from checking its value).
-  services: z.record(z.string(), Entry),
+  // problems of its entry (a record's key failing stops zod from checking its value). An entry
+  // named `__proto__` (an own key, as the YAML loader makes it) is read as any other, so that
+  // its name is refused, not skipped unchecked as by zod's own record (lib/zod_record.ts).
+  services: record(z.string(), Entry),
 });
 
 /**

@@ -25,13 +25,18 @@ export const REPO_SEEN_FILE = "repo-seen.json";
  * The state file's schema, built on the first read (only a run with `--repo` reads one; zod is
  * loaded then).
  */
-function buildRepoSeen(z: typeof import("zod").z) {
+function buildRepoSeen(
+  z: typeof import("zod").z,
+  record: typeof import("../lib/zod_record.ts").record,
+) {
   const Iso = z.iso.datetime({ offset: true, error: "Must be an ISO 8601 time" });
+  // `record`, not zod's own: a key named `__proto__` (an own key, as JSON.parse makes it) is
+  // refused at its place, not skipped unchecked (and its sightings forgotten).
   return z.strictObject({
     version: z.literal(1, { error: "Unsupported version; this program reads version 1" }),
-    repos: z.record(
+    repos: record(
       z.string().startsWith("/", "Must be an absolute path"),
-      z.record(z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "Must be a commit id"), Iso),
+      record(z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "Must be a commit id"), Iso),
     ),
   });
 }
@@ -72,7 +77,10 @@ export async function loadRepoSeen(path: string): Promise<SeenByRepo> {
   if (deep !== undefined) {
     throw new Error(`Cannot read first-seen state "${path}": ${jsonTooDeepMessage(deep)}`);
   }
-  repoSeenSchema ??= buildRepoSeen((await import("zod")).z);
+  repoSeenSchema ??= buildRepoSeen(
+    (await import("zod")).z,
+    (await import("../lib/zod_record.ts")).record,
+  );
   const parsed = repoSeenSchema.safeParse(data);
   if (!parsed.success) {
     throw new Error(

@@ -80,7 +80,10 @@ interface CaddyRoute {
  * The part of Caddy's config read here, built on the first read (not at import: a run on a
  * machine without a proxy never builds it, nor loads zod).
  */
-function buildCaddyConfig(z: typeof import("zod").z) {
+function buildCaddyConfig(
+  z: typeof import("zod").z,
+  record: typeof import("../../lib/zod_record.ts").record,
+) {
   const Route: z.ZodType<CaddyRoute> = z.lazy(() =>
     z.object({
       match: z.array(z.object({ host: z.array(z.string()).optional() }).loose()).optional(),
@@ -93,7 +96,9 @@ function buildCaddyConfig(z: typeof import("zod").z) {
     apps: z.object({
       http: z.object({
         http_port: z.number().optional(),
-        servers: z.record(
+        // `record`, not zod's own: a server named `__proto__` (Caddy names them freely; JSON.parse
+        // makes an own key) is read as any other, not skipped unchecked with its addresses.
+        servers: record(
           z.string(),
           z.object({
             listen: z.array(z.string()).optional(),
@@ -118,7 +123,7 @@ let caddyConfigSchema: ReturnType<typeof buildCaddyConfig> | undefined;
 async function caddyConfig(): Promise<ReturnType<typeof buildCaddyConfig>> {
   if (caddyConfigSchema === undefined) {
     const { z } = await import("zod");
-    caddyConfigSchema = buildCaddyConfig(z);
+    caddyConfigSchema = buildCaddyConfig(z, (await import("../../lib/zod_record.ts")).record);
   }
   return caddyConfigSchema;
 }

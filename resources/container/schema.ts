@@ -7,6 +7,7 @@
 
 import { z } from "zod";
 import { Arg, ContainerName, Id } from "../../lib/resource_fields.ts";
+import { record } from "../../lib/zod_record.ts";
 
 /** `container`: a container from an image pinned by digest; any change is a replacement. */
 export const Container = z.strictObject({
@@ -17,7 +18,12 @@ export const Container = z.strictObject({
     /^[^\s@]+@sha256:[0-9a-f]{64}$/u,
     "Must be pinned by digest: name@sha256:<64 hex digits>",
   ),
-  env: z.record(
+  /**
+   * Environment variables by name. One named `__proto__` (podman passes it on; JSON.parse makes
+   * it an own key) is data as any other, not skipped unchecked as by zod's own record
+   * (lib/zod_record.ts).
+   */
+  env: record(
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/u, "Must be an environment variable name"),
     Arg,
   )

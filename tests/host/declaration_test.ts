@@ -1,11 +1,13 @@
-import { assert, assertEquals, assertThrows } from "../support/assert.ts";
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "../support/assert.ts";
 import {
   declarationDigest,
   DeclarationError,
   declarationJsonSchema,
   parse,
   parseTrusted,
+  validate,
 } from "../../lib/declaration.ts";
+import { canonicalJson, runArgv } from "../../resources/container/applier.ts";
 
 const DIGEST = "sha256:" + "a".repeat(64);
 const VALID = {
@@ -129,6 +131,42 @@ Deno.test("a container image not pinned by digest is refused", () => {
       ["resources[4].image"],
       image,
     );
+  }
+});
+
+Deno.test("a container's environment variable named __proto__ is data to both reads, its value checked", () => {
+  // podman passes it to the container (`podman run --env __proto__=x`, seen on this machine), and
+  // JSON.parse makes it an own key: both reads keep it in its place, never as a prototype.
+  const text = (value: string) =>
+    `{"version":1,"resources":[{"id":"web","type":"container","name":"web",` +
+    `"image":"web@${DIGEST}","env":{"A":"1","__proto__":${value},"B":"2"}}]}`;
+  const zod = validate(JSON.parse(text('"x"')), { trusted: false });
+  for (const [how, d] of [["fast read", parse(text('"x"'))], ["schema", zod]] as const) {
+    const c = d.resources[0]!;
+    assert(c.type === "container", how);
+    assertEquals(Object.keys(c.env ?? {}), ["A", "__proto__", "B"], how);
+    assertEquals(Object.getPrototypeOf(c.env), Object.prototype, how);
+    assertEquals(Object.getOwnPropertyDescriptor(c.env, "__proto__")?.value, "x", how);
+    // The container gets it, and it counts in the container's digest.
+    const argv = runArgv({ program: "podman", version: "4", why: "" }, c, "sha256:d");
+    assertEquals(argv.slice(argv.indexOf("-e"), argv.indexOf("-e") + 6), [
+      "-e",
+      "A=1",
+      "-e",
+      "B=2",
+      "-e",
+      "__proto__=x",
+    ], how);
+    assertStringIncludes(canonicalJson(c), '"__proto__":"x"', how);
+  }
+  // A value that is not a string: refused by both reads, at its key.
+  for (const value of ["5", "null", "{}"]) {
+    assertEquals(
+      problems(text(value)).map((x) => x.path),
+      ["resources[0].env.__proto__"],
+      value,
+    );
+    assertThrows(() => validate(JSON.parse(text(value)), { trusted: false }), DeclarationError);
   }
 });
 

@@ -91,6 +91,22 @@ Deno.test("a store that exists and is not a store is an error, never an empty fo
   });
 });
 
+Deno.test("a store with a source named __proto__ is an error naming it, whatever its value, never a source dropped", async () => {
+  await withDir(async (dir) => {
+    const info = `{"origin":"command","declaration":"sha256:d","applied":"t"}`;
+    for (const value of [info, "5"]) {
+      // Written as JSON, so JSON.parse makes an own key: not a source's name (the validator
+      // refuses it), and the schema says so rather than skipping it unchecked.
+      await Deno.writeTextFile(
+        `${dir}/store.json`,
+        `{"version":2,"sources":{"local":${info},"__proto__":${value}},"resources":[]}`,
+      );
+      const e = await assertRejects(() => Store.load(dir), StoreError);
+      assert(e.message.includes(": sources.__proto__: "), e.message);
+    }
+  });
+});
+
 Deno.test("one host at a time: a second load of the same state directory waits for the first", async () => {
   await withDir(async (dir) => {
     const first = await Store.load(dir, { create: true });

@@ -95,6 +95,24 @@ Deno.test("an admin address answering something that is not Caddy's config fails
   }
 });
 
+Deno.test("a Caddy server named __proto__ is read as any other, its addresses observed", async () => {
+  // Caddy names its servers freely; JSON.parse makes the name an own key, which zod's record
+  // skipped unchecked (its addresses then unseen, as if not served).
+  const body = `{"apps":{"http":{"servers":{"__proto__":{"listen":[":8080"],` +
+    `"routes":[{"match":[{"host":["a.example"]}],"handle":[{"handler":"static_response"}]}]}}}}}`;
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => new Response(body, { headers: { "content-type": "application/json" } }),
+  );
+  try {
+    const seen = await observeProxy(`127.0.0.1:${server.addr.port}`);
+    assertEquals(seen.sources.map((s) => s.state), ["observed"], seen.sources[0]?.detail);
+    assertEquals(seen.addresses.map((a) => [a.host, a.server]), [["a.example", "__proto__"]]);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("a config nested past the bound (subroutes 5,000 deep) is a failed source naming it, not a crash", async () => {
   // Rule 3 of docs/design.md ("Hostile inputs"): the config's schema recurses through routes.
   let routes = "[]";

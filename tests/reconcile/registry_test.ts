@@ -3,6 +3,8 @@ import { LineCounter, parseDocument } from "yaml";
 import { assert, assertEquals, assertRejects, assertThrows } from "../support/assert.ts";
 import { parseRegistry, RegistryError, registryJsonSchema } from "../../reconcile/registry.ts";
 import { loadRegistry } from "../../reconcile/registry_load.ts";
+import { Registry } from "../../mod.ts";
+import { formatPath } from "../../lib/json_path.ts";
 
 const VALID = `# the estate
 version: 1
@@ -83,6 +85,34 @@ Deno.test("an entry or a field named __proto__ is an error at its key, never dro
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the schema read directly refuses an entry named __proto__, whatever its value, at its key", () => {
+  // As JSON.parse (or a YAML loader) makes it: an own key, which zod's record skipped unchecked.
+  const registry = (entry: string) =>
+    JSON.parse(
+      `{"version":1,"accounts":["root"],"services":{"sshd":` +
+        `{"kind":"daemon","user":"root","port":22,"unit":"ssh.service"},"__proto__":${entry}}}`,
+    );
+  for (
+    const entry of [
+      `{"kind":"daemon","user":"root","port":23,"unit":"other.service"}`,
+      `{"kind":"bogus","port":99999}`,
+      "5",
+    ]
+  ) {
+    const checked = Registry.safeParse(registry(entry));
+    assert(!checked.success, `accepted ${entry}`);
+    const paths = checked.error.issues.map((i) => formatPath(i.path as (string | number)[]));
+    assert(paths.length > 0 && paths.every((p) => p.startsWith("services.__proto__")), entry);
+  }
+  // A valid entry's value: refused by its name, as parseRegistry's name rule says.
+  const named = Registry.safeParse(
+    registry(`{"kind":"daemon","user":"root","port":23,"unit":"other.service"}`),
+  );
+  assert(!named.success);
+  assertEquals(named.error.issues.map((i) => i.path), [["services", "__proto__"]]);
+  assert(named.error.issues[0]!.message.includes('Entry name "__proto__"'));
 });
 
 Deno.test("a field another kind uses is an error for this kind (strict per kind)", () => {
