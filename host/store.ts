@@ -820,9 +820,9 @@ function migrate(
  * `StoreFile` (./store_validators.js, made by scripts/validators.ts from ./store_schema.ts: the
  * rules are written once, there), else undefined: then the schema, loaded only then, reads it or
  * says what is wrong. It accepts what the schema accepts (a source named `__proto__` neither: it is
- * not a source's name), and the schema returns the same values (it has no default, transform or refinement); each object keeps its keys
- * in the file's order, which is the schema's in every file the store writes
- * (tests/host/declaration_fast_test.ts).
+ * not a source's name), and the schema returns the same values (it has no default, transform or
+ * refinement); each object keeps its keys in the file's order, which is the schema's in every file
+ * the store writes (tests/host/declaration_fast_test.ts).
  */
 export function validStoreFile(data: unknown): StoreFileV2 | undefined {
   return isStoreFile(data) ? data as StoreFileV2 : undefined;

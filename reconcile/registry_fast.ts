@@ -240,7 +240,7 @@ function entryAsRead(entry: Raw): Raw {
   return out;
 }
 
-/** The fields of `object` that `keys` names and it holds (not undefined), in the order of `keys`. */
+/** The fields of `object` that `keys` names and it holds (not undefined), in `keys`' order. */
 function inOrder(object: Raw, keys: readonly string[]): Raw {
   const out: Raw = {};
   for (const key of keys) {

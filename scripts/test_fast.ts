@@ -10,15 +10,15 @@
  * repeats its work many times (fuzz inputs, kill points, mutations) takes a smaller count then
  * (tests/support/tier.ts).
  *
- * The files are run by one `deno test` process per core and one more (`--shards N` says
- * otherwise), split by the seconds each took in the last whole run here
- * ({@linkcode DURATIONS_FILE}), or by size for a file with none; each process's lines are said prefixed with its number (`[1] `), and the run
- * closes with their counts added up. Separate processes, not `deno test --parallel`: a test's
- * environment variables and working directory are its process's own. What files share across
- * processes is made unique per test (databases, broker vhosts, node names, temporary
- * directories); a file that stops a shared service is left to the whole suite, and a file whose
- * test reads the whole machine (every listening socket, every container) and wants it as it was
- * says `@tier alone (why)` in its first comment: it runs after the others, with nothing beside it.
+ * The files are run by one `deno test` process per core and one more (`--shards N` says otherwise),
+ * split by the seconds each took in the last whole run here ({@linkcode DURATIONS_FILE}), or by
+ * size for a file with none; each process's lines are said prefixed with its number (`[1] `), and
+ * the run closes with their counts added up. Separate processes, not `deno test --parallel`: a
+ * test's environment variables and working directory are its process's own. What files share across
+ * processes is made unique per test (databases, broker vhosts, node names, temporary directories);
+ * a file that stops a shared service is left to the whole suite, and a file whose test reads the
+ * whole machine (every listening socket, every container) and wants it as it was says `@tier alone
+ * (why)` in its first comment: it runs after the others, with nothing beside it.
  *
  * @module
  */

@@ -424,7 +424,10 @@ export function objectKeyOrder(
   return JSON.parse([...orders][0]!);
 }
 
-/** A place in a value ({@linkcode Target.objects}) as a message names it: `the root`, `backup.restic`. */
+/**
+ * A place in a value ({@linkcode Target.objects}) as a message names it: `the root`,
+ * `backup.restic`.
+ */
 function placeName(at: readonly string[]): string {
   return at.length === 0 ? "the root" : `\`${at.join(".")}\``;
 }
