@@ -804,7 +804,7 @@ async function withChannel<T>(
   options: BrokerOptions,
   fn: (ch: Channel, step: Step) => Promise<T>,
 ): Promise<T> {
-  const { connectAmqp } = await import("../lib/amqp.ts");
+  const { closeAmqp, connectAmqp } = await import("../lib/amqp.ts");
   const { TrustFileError, PlainRefusedError } = await import("../lib/wire_trust.ts");
   const secrets = [target.password];
   let conn: ChannelModel;
@@ -867,11 +867,8 @@ async function withChannel<T>(
     };
     return await fn(ch, step);
   } finally {
-    try {
-      await conn.close();
-    } catch {
-      // Already closed by the broker (the failure is what is being thrown).
-    }
+    // Already closed by the broker (the failure is what is being thrown) is closed.
+    await closeAmqp(conn);
   }
 }
 

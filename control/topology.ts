@@ -21,7 +21,7 @@
 import type { Channel, ChannelModel } from "amqplib";
 import { messageOf } from "../lib/atomic.ts";
 import { redactUrl } from "../lib/url.ts";
-import { brokerMessage, openBroker, publishConfirmed } from "../lib/amqp.ts";
+import { brokerMessage, closeAmqp, openBroker, publishConfirmed } from "../lib/amqp.ts";
 import {
   BUILD_QUEUE,
   BUILD_REQUEST_KEY,
@@ -137,7 +137,7 @@ export async function existingQueueType(
     } catch {
       return undefined;
     } finally {
-      await probe.close().catch(() => {});
+      await closeAmqp(probe);
     }
     const queue = meshQueue(name);
     const ch = await conn.createChannel();
@@ -151,7 +151,7 @@ export async function existingQueueType(
     } catch {
       return "classic";
     } finally {
-      await ch.close().catch(() => {});
+      await closeAmqp(ch);
     }
   });
 }
@@ -373,7 +373,7 @@ async function declareTyped(
       { cause: error },
     );
   } finally {
-    await ch.close().catch(() => {});
+    await closeAmqp(ch);
   }
 }
 
@@ -395,7 +395,7 @@ async function declare<T>(
       { cause: error },
     );
   } finally {
-    await ch.close().catch(() => {});
+    await closeAmqp(ch);
   }
 }
 

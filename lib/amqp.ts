@@ -12,7 +12,13 @@
  * @module
  */
 
-import { type ChannelModel, type ConfirmChannel, connect, type Options } from "amqplib";
+import {
+  type Channel,
+  type ChannelModel,
+  type ConfirmChannel,
+  connect,
+  type Options,
+} from "amqplib";
 import { Buffer } from "node:buffer";
 import net from "node:net";
 import tls from "node:tls";
@@ -46,6 +52,46 @@ export class AmqpError extends Error {
     this.unroutable = options?.unroutable ?? false;
     this.returnedKeys = options?.returnedKeys ?? [];
   }
+}
+
+/** How long {@linkcode closeAmqp} waits at most, in milliseconds, for a close to finish. */
+export const CLOSE_WAIT_MS = 10_000;
+
+/**
+ * Closes an amqplib connection or channel and resolves once it is closed, whichever side closed
+ * it; it never rejects (a connection or channel that is already closed is closed).
+ *
+ * amqplib's own `close()` (2.3.1, lib/connection.js and lib/channel.js, `toClosing`) settles only
+ * when the broker's close-ok arrives. When the broker closes at the same moment (a deleted user's
+ * connections, a close asked through the management API, a broker stopping), the two closes
+ * cross: each side answers the other's close, the broker ends the socket without a close-ok for
+ * ours, and amqplib moves to closed, emitting `close`, without ever settling the promise it
+ * returned. A caller awaiting it waits for ever, or, when nothing else keeps the process alive,
+ * the process ends with the await still pending. So this waits for the first of: that promise,
+ * the `close` event, or `timeoutMs` (default {@linkcode CLOSE_WAIT_MS}; a broker that answers
+ * nothing at all, whose connection the heartbeat then closes).
+ */
+export function closeAmqp(
+  target: ChannelModel | Channel,
+  options: { timeoutMs?: number } = {},
+): Promise<void> {
+  return new Promise((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined = undefined;
+    const done = () => {
+      clearTimeout(timer);
+      target.off("close", done);
+      resolve();
+    };
+    target.once("close", done);
+    timer = setTimeout(done, options.timeoutMs ?? CLOSE_WAIT_MS);
+    let closing: Promise<void>;
+    try {
+      closing = target.close();
+    } catch {
+      closing = Promise.resolve();
+    }
+    closing.then(done, done);
+  });
 }
 
 /** An open connection and one confirm channel on it. */
@@ -135,7 +181,7 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
   try {
     channel = await connection.createConfirmChannel();
   } catch (error) {
-    await connection.close().catch(() => {});
+    await closeAmqp(connection);
     throw new AmqpError(`Cannot open a channel on "${redactUrl(url)}": ${brokerMessage(error)}`);
   }
   channel.on("error", () => {});
@@ -145,8 +191,8 @@ async function openOne(url: string, member: number, options: OpenOptions): Promi
     url,
     member,
     close: async () => {
-      await channel.close().catch(() => {});
-      await connection.close().catch(() => {});
+      await closeAmqp(channel);
+      await closeAmqp(connection);
     },
   };
 }
@@ -224,7 +270,7 @@ async function connectThrough(
     for (const back of putBack) back();
   }
   if (!dialed) {
-    pending.then((c) => c.close(), () => {});
+    pending.then((c) => closeAmqp(c), () => {});
     throw new Error("amqplib did not dial through the transport (not amqplib 2.3.1's connect?)");
   }
   return await pending;
