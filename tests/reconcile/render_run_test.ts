@@ -8,8 +8,9 @@
  * seen so in a three-process run, a port of another process's test rogue in three attempts)
  */
 
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { registryText, type Services } from "./render_support.ts";
 import {
   type CaddyFixture,
   caddyRoot,
@@ -18,12 +19,6 @@ import {
   startCaddy,
 } from "../support/mod.ts";
 import type { ReconcileJson as JsonResult } from "../../reconcile/report.ts";
-
-type Services = Record<string, Record<string, unknown>>;
-
-function registryText(services: Services, roots?: string[]): string {
-  return stringify({ version: 1, accounts: ["root"], ...(roots ? { roots } : {}), services });
-}
 
 /** Runs `run --json` and returns the result. */
 async function runJson(

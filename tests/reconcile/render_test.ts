@@ -3,20 +3,14 @@
  * loaded by the real Caddy, and `run` comparing the routes Caddy serves with the rendered ones.
  */
 
-import { stringify } from "yaml";
 import { run } from "../../lib/command.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { registryText, type Services } from "./render_support.ts";
 import { reconcileCli } from "../support/mod.ts";
 import { handlersFor } from "../../reconcile/observe/routes.ts";
 import { observeProxy } from "../../reconcile/observe/proxy.ts";
 import { compareRoutes, isLoopbackPort } from "../../reconcile/compare_route.ts";
 import { parseRegistry } from "../../reconcile/registry.ts";
-
-type Services = Record<string, Record<string, unknown>>;
-
-function registryText(services: Services, roots?: string[]): string {
-  return stringify({ version: 1, accounts: ["root"], ...(roots ? { roots } : {}), services });
-}
 
 /** `caddy adapt` of a Caddyfile: Caddy's own reading of it, as JSON. */
 async function adapt(dir: string, caddyfile: string): Promise<Record<string, unknown>> {
