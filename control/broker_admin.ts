@@ -867,7 +867,7 @@ async function withChannel<T>(
     };
     return await fn(ch, step);
   } finally {
-    // Already closed by the broker (the failure is what is being thrown) is closed.
+    // A connection the broker closed already (the failure being thrown) counts as closed.
     await closeAmqp(conn);
   }
 }

@@ -62,14 +62,17 @@ export const CLOSE_WAIT_MS = 10_000;
  * it; it never rejects (a connection or channel that is already closed is closed).
  *
  * amqplib's own `close()` (2.3.1, lib/connection.js and lib/channel.js, `toClosing`) settles only
- * when the broker's close-ok arrives. When the broker closes at the same moment (a deleted user's
+ * when the broker's close-ok is read. When the broker closes at the same moment (a deleted user's
  * connections, a close asked through the management API, a broker stopping), the two closes
- * cross: each side answers the other's close, the broker ends the socket without a close-ok for
- * ours, and amqplib moves to closed, emitting `close`, without ever settling the promise it
- * returned. A caller awaiting it waits for ever, or, when nothing else keeps the process alive,
- * the process ends with the await still pending. So this waits for the first of: that promise,
- * the `close` event, or `timeoutMs` (default {@linkcode CLOSE_WAIT_MS}; a broker that answers
- * nothing at all, whose connection the heartbeat then closes).
+ * cross: the broker answers ours with close-ok, then answers our close-ok to its own close with a
+ * TCP reset, having let go of the socket, and the reset overtakes the unread close-ok (Linux drops
+ * unread data on a reset; seen with tcpdump). amqplib moves to closed on the socket error,
+ * emitting `close`, and never settles the promise it returned: a caller awaiting it waits for
+ * ever, or, when nothing else keeps the process alive, the process ends with the await pending.
+ * The same holds for any end of the connection while our close is on its way. So this waits for
+ * the first of: that promise, the `close` event, or `options.timeoutMs` milliseconds (default
+ * {@linkcode CLOSE_WAIT_MS}: a broker that answers nothing at all, whose connection the heartbeat
+ * then closes).
  */
 export function closeAmqp(
   target: ChannelModel | Channel,

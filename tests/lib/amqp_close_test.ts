@@ -12,9 +12,10 @@
  * returned. With nothing else alive the test ended "Promise resolution is still pending but the
  * event loop has already resolved"; in a program, the await would wait for ever.
  *
- * Two tests: the field case itself, repeated (it crosses about one time in two here), and the
- * same end of the connection made on demand by a relay that keeps our close from the broker and
- * ends the client's side of the connection.
+ * The tests: the field case itself, repeated (it crossed about one time in two here with amqplib's
+ * `close()`); the same end of the connection made on demand by a relay that keeps our close from
+ * the broker and ends the client's side; `openBroker`'s session close over that relay (its channel
+ * is closing when the connection ends); and a connection or channel already closed.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
