@@ -15,7 +15,8 @@
  * The tests: the field case itself, repeated (it crossed about one time in two here with amqplib's
  * `close()`); the same end of the connection made on demand by a relay that keeps our close from
  * the broker and ends the client's side; `openBroker`'s session close over that relay (its channel
- * is closing when the connection ends); and a connection or channel already closed.
+ * is closing when the connection ends); a broker that answers nothing, let go after `timeoutMs`;
+ * and a connection or channel already closed.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
@@ -185,6 +186,26 @@ Deno.test(
       relayed.endClient();
       const outcome = await settledWithin(closing, started, CLOSE_WAIT_MS / 2);
       assert(outcome.startsWith("settled"), `the session's close is ${outcome}`);
+    } finally {
+      relayed.close();
+    }
+  },
+);
+
+Deno.test(
+  "closeAmqp: a broker that answers nothing to our close is waited for timeoutMs, then let go",
+  opts,
+  async () => {
+    const relayed = relay();
+    try {
+      const conn = await connectAmqp(new URL(`amqp://guest:guest@127.0.0.1:${relayed.port}/%2F`));
+      conn.on("error", () => {});
+      relayed.hold();
+      const started = performance.now();
+      const outcome = await settledWithin(closeAmqp(conn, { timeoutMs: 300 }), started, 5_000);
+      assert(outcome.startsWith("settled"), `the close is ${outcome}`);
+      const waited = performance.now() - started;
+      assert(waited >= 290, `the close was let go after ${Math.round(waited)} ms, not 300`);
     } finally {
       relayed.close();
     }
